@@ -1,0 +1,41 @@
+"""faqstats: valid confidence intervals for benchmark accuracy from few queries.
+
+Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
+:class:`PAIEstimator` -> :class:`AccuracyResult`.
+"""
+
+from .datasets import SyntheticBank, load_response_matrix, make_synthetic_bank
+from .estimator import PAIEstimator, martingale_variance, paper_variance
+from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
+from .results import AccuracyResult
+from .sampling import (
+    ActiveLearningSampler,
+    BernoulliAIPW,
+    HybridSampler,
+    NeymanSampler,
+    PolicyState,
+    Sampler,
+    UniformSampler,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AccuracyResult",
+    "ActiveLearningSampler",
+    "BernoulliAIPW",
+    "HybridSampler",
+    "LogisticFactorModel",
+    "LogisticFactorModelCV",
+    "NeymanSampler",
+    "PAIEstimator",
+    "PolicyState",
+    "Sampler",
+    "SyntheticBank",
+    "UniformSampler",
+    "laplace_update",
+    "load_response_matrix",
+    "make_synthetic_bank",
+    "martingale_variance",
+    "paper_variance",
+]

@@ -1,0 +1,119 @@
+"""Input and parameter checks shared by every public entry point.
+
+scikit-learn's ``_param_validation`` is private, so we keep a small, explicit
+version here: every check raises a ``ValueError``/``TypeError`` whose message
+names the offending argument and what was expected.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "check_history",
+    "check_binary_values",
+    "check_alpha",
+    "check_scalar",
+    "check_generator",
+]
+
+
+def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None, closed="both"):
+    """Check that ``value`` is a scalar of ``kind`` inside the interval ``[low, high]``.
+
+    ``closed`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"`` and says which
+    ends of the interval are allowed. Booleans are refused for numeric kinds.
+    """
+    if isinstance(value, bool) or not isinstance(value, kind):
+        kind_name = getattr(kind, "__name__", str(kind))
+        raise TypeError(f"{name} must be a {kind_name.lower()}, got {value!r} ({type(value).__name__}).")
+    if isinstance(value, numbers.Real) and not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    left_ok = low is None or (value >= low if closed in ("both", "left") else value > low)
+    right_ok = high is None or (value <= high if closed in ("both", "right") else value < high)
+    if not (left_ok and right_ok):
+        lb = "[" if closed in ("both", "left") else "("
+        rb = "]" if closed in ("both", "right") else ")"
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        raise ValueError(f"{name} must be in {lb}{lo}, {hi}{rb}, got {value!r}.")
+    return value
+
+
+def check_alpha(alpha):
+    """Significance level of an interval: a float strictly inside (0, 1)."""
+    return float(check_scalar(alpha, "alpha", low=0.0, high=1.0, closed="neither"))
+
+
+def check_binary_values(values, name, *, allow_nan=False):
+    """Raise if ``values`` holds anything but 0, 1 (and NaN when ``allow_nan``).
+
+    Returns ``values`` as a float64 array.
+    """
+    arr = np.asarray(values, dtype=float) if not _is_non_numeric(values) else None
+    if arr is None:
+        raise TypeError(f"{name} must be numeric 0/1 outcomes, got dtype {np.asarray(values).dtype}.")
+    bad = ~(np.isin(arr, (0.0, 1.0)) | (np.isnan(arr) if allow_nan else False))
+    if np.any(bad):
+        first = np.flatnonzero(bad.ravel())[0]
+        where = np.unravel_index(first, arr.shape) if arr.ndim > 1 else first
+        raise ValueError(
+            f"{name} must be binary (0 or 1{', NaN for not observed' if allow_nan else ''}); "
+            f"found {arr.ravel()[first]!r} at position {where} ({int(bad.sum())} such entries)."
+        )
+    return arr
+
+
+def _is_non_numeric(values):
+    dtype = np.asarray(values).dtype
+    return not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_))
+
+
+def check_history(H, *, name="H", n_questions=None):
+    """Validate a models x questions history matrix (NaN = not observed).
+
+    Returns a float64 copy. Rows (models) with no observation are refused because a
+    model with no data carries no information about the question factors and would
+    only be pulled to the prior by weight decay.
+    """
+    if hasattr(H, "to_numpy"):  # pandas without importing it
+        H = H.to_numpy(dtype=float, na_value=np.nan)
+    if _is_non_numeric(H):
+        raise TypeError(f"{name} must be a numeric array of 0/1 outcomes with NaN for missing entries.")
+    H = np.array(H, dtype=float, copy=True)
+    if H.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (models x questions), got an array with {H.ndim} dimension(s).")
+    if H.shape[0] < 1 or H.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one model and one question, got shape {H.shape}.")
+    if n_questions is not None and H.shape[1] != n_questions:
+        raise ValueError(
+            f"{name} has {H.shape[1]} questions (columns) but the factor model was fitted on {n_questions}."
+        )
+    if np.isinf(H).any():
+        raise ValueError(f"{name} contains infinite values; use NaN for 'not observed'.")
+    check_binary_values(H, name, allow_nan=True)
+    empty_rows = np.flatnonzero(np.isnan(H).all(axis=1))
+    if empty_rows.size:
+        shown = ", ".join(map(str, empty_rows[:10])) + (" ..." if empty_rows.size > 10 else "")
+        raise ValueError(
+            f"{name} has {empty_rows.size} row(s) with no observed outcome (all NaN): rows {shown}. "
+            "Drop them before fitting."
+        )
+    return H
+
+
+def check_generator(random_state):
+    """Turn ``None``, an int, a ``np.random.Generator`` or ``RandomState`` into a Generator."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**32 - 1, dtype=np.uint64))
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
+        if random_state is not None and random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state}.")
+        return np.random.default_rng(random_state)
+    raise TypeError(
+        f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}."
+    )

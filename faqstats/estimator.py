@@ -1,0 +1,494 @@
+"""Pro-Active Inference: the query loop, its increments and their variance.
+
+At round t a sampler gives ``q_t`` over the askable questions, the estimator draws
+``I_t ~ q_t``, observes ``z_{I_t}`` and records the increment
+
+* with replacement (the seed paper, Eq. 3)
+  ``phi_t = [ sum_j p_j + (z_I - p_I) / q_t(I) ] / N``;
+* without replacement (a Des Raj-type increment over the not-yet-asked set R_{t-1})
+  ``phi_t = [ sum_{j asked} z_j + sum_{j in R_{t-1}} p_j + (z_I - p_I) / q_t(I) ] / N``.
+
+Both satisfy ``E[phi_t | F_{t-1}] = theta`` for any predictable policy and
+predictions, so ``theta_hat = mean_t phi_t`` is unbiased and ``phi_t - theta`` are
+martingale differences. Then ``Var(theta_hat) = E[sum_t (phi_t - theta)^2] / n^2`` and
+
+    V_hat = sum_t (phi_t - theta_hat)^2 / (n (n - 1))
+
+has ``E[V_hat] = Var(theta_hat)`` exactly (``../shared/NOTES.md`` facts 2-3). That
+is the default variance; the paper's closed form (Appendix A.2.2) is an option.
+
+After each answer the new model's factor posterior gets one Laplace update, which
+changes the predictions used from the next round on.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import check_binary_values, check_generator, check_scalar
+from .factor_model import laplace_update
+from .results import AccuracyResult
+from .sampling import BernoulliAIPW, HybridSampler, PolicyState, Sampler, UniformSampler
+
+__all__ = ["PAIEstimator", "SequentialRun", "StreamRun", "martingale_variance", "paper_variance"]
+
+QUERY_DTYPE = np.dtype(
+    [
+        ("question", np.int64),
+        ("probability", np.float64),
+        ("outcome", np.float64),
+        ("increment", np.float64),
+        ("prediction", np.float64),
+        ("prediction_total", np.float64),
+    ]
+)
+
+
+def martingale_variance(increments):
+    """``sum (phi_t - mean)^2 / (n (n - 1))``: exactly unbiased for ``Var(mean phi)``."""
+    phi = np.asarray(increments, dtype=float)
+    n = phi.size
+    if n < 2:
+        raise ValueError("At least two increments are needed to estimate a variance.")
+    return float(np.sum((phi - phi.mean()) ** 2) / (n * (n - 1)))
+
+
+def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_questions):
+    """The seed paper's closed-form variance of ``theta_hat`` (Appendix A.2.2), i.e. ``sigma_hat^2 / n``.
+
+    ``sigma^2 = [sum_t (z - p)^2 / q^2 - sum_t (S - P_t)^2] / (n N^2)`` with
+    ``S = mean_s z_s / q_s`` and ``P_t = sum_j p_j^{(t-1)}``. It is biased downward on
+    small banks (``../shared/NOTES.md`` fact 1); kept for comparison with the paper.
+    """
+    z, p, q, P = (np.asarray(a, dtype=float) for a in (outcomes, predictions, probabilities, prediction_totals))
+    n = z.size
+    S = np.mean(z / q)
+    sigma2 = (np.sum((z - p) ** 2 / q**2) - np.sum((S - P) ** 2)) / (n * n_questions**2)
+    return float(sigma2 / n)
+
+
+class _Oracle:
+    """Answers questions from an array or a callable; validates and caches answers."""
+
+    def __init__(self, outcomes, n_questions):
+        self.n_questions = n_questions
+        self.cache = {}
+        if callable(outcomes):
+            self.fn = outcomes
+            self.array = None
+        else:
+            arr = np.asarray(outcomes, dtype=float) if not isinstance(outcomes, np.ndarray) else outcomes.astype(float)
+            if arr.ndim != 1 or arr.size != n_questions:
+                raise ValueError(
+                    f"outcomes must be a 1-D array with one entry per question ({n_questions}), got shape {arr.shape}."
+                )
+            check_binary_values(arr, "outcomes", allow_nan=True)
+            self.fn = None
+            self.array = arr
+
+    def __call__(self, question):
+        if question in self.cache:  # the bank is fixed: a repeated question has the same answer
+            return self.cache[question]
+        if self.array is not None:
+            z = self.array[question]
+            if np.isnan(z):
+                raise ValueError(f"outcomes[{question}] is NaN but question {question} was asked.")
+        else:
+            got = np.atleast_1d(np.asarray(self.fn(np.array([question])), dtype=float))
+            if got.shape != (1,):
+                raise ValueError(
+                    f"the outcomes callable must return one outcome per requested question; "
+                    f"asked for 1 question, got shape {got.shape}."
+                )
+            z = check_binary_values(got, f"outcome returned for question {question}")[0]
+        self.cache[question] = float(z)
+        return float(z)
+
+
+class _FactorPosterior:
+    """Gaussian approximation of the new model's factor and the predictions it implies."""
+
+    def __init__(self, question_factors, mean, cov):
+        self.V = question_factors
+        self.mean = np.array(mean, dtype=float)
+        self.cov = np.array(cov, dtype=float)
+        self.predictions = expit(self.V @ self.mean)
+
+    def update(self, question, outcome):
+        self.mean, self.cov = laplace_update(self.mean, self.cov, self.V[question], outcome)
+        self.predictions = expit(self.V @ self.mean)
+
+
+class SequentialRun:
+    """State of one sequential PAI run, advanced one answer at a time.
+
+    The estimator drives it; tests copy it (``copy.deepcopy``) at every node to
+    enumerate all sampling paths exactly. ``predictions`` are fixed when no
+    posterior is given.
+    """
+
+    def __init__(self, n_questions, budget, replace, posterior=None, predictions=None):
+        self.n_questions = n_questions
+        self.budget = budget
+        self.replace = replace
+        self.posterior = posterior
+        self._fixed = np.zeros(n_questions) if predictions is None else np.asarray(predictions, dtype=float)
+        self.available = np.ones(n_questions, dtype=bool)
+        self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
+        self.step = 1
+        self.records = []
+
+    @property
+    def predictions(self):
+        return self.posterior.predictions if self.posterior is not None else self._fixed
+
+    def state(self):
+        post = self.posterior
+        return PolicyState(
+            predictions=self.predictions,
+            available=self.available.copy(),
+            step=self.step,
+            budget=self.budget,
+            question_factors=None if post is None else post.V,
+            posterior_mean=None if post is None else post.mean,
+            posterior_cov=None if post is None else post.cov,
+        )
+
+    def increment(self, question, probability, outcome):
+        """``phi_t`` for asking ``question`` now (before any update)."""
+        p = self.predictions
+        correction = (outcome - p[question]) / probability
+        if self.replace:
+            base = p.sum()
+        else:
+            base = self.asked_total + p[self.available].sum()
+        return (base + correction) / self.n_questions
+
+    def record(self, question, probability, outcome):
+        """Record the answer, update the posterior and move to the next round; returns ``phi_t``."""
+        p = self.predictions
+        phi = self.increment(question, probability, outcome)
+        total = p.sum() if self.replace else self.asked_total + p[self.available].sum()
+        self.records.append((question, probability, outcome, phi, p[question], total))
+        if not self.replace:
+            self.available[question] = False
+            self.asked_total += outcome
+        if self.posterior is not None:
+            self.posterior.update(question, outcome)
+        self.step += 1
+        return phi
+
+    def table(self):
+        return np.array(self.records, dtype=QUERY_DTYPE)
+
+
+class StreamRun:
+    """State of one nature's-order (Bernoulli label/skip) AIPW run."""
+
+    def __init__(self, n_questions, budget, order, posterior=None, predictions=None):
+        self.n_questions = n_questions
+        self.budget = budget
+        self.order = np.asarray(order)
+        self.posterior = posterior
+        self._fixed = np.zeros(n_questions) if predictions is None else np.asarray(predictions, dtype=float)
+        self.available = np.ones(n_questions, dtype=bool)  # not yet visited
+        self.position = 0
+        self.labels_used = 0
+        self.terms = []  # psi_t = p_t + (z_t - p_t) xi_t / pi_t, one per visited item
+        self.variance_terms = []  # xi_t (z_t - p_t)^2 (1 - pi_t) / pi_t^2
+        self.records = []
+
+    @property
+    def predictions(self):
+        return self.posterior.predictions if self.posterior is not None else self._fixed
+
+    @property
+    def item(self):
+        return int(self.order[self.position])
+
+    def state(self):
+        post = self.posterior
+        return PolicyState(
+            predictions=self.predictions,
+            available=self.available.copy(),
+            step=self.position + 1,
+            budget=self.budget,
+            question_factors=None if post is None else post.V,
+            posterior_mean=None if post is None else post.mean,
+            posterior_cov=None if post is None else post.cov,
+        )
+
+    def record(self, pi, labelled, outcome=None):
+        """Record the coin for the current item (and its outcome when labelled)."""
+        j = self.item
+        p = self.predictions[j]
+        if labelled:
+            self.terms.append(p + (outcome - p) / pi)
+            self.variance_terms.append((outcome - p) ** 2 * (1.0 - pi) / pi**2)
+            self.records.append((j, pi, outcome, self.terms[-1], p, np.nan))
+            self.labels_used += 1
+            if self.posterior is not None:
+                self.posterior.update(j, outcome)
+        else:
+            self.terms.append(p)
+        self.available[j] = False
+        self.position += 1
+
+    @property
+    def done(self):
+        return self.position >= self.n_questions
+
+    def table(self):
+        return np.array(self.records, dtype=QUERY_DTYPE)
+
+
+class PAIEstimator(BaseEstimator):
+    """Estimate a new model's accuracy on a bank from a small, actively chosen set of queries.
+
+    Parameters
+    ----------
+    factor_model : fitted LogisticFactorModel (or LogisticFactorModelCV) or None
+        Supplies question factors and the prior of the new model's factor. ``None``
+        means no predictions (all zero): with ``UniformSampler(replace=False)`` the
+        result is the plain sample mean with finite-population correction, and with
+        ``BernoulliAIPW(score="uniform")`` the paper's Horvitz-Thompson baseline.
+    sampler : Sampler, default=HybridSampler()
+        The sampling policy. ``sampler.replace`` chooses with/without replacement.
+    budget : int, default=100
+        Number of queries (expected number of labels for ``BernoulliAIPW``). At least
+        2; at most N without replacement.
+    variance : {"martingale", "paper"}, default="martingale"
+        ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``.
+        ``"paper"``: the paper's closed form (with replacement only).
+    random_state : int, Generator or None, default=None
+        Seeds every draw; the same seed and answers give the same queries.
+    verbose : bool, default=False
+        Show a progress bar over queries.
+
+    Attributes
+    ----------
+    result_ : AccuracyResult
+    estimate_ : float
+    std_error_ : float
+    n_queries_ : int
+        Answers observed (distinct questions are asked only once even when a
+        with-replacement policy draws a question again).
+    queries_ : structured ndarray
+        One row per draw with fields ``question``, ``probability`` (q_t(I_t), or pi_t),
+        ``outcome``, ``increment`` (phi_t), ``prediction`` (p_I before the answer) and
+        ``prediction_total`` (the sum of predictions the increment used).
+    posterior_mean_, posterior_cov_ : ndarray or None
+        The new model's factor posterior after the last answer.
+
+    See Also
+    --------
+    LogisticFactorModel, HybridSampler, AccuracyResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=200, n_components=3, random_state=0)
+    >>> fm = fq.LogisticFactorModel(n_components=3, max_iter=300, random_state=0).fit(bank.history)
+    >>> z = bank.new_outcomes[0]
+    >>> est = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.25), budget=40, random_state=0).fit(z)
+    >>> low, high = est.confint(alpha=0.05)
+    >>> 0 <= low <= est.estimate_ <= high <= 1
+    True
+    """
+
+    def __init__(self, factor_model=None, sampler=None, budget=100, variance="martingale", random_state=None, verbose=False):
+        self.factor_model = factor_model
+        self.sampler = sampler
+        self.budget = budget
+        self.variance = variance
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- set-up ----------------------------------------------------------------
+    def _sampler(self):
+        sampler = HybridSampler() if self.sampler is None else self.sampler
+        if not isinstance(sampler, Sampler):
+            raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
+        sampler._check_params()
+        return sampler
+
+    def _bank_size(self):
+        if self.factor_model is None:
+            return None
+        check_is_fitted(self.factor_model, "question_factors_" if not hasattr(self.factor_model, "best_estimator_") else "best_estimator_")
+        return self.factor_model.question_factors_.shape[0]
+
+    def _posterior(self):
+        fm = self.factor_model
+        if fm is None:
+            return None
+        return _FactorPosterior(fm.question_factors_, fm.prior_mean_, fm.prior_cov_)
+
+    def _check(self, n_questions):
+        sampler = self._sampler()
+        check_scalar(self.budget, "budget", kind=numbers.Integral, low=2)
+        if self.variance not in ("martingale", "paper"):
+            raise ValueError(f"variance must be 'martingale' or 'paper', got {self.variance!r}.")
+        if self.factor_model is None and sampler.needs_factor_model:
+            raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
+        if not sampler.replace and self.budget > n_questions:
+            raise ValueError(
+                f"budget={self.budget} exceeds the {n_questions} questions of the bank; sampling without "
+                "replacement can ask each question only once."
+            )
+        if self.variance == "paper" and (not sampler.replace or isinstance(sampler, BernoulliAIPW)):
+            raise ValueError("variance='paper' is defined for with-replacement sequential sampling only.")
+        return sampler
+
+    def new_run(self, n_questions=None, rng=None):
+        """A fresh :class:`SequentialRun`/:class:`StreamRun` for this configuration (used by tests and replays)."""
+        n_fm = self._bank_size()
+        n_questions = n_fm if n_questions is None else n_questions
+        if n_questions is None:
+            raise ValueError("Without a factor model the bank size comes from the outcomes; pass n_questions.")
+        if n_fm is not None and n_questions != n_fm:
+            raise ValueError(
+                f"outcomes cover {n_questions} questions but the factor model was fitted on {n_fm} questions."
+            )
+        sampler = self._check(n_questions)
+        if isinstance(sampler, BernoulliAIPW):
+            if sampler.order == "random":
+                order = check_generator(rng).permutation(n_questions)
+            else:
+                order = np.arange(n_questions)
+            return StreamRun(n_questions, self.budget, order, posterior=self._posterior())
+        return SequentialRun(n_questions, self.budget, sampler.replace, posterior=self._posterior())
+
+    # -- fitting ---------------------------------------------------------------
+    def fit(self, outcomes, y=None):
+        """Run the query loop against ``outcomes`` and estimate the accuracy.
+
+        Parameters
+        ----------
+        outcomes : array-like of shape (N,) or callable
+            The new model's 0/1 outcomes (only the asked entries are read; NaN elsewhere
+            is fine), or a function mapping an integer array of question indices to
+            their outcomes (it is called with one index at a time).
+
+        Returns
+        -------
+        self
+        """
+        n_questions = self._bank_size()
+        if n_questions is None:
+            if callable(outcomes):
+                raise ValueError("Without a factor model the bank size is unknown: pass outcomes as an array.")
+            n_questions = int(np.size(outcomes))
+        oracle = _Oracle(outcomes, n_questions)
+        rng = check_generator(self.random_state)
+        run = self.new_run(n_questions, rng)
+        sampler = self._sampler()
+        try:
+            if isinstance(run, StreamRun):
+                self._loop_stream(run, sampler, oracle, rng)
+            else:
+                self._loop_sequential(run, sampler, oracle, rng)
+        except BaseException as exc:
+            # Nothing lost: what was answered stays inspectable on the estimator.
+            self.queries_ = run.table()
+            exc.add_note(f"faqstats: {len(run.records)} answers recorded before the failure are in .queries_.")
+            raise
+        self._finish(run, sampler, n_questions)
+        return self
+
+    def _loop_sequential(self, run, sampler, oracle, rng):
+        bar = _bar(self.budget, self.verbose)
+        for _ in range(self.budget):
+            q = sampler.probabilities(run.state())
+            question = int(rng.choice(q.size, p=q))
+            run.record(question, float(q[question]), oracle(question))
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+
+    def _loop_stream(self, run, sampler, oracle, rng):
+        bar = _bar(run.n_questions, self.verbose)
+        while not run.done:
+            pi = sampler.inclusion_probability(run.state(), run.item, run.labels_used)
+            labelled = bool(rng.random() < pi)
+            run.record(pi, labelled, oracle(run.item) if labelled else None)
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+
+    def _finish(self, run, sampler, n_questions):
+        table = run.table()
+        if isinstance(run, StreamRun):
+            method, variance_method = "aipw", "design-based"
+            estimate = float(np.mean(run.terms))
+            var = float(np.sum(run.variance_terms)) / n_questions**2
+        elif self.factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace:
+            method, variance_method = "sample_mean", "finite-population"
+            z = table["outcome"]
+            n = z.size
+            estimate = float(z.mean())
+            var = (1.0 - n / n_questions) * float(z.var(ddof=1)) / n
+        else:
+            method = "pai"
+            estimate = float(table["increment"].mean())
+            if self.variance == "martingale":
+                variance_method = "martingale"
+                var = martingale_variance(table["increment"])
+            else:
+                variance_method = "paper"
+                var = paper_variance(
+                    table["outcome"], table["prediction"], table["probability"], table["prediction_total"], n_questions
+                )
+                if var < 0:
+                    warnings.warn("The paper's variance estimate is negative; reporting 0.", RuntimeWarning, stacklevel=3)
+                    var = 0.0
+        if not np.isfinite(estimate) or not np.isfinite(var):
+            raise FloatingPointError("Non-finite estimate or variance; check the sampler's probabilities.")
+        self.queries_ = table
+        self.n_queries_ = int(np.unique(table["question"]).size)
+        self.estimate_ = estimate
+        self.std_error_ = float(np.sqrt(var))
+        self.posterior_mean_ = None if run.posterior is None else run.posterior.mean
+        self.posterior_cov_ = None if run.posterior is None else run.posterior.cov
+        self.result_ = AccuracyResult(
+            estimate=estimate,
+            std_error=self.std_error_,
+            n_queries=self.n_queries_,
+            n_questions=n_questions,
+            method=method,
+            variance_method=variance_method,
+        )
+
+    # -- inference -------------------------------------------------------------
+    def conf_int(self, alpha=0.05, alternative="two-sided"):
+        """Wald confidence interval ``(low, high)`` at level ``1 - alpha``, clipped to [0, 1]."""
+        check_is_fitted(self, "result_")
+        return self.result_.conf_int(alpha=alpha, alternative=alternative)
+
+    confint = conf_int
+
+    def summary(self, alpha=0.05):
+        check_is_fitted(self, "result_")
+        return self.result_.summary(alpha)
+
+
+def _bar(total, enabled):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="querying", leave=False)
+
+
+
+
+

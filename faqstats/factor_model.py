@@ -1,0 +1,481 @@
+"""Logistic factor model of a models x questions outcome history.
+
+``logit P(model i answers question j correctly) = u_i . v_j`` (paper Section 3.1).
+The fitted question factors ``v_j`` are the features FAQ uses for a new model; the
+historical model factors ``u_i`` give a Gaussian prior for the new model's factor,
+which :func:`laplace_update` refines after each answer (paper Eqs. 9-10).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import check_generator, check_history, check_scalar
+
+__all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
+
+
+class LogisticFactorModel(TransformerMixin, BaseEstimator):
+    """Low-rank logistic model of a partially observed 0/1 outcome matrix.
+
+    Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells of ``H`` by
+    full-batch AdamW on the mean binary cross-entropy, with decoupled weight decay
+    ``alpha`` on both factor matrices (the seed paper's objective and optimiser).
+
+    Parameters
+    ----------
+    n_components : int, default=16
+        Latent dimension ``k``.
+    alpha : float, default=0.1
+        AdamW weight decay (L2 regularisation strength) on model and question factors.
+    learning_rate : float, default=1e-2
+        AdamW learning rate.
+    max_iter : int, default=2000
+        Number of full-batch optimiser steps.
+    device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
+        Torch device; ``"auto"`` picks CUDA when available. The resolved device is
+        stored in ``device_``; the parameter is never rewritten.
+    dtype : {"float32", "float64"}, default="float32"
+        Precision of the optimisation. Fitted attributes are always float64 numpy.
+    random_state : int, Generator or None, default=None
+        Seeds the N(0, 1) initialisation of the factors (and the cell split in ``score``).
+    verbose : bool, default=False
+        Show a progress bar while fitting.
+
+    Attributes
+    ----------
+    model_factors_ : ndarray of shape (n_models, n_components)
+        Factors ``u_i`` of the historical models.
+    question_factors_ : ndarray of shape (n_questions, n_components)
+        Factors ``v_j``. Questions never observed in the history get the mean of the
+        observed questions' factors (the "average question"), so their prediction is
+        the model's typical accuracy rather than an arbitrary 0.5; see
+        ``observed_questions_``.
+    observed_questions_ : ndarray of bool, shape (n_questions,)
+        Whether each question had at least one observed outcome.
+    prior_mean_ : ndarray of shape (n_components,)
+        Mean of ``model_factors_``: the prior mean of a new model's factor.
+    prior_cov_ : ndarray of shape (n_components, n_components)
+        Covariance of ``model_factors_`` (ddof=1; the identity when fewer than two
+        models), made symmetric positive definite with a tiny ridge.
+    loss_curve_ : ndarray of shape (max_iter,)
+        Training loss after each step.
+    device_ : str
+        The device actually used.
+    n_features_in_ : int
+        Number of questions seen in ``fit``.
+
+    See Also
+    --------
+    LogisticFactorModelCV : chooses ``n_components`` and ``alpha`` by cross-validation.
+    PAIEstimator : uses a fitted model to choose questions for a new model.
+
+    References
+    ----------
+    The FAQ seed paper, Section 3.1 and Appendix A.1 (``../shared/paper/faq-paper.tex``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import LogisticFactorModel, make_synthetic_bank
+    >>> bank = make_synthetic_bank(n_models=60, n_questions=80, n_components=3, random_state=0)
+    >>> fm = LogisticFactorModel(n_components=3, max_iter=300, random_state=0).fit(bank.history)
+    >>> fm.question_factors_.shape, fm.prior_cov_.shape
+    ((80, 3), (3, 3))
+    >>> fm.predict_proba(fm.prior_mean_).shape
+    (80,)
+    """
+
+    def __init__(
+        self,
+        n_components=16,
+        alpha=0.1,
+        learning_rate=1e-2,
+        max_iter=2000,
+        device="auto",
+        dtype="float32",
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.device = device
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- parameter checks -------------------------------------------------
+    def _check_params(self):
+        check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
+        check_scalar(self.alpha, "alpha", low=0.0)
+        check_scalar(self.learning_rate, "learning_rate", low=0.0, closed="neither")
+        check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1)
+        if not isinstance(self.device, str):
+            raise TypeError(f"device must be a string, got {type(self.device).__name__}.")
+
+    def _seed(self):
+        # One integer seed for torch, drawn from whatever random_state the user gave.
+        return int(check_generator(self.random_state).integers(2**31 - 1))
+
+    def _solve(self, H, question_factors=None):
+        """The one solver behind fit and transform (V frozen when given)."""
+        from . import _torch_backend as backend  # torch is imported only when fitting
+
+        self.device_ = backend.resolve_device(self.device)
+        backend.resolve_dtype(self.dtype)
+        bar = _progress_bar(self.max_iter, "fitting factors", self.verbose)
+        try:
+            return backend.fit_factors(
+                H,
+                n_components=self.n_components,
+                alpha=float(self.alpha),
+                learning_rate=float(self.learning_rate),
+                max_iter=int(self.max_iter),
+                device=self.device_,
+                dtype=self.dtype,
+                seed=self._seed(),
+                question_factors=question_factors,
+                progress=None if bar is None else (lambda step: bar.update(1)),
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+
+    # -- public API -------------------------------------------------------
+    def fit(self, X, y=None):
+        """Fit model and question factors on the observed cells of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_models, n_questions)
+            Historical outcomes: 1 correct, 0 wrong, NaN not observed. Every row needs
+            at least one observed cell.
+        y : ignored
+
+        Returns
+        -------
+        self : LogisticFactorModel
+        """
+        self._check_params()
+        H = check_history(X, name="X")
+        U, V, losses = self._solve(H)
+        observed = ~np.isnan(H).all(axis=0)
+        if observed.any() and not observed.all():
+            V[~observed] = V[observed].mean(axis=0)
+        self.model_factors_ = U
+        self.question_factors_ = V
+        self.observed_questions_ = observed
+        self.prior_mean_, self.prior_cov_ = _gaussian_prior(U)
+        self.loss_curve_ = losses
+        self.n_features_in_ = H.shape[1]
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit and return ``model_factors_``."""
+        return self.fit(X).model_factors_
+
+    def transform(self, X):
+        """Factors of new models (rows of ``X``) with the question factors frozen.
+
+        Rows with no observed cell get ``prior_mean_``.
+
+        Returns
+        -------
+        U : ndarray of shape (n_rows, n_components)
+        """
+        check_is_fitted(self, "question_factors_")
+        H = _check_new_rows(X, self.n_features_in_)
+        U = np.tile(self.prior_mean_, (H.shape[0], 1))
+        has_data = ~np.isnan(H).all(axis=1)
+        if has_data.any():
+            U[has_data], _, _ = self._solve(H[has_data], question_factors=self.question_factors_)
+        return U
+
+    def predict_proba(self, model_factors):
+        """P(correct) for every question given model factor(s) ``u`` (shape (k,) or (m, k))."""
+        check_is_fitted(self, "question_factors_")
+        u = np.asarray(model_factors, dtype=float)
+        if u.shape[-1] != self.question_factors_.shape[1]:
+            raise ValueError(
+                f"model factors have {u.shape[-1]} components, the factor model has "
+                f"{self.question_factors_.shape[1]}."
+            )
+        return _sigmoid(u @ self.question_factors_.T)
+
+    def score(self, X, y=None):
+        """Held-out mean log-likelihood on new models (higher is better).
+
+        For each row of ``X`` a seeded random half of its observed cells is used to fit
+        the row's factor (question factors frozen) and the other half is scored. This
+        is what FAQ needs of the model: predicting unseen answers of an unseen model,
+        and it makes ``GridSearchCV(LogisticFactorModel(), ..., cv=KFold())`` work.
+        """
+        check_is_fitted(self, "question_factors_")
+        H = _check_new_rows(X, self.n_features_in_)
+        rng = check_generator(self.random_state if isinstance(self.random_state, numbers.Integral) else 0)
+        fit_half = (rng.random(H.shape) < 0.5) & ~np.isnan(H)
+        test_half = ~fit_half & ~np.isnan(H)
+        U = self.transform(np.where(fit_half, H, np.nan))
+        return -log_loss_on_cells(H, U @ self.question_factors_.T, test_half)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.non_deterministic = False
+        return tags
+
+
+def _check_new_rows(X, n_questions):
+    H = np.array(X, dtype=float, copy=True)
+    if H.ndim == 1:
+        H = H[None, :]
+    if H.ndim != 2:
+        raise ValueError(f"X must be 2-D (models x questions), got {H.ndim} dimension(s).")
+    if H.shape[1] != n_questions:
+        raise ValueError(
+            f"X has {H.shape[1]} questions (columns) but the factor model was fitted on {n_questions}."
+        )
+    from ._validation import check_binary_values
+
+    check_binary_values(H, "X", allow_nan=True)
+    return H
+
+
+def _gaussian_prior(U):
+    k = U.shape[1]
+    mean = U.mean(axis=0)
+    cov = np.cov(U, rowvar=False, ddof=1).reshape(k, k) if U.shape[0] > 1 else np.eye(k)
+    cov = 0.5 * (cov + cov.T)
+    # A tiny relative ridge keeps the prior positive definite when models are few.
+    cov += np.eye(k) * 1e-8 * max(np.trace(cov) / k, 1e-12)
+    return mean, cov
+
+
+def _sigmoid(x):
+    # scipy's expit is exact in both tails (no overflow warnings)
+    from scipy.special import expit
+
+    return expit(x)
+
+
+def log_loss_on_cells(H, logits, cells):
+    """Mean Bernoulli log-loss of ``logits`` against ``H`` on the boolean mask ``cells``."""
+    y = H[cells]
+    x = logits[cells]
+    if y.size == 0:
+        raise ValueError("No held-out observed cells to score.")
+    # log(1 + exp(-|x|)) form: stable in log-space for large |logits|
+    loss = np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))
+    return float(loss.mean())
+
+
+def laplace_update(mean, cov, v, z):
+    """One online Laplace (Sherman-Morrison) update of a Gaussian factor posterior.
+
+    Paper Eqs. (9)-(10): with ``p = sigmoid(mean . v)`` and ``w = p (1 - p)``,
+
+    ``cov' = cov - w (cov v)(cov v)^T / (1 + w v^T cov v)``,
+    ``mean' = mean + cov' v (z - p)``.
+
+    The covariance is re-symmetrised after the rank-one downdate; because ``w >= 0``
+    the downdate is a contraction and stays positive semi-definite.
+
+    Parameters
+    ----------
+    mean : ndarray of shape (k,)
+    cov : ndarray of shape (k, k)
+    v : ndarray of shape (k,), the asked question's factor
+    z : float in [0, 1], its outcome
+
+    Returns
+    -------
+    mean', cov'
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m, S = laplace_update(np.zeros(2), np.eye(2), np.array([1.0, 0.0]), 1.0)
+    >>> np.round(m, 3), np.round(np.diag(S), 3)
+    (array([0.4, 0. ]), array([0.8, 1. ]))
+    """
+    p = float(_sigmoid(mean @ v))
+    w = p * (1.0 - p)
+    Sv = cov @ v
+    denom = 1.0 + w * float(v @ Sv)
+    new_cov = cov - (w / denom) * np.outer(Sv, Sv)
+    new_cov = 0.5 * (new_cov + new_cov.T)
+    # cov' v = cov v / denom (Sherman-Morrison), cheaper and more accurate than new_cov @ v
+    new_mean = mean + (Sv / denom) * (z - p)
+    return new_mean, new_cov
+
+
+class LogisticFactorModelCV(BaseEstimator):
+    """Choose ``(n_components, alpha)`` by K-fold cross-validation over observed cells.
+
+    The observed cells of ``H`` are split into ``cv`` folds at random (MCAR); for every
+    candidate the model is fitted with one fold hidden and scored on it. Following the
+    paper (Section 4) the one-standard-error rule then picks the *simplest* candidate
+    (fewest components, then largest ``alpha``) whose mean score is within one standard
+    error of the best; the winner is refitted on all of ``H``.
+
+    Parameters
+    ----------
+    n_components_grid : sequence of int, default=(4, 8, 16, 32)
+    alphas : sequence of float, default=(1e-3, 1e-2, 1e-1, 1.0)
+    cv : int, default=5
+        Number of cell folds.
+    scoring : {"log_loss", "accuracy"}, default="log_loss"
+        ``"accuracy"`` (at threshold 0.5) is the paper's choice; the log-loss is the
+        default here because FAQ uses calibrated probabilities, not labels.
+    one_standard_error : bool, default=True
+        Apply the 1-SE rule; otherwise take the best mean score.
+    learning_rate, max_iter, device, dtype, random_state, verbose
+        Passed to every :class:`LogisticFactorModel`.
+
+    Attributes
+    ----------
+    cv_results_ : dict of ndarrays
+        ``n_components``, ``alpha``, ``mean_score``, ``std_error`` and per-fold scores
+        ``fold_scores`` (shape (n_candidates, cv)); scores are higher-is-better.
+    best_params_ : dict
+    best_estimator_ : LogisticFactorModel
+        Refitted on all of ``H``; its fitted attributes are also exposed here
+        (``question_factors_``, ``prior_mean_``, ...).
+
+    Examples
+    --------
+    >>> from faqstats import LogisticFactorModelCV, make_synthetic_bank
+    >>> bank = make_synthetic_bank(n_models=40, n_questions=50, n_components=2, random_state=0)
+    >>> cv = LogisticFactorModelCV(n_components_grid=(1, 2), alphas=(0.01,), cv=3,
+    ...                            max_iter=200, random_state=0).fit(bank.history)
+    >>> sorted(cv.best_params_)
+    ['alpha', 'n_components']
+    """
+
+    def __init__(
+        self,
+        n_components_grid=(4, 8, 16, 32),
+        alphas=(1e-3, 1e-2, 1e-1, 1.0),
+        cv=5,
+        scoring="log_loss",
+        one_standard_error=True,
+        learning_rate=1e-2,
+        max_iter=2000,
+        device="auto",
+        dtype="float32",
+        random_state=None,
+        verbose=False,
+    ):
+        self.n_components_grid = n_components_grid
+        self.alphas = alphas
+        self.cv = cv
+        self.scoring = scoring
+        self.one_standard_error = one_standard_error
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.device = device
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _model(self, k, alpha, seed):
+        return LogisticFactorModel(
+            n_components=int(k),
+            alpha=float(alpha),
+            learning_rate=self.learning_rate,
+            max_iter=self.max_iter,
+            device=self.device,
+            dtype=self.dtype,
+            random_state=seed,
+        )
+
+    def fit(self, X, y=None):
+        check_scalar(self.cv, "cv", kind=numbers.Integral, low=2)
+        if self.scoring not in ("log_loss", "accuracy"):
+            raise ValueError(f"scoring must be 'log_loss' or 'accuracy', got {self.scoring!r}.")
+        H = check_history(X, name="X")
+        ks = [check_scalar(k, "n_components_grid entries", kind=numbers.Integral, low=1) for k in self.n_components_grid]
+        alphas = [check_scalar(a, "alphas entries", low=0.0) for a in self.alphas]
+        if not ks or not alphas:
+            raise ValueError("n_components_grid and alphas must be non-empty.")
+        rng = check_generator(self.random_state)
+        seed = int(rng.integers(2**31 - 1))
+        rows, cols = np.nonzero(~np.isnan(H))
+        if rows.size < self.cv:
+            raise ValueError(f"Only {rows.size} observed cells: too few for {self.cv}-fold cross-validation.")
+        fold = rng.permutation(np.arange(rows.size) % self.cv)
+
+        candidates = [(k, a) for k in ks for a in alphas]
+        scores = np.empty((len(candidates), self.cv))
+        bar = _progress_bar(len(candidates) * self.cv, "cross-validating", self.verbose)
+        for f in range(self.cv):
+            held = np.zeros(H.shape, dtype=bool)
+            held[rows[fold == f], cols[fold == f]] = True
+            H_train = np.where(held, np.nan, H)
+            keep = ~np.isnan(H_train).all(axis=1)  # a row whose cells all fell in the fold
+            for c, (k, a) in enumerate(candidates):
+                m = self._model(k, a, seed).fit(H_train[keep])
+                logits = np.full(H.shape, 0.0)
+                logits[keep] = m.model_factors_ @ m.question_factors_.T
+                cells = held & keep[:, None]
+                scores[c, f] = _cv_score(H, logits, cells, self.scoring)
+                if bar is not None:
+                    bar.update(1)
+        if bar is not None:
+            bar.close()
+
+        mean = scores.mean(axis=1)
+        se = scores.std(axis=1, ddof=1) / np.sqrt(self.cv)
+        best = int(np.argmax(mean))
+        if self.one_standard_error:
+            ok = np.flatnonzero(mean >= mean[best] - se[best])
+            # simplest: fewest components, then strongest regularisation
+            chosen = min(ok, key=lambda c: (candidates[c][0], -candidates[c][1]))
+        else:
+            chosen = best
+        self.cv_results_ = {
+            "n_components": np.array([c[0] for c in candidates]),
+            "alpha": np.array([c[1] for c in candidates], dtype=float),
+            "mean_score": mean,
+            "std_error": se,
+            "fold_scores": scores,
+        }
+        k, a = candidates[chosen]
+        self.best_index_ = chosen
+        self.best_params_ = {"n_components": int(k), "alpha": float(a)}
+        self.best_estimator_ = self._model(k, a, seed).fit(H)
+        return self
+
+    def __getattr__(self, name):
+        # Expose the refitted model's learned attributes (question_factors_, ...)
+        if name.endswith("_") and not name.startswith("__") and "best_estimator_" in self.__dict__:
+            return getattr(self.__dict__["best_estimator_"], name)
+        raise AttributeError(name)
+
+    def transform(self, X):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.transform(X)
+
+    def predict_proba(self, model_factors):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_proba(model_factors)
+
+
+def _cv_score(H, logits, cells, scoring):
+    if scoring == "log_loss":
+        return -log_loss_on_cells(H, logits, cells)
+    return float(np.mean((logits[cells] > 0) == (H[cells] > 0.5)))
+
+
+def _progress_bar(total, desc, enabled):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, leave=False)

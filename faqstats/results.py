@@ -1,0 +1,79 @@
+"""Result object of an evaluation: estimate, standard error, intervals, summary."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+from ._inference import wald_interval
+
+__all__ = ["AccuracyResult"]
+
+
+@dataclass(frozen=True)
+class AccuracyResult:
+    """Estimated accuracy of one model on a fixed bank, with its uncertainty.
+
+    Attributes
+    ----------
+    estimate : float
+        Point estimate of theta, the model's mean outcome over the whole bank.
+    std_error : float
+        Estimated standard error of ``estimate``.
+    n_queries : int
+        Questions asked (answers observed).
+    n_questions : int
+        Size of the bank, N.
+    method : str
+        ``"pai"`` (Pro-Active Inference), ``"sample_mean"`` (uniform without replacement
+        with finite-population correction) or ``"aipw"`` (nature's-order Bernoulli).
+    variance_method : str
+        How ``std_error`` was estimated.
+
+    Examples
+    --------
+    >>> r = AccuracyResult(estimate=0.62, std_error=0.03, n_queries=70, n_questions=693,
+    ...                    method="pai", variance_method="martingale")
+    >>> [round(x, 3) for x in r.conf_int()]
+    [0.561, 0.679]
+    """
+
+    estimate: float
+    std_error: float
+    n_queries: int
+    n_questions: int
+    method: str
+    variance_method: str
+
+    def conf_int(self, alpha=0.05, alternative="two-sided"):
+        """Wald interval at level ``1 - alpha``, clipped to [0, 1]; returns ``(low, high)``."""
+        return wald_interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative)
+
+    confint = conf_int
+
+    def summary(self, alpha=0.05):
+        """A plain-text table of the result."""
+        low, high = self.conf_int(alpha)
+        level = f"{100 * (1 - alpha):g}%"
+        rows = [
+            ("Method", self.method),
+            ("Variance estimator", self.variance_method),
+            ("Questions in bank", f"{self.n_questions}"),
+            ("Queries used", f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)"),
+            ("Estimated accuracy", f"{self.estimate:.4f}"),
+            ("Standard error", f"{self.std_error:.4f}"),
+            (f"{level} CI", f"[{low:.4f}, {high:.4f}]"),
+        ]
+        width = max(len(k) for k, _ in rows)
+        line = "=" * (width + 24)
+        body = "\n".join(f"{k:<{width}}  {v:>20}" for k, v in rows)
+        return f"{line}\nfaqstats accuracy estimate\n{line}\n{body}\n{line}"
+
+    def to_dict(self):
+        return asdict(self)
+
+    def to_json(self):
+        return json.dumps(self.to_dict())
+
+    def __str__(self):
+        return self.summary()

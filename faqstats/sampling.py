@@ -1,0 +1,320 @@
+"""Sampling policies: which question to ask next, and with what probability.
+
+Every policy is a :class:`Sampler`. A sampler sees a read-only :class:`PolicyState`
+(current predictions, the factor posterior, the step, which questions may still be
+asked) and returns non-negative *scores*; the base class restricts them to the
+askable questions, normalises them and mixes in a uniform floor ``tau``:
+
+    q_t(j) = tau / |R| + (1 - tau) * score(j) / sum_{j' in R} score(j'),   j in R,
+
+so every policy inherits the bound ``1/q_t <= |R| / tau`` that keeps the
+inverse-probability terms of the estimator bounded. Samplers never see the estimator
+and never hold randomness of their own: the estimator lends its generator.
+
+A new policy is one small class overriding :meth:`Sampler.scores`.
+
+:class:`BernoulliAIPW` is the nature's-order design of Zrnic & Candes (2024): items
+arrive in a fixed stream and each gets a label/skip coin with probability
+:meth:`BernoulliAIPW.inclusion_probability`; it shares the scores and ``tau`` of the
+other policies.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ._validation import check_scalar
+
+__all__ = [
+    "PolicyState",
+    "Sampler",
+    "UniformSampler",
+    "NeymanSampler",
+    "ActiveLearningSampler",
+    "HybridSampler",
+    "BernoulliAIPW",
+    "active_learning_scores",
+]
+
+
+@dataclass(frozen=True)
+class PolicyState:
+    """What a policy may look at before choosing question ``step``.
+
+    Attributes
+    ----------
+    predictions : ndarray of shape (N,)
+        Current predicted P(correct) for every question (``p_hat^{(t-1)}``).
+    available : ndarray of bool, shape (N,)
+        Questions that may be asked now (all of them when sampling with replacement).
+    step : int
+        The round being chosen, 1-based (``t``).
+    budget : int
+        Total number of rounds (``n_b``).
+    question_factors : ndarray of shape (N, k) or None
+    posterior_mean : ndarray of shape (k,) or None
+    posterior_cov : ndarray of shape (k, k) or None
+        The Gaussian approximation of the new model's factor; ``None`` without a
+        factor model.
+    """
+
+    predictions: np.ndarray
+    available: np.ndarray
+    step: int
+    budget: int
+    question_factors: np.ndarray | None = None
+    posterior_mean: np.ndarray | None = None
+    posterior_cov: np.ndarray | None = None
+
+
+class Sampler(BaseEstimator):
+    """Base class of sampling policies.
+
+    Parameters
+    ----------
+    tau : float in (0, 1], default=0.05
+        Weight of the uniform distribution mixed into every policy. It bounds the
+        inverse-probability weights by ``N / tau``, which the validity guarantees need.
+    replace : bool, default=True
+        Sample with replacement (the seed paper) or without (each question at most
+        once; the estimator then uses the Des Raj-type increment that keeps it exactly
+        unbiased, see ``PAIEstimator``).
+    """
+
+    #: whether the policy's scores need a fitted factor model
+    needs_factor_model = True
+
+    def __init__(self, tau=0.05, replace=True):
+        self.tau = tau
+        self.replace = replace
+
+    def _check_params(self):
+        check_scalar(self.tau, "tau", low=0.0, high=1.0, closed="right")
+        if not isinstance(self.replace, (bool, np.bool_)):
+            raise TypeError(f"replace must be True or False, got {self.replace!r}.")
+
+    def scores(self, state: PolicyState) -> np.ndarray:
+        """Non-negative, unnormalised preference for each question (shape (N,))."""
+        raise NotImplementedError
+
+    def probabilities(self, state: PolicyState) -> np.ndarray:
+        """The sampling distribution ``q_t`` over all N questions (zero where unavailable)."""
+        avail = state.available
+        n_avail = int(avail.sum())
+        if n_avail == 0:
+            raise RuntimeError("No question left to ask: the bank is exhausted.")
+        s = np.asarray(self.scores(state), dtype=float)
+        if s.shape != avail.shape:
+            raise RuntimeError(f"{type(self).__name__}.scores returned shape {s.shape}, expected {avail.shape}.")
+        if np.any(np.isnan(s)) or np.any(s < 0) or np.any(np.isinf(s)):
+            raise FloatingPointError(f"{type(self).__name__}.scores returned negative or non-finite values.")
+        s = np.where(avail, s, 0.0)
+        total = s.sum()
+        uniform = avail / n_avail
+        if not total > 0:  # all scores zero: nothing to prefer
+            return uniform
+        return self.tau * uniform + (1.0 - self.tau) * (s / total)
+
+
+class UniformSampler(Sampler):
+    """Every askable question equally likely.
+
+    With ``replace=False`` and no factor model, ``PAIEstimator`` reports the plain
+    sample mean with the finite-population correction: the honest baseline.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats.sampling import UniformSampler, PolicyState
+    >>> st = PolicyState(predictions=np.full(4, .5), available=np.array([1, 1, 0, 1], bool), step=2, budget=3)
+    >>> UniformSampler().probabilities(st).round(3)
+    array([0.333, 0.333, 0.   , 0.333])
+    """
+
+    needs_factor_model = False
+
+    def __init__(self, replace=False):
+        super().__init__(tau=1.0, replace=replace)
+
+    def scores(self, state):
+        return np.ones_like(state.predictions)
+
+
+class NeymanSampler(Sampler):
+    """``q_t(j)`` proportional to ``sqrt(p_j (1 - p_j))`` of the current predictions.
+
+    The variance-minimising policy when the predictions are the true probabilities
+    (paper Theorem 3.2); ``tau`` mixes in the uniform floor.
+    """
+
+    def scores(self, state):
+        p = state.predictions
+        return np.sqrt(np.clip(p * (1.0 - p), 0.0, None))
+
+
+def active_learning_scores(predictions, question_factors, posterior_cov):
+    """The paper's d(j) (Appendix A.2.3): posterior-variance reduction of theta from asking j.
+
+    ``d(j) = w_j (v_j' S g)^2 / (1 + w_j v_j' S v_j)`` with ``w_j = p_j (1 - p_j)`` and
+    ``g = mean_j' w_j' v_j'``. Costs O(N k^2).
+    """
+    p = predictions
+    w = p * (1.0 - p)
+    V = question_factors
+    SV = V @ posterior_cov  # (N, k); row j is (S v_j)' since S is symmetric
+    g = (w[:, None] * V).mean(axis=0)
+    proj = SV @ g
+    quad = np.einsum("jk,jk->j", SV, V)
+    return w * proj**2 / (1.0 + w * quad)
+
+
+class ActiveLearningSampler(Sampler):
+    """``q_t(j)`` proportional to the active-learning score d(j) of the paper (Appendix A.2.3)."""
+
+    def scores(self, state):
+        _require_factors(self, state)
+        return active_learning_scores(state.predictions, state.question_factors, state.posterior_cov)
+
+
+class HybridSampler(Sampler):
+    """The FAQ hybrid policy (paper Eqs. 6-7).
+
+    ``h = ((1 - alpha_t) Norm(s_o) + alpha_t Norm(s_a)) ** beta_t`` with the oracle score
+    ``s_o = sqrt(p (1 - p))``, the active-learning score ``s_a = d``,
+    ``alpha_t = max(0, 1 - t / (rho n_b))`` and ``beta_t = beta0 min(1, t / (gamma n_b))``;
+    then ``q_t = tau / N + (1 - tau) Norm(h)``.
+
+    Parameters
+    ----------
+    tau : float in (0, 1], default=0.05
+        Uniform mixing weight.
+    beta0 : float in [0, 1], default=1.0
+        Final tempering exponent (0 gives uniform sampling, 1 no tempering).
+    rho : float in [0, 1], default=0.0
+        Fraction of the budget over which the active-learning weight decays from 1 to 0
+        (0: never use active learning, the paper's usual tuned choice).
+    gamma : float in [0, 1], default=0.0
+        Fraction of the budget over which the tempering exponent rises to ``beta0``
+        (0: ``beta0`` from the start).
+    replace : bool, default=True
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import HybridSampler
+    >>> from faqstats.sampling import PolicyState
+    >>> st = PolicyState(predictions=np.array([.5, .9, .99]), available=np.ones(3, bool), step=1, budget=2)
+    >>> HybridSampler(tau=0.1).probabilities(st).round(3)
+    array([0.524, 0.302, 0.174])
+    """
+
+    def __init__(self, tau=0.05, beta0=1.0, rho=0.0, gamma=0.0, replace=True):
+        super().__init__(tau=tau, replace=replace)
+        self.beta0 = beta0
+        self.rho = rho
+        self.gamma = gamma
+
+    def _check_params(self):
+        super()._check_params()
+        for name in ("beta0", "rho", "gamma"):
+            check_scalar(getattr(self, name), name, low=0.0, high=1.0)
+
+    def schedule(self, step, budget):
+        """``(alpha_t, beta_t)`` at round ``step`` of ``budget``."""
+        alpha_t = max(0.0, 1.0 - step / (self.rho * budget)) if self.rho > 0 else 0.0
+        beta_t = self.beta0 * min(1.0, step / (self.gamma * budget)) if self.gamma > 0 else self.beta0
+        return alpha_t, beta_t
+
+    def scores(self, state):
+        alpha_t, beta_t = self.schedule(state.step, state.budget)
+        p = state.predictions
+        mix = _normalise(np.sqrt(np.clip(p * (1.0 - p), 0.0, None)), state.available)
+        if alpha_t > 0:
+            _require_factors(self, state)
+            d = active_learning_scores(p, state.question_factors, state.posterior_cov)
+            mix = (1.0 - alpha_t) * mix + alpha_t * _normalise(d, state.available)
+        # x ** 0 == 1 also for x == 0: beta_t == 0 means uniform over the askable questions
+        return np.where(state.available, mix**beta_t, 0.0)
+
+
+class BernoulliAIPW(Sampler):
+    """Nature's-order active inference (Zrnic & Candes, 2024): label or skip each item.
+
+    Items are visited once, in ``order``; item ``t`` is labelled with probability
+    ``pi_t``, and the estimate is the AIPW mean
+    ``(1/N) sum_t [p_t + (z_t - p_t) xi_t / pi_t]``.
+
+    Budget stabilisation: with ``B_t`` labels left and ``R_t`` items left,
+
+    ``pi_t = min(1, (B_t / R_t) * [(1 - tau) s_t / mean_{remaining} s + tau])``,
+
+    so the expected number of labels tracks the budget whatever the scores, labelling
+    speeds up when the budget is under-spent and slows down when over-spent. Once the
+    budget is spent, ``pi_t`` falls to a floor ``pi_floor`` (a fraction of the initial
+    rate) rather than 0, which keeps the estimator exactly unbiased; the number of
+    labels is therefore random with mean close to ``budget``.
+
+    Parameters
+    ----------
+    score : {"uniform", "neyman", "min"}, default="neyman"
+        ``"neyman"``: ``sqrt(p (1 - p))``; ``"min"``: ``min(p, 1 - p)`` (Zrnic & Candes);
+        ``"uniform"``: constant (Bernoulli sampling; with no factor model this is the
+        paper's Horvitz-Thompson "uniform" baseline).
+    tau : float in (0, 1], default=0.5
+    order : {"random", "natural"}, default="random"
+        Stream order: a seeded random permutation, or question index order.
+    pi_floor : float in (0, 1], default=0.05
+        Floor of ``pi_t`` as a fraction of ``budget / N``.
+    """
+
+    needs_factor_model = False
+    replace = False  # every item is visited exactly once
+
+    def __init__(self, score="neyman", tau=0.5, order="random", pi_floor=0.05):
+        self.score = score
+        self.tau = tau
+        self.order = order
+        self.pi_floor = pi_floor
+
+    def _check_params(self):
+        check_scalar(self.tau, "tau", low=0.0, high=1.0, closed="right")
+        check_scalar(self.pi_floor, "pi_floor", low=0.0, high=1.0, closed="right")
+        if self.score not in ("uniform", "neyman", "min"):
+            raise ValueError(f"score must be 'uniform', 'neyman' or 'min', got {self.score!r}.")
+        if self.order not in ("random", "natural"):
+            raise ValueError(f"order must be 'random' or 'natural', got {self.order!r}.")
+
+    def scores(self, state):
+        p = state.predictions
+        if self.score == "uniform":
+            return np.ones_like(p)
+        if self.score == "neyman":
+            return np.sqrt(np.clip(p * (1.0 - p), 0.0, None))
+        return np.minimum(p, 1.0 - p)
+
+    def inclusion_probability(self, state: PolicyState, item: int, labels_used: int) -> float:
+        """``pi_t`` for ``item`` given the items not yet visited (``state.available``)."""
+        n_items = state.available.size
+        remaining = int(state.available.sum())
+        s = self.scores(state)
+        mean_s = s[state.available].mean()
+        rel = s[item] / mean_s if mean_s > 0 else 1.0
+        floor = self.pi_floor * state.budget / n_items
+        rate = max(state.budget - labels_used, 0) / remaining
+        pi = rate * ((1.0 - self.tau) * rel + self.tau)
+        return float(min(1.0, max(pi, floor)))
+
+
+def _normalise(x, available):
+    x = np.where(available, x, 0.0)
+    total = x.sum()
+    return x / total if total > 0 else available / available.sum()
+
+
+def _require_factors(sampler, state):
+    if state.question_factors is None or state.posterior_cov is None:
+        raise ValueError(f"{type(sampler).__name__} needs a fitted factor model (its question factors and posterior).")
