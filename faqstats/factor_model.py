@@ -110,6 +110,50 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    @classmethod
+    def from_factors(cls, question_factors, prior_mean=None, prior_cov=None, model_factors=None):
+        """A fitted model from known factors (e.g. published ones), without fitting.
+
+        Give either ``model_factors`` (the prior is then their mean and covariance) or
+        ``prior_mean`` and ``prior_cov`` directly.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> fm = LogisticFactorModel.from_factors(np.eye(3)[:, :2], np.zeros(2), np.eye(2))
+        >>> fm.predict_proba(np.array([1.0, -1.0])).round(3)
+        array([0.731, 0.269, 0.5  ])
+        """
+        V = np.asarray(question_factors, dtype=float)
+        if V.ndim != 2:
+            raise ValueError(f"question_factors must be 2-D (questions x components), got shape {V.shape}.")
+        k = V.shape[1]
+        if model_factors is not None:
+            U = np.asarray(model_factors, dtype=float)
+            if U.ndim != 2 or U.shape[1] != k:
+                raise ValueError(f"model_factors must have shape (n_models, {k}), got {U.shape}.")
+            mean, cov = _gaussian_prior(U)
+        elif prior_mean is None or prior_cov is None:
+            raise ValueError("Give model_factors, or both prior_mean and prior_cov.")
+        else:
+            U = None
+            mean = np.asarray(prior_mean, dtype=float).reshape(-1)
+            cov = np.asarray(prior_cov, dtype=float)
+            if mean.shape != (k,) or cov.shape != (k, k):
+                raise ValueError(f"prior_mean must have shape ({k},) and prior_cov ({k}, {k}).")
+            if not np.allclose(cov, cov.T) or np.linalg.eigvalsh(0.5 * (cov + cov.T)).min() < 0:
+                raise ValueError("prior_cov must be symmetric positive semi-definite.")
+        if not (np.isfinite(V).all() and np.isfinite(mean).all() and np.isfinite(cov).all()):
+            raise ValueError("Factors must be finite.")
+        fm = cls(n_components=k)
+        fm.question_factors_ = V
+        fm.model_factors_ = U
+        fm.prior_mean_ = mean
+        fm.prior_cov_ = 0.5 * (cov + cov.T)
+        fm.observed_questions_ = np.ones(V.shape[0], dtype=bool)
+        fm.n_features_in_ = V.shape[0]
+        return fm
+
     # -- parameter checks -------------------------------------------------
     def _check_params(self):
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
