@@ -48,6 +48,7 @@ def fit_factors(
     dtype: str,
     seed: int,
     question_factors: np.ndarray | None = None,
+    init_model_factors: np.ndarray | None = None,
     progress=None,
 ):
     """Fit model factors U (and question factors V unless given) to ``H``.
@@ -57,14 +58,21 @@ def fit_factors(
     H : ndarray of shape (n_models, n_questions)
         Outcomes in [0, 1], NaN where not observed.
     question_factors : ndarray of shape (n_questions, k), optional
-        When given, V is frozen and only U is fitted (``transform``).
+        When given, V is frozen and only U is fitted (``transform``). Each row is then
+        its own problem: the loss is the sum over rows of each row's mean
+        cross-entropy, so a row's factor does not depend on the other rows of ``H``
+        (AdamW acts element-wise), nor on their order.
+    init_model_factors : ndarray of shape (k,) or (n_models, k), optional
+        Starting point of U (``transform`` starts every row at the prior mean);
+        default N(0, 1) draws from ``seed``.
     progress : callable(int) or None
         Called with the number of finished steps (for progress bars).
 
     Returns
     -------
     U, V : float64 ndarrays
-    losses : float64 ndarray of shape (max_iter,), the training loss per step
+    losses : float64 ndarray of shape (max_iter,), the training loss at each step
+        (evaluated before that step's update)
     """
     tdtype = resolve_dtype(dtype)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
@@ -72,7 +80,14 @@ def fit_factors(
     observed = ~np.isnan(H)
     dense = observed.mean() >= _DENSE_MIN_FRACTION
 
-    U = torch.randn(n_models, n_components, generator=gen, dtype=tdtype).to(device).requires_grad_(True)
+    if init_model_factors is None:
+        U0 = torch.randn(n_models, n_components, generator=gen, dtype=tdtype)
+    else:
+        U0 = torch.as_tensor(
+            np.broadcast_to(np.asarray(init_model_factors, dtype=float), (n_models, n_components)).copy(),
+            dtype=tdtype,
+        )
+    U = U0.to(device).requires_grad_(True)
     if question_factors is None:
         V = torch.randn(n_questions, n_components, generator=gen, dtype=tdtype).to(device).requires_grad_(True)
         params = [U, V]
@@ -80,25 +95,33 @@ def fit_factors(
         V = torch.as_tensor(np.asarray(question_factors), dtype=tdtype, device=device)
         params = [U]
 
+    # Weight of each observed cell in the loss: 1 / (all observed cells) for the joint
+    # fit (the mean cross-entropy), 1 / (the row's observed cells) with V frozen.
+    if question_factors is None:
+        cell_weight = np.full(H.shape, 1.0 / observed.sum())
+    else:
+        cell_weight = np.broadcast_to(1.0 / np.maximum(observed.sum(axis=1, keepdims=True), 1), H.shape)
+
     if dense:
         target = torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device)
-        mask = torch.as_tensor(observed, dtype=tdtype, device=device)
-        n_obs = mask.sum()
+        weight = torch.as_tensor(np.where(observed, cell_weight, 0.0), dtype=tdtype, device=device)
 
         def loss_fn():
             logits = U @ V.T
             cell = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
-            return (cell * mask).sum() / n_obs
+            return (cell * weight).sum()
 
     else:
         rows, cols = np.nonzero(observed)
         rows_t = torch.as_tensor(rows, device=device)
         cols_t = torch.as_tensor(cols, device=device)
         target = torch.as_tensor(H[rows, cols], dtype=tdtype, device=device)
+        weight = torch.as_tensor(cell_weight[rows, cols], dtype=tdtype, device=device)
 
         def loss_fn():
             logits = (U[rows_t] * V[cols_t]).sum(dim=1)
-            return F.binary_cross_entropy_with_logits(logits, target)
+            cell = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
+            return (cell * weight).sum()
 
     optimizer = torch.optim.AdamW(params, lr=learning_rate, weight_decay=alpha)
     losses = np.empty(max_iter)

@@ -7,11 +7,25 @@ names the offending argument and what was expected.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 
 import numpy as np
+from sklearn.utils.validation import check_array
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+
+    def _validate_data(estimator, X, **kwargs):
+        return estimator._validate_data(X, **kwargs)
+
+
+# check_array renamed force_all_finite to ensure_all_finite in scikit-learn 1.6.
+_FINITE_KW = "ensure_all_finite" if "ensure_all_finite" in inspect.signature(check_array).parameters else "force_all_finite"
 
 __all__ = [
+    "validate_history",
     "check_history",
     "check_binary_values",
     "check_alpha",
@@ -58,10 +72,10 @@ def check_binary_values(values, name, *, allow_nan=False):
     bad = ~(np.isin(arr, (0.0, 1.0)) | (np.isnan(arr) if allow_nan else False))
     if np.any(bad):
         first = np.flatnonzero(bad.ravel())[0]
-        where = np.unravel_index(first, arr.shape) if arr.ndim > 1 else first
+        where = tuple(int(i) for i in np.unravel_index(first, arr.shape)) if arr.ndim > 1 else int(first)
         raise ValueError(
             f"{name} must be binary (0 or 1{', NaN for not observed' if allow_nan else ''}); "
-            f"found {arr.ravel()[first]!r} at position {where} ({int(bad.sum())} such entries)."
+            f"found {float(arr.ravel()[first])!r} at position {where} ({int(bad.sum())} such entries)."
         )
     return arr
 
@@ -101,6 +115,42 @@ def check_history(H, *, name="H", n_questions=None):
             f"{name} has {empty_rows.size} row(s) with no observed outcome (all NaN): rows {shown}. "
             "Drop them before fitting."
         )
+    return H
+
+
+def validate_history(estimator, X, *, reset, allow_empty_rows=False):
+    """Validate the outcome matrix ``X`` given to an estimator's fit (``reset=True``)
+    or transform/score (``reset=False``).
+
+    scikit-learn's ``validate_data`` does the array conversion and conventions (2-D,
+    no sparse or complex input, at least one row and column, no infinity, numbers in
+    object arrays, pandas input; ``n_features_in_`` and ``feature_names_in_`` set on
+    fit and checked afterwards). On top of it: outcomes are 0, 1 or NaN (not
+    observed), and every row has an observation unless ``allow_empty_rows``.
+
+    Returns a float64 copy.
+    """
+    if hasattr(X, "to_numpy") and hasattr(X, "columns"):
+        # pandas nullable columns (pd.NA) become NaN, the "not observed" marker
+        X = X.astype("float64")
+    H = _validate_data(estimator, X, reset=reset, dtype=np.float64, copy=True, **{_FINITE_KW: "allow-nan"})
+    with np.errstate(invalid="ignore"):
+        negative = H < 0
+    if negative.any():
+        first = np.unravel_index(np.flatnonzero(negative)[0], H.shape)
+        raise ValueError(
+            f"Negative values in data passed to X: outcomes must be 0 (wrong) or 1 (correct), "
+            f"NaN for not observed; found {float(H[first])!r} at position {tuple(map(int, first))}."
+        )
+    check_binary_values(H, "X", allow_nan=True)
+    if not allow_empty_rows:
+        empty_rows = np.flatnonzero(np.isnan(H).all(axis=1))
+        if empty_rows.size:
+            shown = ", ".join(map(str, empty_rows[:10])) + (" ..." if empty_rows.size > 10 else "")
+            raise ValueError(
+                f"X has {empty_rows.size} row(s) with no observed outcome (all NaN): rows {shown}. "
+                "Drop them before fitting."
+            )
     return H
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_generator, check_history, check_scalar
+from ._validation import check_generator, check_history, check_scalar, validate_history
 
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
@@ -63,11 +63,13 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         Covariance of ``model_factors_`` (ddof=1; the identity when fewer than two
         models), made symmetric positive definite with a tiny ridge.
     loss_curve_ : ndarray of shape (max_iter,)
-        Training loss after each step.
+        Training loss (mean cross-entropy over observed cells) at each step.
     device_ : str
         The device actually used.
     n_features_in_ : int
         Number of questions seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Question names, when ``X`` in ``fit`` was a DataFrame with string column names.
 
     See Also
     --------
@@ -167,24 +169,26 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         # One integer seed for torch, drawn from whatever random_state the user gave.
         return int(check_generator(self.random_state).integers(2**31 - 1))
 
-    def _solve(self, H, question_factors=None):
+    def _solve(self, H, device, question_factors=None, init_model_factors=None):
         """The one solver behind fit and transform (V frozen when given)."""
         from . import _torch_backend as backend  # torch is imported only when fitting
 
-        self.device_ = backend.resolve_device(self.device)
         backend.resolve_dtype(self.dtype)
+        frozen = question_factors is not None
         bar = _progress_bar(self.max_iter, "fitting factors", self.verbose)
         try:
             return backend.fit_factors(
                 H,
-                n_components=self.n_components,
+                n_components=question_factors.shape[1] if frozen else self.n_components,
                 alpha=float(self.alpha),
                 learning_rate=float(self.learning_rate),
                 max_iter=int(self.max_iter),
-                device=self.device_,
+                device=device,
                 dtype=self.dtype,
-                seed=self._seed(),
+                # transform starts from the prior mean: nothing random to seed
+                seed=0 if frozen else self._seed(),
                 question_factors=question_factors,
+                init_model_factors=init_model_factors,
                 progress=None if bar is None else (lambda step: bar.update(1)),
             )
         finally:
@@ -206,9 +210,12 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         -------
         self : LogisticFactorModel
         """
+        from . import _torch_backend as backend
+
         self._check_params()
-        H = check_history(X, name="X")
-        U, V, losses = self._solve(H)
+        H = validate_history(self, X, reset=True)
+        self.device_ = backend.resolve_device(self.device)
+        U, V, losses = self._solve(H, self.device_)
         observed = ~np.isnan(H).all(axis=0)
         if observed.any() and not observed.all():
             V[~observed] = V[observed].mean(axis=0)
@@ -217,7 +224,6 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         self.observed_questions_ = observed
         self.prior_mean_, self.prior_cov_ = _gaussian_prior(U)
         self.loss_curve_ = losses
-        self.n_features_in_ = H.shape[1]
         return self
 
     def fit_transform(self, X, y=None):
@@ -227,18 +233,33 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Factors of new models (rows of ``X``) with the question factors frozen.
 
-        Rows with no observed cell get ``prior_mean_``.
+        The same solver as ``fit`` with ``question_factors_`` fixed, started at
+        ``prior_mean_``; every row is fitted on its own (its factor does not depend on
+        the other rows). Rows with no observed cell get ``prior_mean_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_questions)
+            Outcomes 0/1, NaN where not observed.
 
         Returns
         -------
         U : ndarray of shape (n_rows, n_components)
         """
         check_is_fitted(self, "question_factors_")
-        H = _check_new_rows(X, self.n_features_in_)
+        H = validate_history(self, X, reset=False, allow_empty_rows=True)
+        return self._transform(H)
+
+    def _transform(self, H):
+        from . import _torch_backend as backend
+
         U = np.tile(self.prior_mean_, (H.shape[0], 1))
         has_data = ~np.isnan(H).all(axis=1)
         if has_data.any():
-            U[has_data], _, _ = self._solve(H[has_data], question_factors=self.question_factors_)
+            device = getattr(self, "device_", None) or backend.resolve_device(self.device)
+            U[has_data], _, _ = self._solve(
+                H[has_data], device, question_factors=self.question_factors_, init_model_factors=self.prior_mean_
+            )
         return U
 
     def predict_proba(self, model_factors):
@@ -261,34 +282,19 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         and it makes ``GridSearchCV(LogisticFactorModel(), ..., cv=KFold())`` work.
         """
         check_is_fitted(self, "question_factors_")
-        H = _check_new_rows(X, self.n_features_in_)
+        H = validate_history(self, X, reset=False, allow_empty_rows=True)
         rng = check_generator(self.random_state if isinstance(self.random_state, numbers.Integral) else 0)
         fit_half = (rng.random(H.shape) < 0.5) & ~np.isnan(H)
         test_half = ~fit_half & ~np.isnan(H)
-        U = self.transform(np.where(fit_half, H, np.nan))
+        U = self._transform(np.where(fit_half, H, np.nan))
         return -log_loss_on_cells(H, U @ self.question_factors_.T, test_half)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
+        tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
+        tags.input_tags.positive_only = True  # outcomes are 0 or 1
         tags.non_deterministic = False
         return tags
-
-
-def _check_new_rows(X, n_questions):
-    H = np.array(X, dtype=float, copy=True)
-    if H.ndim == 1:
-        H = H[None, :]
-    if H.ndim != 2:
-        raise ValueError(f"X must be 2-D (models x questions), got {H.ndim} dimension(s).")
-    if H.shape[1] != n_questions:
-        raise ValueError(
-            f"X has {H.shape[1]} questions (columns) but the factor model was fitted on {n_questions}."
-        )
-    from ._validation import check_binary_values
-
-    check_binary_values(H, "X", allow_nan=True)
-    return H
 
 
 def _gaussian_prior(U):
