@@ -81,7 +81,8 @@ def fit_factors(
     dense = observed.mean() >= _DENSE_MIN_FRACTION
 
     if init_model_factors is None:
-        U0 = torch.randn(n_models, n_components, generator=gen, dtype=tdtype)
+        # Drawn in float64 whatever the dtype, so float32 and float64 fits start alike.
+        U0 = torch.randn(n_models, n_components, generator=gen, dtype=torch.float64).to(tdtype)
     else:
         U0 = torch.as_tensor(
             np.broadcast_to(np.asarray(init_model_factors, dtype=float), (n_models, n_components)).copy(),
@@ -89,7 +90,8 @@ def fit_factors(
         )
     U = U0.to(device).requires_grad_(True)
     if question_factors is None:
-        V = torch.randn(n_questions, n_components, generator=gen, dtype=tdtype).to(device).requires_grad_(True)
+        V0 = torch.randn(n_questions, n_components, generator=gen, dtype=torch.float64).to(tdtype)
+        V = V0.to(device).requires_grad_(True)
         params = [U, V]
     else:
         V = torch.as_tensor(np.asarray(question_factors), dtype=tdtype, device=device)

@@ -64,6 +64,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         models), made symmetric positive definite with a tiny ridge.
     loss_curve_ : ndarray of shape (max_iter,)
         Training loss (mean cross-entropy over observed cells) at each step.
+    n_iter_ : int
+        Number of optimiser steps run (always ``max_iter``: there is no early stop).
     device_ : str
         The device actually used.
     n_features_in_ : int
@@ -224,6 +226,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         self.observed_questions_ = observed
         self.prior_mean_, self.prior_cov_ = _gaussian_prior(U)
         self.loss_curve_ = losses
+        self.n_iter_ = len(losses)
         return self
 
     def fit_transform(self, X, y=None):

@@ -76,19 +76,24 @@ class Sampler(BaseEstimator):
 
     Parameters
     ----------
-    tau : float in (0, 1], default=0.05
+    tau : float in (0, 1], default=0.5
         Weight of the uniform distribution mixed into every policy. It bounds the
         inverse-probability weights by ``N / tau``, which the validity guarantees need.
-    replace : bool, default=True
-        Sample with replacement (the seed paper) or without (each question at most
-        once; the estimator then uses the Des Raj-type increment that keeps it exactly
-        unbiased, see ``PAIEstimator``).
+        The default is larger than the seed paper's 0.05: on openllm_v1 at 35-173
+        queries tau=0.5 had the same mean squared error as 0.25 and 0.05 but covered
+        1-2 points better, because the increments are less heavy-tailed
+        (``docs/statistics.md``).
+    replace : bool, default=False
+        Sample without replacement (each question at most once; the estimator then
+        uses the Des Raj-type increment that keeps it exactly unbiased, see
+        ``PAIEstimator``) or with replacement (the seed paper). Without replacement had
+        8-30% lower mean squared error on real data.
     """
 
     #: whether the policy's scores need a fitted factor model
     needs_factor_model = True
 
-    def __init__(self, tau=0.05, replace=True):
+    def __init__(self, tau=0.5, replace=False):
         self.tau = tau
         self.replace = replace
 
@@ -190,8 +195,8 @@ class HybridSampler(Sampler):
 
     Parameters
     ----------
-    tau : float in (0, 1], default=0.05
-        Uniform mixing weight.
+    tau : float in (0, 1], default=0.5
+        Uniform mixing weight (the paper tuned 0.05 or 0.25; see :class:`Sampler`).
     beta0 : float in [0, 1], default=1.0
         Final tempering exponent (0 gives uniform sampling, 1 no tempering).
     rho : float in [0, 1], default=0.0
@@ -200,7 +205,8 @@ class HybridSampler(Sampler):
     gamma : float in [0, 1], default=0.0
         Fraction of the budget over which the tempering exponent rises to ``beta0``
         (0: ``beta0`` from the start).
-    replace : bool, default=True
+    replace : bool, default=False
+        Without replacement by default; ``True`` is the paper's with-replacement policy.
 
     Examples
     --------
@@ -212,7 +218,7 @@ class HybridSampler(Sampler):
     array([0.524, 0.302, 0.174])
     """
 
-    def __init__(self, tau=0.05, beta0=1.0, rho=0.0, gamma=0.0, replace=True):
+    def __init__(self, tau=0.5, beta0=1.0, rho=0.0, gamma=0.0, replace=False):
         super().__init__(tau=tau, replace=replace)
         self.beta0 = beta0
         self.rho = rho

@@ -43,8 +43,8 @@ def test_same_seed_same_queries_and_callable_equals_array(bank, fm):
         calls.append(idx.copy())
         return z[idx]
 
-    a = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.1), budget=25, random_state=7).fit(z)
-    b = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.1), budget=25, random_state=7).fit(ask)
+    a = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.1, replace=True), budget=25, random_state=7).fit(z)
+    b = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.1, replace=True), budget=25, random_state=7).fit(ask)
     np.testing.assert_array_equal(a.queries_, b.queries_)
     assert a.estimate_ == b.estimate_
     # repeated draws of a question are answered from the cache: the model is asked once per question
@@ -100,7 +100,7 @@ def test_crash_in_callable_keeps_recorded_answers(bank, fm):
         ({"budget": 2.5}, lambda n: np.ones(n), TypeError, "budget"),
         ({"budget": 10_000, "sampler": fq.HybridSampler(replace=False)}, lambda n: np.ones(n), ValueError, "exceeds"),
         ({"variance": "bogus"}, lambda n: np.ones(n), ValueError, "variance"),
-        ({"variance": "paper", "sampler": fq.HybridSampler(replace=False)}, lambda n: np.ones(n), ValueError, "paper"),
+        ({"variance": "paper", "sampler": fq.HybridSampler()}, lambda n: np.ones(n), ValueError, "paper"),
         ({"sampler": "uniform"}, lambda n: np.ones(n), TypeError, "Sampler"),
         ({}, lambda n: (lambda idx: np.ones(len(idx) + 1)), ValueError, "one outcome per requested question"),
         ({}, lambda n: (lambda idx: np.full(len(idx), 2.0)), ValueError, "binary"),
@@ -186,7 +186,7 @@ def test_paper_variance_option_runs_and_is_smaller_on_average(bank, fm):
     """NOTES fact 1: the paper's closed form is biased downward relative to the exact one."""
     ratios = []
     for seed in range(20):
-        kw = dict(factor_model=fm, sampler=fq.HybridSampler(tau=0.05), budget=40, random_state=seed)
+        kw = dict(factor_model=fm, sampler=fq.HybridSampler(tau=0.05, replace=True), budget=40, random_state=seed)
         a = fq.PAIEstimator(variance="martingale", **kw).fit(bank.new_outcomes[5])
         b = fq.PAIEstimator(variance="paper", **kw).fit(bank.new_outcomes[5])
         assert a.estimate_ == b.estimate_

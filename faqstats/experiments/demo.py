@@ -44,7 +44,7 @@ class DemoRow:
 
 def _methods(fm):
     return {
-        "FAQ (hybrid, w/o replacement)": (fm, HybridSampler(tau=0.25, replace=False)),
+        "FAQ (hybrid, w/o replacement)": (fm, HybridSampler()),
         "Uniform sample mean (FPC)": (None, UniformSampler(replace=False)),
     }
 
