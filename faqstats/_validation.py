@@ -41,8 +41,10 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None, closed=
     ends of the interval are allowed. Booleans are refused for numeric kinds.
     """
     if isinstance(value, bool) or not isinstance(value, kind):
-        kind_name = getattr(kind, "__name__", str(kind))
-        raise TypeError(f"{name} must be a {kind_name.lower()}, got {value!r} ({type(value).__name__}).")
+        kind_name = {"Integral": "an integer", "Real": "a real number"}.get(
+            getattr(kind, "__name__", ""), f"a {getattr(kind, '__name__', kind)}"
+        )
+        raise TypeError(f"{name} must be {kind_name}, got {value!r} ({type(value).__name__}).")
     if isinstance(value, numbers.Real) and not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}.")
     left_ok = low is None or (value >= low if closed in ("both", "left") else value > low)
@@ -108,6 +110,12 @@ def check_history(H, *, name="H", n_questions=None):
     if np.isinf(H).any():
         raise ValueError(f"{name} contains infinite values; use NaN for 'not observed'.")
     check_binary_values(H, name, allow_nan=True)
+    check_no_empty_rows(H, name)
+    return H
+
+
+def check_no_empty_rows(H, name):
+    """Refuse rows (models) with no observed outcome: they carry no information."""
     empty_rows = np.flatnonzero(np.isnan(H).all(axis=1))
     if empty_rows.size:
         shown = ", ".join(map(str, empty_rows[:10])) + (" ..." if empty_rows.size > 10 else "")
@@ -115,7 +123,6 @@ def check_history(H, *, name="H", n_questions=None):
             f"{name} has {empty_rows.size} row(s) with no observed outcome (all NaN): rows {shown}. "
             "Drop them before fitting."
         )
-    return H
 
 
 def validate_history(estimator, X, *, reset, allow_empty_rows=False):
@@ -144,18 +151,13 @@ def validate_history(estimator, X, *, reset, allow_empty_rows=False):
         )
     check_binary_values(H, "X", allow_nan=True)
     if not allow_empty_rows:
-        empty_rows = np.flatnonzero(np.isnan(H).all(axis=1))
-        if empty_rows.size:
-            shown = ", ".join(map(str, empty_rows[:10])) + (" ..." if empty_rows.size > 10 else "")
-            raise ValueError(
-                f"X has {empty_rows.size} row(s) with no observed outcome (all NaN): rows {shown}. "
-                "Drop them before fitting."
-            )
+        check_no_empty_rows(H, "X")
     return H
 
 
 def check_generator(random_state):
-    """Turn ``None``, an int, a ``np.random.Generator`` or ``RandomState`` into a Generator."""
+    """Turn ``None``, an int, a sequence of ints, a ``SeedSequence``, a Generator or a
+    ``RandomState`` into a ``np.random.Generator`` (a Generator is used as is)."""
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
@@ -164,6 +166,13 @@ def check_generator(random_state):
         if random_state is not None and random_state < 0:
             raise ValueError(f"random_state must be a non-negative integer, got {random_state}.")
         return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, (list, tuple)) and all(
+        isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, bool) and x >= 0 for x in random_state
+    ):
+        return np.random.default_rng(list(random_state))
     raise TypeError(
-        f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}."
+        "random_state must be None, a non-negative int (or a list of them), a SeedSequence or a numpy "
+        f"Generator, got {type(random_state).__name__}."
     )

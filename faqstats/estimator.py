@@ -31,6 +31,7 @@ from scipy.special import expit
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ._inference import effective_df
 from ._validation import check_binary_values, check_generator, check_scalar
 from .factor_model import laplace_update
 from .results import AccuracyResult
@@ -125,7 +126,38 @@ class _FactorPosterior:
         self.predictions = expit(self.V @ self.mean)
 
 
-class SequentialRun:
+class _Run:
+    """What both kinds of run share: predictions (posterior or fixed) and the policy's view."""
+
+    def __init__(self, n_questions, budget, posterior, predictions):
+        self.n_questions = n_questions
+        self.budget = budget
+        self.posterior = posterior
+        self._fixed = np.zeros(n_questions) if predictions is None else np.asarray(predictions, dtype=float)
+        self.available = np.ones(n_questions, dtype=bool)
+        self.records = []
+
+    @property
+    def predictions(self):
+        return self.posterior.predictions if self.posterior is not None else self._fixed
+
+    def _policy_state(self, step):
+        post = self.posterior
+        return PolicyState(
+            predictions=self.predictions,
+            available=self.available.copy(),
+            step=step,
+            budget=self.budget,
+            question_factors=None if post is None else post.V,
+            posterior_mean=None if post is None else post.mean,
+            posterior_cov=None if post is None else post.cov,
+        )
+
+    def table(self):
+        return np.array(self.records, dtype=QUERY_DTYPE)
+
+
+class SequentialRun(_Run):
     """State of one sequential PAI run, advanced one answer at a time.
 
     The estimator drives it; tests copy it (``copy.deepcopy``) at every node to
@@ -134,31 +166,13 @@ class SequentialRun:
     """
 
     def __init__(self, n_questions, budget, replace, posterior=None, predictions=None):
-        self.n_questions = n_questions
-        self.budget = budget
+        super().__init__(n_questions, budget, posterior, predictions)
         self.replace = replace
-        self.posterior = posterior
-        self._fixed = np.zeros(n_questions) if predictions is None else np.asarray(predictions, dtype=float)
-        self.available = np.ones(n_questions, dtype=bool)
         self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
         self.step = 1
-        self.records = []
-
-    @property
-    def predictions(self):
-        return self.posterior.predictions if self.posterior is not None else self._fixed
 
     def state(self):
-        post = self.posterior
-        return PolicyState(
-            predictions=self.predictions,
-            available=self.available.copy(),
-            step=self.step,
-            budget=self.budget,
-            question_factors=None if post is None else post.V,
-            posterior_mean=None if post is None else post.mean,
-            posterior_cov=None if post is None else post.cov,
-        )
+        return self._policy_state(self.step)
 
     def increment(self, question, probability, outcome):
         """``phi_t`` for asking ``question`` now (before any update)."""
@@ -184,45 +198,24 @@ class SequentialRun:
         self.step += 1
         return phi
 
-    def table(self):
-        return np.array(self.records, dtype=QUERY_DTYPE)
 
-
-class StreamRun:
+class StreamRun(_Run):
     """State of one nature's-order (Bernoulli label/skip) AIPW run."""
 
     def __init__(self, n_questions, budget, order, posterior=None, predictions=None):
-        self.n_questions = n_questions
-        self.budget = budget
+        super().__init__(n_questions, budget, posterior, predictions)  # available = not yet visited
         self.order = np.asarray(order)
-        self.posterior = posterior
-        self._fixed = np.zeros(n_questions) if predictions is None else np.asarray(predictions, dtype=float)
-        self.available = np.ones(n_questions, dtype=bool)  # not yet visited
         self.position = 0
         self.labels_used = 0
         self.terms = []  # psi_t = p_t + (z_t - p_t) xi_t / pi_t, one per visited item
         self.variance_terms = []  # xi_t (z_t - p_t)^2 (1 - pi_t) / pi_t^2
-        self.records = []
-
-    @property
-    def predictions(self):
-        return self.posterior.predictions if self.posterior is not None else self._fixed
 
     @property
     def item(self):
         return int(self.order[self.position])
 
     def state(self):
-        post = self.posterior
-        return PolicyState(
-            predictions=self.predictions,
-            available=self.available.copy(),
-            step=self.position + 1,
-            budget=self.budget,
-            question_factors=None if post is None else post.V,
-            posterior_mean=None if post is None else post.mean,
-            posterior_cov=None if post is None else post.cov,
-        )
+        return self._policy_state(self.position + 1)
 
     def record(self, pi, labelled, outcome=None):
         """Record the coin for the current item (and its outcome when labelled)."""
@@ -244,9 +237,6 @@ class StreamRun:
     def done(self):
         return self.position >= self.n_questions
 
-    def table(self):
-        return np.array(self.records, dtype=QUERY_DTYPE)
-
 
 class PAIEstimator(BaseEstimator):
     """Estimate a new model's accuracy on a bank from a small, actively chosen set of queries.
@@ -266,6 +256,18 @@ class PAIEstimator(BaseEstimator):
     variance : {"martingale", "paper"}, default="martingale"
         ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``.
         ``"paper"``: the paper's closed form (with replacement only).
+    interval : {"robust-t", "t", "normal"}, default="robust-t"
+        Quantile ``c`` of the Wald-type interval ``estimate -/+ c se``:
+
+        * ``"robust-t"``: Student's t with the kurtosis-adjusted (Satterthwaite)
+          degrees of freedom of :func:`faqstats._inference.effective_df`: ``n - 1`` for
+          light-tailed increments, fewer when a few large inverse-probability weights
+          make the variance estimate unreliable. On openllm_v1 at 35 and 69 queries it
+          raised coverage from 0.92-0.94 (normal) to 0.94-0.955 for 3-5% more width.
+        * ``"t"``: Student's t with ``n - 1`` degrees of freedom.
+        * ``"normal"``: the seed paper's normal quantile.
+
+        Nature's-order AIPW always uses the normal quantile.
     random_state : int, Generator or None, default=None
         Seeds every draw; the same seed and answers give the same queries.
     verbose : bool, default=False
@@ -303,11 +305,21 @@ class PAIEstimator(BaseEstimator):
     True
     """
 
-    def __init__(self, factor_model=None, sampler=None, budget=100, variance="martingale", random_state=None, verbose=False):
+    def __init__(
+        self,
+        factor_model=None,
+        sampler=None,
+        budget=100,
+        variance="martingale",
+        interval="robust-t",
+        random_state=None,
+        verbose=False,
+    ):
         self.factor_model = factor_model
         self.sampler = sampler
         self.budget = budget
         self.variance = variance
+        self.interval = interval
         self.random_state = random_state
         self.verbose = verbose
 
@@ -336,6 +348,8 @@ class PAIEstimator(BaseEstimator):
         check_scalar(self.budget, "budget", kind=numbers.Integral, low=2)
         if self.variance not in ("martingale", "paper"):
             raise ValueError(f"variance must be 'martingale' or 'paper', got {self.variance!r}.")
+        if self.interval not in ("robust-t", "t", "normal"):
+            raise ValueError(f"interval must be 'robust-t', 't' or 'normal', got {self.interval!r}.")
         if self.factor_model is None and sampler.needs_factor_model:
             raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
         if not sampler.replace and self.budget > n_questions:
@@ -459,6 +473,12 @@ class PAIEstimator(BaseEstimator):
         self.std_error_ = float(np.sqrt(var))
         self.posterior_mean_ = None if run.posterior is None else run.posterior.mean
         self.posterior_cov_ = None if run.posterior is None else run.posterior.cov
+        if self.interval == "normal" or method == "aipw":
+            df = None
+        elif self.interval == "t":
+            df = float(len(table) - 1)
+        else:  # the increments behind the variance: outcomes for the sample mean
+            df = effective_df(table["outcome"] if method == "sample_mean" else table["increment"])
         self.result_ = AccuracyResult(
             estimate=estimate,
             std_error=self.std_error_,
@@ -466,11 +486,12 @@ class PAIEstimator(BaseEstimator):
             n_questions=n_questions,
             method=method,
             variance_method=variance_method,
+            df=df,
         )
 
     # -- inference -------------------------------------------------------------
     def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Wald confidence interval ``(low, high)`` at level ``1 - alpha``, clipped to [0, 1]."""
+        """Confidence interval ``(low, high)`` at level ``1 - alpha``, clipped to [0, 1] (see ``interval``)."""
         check_is_fitted(self, "result_")
         return self.result_.conf_int(alpha=alpha, alternative=alternative)
 

@@ -29,6 +29,9 @@ class AccuracyResult:
         with finite-population correction) or ``"aipw"`` (nature's-order Bernoulli).
     variance_method : str
         How ``std_error`` was estimated.
+    df : float or None
+        Degrees of freedom of the Student t quantile used by :meth:`conf_int`
+        (``n - 1`` for a mean of ``n`` increments); ``None`` for the normal quantile.
 
     Examples
     --------
@@ -44,10 +47,15 @@ class AccuracyResult:
     n_questions: int
     method: str
     variance_method: str
+    df: float | None = None
 
     def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Wald interval at level ``1 - alpha``, clipped to [0, 1]; returns ``(low, high)``."""
-        return wald_interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative)
+        """Wald-type interval at level ``1 - alpha`` (t quantile when ``df`` is set), clipped to [0, 1].
+
+        Returns ``(low, high)``. The estimate itself is never clipped (that would bias
+        it); in the rare case it falls outside [0, 1] the clipped interval sits at the edge.
+        """
+        return wald_interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative, df=self.df)
 
     confint = conf_int
 
@@ -58,6 +66,7 @@ class AccuracyResult:
         rows = [
             ("Method", self.method),
             ("Variance estimator", self.variance_method),
+            ("Interval quantile", "normal" if self.df is None else f"t, {self.df:g} df"),
             ("Questions in bank", f"{self.n_questions}"),
             ("Queries used", f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)"),
             ("Estimated accuracy", f"{self.estimate:.4f}"),

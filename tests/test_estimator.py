@@ -139,15 +139,47 @@ def test_alpha_outside_unit_interval(bank, fm, alpha):
     se=st.floats(0, 2),
     alpha=st.floats(1e-6, 1 - 1e-6),
     alternative=st.sampled_from(["two-sided", "larger", "smaller"]),
+    df=st.one_of(st.none(), st.integers(1, 500)),
 )
-def test_interval_stays_in_unit_interval_and_contains_clipped_estimate(estimate, se, alpha, alternative):
-    r = fq.AccuracyResult(estimate, se, 10, 100, "pai", "martingale")
+def test_interval_stays_in_unit_interval_and_contains_clipped_estimate(estimate, se, alpha, alternative, df):
+    r = fq.AccuracyResult(estimate, se, 10, 100, "pai", "martingale", df=df)
     low, high = r.conf_int(alpha, alternative)
     assert 0 <= low <= high <= 1
     clipped = min(max(estimate, 0), 1)
     if alternative != "two-sided" and alpha > 0.5:
         return  # a one-sided bound at level below 50% lies beyond the estimate by design
     assert low - 1e-12 <= clipped <= high + 1e-12
+
+
+def test_robust_t_is_the_default_and_at_least_as_wide_as_t(bank, fm):
+    kw = dict(factor_model=fm, budget=30, random_state=3)
+    robust = fq.PAIEstimator(**kw).fit(bank.new_outcomes[0])
+    plain = fq.PAIEstimator(interval="t", **kw).fit(bank.new_outcomes[0])
+    assert 1 <= robust.result_.df <= plain.result_.df == 29
+    assert np.diff(robust.confint())[0] >= np.diff(plain.confint())[0]
+
+
+def test_effective_df_reacts_to_heavy_tails():
+    from faqstats._inference import effective_df
+
+    rng = np.random.default_rng(0)
+    assert effective_df(rng.uniform(size=50)) == 49  # light tails (negative excess kurtosis)
+    heavy = np.r_[np.zeros(48), 10.0, -10.0]
+    assert effective_df(heavy) < 5
+    assert effective_df([1.0, 1.0, 1.0]) == 2  # degenerate: no spread
+
+
+def test_t_interval_is_wider_than_normal(bank, fm):
+    kw = dict(factor_model=fm, budget=12, random_state=3)
+    t_est = fq.PAIEstimator(interval="t", **kw).fit(bank.new_outcomes[0])
+    z_est = fq.PAIEstimator(interval="normal", **kw).fit(bank.new_outcomes[0])
+    assert t_est.result_.df == 11 and z_est.result_.df is None
+    (lt, ht), (lz, hz) = t_est.confint(0.1), z_est.confint(0.1)
+    from scipy import stats
+
+    assert (ht - lt) / (hz - lz) == pytest.approx(stats.t.ppf(0.95, 11) / stats.norm.ppf(0.95), rel=1e-9)
+    with pytest.raises(ValueError, match="interval"):
+        fq.PAIEstimator(interval="bootstrap", **kw).fit(bank.new_outcomes[0])
 
 
 def test_one_sided_bounds_are_tighter_than_two_sided():

@@ -347,7 +347,7 @@ def test_factor_model_rejects_bad_history(X, error, match):
 @pytest.mark.parametrize(
     "params, error, match",
     [
-        (dict(n_components=2.0), TypeError, "n_components must be a integral"),
+        (dict(n_components=2.0), TypeError, "n_components must be an integer"),
         (dict(n_components=0), ValueError, r"n_components must be in \[1, inf\]"),
         (dict(alpha=-0.1), ValueError, r"alpha must be in \[0.0, inf\]"),
         (dict(alpha=np.nan), ValueError, "alpha must be finite"),
@@ -535,7 +535,7 @@ def test_factor_model_cv_one_se_rule_on_planted_scores(monkeypatch):
     "params, error, match",
     [
         (dict(cv=1), ValueError, r"cv must be in \[2, inf\]"),
-        (dict(cv=2.5), TypeError, "cv must be a integral"),
+        (dict(cv=2.5), TypeError, "cv must be an integer"),
         (dict(scoring="auc"), ValueError, "scoring must be 'log_loss' or 'accuracy'"),
         (dict(n_components_grid=()), ValueError, "must be non-empty"),
         (dict(n_components_grid=(0, 2)), ValueError, "n_components_grid entries"),

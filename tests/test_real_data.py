@@ -136,13 +136,17 @@ def test_coverage_and_efficiency(openllm_split, factor_model, uniform_baseline, 
     est = np.empty((n_new, N_REPEATS))
     var = np.empty_like(est)
     covered = np.empty_like(est, dtype=bool)
+    covered_other = {"normal": np.empty_like(est, dtype=bool), "t": np.empty_like(est, dtype=bool)}
     width = np.empty_like(est)
     start = time.perf_counter()
     for i in range(n_new):
         for r in range(N_REPEATS):
             sampler = fq.HybridSampler(tau=tau, beta0=1.0, rho=0.0, gamma=0.0, replace=replace)
             e = fq.PAIEstimator(factor_model, sampler, budget=BUDGET, random_state=_run_rng(i, r)).fit(new[i])
-            low, high = e.confint(alpha=0.05)
+            low, high = e.confint(alpha=0.05)  # default interval: robust t
+            for name, df in (("normal", None), ("t", BUDGET - 1)):
+                lo_, hi_ = e.result_.__class__(**{**e.result_.to_dict(), "df": df}).conf_int(0.05)
+                covered_other[name][i, r] = lo_ <= theta[i] <= hi_
             est[i, r] = e.estimate_
             var[i, r] = e.std_error_**2
             covered[i, r] = low <= theta[i] <= high
@@ -160,7 +164,7 @@ def test_coverage_and_efficiency(openllm_split, factor_model, uniform_baseline, 
     uni_covered = np.abs(uni_est - theta[:, None]) <= stats.norm.ppf(0.975) * np.sqrt(uni_var)
     print(
         f"\n[openllm_v1 tau={tau} replace={replace} budget={BUDGET} runs={n_runs}] "
-        f"coverage={coverage:.4f} (MC se {mc_se:.4f}) mean width={width.mean():.4f} "
+        f"coverage={coverage:.4f} (MC se {mc_se:.4f}; normal quantile {covered_other['normal'].mean():.4f}, t(n-1) {covered_other['t'].mean():.4f}) mean width={width.mean():.4f} "
         f"ESS(var)={ess:.2f} ESS(mse)={ess_mse:.2f} E[V]/MSE={var.mean() / err2.mean():.3f} | "
         f"FPC sample mean: coverage={uni_covered.mean():.4f} "
         f"mean width={np.mean(2 * stats.norm.ppf(0.975) * np.sqrt(uni_var)):.4f} | {elapsed:.1f} s"
