@@ -215,7 +215,7 @@ class HybridSampler(Sampler):
     >>> from faqstats.sampling import PolicyState
     >>> st = PolicyState(predictions=np.array([.5, .9, .99]), available=np.ones(3, bool), step=1, budget=2)
     >>> HybridSampler(tau=0.1).probabilities(st).round(3)
-    array([0.524, 0.302, 0.174])
+    array([0.534, 0.334, 0.133])
     """
 
     def __init__(self, tau=0.5, beta0=1.0, rho=0.0, gamma=0.0, replace=False):
