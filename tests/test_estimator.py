@@ -1,5 +1,7 @@
 """PAIEstimator: API, bad input, reproducibility, and seeded Monte Carlo statistics."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -220,7 +222,9 @@ def test_paper_variance_option_runs_and_is_smaller_on_average(bank, fm):
     for seed in range(20):
         kw = dict(factor_model=fm, sampler=fq.HybridSampler(tau=0.05, replace=True), budget=40, random_state=seed)
         a = fq.PAIEstimator(variance="martingale", **kw).fit(bank.new_outcomes[5])
-        b = fq.PAIEstimator(variance="paper", **kw).fit(bank.new_outcomes[5])
+        with warnings.catch_warnings():  # the closed form can go negative (reported as 0, with a warning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            b = fq.PAIEstimator(variance="paper", **kw).fit(bank.new_outcomes[5])
         assert a.estimate_ == b.estimate_
         assert b.result_.variance_method == "paper"
         ratios.append(b.std_error_**2 / a.std_error_**2)

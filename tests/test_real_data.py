@@ -115,17 +115,18 @@ def uniform_baseline(openllm_split):
 
 
 # The default policy, HybridSampler() = tau 0.5 without replacement, carries the
-# validity bar (issue 2: >= 0.93 at 10%). The paper's smaller tau values make the
-# increments heavier-tailed and the normal quantile less accurate (measured
-# 0.914-0.936 over 615 x 2-10 runs), so they only get a floor that catches gross breakage.
+# validity bar (issue 2: >= 0.93 at 10%). With the default robust-t interval the
+# measured coverage was 0.943-0.944 for tau 0.5/0.25 and 0.933 for the paper's
+# tau=0.05 with replacement (whose increments are heaviest-tailed), so that one
+# gets a 0.92 floor. The printout also gives the normal and t(n-1) coverages.
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "tau, replace, min_coverage",
     [
         pytest.param(0.5, False, 0.93, id="default-tau0.5-without"),
         pytest.param(0.5, True, 0.93, id="tau0.5-with"),
-        pytest.param(0.25, False, 0.91, id="tau0.25-without"),
-        pytest.param(0.05, True, 0.90, id="paper-tau0.05-with"),
+        pytest.param(0.25, False, 0.93, id="tau0.25-without"),
+        pytest.param(0.05, True, 0.92, id="paper-tau0.05-with"),
     ],
 )
 def test_coverage_and_efficiency(openllm_split, factor_model, uniform_baseline, tau, replace, min_coverage):
