@@ -93,23 +93,41 @@ class _Oracle:
             self.fn = None
             self.array = arr
 
-    def __call__(self, question):
-        if question in self.cache:  # the bank is fixed: a repeated question has the same answer
-            return self.cache[question]
-        if self.array is not None:
-            z = self.array[question]
-            if np.isnan(z):
-                raise ValueError(f"outcomes[{question}] is NaN but question {question} was asked.")
-        else:
-            got = np.atleast_1d(np.asarray(self.fn(np.array([question])), dtype=float))
-            if got.shape != (1,):
-                raise ValueError(
-                    f"the outcomes callable must return one outcome per requested question; "
-                    f"asked for 1 question, got shape {got.shape}."
-                )
-            z = check_binary_values(got, f"outcome returned for question {question}")[0]
-        self.cache[question] = float(z)
-        return float(z)
+    def ask(self, questions):
+        """Outcomes of ``questions`` (a sequence of indices); the callable is called once
+        with the not-yet-answered ones, so a batch can be answered in parallel."""
+        questions = [int(q) for q in questions]
+        new = list(dict.fromkeys(q for q in questions if q not in self.cache))
+        if new:
+            if self.array is not None:
+                got = self.array[new]
+                missing = [q for q, z in zip(new, got) if np.isnan(z)]
+                if missing:
+                    raise ValueError(f"outcomes[{missing[0]}] is NaN but question {missing[0]} was asked.")
+            else:
+                got = np.atleast_1d(np.asarray(self.fn(np.array(new)), dtype=float))
+                if got.shape != (len(new),):
+                    raise ValueError(
+                        "the outcomes callable must return one outcome per requested question; "
+                        f"asked for {len(new)} question(s), got shape {got.shape}."
+                    )
+                check_binary_values(got, f"outcomes returned for questions {new}")
+            # the bank is fixed: a repeated question has the same answer, asked once
+            self.cache.update(zip(new, map(float, got)))
+        return np.array([self.cache[q] for q in questions])
+
+
+def within_round(q_round, available, replace):
+    """Distribution of the next draw inside a round of a batch.
+
+    With replacement every draw of the round uses the round's ``q``; without, later
+    draws use ``q`` renormalised over the questions not yet drawn (successive
+    sampling), whose probability is what the increment must divide by.
+    """
+    if replace:
+        return q_round
+    q = np.where(available, q_round, 0.0)
+    return q / q.sum()
 
 
 class _FactorPosterior:
@@ -184,8 +202,12 @@ class SequentialRun(_Run):
             base = self.asked_total + p[self.available].sum()
         return (base + correction) / self.n_questions
 
-    def record(self, question, probability, outcome):
-        """Record the answer, update the posterior and move to the next round; returns ``phi_t``."""
+    def record(self, question, probability, outcome, update=True):
+        """Record the answer and return ``phi_t``.
+
+        ``update=False`` defers the posterior update (inside a batch the predictions stay
+        those of the round's start; call :meth:`update_posterior` after the round).
+        """
         p = self.predictions
         phi = self.increment(question, probability, outcome)
         total = p.sum() if self.replace else self.asked_total + p[self.available].sum()
@@ -193,10 +215,16 @@ class SequentialRun(_Run):
         if not self.replace:
             self.available[question] = False
             self.asked_total += outcome
-        if self.posterior is not None:
+        if update and self.posterior is not None:
             self.posterior.update(question, outcome)
         self.step += 1
         return phi
+
+    def update_posterior(self, questions, outcomes):
+        """The Laplace updates deferred during a batch, in draw order."""
+        if self.posterior is not None:
+            for question, outcome in zip(questions, outcomes):
+                self.posterior.update(question, outcome)
 
 
 class StreamRun(_Run):
@@ -268,6 +296,13 @@ class PAIEstimator(BaseEstimator):
         * ``"normal"``: the seed paper's normal quantile.
 
         Nature's-order AIPW always uses the normal quantile.
+    batch_size : int, default=1
+        Questions drawn per round from the same policy, e.g. to send them to an API or
+        to graders in parallel; the factor posterior is updated between rounds only.
+        Without replacement the draws of a round are successive (each from the round's
+        ``q`` renormalised over the questions not yet drawn). The estimate stays exactly
+        unbiased and the martingale variance exactly unbiased for any batch size.
+        Ignored by ``BernoulliAIPW``.
     random_state : int, Generator or None, default=None
         Seeds every draw; the same seed and answers give the same queries.
     verbose : bool, default=False
@@ -312,6 +347,7 @@ class PAIEstimator(BaseEstimator):
         budget=100,
         variance="martingale",
         interval="robust-t",
+        batch_size=1,
         random_state=None,
         verbose=False,
     ):
@@ -320,6 +356,7 @@ class PAIEstimator(BaseEstimator):
         self.budget = budget
         self.variance = variance
         self.interval = interval
+        self.batch_size = batch_size
         self.random_state = random_state
         self.verbose = verbose
 
@@ -346,6 +383,7 @@ class PAIEstimator(BaseEstimator):
     def _check(self, n_questions):
         sampler = self._sampler()
         check_scalar(self.budget, "budget", kind=numbers.Integral, low=2)
+        check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1)
         if self.variance not in ("martingale", "paper"):
             raise ValueError(f"variance must be 'martingale' or 'paper', got {self.variance!r}.")
         if self.interval not in ("robust-t", "t", "normal"):
@@ -419,12 +457,26 @@ class PAIEstimator(BaseEstimator):
 
     def _loop_sequential(self, run, sampler, oracle, rng):
         bar = _bar(self.budget, self.verbose)
-        for _ in range(self.budget):
-            q = sampler.probabilities(run.state())
-            question = int(rng.choice(q.size, p=q))
-            run.record(question, float(q[question]), oracle(question))
+        while run.step <= self.budget:
+            size = min(self.batch_size, self.budget - run.step + 1)
+            q_round = sampler.probabilities(run.state())
+            # draw the whole round first (it may be answered in parallel) ...
+            available = run.available.copy()
+            questions, probabilities = [], []
+            for _ in range(size):
+                q = within_round(q_round, available, run.replace)
+                question = int(rng.choice(q.size, p=q))
+                questions.append(question)
+                probabilities.append(float(q[question]))
+                if not run.replace:
+                    available[question] = False
+            # ... then record it in draw order; the factor posterior moves between rounds only
+            outcomes = oracle.ask(questions)
+            for question, probability, outcome in zip(questions, probabilities, outcomes):
+                run.record(question, probability, outcome, update=False)
+            run.update_posterior(questions, outcomes)
             if bar is not None:
-                bar.update(1)
+                bar.update(size)
         if bar is not None:
             bar.close()
 
@@ -433,7 +485,7 @@ class PAIEstimator(BaseEstimator):
         while not run.done:
             pi = sampler.inclusion_probability(run.state(), run.item, run.labels_used)
             labelled = bool(rng.random() < pi)
-            run.record(pi, labelled, oracle(run.item) if labelled else None)
+            run.record(pi, labelled, oracle.ask([run.item])[0] if labelled else None)
             if bar is not None:
                 bar.update(1)
         if bar is not None:

@@ -229,3 +229,33 @@ def test_paper_variance_option_runs_and_is_smaller_on_average(bank, fm):
         assert b.result_.variance_method == "paper"
         ratios.append(b.std_error_**2 / a.std_error_**2)
     assert np.mean(ratios) < 1.0
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_batches_ask_once_per_round_and_update_between_rounds(bank, fm, replace):
+    z = bank.new_outcomes[6]
+    calls = []
+
+    def ask(idx):
+        calls.append(np.array(idx))
+        return z[idx]
+
+    est = fq.PAIEstimator(fm, fq.HybridSampler(replace=replace), budget=23, batch_size=5, random_state=0).fit(ask)
+    q = est.queries_
+    assert len(q) == 23
+    rounds = [q[i : i + 5] for i in range(0, 23, 5)]
+    assert len(calls) == len(rounds)  # one call per round (fewer questions when repeats are cached)
+    for r in rounds:
+        # predictions are frozen inside a round: every draw saw the same p for the same question
+        if replace:
+            assert np.all(r["prediction_total"] == r["prediction_total"][0])
+    if not replace:
+        assert [len(c) for c in calls] == [5, 5, 5, 5, 3]
+        assert len(np.unique(q["question"])) == 23
+    lo, hi = est.confint()
+    assert 0 <= lo <= est.estimate_ <= hi <= 1
+
+
+def test_batch_size_validated(bank, fm):
+    with pytest.raises(ValueError, match="batch_size"):
+        fq.PAIEstimator(fm, budget=10, batch_size=0).fit(bank.new_outcomes[0])

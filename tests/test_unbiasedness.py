@@ -6,7 +6,9 @@ sampling probability, and check to 1e-12:
 
 * unbiasedness:            E[theta_hat] == theta;
 * martingale property:     E[phi_t - theta | F_{t-1}] == 0 at every node;
-* exact variance estimate: E[V_hat] == Var(theta_hat) for the default estimator.
+* exact variance estimate: E[V_hat] == Var(theta_hat) for the default estimator;
+
+with and without replacement, for batches of 1-3 draws per round.
 
 The walk drives the estimator's own run objects (``new_run``/``record``), so it tests
 the arithmetic users get, not a re-implementation.
@@ -21,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import faqstats as fq
-from faqstats.estimator import StreamRun, martingale_variance
+from faqstats.estimator import StreamRun, martingale_variance, within_round
 
 TOL = 1e-12
 
@@ -58,7 +60,12 @@ def sequential_samplers(draw, replace):
 
 # ---------------------------------------------------------------- enumeration
 def enumerate_sequential(estimator, z):
-    """Leaves ``(probability, increments)`` of every path; asserts the martingale property."""
+    """Leaves ``(probability, increments)`` of every path; asserts the martingale property.
+
+    Rounds of ``estimator.batch_size`` draws share the round's policy; inside a round
+    each draw is a node of the tree (successive draws without replacement), and the
+    posterior moves only when the round ends, as in ``PAIEstimator.fit``.
+    """
     sampler = estimator._sampler()
     run = estimator.new_run(z.size)
     theta = z.mean()
@@ -68,14 +75,23 @@ def enumerate_sequential(estimator, z):
         if len(phis) == estimator.budget:
             leaves.append((prob, np.array(phis)))
             return
-        q = sampler.probabilities(run.state())
-        assert abs(q.sum() - 1.0) < 1e-12 and (q >= 0).all()
+        size = min(estimator.batch_size, estimator.budget - len(phis))
+        q_round = sampler.probabilities(run.state())
+        assert abs(q_round.sum() - 1.0) < 1e-12 and (q_round >= 0).all()
+        draw(run, prob, phis, q_round, size, [])
+
+    def draw(run, prob, phis, q_round, left, drawn):
+        if left == 0:
+            run.update_posterior(drawn, z[drawn])
+            walk(run, prob, phis)
+            return
+        q = within_round(q_round, run.available, run.replace)
         conditional_mean = 0.0
         for j in np.flatnonzero(q > 0):
             child = copy.deepcopy(run)
-            phi = child.record(int(j), float(q[j]), float(z[j]))
+            phi = child.record(int(j), float(q[j]), float(z[j]), update=False)
             conditional_mean += q[j] * phi
-            walk(child, prob * q[j], phis + [phi])
+            draw(child, prob * q[j], phis + [phi], q_round, left - 1, drawn + [int(j)])
         # martingale property: E[phi_t - theta | F_{t-1}] = 0 at this node
         assert abs(conditional_mean - theta) < TOL, (conditional_mean, theta)
 
@@ -121,11 +137,12 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 @SETTINGS
 @given(data=st.data(), replace=st.booleans())
-def test_pai_unbiased_and_variance_exact_for_every_sequential_sampler(data, replace):
+def test_pai_unbiased_and_variance_exact_for_every_sequential_sampler_and_batch_size(data, replace):
     z, fm = data.draw(banks(min_n=2 if not replace else 1))
     sampler = data.draw(sequential_samplers(replace))
     budget = data.draw(st.integers(2, min(3, z.size) if not replace else 3))
-    est = fq.PAIEstimator(fm, sampler, budget=budget)
+    batch_size = data.draw(st.integers(1, 3))
+    est = fq.PAIEstimator(fm, sampler, budget=budget, batch_size=batch_size)
     mean, var, e_vhat = moments_sequential(enumerate_sequential(est, z))
     assert abs(mean - z.mean()) < TOL
     assert abs(e_vhat - var) < TOL
