@@ -32,7 +32,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ._inference import effective_df
-from ._validation import check_binary_values, check_generator, check_scalar
+from ._validation import check_alpha, check_binary_values, check_generator, check_scalar
+from .confseq import BettingConfidenceSequence
 from .factor_model import laplace_update
 from .results import AccuracyResult
 from .sampling import BernoulliAIPW, HybridSampler, PolicyState, Sampler, UniformSampler
@@ -192,15 +193,23 @@ class SequentialRun(_Run):
     def state(self):
         return self._policy_state(self.step)
 
+    def _base(self):
+        """The prediction part of the increment (times N): sum p, or asked z + unasked p."""
+        p = self.predictions
+        return p.sum() if self.replace else self.asked_total + p[self.available].sum()
+
     def increment(self, question, probability, outcome):
         """``phi_t`` for asking ``question`` now (before any update)."""
-        p = self.predictions
-        correction = (outcome - p[question]) / probability
-        if self.replace:
-            base = p.sum()
-        else:
-            base = self.asked_total + p[self.available].sum()
-        return (base + correction) / self.n_questions
+        correction = (outcome - self.predictions[question]) / probability
+        return (self._base() + correction) / self.n_questions
+
+    def increment_range(self, q):
+        """``[L, U]`` containing ``phi_t`` whichever question ``q`` draws and whatever its
+        outcome in [0, 1]; known before the draw (used by confidence sequences)."""
+        support = q > 0
+        p, qs = self.predictions[support], q[support]
+        base = self._base()
+        return (base + np.min(-p / qs)) / self.n_questions, (base + np.max((1.0 - p) / qs)) / self.n_questions
 
     def record(self, question, probability, outcome, update=True):
         """Record the answer and return ``phi_t``.
@@ -208,10 +217,8 @@ class SequentialRun(_Run):
         ``update=False`` defers the posterior update (inside a batch the predictions stay
         those of the round's start; call :meth:`update_posterior` after the round).
         """
-        p = self.predictions
         phi = self.increment(question, probability, outcome)
-        total = p.sum() if self.replace else self.asked_total + p[self.available].sum()
-        self.records.append((question, probability, outcome, phi, p[question], total))
+        self.records.append((question, probability, outcome, phi, self.predictions[question], self._base()))
         if not self.replace:
             self.available[question] = False
             self.asked_total += outcome
@@ -303,6 +310,16 @@ class PAIEstimator(BaseEstimator):
         ``q`` renormalised over the questions not yet drawn). The estimate stays exactly
         unbiased and the martingale variance exactly unbiased for any batch size.
         Ignored by ``BernoulliAIPW``.
+    stop_when_width : float in (0, 1] or None, default=None
+        Stop as soon as the anytime-valid 95% confidence sequence (see
+        ``confidence_sequence``) is at most this wide, checked after every round;
+        ``budget`` is then the maximum number of queries. The interval reported at the
+        stopping time is that of the confidence sequence, which keeps its guarantee
+        at any data-dependent stopping time (the Wald-type interval would not).
+    confidence_sequence : bool or float, default=False
+        Also track a hedged-betting confidence sequence (:class:`~faqstats.confseq.BettingConfidenceSequence`)
+        over the increments: ``True`` for level 95%, or a float ``alpha``. Implied
+        (at 95%) by ``stop_when_width``. Not available for ``BernoulliAIPW``.
     random_state : int, Generator or None, default=None
         Seeds every draw; the same seed and answers give the same queries.
     verbose : bool, default=False
@@ -322,6 +339,11 @@ class PAIEstimator(BaseEstimator):
         ``prediction_total`` (the sum of predictions the increment used).
     posterior_mean_, posterior_cov_ : ndarray or None
         The new model's factor posterior after the last answer.
+    confidence_sequence_ : ndarray of shape (n_rounds, 3) or None
+        ``(queries so far, low, high)`` of the running confidence sequence after each
+        round; it contains theta at every row simultaneously with probability
+        ``>= 1 - alpha``.
+    stop_reason_ : {"budget", "width"}
 
     See Also
     --------
@@ -348,6 +370,8 @@ class PAIEstimator(BaseEstimator):
         variance="martingale",
         interval="robust-t",
         batch_size=1,
+        stop_when_width=None,
+        confidence_sequence=False,
         random_state=None,
         verbose=False,
     ):
@@ -357,6 +381,8 @@ class PAIEstimator(BaseEstimator):
         self.variance = variance
         self.interval = interval
         self.batch_size = batch_size
+        self.stop_when_width = stop_when_width
+        self.confidence_sequence = confidence_sequence
         self.random_state = random_state
         self.verbose = verbose
 
@@ -386,6 +412,10 @@ class PAIEstimator(BaseEstimator):
         check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1)
         if self.variance not in ("martingale", "paper"):
             raise ValueError(f"variance must be 'martingale' or 'paper', got {self.variance!r}.")
+        if self.stop_when_width is not None:
+            check_scalar(self.stop_when_width, "stop_when_width", low=0.0, high=1.0, closed="right")
+        if self._cs_alpha() is not None and isinstance(sampler, BernoulliAIPW):
+            raise ValueError("Confidence sequences and stop_when_width need a sequential sampler, not BernoulliAIPW.")
         if self.interval not in ("robust-t", "t", "normal"):
             raise ValueError(f"interval must be 'robust-t', 't' or 'normal', got {self.interval!r}.")
         if self.factor_model is None and sampler.needs_factor_model:
@@ -398,6 +428,15 @@ class PAIEstimator(BaseEstimator):
         if self.variance == "paper" and (not sampler.replace or isinstance(sampler, BernoulliAIPW)):
             raise ValueError("variance='paper' is defined for with-replacement sequential sampling only.")
         return sampler
+
+    def _cs_alpha(self):
+        """Level of the confidence sequence to track, or None."""
+        cs = self.confidence_sequence
+        if cs is True or (cs is False and self.stop_when_width is not None):
+            return 0.05
+        if cs is False or cs is None:
+            return None
+        return check_alpha(cs)
 
     def new_run(self, n_questions=None, rng=None):
         """A fresh :class:`SequentialRun`/:class:`StreamRun` for this configuration (used by tests and replays)."""
@@ -457,14 +496,20 @@ class PAIEstimator(BaseEstimator):
 
     def _loop_sequential(self, run, sampler, oracle, rng):
         bar = _bar(self.budget, self.verbose)
+        cs_alpha = self._cs_alpha()
+        cs = None if cs_alpha is None else BettingConfidenceSequence(alpha=cs_alpha)
+        self.stop_reason_ = "budget"
+        cs_rows = []
         while run.step <= self.budget:
             size = min(self.batch_size, self.budget - run.step + 1)
             q_round = sampler.probabilities(run.state())
             # draw the whole round first (it may be answered in parallel) ...
             available = run.available.copy()
-            questions, probabilities = [], []
+            questions, probabilities, ranges = [], [], []
             for _ in range(size):
                 q = within_round(q_round, available, run.replace)
+                if cs is not None:
+                    ranges.append(q)
                 question = int(rng.choice(q.size, p=q))
                 questions.append(question)
                 probabilities.append(float(q[question]))
@@ -472,15 +517,26 @@ class PAIEstimator(BaseEstimator):
                     available[question] = False
             # ... then record it in draw order; the factor posterior moves between rounds only
             outcomes = oracle.ask(questions)
-            for question, probability, outcome in zip(questions, probabilities, outcomes):
-                run.record(question, probability, outcome, update=False)
+            for k, (question, probability, outcome) in enumerate(zip(questions, probabilities, outcomes)):
+                bounds = run.increment_range(ranges[k]) if cs is not None else None
+                phi = run.record(question, probability, outcome, update=False)
+                if cs is not None:
+                    cs.update(phi, *bounds)
             run.update_posterior(questions, outcomes)
             if bar is not None:
                 bar.update(size)
+            if cs is not None:
+                low, high = cs.interval()
+                cs_rows.append((run.step - 1, low, high))
+                if self.stop_when_width is not None and high - low <= self.stop_when_width and run.step > 2:
+                    self.stop_reason_ = "width"
+                    break
         if bar is not None:
             bar.close()
+        self.confidence_sequence_ = np.array(cs_rows, dtype=float).reshape(-1, 3) if cs is not None else None
 
     def _loop_stream(self, run, sampler, oracle, rng):
+        self.stop_reason_, self.confidence_sequence_ = "budget", None
         bar = _bar(run.n_questions, self.verbose)
         while not run.done:
             pi = sampler.inclusion_probability(run.state(), run.item, run.labels_used)
@@ -539,6 +595,9 @@ class PAIEstimator(BaseEstimator):
             method=method,
             variance_method=variance_method,
             df=df,
+            stop_reason=self.stop_reason_,
+            anytime_interval=None if self.confidence_sequence_ is None else tuple(self.confidence_sequence_[-1, 1:]),
+            anytime_alpha=self._cs_alpha(),
         )
 
     # -- inference -------------------------------------------------------------
