@@ -7,6 +7,7 @@ Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
 from .datasets import SyntheticBank, load_response_matrix, make_synthetic_bank
 from .estimator import PAIEstimator, martingale_variance, paper_variance
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
+from .io import load_factor_model, save_factor_model
 from .results import AccuracyResult
 from .sampling import (
     ActiveLearningSampler,
@@ -34,8 +35,10 @@ __all__ = [
     "SyntheticBank",
     "UniformSampler",
     "laplace_update",
+    "load_factor_model",
     "load_response_matrix",
     "make_synthetic_bank",
     "martingale_variance",
     "paper_variance",
+    "save_factor_model",
 ]

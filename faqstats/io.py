@@ -1,0 +1,506 @@
+"""Safe save and load of fitted factor models: one ``.npz`` file, never a pickle.
+
+A fitted :class:`~faqstats.LogisticFactorModel` is what FAQ needs to evaluate new
+models, and fitting it is the slow step; these functions store it so that it can be
+shared and reloaded without ``pickle`` (which runs arbitrary code on load and breaks
+across library versions).
+
+File format ``faqstats.factor_model``, format version 1
+--------------------------------------------------------
+A NumPy ``.npz`` archive (uncompressed zip of ``.npy`` files) that ``np.load(path,
+allow_pickle=False)`` reads; it holds no object arrays. Its entries:
+
+``metadata_json`` : uint8 array
+    UTF-8 bytes of a JSON object: ``format`` (``"faqstats.factor_model"``),
+    ``format_version`` (int), ``faqstats_version``, ``numpy_version``,
+    ``created_utc`` (ISO 8601), ``estimator`` (class name of the saved model),
+    ``params`` (``get_params()`` of the saved :class:`LogisticFactorModel`, made
+    JSON-safe), ``n_questions``, ``n_components``, ``n_models`` (or null),
+    ``fitted_device`` (or null), ``question_ids_sha256`` (or null), ``notes`` (list of
+    str) and ``cv`` (null, or for a :class:`LogisticFactorModelCV`: its ``params``,
+    ``best_params`` and ``best_index``).
+``question_factors`` : float64 (n_questions, n_components)
+``prior_mean`` : float64 (n_components,)
+``prior_cov`` : float64 (n_components, n_components)
+``observed_questions`` : bool (n_questions,)
+``model_factors`` : float64 (n_models, n_components), only when not None
+``loss_curve`` : float64 (n_iter,), only for fitted (not ``from_factors``) models
+``question_ids`` : str (n_questions,), only when question ids were given
+``feature_names_in`` : str (n_questions,), only when the model has ``feature_names_in_``
+``cv_results.<name>`` : one per entry of ``cv_results_`` of a ``LogisticFactorModelCV``
+
+Question ids are hashed as SHA-256 of their UTF-8 JSON list encoding (no spaces),
+see :func:`question_ids_sha256`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import numbers
+import os
+import secrets
+from pathlib import Path
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from .factor_model import LogisticFactorModel, LogisticFactorModelCV
+
+__all__ = ["save_factor_model", "load_factor_model", "check_question_ids", "question_ids_sha256"]
+
+FORMAT_NAME = "faqstats.factor_model"
+FORMAT_VERSION = 1
+
+_METADATA_KEY = "metadata_json"
+_REQUIRED_ARRAYS = ("question_factors", "prior_mean", "prior_cov", "observed_questions")
+_CV_PREFIX = "cv_results."
+
+
+def _npz_path(path):
+    """``path`` as numpy's ``savez`` names it: ``.npz`` appended when missing."""
+    path = Path(os.fspath(path))
+    if not path.name.endswith(".npz"):
+        path = path.with_name(path.name + ".npz")
+    return path
+
+
+def question_ids_sha256(question_ids):
+    """SHA-256 (hex) of a list of question ids, as stored in the file's metadata.
+
+    The hash is over ``json.dumps(list(question_ids), ensure_ascii=False,
+    separators=(",", ":"))`` encoded as UTF-8, so it depends on the order of the ids.
+
+    Examples
+    --------
+    >>> question_ids_sha256(["q1", "q2"])[:12]
+    '3741c44601fd'
+    """
+    text = json.dumps([str(q) for q in question_ids], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_ids(ids, n_questions, name):
+    if isinstance(ids, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of strings, not a single {type(ids).__name__}.")
+    ids = list(ids)
+    bad = [q for q in ids if not isinstance(q, str)]
+    if bad:
+        raise TypeError(f"{name} must be strings; got {bad[0]!r} ({type(bad[0]).__name__}).")
+    if len(ids) != n_questions:
+        raise ValueError(f"{name} has {len(ids)} entries, the model has {n_questions} questions.")
+    if len(set(ids)) != len(ids):
+        dup = next(q for q in ids if ids.count(q) > 1)
+        raise ValueError(f"{name} must be unique; {dup!r} appears more than once.")
+    # numpy's fixed-width str arrays drop trailing NUL characters: refuse what would not round-trip
+    if np.array(ids, dtype=str).tolist() != ids:
+        raise ValueError(f"{name} must not end in NUL characters (they do not survive a numpy str array).")
+    return ids
+
+
+def _json_safe(value, name, notes):
+    """``value`` as plain JSON types; what cannot be stored becomes None with a note."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        if np.isfinite(value):
+            return value
+        notes.append(f"{name}={value!r} is not finite and is stored as null.")
+        return None
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_json_safe(v, f"{name}[{i}]", notes) for i, v in enumerate(list(value))]
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v, f"{name}[{k!r}]", notes) for k, v in value.items()}
+    notes.append(
+        f"{name} was a {type(value).__module__}.{type(value).__name__} (not storable as JSON) and is stored as "
+        "null; a refit of the loaded model is not seeded the same way."
+    )
+    return None
+
+
+def _float_array(model, attr):
+    arr = np.asarray(getattr(model, attr), dtype=np.float64)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"Refusing to save: {attr} has non-finite values.")
+    return arr
+
+
+def save_factor_model(model, path, *, question_ids=None):
+    """Write a fitted factor model to one ``.npz`` file, atomically and without pickle.
+
+    The file is first written to a temporary file in the same directory, flushed and
+    ``fsync``-ed, then moved over ``path`` with :func:`os.replace`; if anything fails,
+    an existing file at ``path`` is left untouched and the temporary file is removed.
+
+    Parameters
+    ----------
+    model : fitted LogisticFactorModel or LogisticFactorModelCV
+        For the CV model its ``best_estimator_`` is saved, with ``best_params_``,
+        ``best_index_`` and the CV parameters in the metadata and ``cv_results_`` as
+        arrays. Models made by :meth:`LogisticFactorModel.from_factors` work too.
+    path : str or os.PathLike
+        Destination. Like :func:`numpy.savez`, ``".npz"`` is appended when the name
+        does not end with it (``"fm"`` writes ``"fm.npz"``); :func:`load_factor_model`
+        applies the same rule.
+    question_ids : sequence of str, optional
+        Unique ids of the questions, in the order of ``question_factors_``. Stored with
+        their SHA-256 (see :func:`question_ids_sha256`) so that a later user can check
+        the bank's order with :func:`check_question_ids`. Defaults to the model's
+        ``feature_names_in_`` when it was fitted on a DataFrame.
+
+    Returns
+    -------
+    path : pathlib.Path
+        The file written (with the ``.npz`` suffix).
+
+    See Also
+    --------
+    load_factor_model, check_question_ids
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from faqstats import LogisticFactorModel, load_factor_model, save_factor_model
+    >>> fm = LogisticFactorModel.from_factors(np.eye(3)[:, :2], np.zeros(2), np.eye(2))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = save_factor_model(fm, pathlib.Path(tmp) / "fm", question_ids=["a", "b", "c"])
+    ...     loaded = load_factor_model(path)
+    >>> path.name
+    'fm.npz'
+    >>> np.array_equal(loaded.predict_proba([1.0, -1.0]), fm.predict_proba([1.0, -1.0]))
+    True
+    >>> loaded.question_ids_, loaded.metadata_["format_version"]
+    (['a', 'b', 'c'], 1)
+    """
+    from . import __version__
+
+    cv = None
+    if isinstance(model, LogisticFactorModelCV):
+        check_is_fitted(model, "best_estimator_")
+        cv, model = model, model.best_estimator_
+    if not isinstance(model, LogisticFactorModel):
+        raise TypeError(f"model must be a LogisticFactorModel or LogisticFactorModelCV, got {type(model).__name__}.")
+    check_is_fitted(model, "question_factors_")
+
+    V = _float_array(model, "question_factors_")
+    if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
+        raise ValueError(f"Refusing to save: question_factors_ must be a non-empty 2-D array, got shape {V.shape}.")
+    n, k = V.shape
+    arrays = {
+        "question_factors": V,
+        "prior_mean": _float_array(model, "prior_mean_"),
+        "prior_cov": _float_array(model, "prior_cov_"),
+        "observed_questions": np.asarray(model.observed_questions_, dtype=bool),
+    }
+    if getattr(model, "model_factors_", None) is not None:
+        arrays["model_factors"] = _float_array(model, "model_factors_")
+    if getattr(model, "loss_curve_", None) is not None:
+        arrays["loss_curve"] = _float_array(model, "loss_curve_")
+
+    feature_names = getattr(model, "feature_names_in_", None)
+    if feature_names is not None:
+        arrays["feature_names_in"] = np.array(_check_ids(feature_names, n, "feature_names_in_"), dtype=str)
+        if question_ids is None:
+            question_ids = list(feature_names)
+    ids_hash = None
+    if question_ids is not None:
+        question_ids = _check_ids(question_ids, n, "question_ids")
+        arrays["question_ids"] = np.array(question_ids, dtype=str)
+        ids_hash = question_ids_sha256(question_ids)
+
+    notes = []
+    cv_meta = None
+    if cv is not None:
+        cv_meta = {
+            "params": _json_safe(cv.get_params(deep=False), "cv.params", notes),
+            "best_params": _json_safe(cv.best_params_, "cv.best_params", notes),
+            "best_index": _json_safe(getattr(cv, "best_index_", None), "cv.best_index", notes),
+        }
+        for name, values in cv.cv_results_.items():
+            arrays[_CV_PREFIX + name] = np.asarray(values)
+    metadata = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "faqstats_version": __version__,
+        "numpy_version": np.__version__,
+        "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "estimator": type(cv if cv is not None else model).__name__,
+        "params": _json_safe(model.get_params(deep=False), "params", notes),
+        "n_questions": n,
+        "n_components": k,
+        "n_models": None if "model_factors" not in arrays else int(arrays["model_factors"].shape[0]),
+        "fitted_device": _json_safe(getattr(model, "device_", None), "device_", notes),
+        "question_ids_sha256": ids_hash,
+        "cv": cv_meta,
+        "notes": notes,
+    }
+    text = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    arrays[_METADATA_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    for key, arr in arrays.items():
+        if arr.dtype.hasobject:  # pragma: no cover - guarded by the conversions above
+            raise TypeError(f"Refusing to save: entry {key!r} has dtype object (it would need pickle).")
+
+    path = _npz_path(path)
+    _atomic_savez(path, arrays)
+    return path
+
+
+def _atomic_savez(path, arrays):
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)  # the process umask applies, as for a plain open()
+            break
+        except FileExistsError:  # pragma: no cover - 48 random bits collided
+            continue
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    # Make the rename itself durable; directories cannot be opened on every platform.
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def _read_metadata(data, path):
+    if _METADATA_KEY not in data.files:
+        raise ValueError(f"{path} is not a faqstats factor model file: entry {_METADATA_KEY!r} is missing.")
+    raw = _read_array(data, _METADATA_KEY, path)
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ValueError(f"{path}: {_METADATA_KEY!r} must be a 1-D uint8 array, got {raw.dtype} {raw.shape}.")
+    try:
+        meta = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: {_METADATA_KEY!r} is not valid UTF-8 JSON ({exc}).") from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise ValueError(f"{path} is not a faqstats factor model file: format is {found!r}, expected {FORMAT_NAME!r}.")
+    version = meta.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"{path}: format_version must be a positive integer, got {version!r}.")
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"{path} was written by a newer faqstats (format version {version} > {FORMAT_VERSION}); upgrade faqstats "
+            f"to load it (it was written by faqstats {meta.get('faqstats_version')!s})."
+        )
+    for field in ("n_questions", "n_components"):
+        value = meta.get(field)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{path}: metadata {field!r} must be a positive integer, got {value!r}.")
+    if not isinstance(meta.get("params"), dict):
+        raise ValueError(f"{path}: metadata 'params' must be a JSON object.")
+    return meta
+
+
+def _read_array(data, key, path):
+    try:
+        return data[key]
+    except ValueError as exc:  # object arrays need pickle, which is refused
+        raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load it.") from exc
+
+
+def _read_float(data, key, shape, path):
+    arr = _read_array(data, key, path)
+    if arr.dtype.kind != "f":
+        raise ValueError(f"{path}: {key!r} must be a float array, got dtype {arr.dtype}.")
+    if len(arr.shape) != len(shape) or any(want not in (None, got) for want, got in zip(shape, arr.shape)):
+        expected = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+        raise ValueError(f"{path}: {key!r} has shape {arr.shape}, expected {expected}.")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{path}: {key!r} has {int((~np.isfinite(arr)).sum())} non-finite value(s).")
+    return arr.astype(np.float64, copy=False)
+
+
+def load_factor_model(path):
+    """Load a factor model written by :func:`save_factor_model`, without pickle.
+
+    The file is read with ``np.load(path, allow_pickle=False)`` and checked before any
+    of it is used: format name and version, presence, dtype and shape of every array,
+    finiteness of the factors and prior, and the question-id hash.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file; ``".npz"`` is appended when the name does not end with it, as
+        :func:`save_factor_model` does.
+
+    Returns
+    -------
+    model : LogisticFactorModel
+        Fitted (for a saved ``LogisticFactorModelCV``, its best estimator), with its
+        parameters restored by ``set_params`` (a ``random_state`` that was a
+        Generator comes back as None). Its predictions equal the saved model's
+        exactly. Besides the fitted attributes it has:
+
+        ``question_ids_`` : list of str or None
+            The saved question ids.
+        ``metadata_`` : dict
+            The file's JSON metadata; for a saved CV model ``metadata_["cv"]`` also
+            holds ``"cv_results"``, a dict of ndarrays.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a faqstats factor model, was written by a newer format
+        version, needs pickle, or has a missing, misshapen or non-finite entry.
+
+    See Also
+    --------
+    save_factor_model, check_question_ids
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from faqstats import LogisticFactorModel, load_factor_model, save_factor_model
+    >>> fm = LogisticFactorModel.from_factors(np.ones((4, 2)), model_factors=np.eye(2))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = save_factor_model(fm, pathlib.Path(tmp) / "fm.npz")
+    ...     loaded = load_factor_model(pathlib.Path(tmp) / "fm.npz")
+    >>> loaded.question_factors_.shape, loaded.model_factors_.shape, loaded.question_ids_
+    ((4, 2), (2, 2), None)
+    """
+    path = _npz_path(path)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except OSError:  # missing file, permissions: as open() reports them
+        raise
+    except Exception as exc:  # np.load reports a non-npz file as "pickled data"
+        raise ValueError(f"{path} is not a readable .npz archive ({type(exc).__name__}: {exc}).") from exc
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path} is not a faqstats factor model file: a single .npy array, not an .npz archive.")
+    with data:
+        meta = _read_metadata(data, path)
+        missing = [key for key in _REQUIRED_ARRAYS if key not in data.files]
+        if missing:
+            raise ValueError(f"{path}: required entr{'y' if len(missing) == 1 else 'ies'} {missing} missing.")
+        n, k = meta["n_questions"], meta["n_components"]
+        V = _read_float(data, "question_factors", (n, k), path)
+        mean = _read_float(data, "prior_mean", (k,), path)
+        cov = _read_float(data, "prior_cov", (k, k), path)
+        if not np.allclose(cov, cov.T):
+            raise ValueError(f"{path}: 'prior_cov' is not symmetric.")
+        observed = _read_array(data, "observed_questions", path)
+        if observed.dtype != np.bool_ or observed.shape != (n,):
+            raise ValueError(
+                f"{path}: 'observed_questions' must be bool of shape ({n},), got {observed.dtype} {observed.shape}."
+            )
+        U = _read_float(data, "model_factors", (None, k), path) if "model_factors" in data.files else None
+        losses = _read_float(data, "loss_curve", (None,), path) if "loss_curve" in data.files else None
+        ids = _read_ids(data, "question_ids", n, path)
+        names = _read_ids(data, "feature_names_in", n, path)
+        cv_results = {
+            key[len(_CV_PREFIX) :]: _read_array(data, key, path) for key in data.files if key.startswith(_CV_PREFIX)
+        }
+
+    stored_hash = meta.get("question_ids_sha256")
+    if ids is not None and stored_hash != question_ids_sha256(ids):
+        raise ValueError(f"{path}: the stored question ids do not match their SHA-256 in the metadata (file altered?).")
+    if ids is None and stored_hash is not None:
+        raise ValueError(f"{path}: metadata has a question-id hash but entry 'question_ids' is missing.")
+
+    fm = LogisticFactorModel()
+    known = fm.get_params(deep=False)
+    fm.set_params(**{name: value for name, value in meta["params"].items() if name in known})
+    try:
+        fm._check_params()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: invalid estimator parameters in metadata: {exc}") from exc
+    if fm.n_components != k:
+        raise ValueError(f"{path}: params n_components={fm.n_components} but the factors have {k} components.")
+    fm.question_factors_ = V
+    fm.model_factors_ = U
+    fm.prior_mean_ = mean
+    fm.prior_cov_ = cov
+    fm.observed_questions_ = observed
+    if losses is not None:
+        fm.loss_curve_ = losses
+        fm.n_iter_ = int(losses.size)
+    fm.n_features_in_ = n
+    if names is not None:
+        fm.feature_names_in_ = np.asarray(names, dtype=object)
+    fm.question_ids_ = ids
+    if meta.get("cv") is not None:
+        if not isinstance(meta["cv"], dict):
+            raise ValueError(f"{path}: metadata 'cv' must be a JSON object or null.")
+        meta["cv"]["cv_results"] = cv_results
+    fm.metadata_ = meta
+    return fm
+
+
+def _read_ids(data, key, n, path):
+    if key not in data.files:
+        return None
+    arr = _read_array(data, key, path)
+    if arr.dtype.kind != "U" or arr.shape != (n,):
+        raise ValueError(f"{path}: {key!r} must be a str array of shape ({n},), got {arr.dtype} {arr.shape}.")
+    return arr.tolist()
+
+
+def check_question_ids(model, question_ids):
+    """Raise unless ``question_ids`` are the model's question ids, in the same order.
+
+    Use it before evaluating on a bank with a loaded model: the model's ``j``-th
+    question factor is only meaningful for the bank's ``j``-th question.
+
+    Parameters
+    ----------
+    model : LogisticFactorModel
+        With ``question_ids_`` (set by :func:`load_factor_model`) or
+        ``feature_names_in_`` (fitted on a DataFrame).
+    question_ids : sequence of str
+        The ids of the bank's questions, in the order the outcomes will be given.
+
+    Raises
+    ------
+    ValueError
+        If the model carries no ids, or the ids differ in number, content or order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import LogisticFactorModel
+    >>> fm = LogisticFactorModel.from_factors(np.eye(2), np.zeros(2), np.eye(2))
+    >>> fm.question_ids_ = ["a", "b"]
+    >>> check_question_ids(fm, ["a", "b"])
+    >>> check_question_ids(fm, ["b", "a"])
+    Traceback (most recent call last):
+    ...
+    ValueError: question ids are the model's in a different order (first difference at index 0: 'b' != 'a').
+    """
+    expected = getattr(model, "question_ids_", None)
+    if expected is None and getattr(model, "feature_names_in_", None) is not None:
+        expected = list(model.feature_names_in_)
+    if expected is None:
+        raise ValueError("The model carries no question ids (saved without question_ids=): nothing to check against.")
+    given = [str(q) for q in question_ids]
+    expected = [str(q) for q in expected]
+    if len(given) != len(expected):
+        raise ValueError(f"{len(given)} question ids given, the model has {len(expected)}.")
+    if given != expected:
+        first = next(i for i, (a, b) in enumerate(zip(given, expected)) if a != b)
+        how = "the model's in a different order" if sorted(given) == sorted(expected) else "not the model's"
+        raise ValueError(
+            f"question ids are {how} (first difference at index {first}: {given[first]!r} != {expected[first]!r})."
+        )
