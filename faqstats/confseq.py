@@ -34,7 +34,16 @@ class BettingConfidenceSequence:
         widened by one grid step so the resolution never costs coverage).
     truncation : float in (0, 1), default=0.5
         Bets are capped at ``truncation / (m - L_t)`` (and ``/ (U_t - m)``), keeping
-        each capital factor at least ``1 - truncation``.
+        each capital factor at least ``1 - truncation``. Any value below 1 keeps the
+        guarantee. 1/2 suits increments whose range is tight (e.g. [0, 1]); PAI
+        increments have loose announced ranges (``+/- 1/tau``) and ``PAIEstimator`` uses
+        0.9 with ``horizon=budget``: on openllm_v1 at 170 queries that gave sequences
+        1.5x the width of the fixed-budget interval, against 2.2x for 1/2.
+    horizon : int or None, default=None
+        The number of increments the sequence should be tightest at (e.g. the query
+        budget): bets are sized ``sqrt(2 log(2/alpha) / (sigma^2 horizon))``. ``None``
+        uses the horizon-free ``t log(1 + t)``. Any choice keeps the guarantee at all
+        times; it only moves where the sequence is narrowest.
 
     Examples
     --------
@@ -48,8 +57,9 @@ class BettingConfidenceSequence:
     (True, True)
     """
 
-    def __init__(self, alpha=0.05, grid_size=2001, truncation=0.5):
+    def __init__(self, alpha=0.05, grid_size=2001, truncation=0.5, horizon=None):
         self.alpha = check_alpha(alpha)
+        self.horizon = horizon
         self.grid = np.linspace(0.0, 1.0, int(grid_size))
         self.truncation = float(truncation)
         self.log_plus = np.zeros_like(self.grid)
@@ -63,7 +73,8 @@ class BettingConfidenceSequence:
         """Predictable bet size from the increments seen so far (WSR's plug-in rule)."""
         t = self.n + 1
         var = self._sq / t
-        return np.sqrt(2.0 * np.log(2.0 / self.alpha) / (var * t * np.log(1.0 + t)))
+        scale = t * np.log(1.0 + t) if self.horizon is None else float(self.horizon)
+        return np.sqrt(2.0 * np.log(2.0 / self.alpha) / (var * scale))
 
     def update(self, x, lower, upper):
         """Add an increment ``x`` known beforehand to lie in ``[lower, upper]``."""

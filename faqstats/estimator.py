@@ -497,7 +497,7 @@ class PAIEstimator(BaseEstimator):
     def _loop_sequential(self, run, sampler, oracle, rng):
         bar = _bar(self.budget, self.verbose)
         cs_alpha = self._cs_alpha()
-        cs = None if cs_alpha is None else BettingConfidenceSequence(alpha=cs_alpha)
+        cs = None if cs_alpha is None else BettingConfidenceSequence(alpha=cs_alpha, truncation=0.9, horizon=self.budget)
         self.stop_reason_ = "budget"
         cs_rows = []
         while run.step <= self.budget:

@@ -1,5 +1,32 @@
 """Experiments built on the core library: demos, trials and sweeps (no statistics of their own)."""
 
 from .demo import DemoRow, run_demo
+from .runner import (
+    DEFAULT_BUDGETS,
+    METHODS,
+    ExperimentResult,
+    budget_sizes,
+    format_summary,
+    per_model_coverage,
+    read_csv,
+    run_experiment,
+    split_matrix,
+    summarize,
+    write_csv,
+)
 
-__all__ = ["DemoRow", "run_demo"]
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "DemoRow",
+    "ExperimentResult",
+    "METHODS",
+    "budget_sizes",
+    "format_summary",
+    "per_model_coverage",
+    "read_csv",
+    "run_demo",
+    "run_experiment",
+    "split_matrix",
+    "summarize",
+    "write_csv",
+]

@@ -1,0 +1,163 @@
+"""Figures of an experiment (matplotlib, Agg backend): ESS, coverage and width vs budget,
+per-model coverage vs true accuracy. Inputs are the tables of
+:func:`faqstats.experiments.summarize` and :func:`faqstats.experiments.per_model_coverage`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["plot_ess", "plot_coverage", "plot_width", "plot_model_coverage", "plot_all"]
+
+_MARKERS = "osD^vP*Xh<>"
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _methods(table):
+    return list(dict.fromkeys(table["method"].tolist()))
+
+
+def _style(i):
+    return dict(marker=_MARKERS[i % len(_MARKERS)], color=f"C{i % 10}")
+
+
+def _save(fig, path):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+def _log_y(ax):
+    """Log y axis labelled at 1, 2, 5 x 10^k in plain numbers."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _legend(ax):
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+
+
+def _budget_axis(ax):
+    ax.set_xlabel("budget (% of the bank)")
+    ax.grid(alpha=0.3)
+
+
+def plot_ess(summary, path, title=None):
+    """ESS vs budget: against the FPC sample mean (left) and the paper's HT uniform (right)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
+    for ax, col, ref in zip(axes, ("ess_fpc", "ess_ht"), ("uniform sample mean (FPC)", "HT uniform (paper)")):
+        for i, m in enumerate(_methods(summary)):
+            s = summary[summary["method"] == m]
+            if np.all(np.isnan(s[col])):
+                continue
+            ax.plot(100 * s["budget_fraction"], s[col], label=m, **_style(i))
+        ax.axhline(1.0, color="0.4", ls="--", lw=1)
+        _log_y(ax)
+        ax.set_ylabel(f"ESS vs {ref}")
+        ax.set_title(f"effective sample size factor vs {ref}", fontsize=10)
+        _budget_axis(ax)
+    _legend(axes[-1])
+    fig.tight_layout()
+    if title:
+        fig.suptitle(title)
+    return _save(fig, path)
+
+
+def plot_coverage(summary, path, nominal=0.95, title=None):
+    """Coverage vs budget with +/- 2 standard errors and the nominal level."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    methods = _methods(summary)
+    budgets = np.unique(100 * summary["budget_fraction"])
+    spread = 0.3 * (np.diff(budgets).min() if budgets.size > 1 else 1.0)  # dodge methods apart
+    offsets = np.linspace(-spread, spread, len(methods)) if len(methods) > 1 else [0.0]
+    for i, m in enumerate(methods):
+        s = summary[summary["method"] == m]
+        se2 = 2 * np.nan_to_num(s["coverage_se"])
+        cov = s["coverage"]
+        yerr = np.vstack([np.minimum(se2, cov), np.minimum(se2, 1.0 - cov)])  # coverage lies in [0, 1]
+        ax.errorbar(100 * s["budget_fraction"] + offsets[i], cov, yerr=yerr, capsize=3, label=m, **_style(i))
+    ax.axhline(nominal, color="k", ls="--", lw=1, label=f"nominal {nominal:g}")
+    ax.set_ylabel("coverage (mean +/- 2 se)")
+    ax.set_title(title or "coverage of the intervals", fontsize=10)
+    _budget_axis(ax)
+    _legend(ax)
+    return _save(fig, path)
+
+
+def plot_width(summary, path, title=None):
+    """Mean interval width vs budget."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, m in enumerate(_methods(summary)):
+        s = summary[summary["method"] == m]
+        ax.plot(100 * s["budget_fraction"], s["mean_width"], label=m, **_style(i))
+    ax.set_ylabel("mean interval width")
+    _log_y(ax)
+    ax.set_title(title or "interval width", fontsize=10)
+    _budget_axis(ax)
+    _legend(ax)
+    return _save(fig, path)
+
+
+def plot_model_coverage(model_table, path, nominal=0.95, n_bins=8, title=None):
+    """Per-model coverage (pooled over budgets and seeds) vs the model's true accuracy.
+
+    Dots: one per (method, model); lines: mean coverage within bins of true accuracy
+    (equal-count bins), the readable part when there are many models.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    rng = np.random.default_rng(0)  # jitter only
+    for i, m in enumerate(_methods(model_table)):
+        t = model_table[model_table["method"] == m]
+        models = np.unique(t["model"])
+        truth = np.array([t["truth"][t["model"] == k][0] for k in models])
+        runs = np.array([t["n_runs"][t["model"] == k].sum() for k in models])
+        hits = np.array([(t["coverage"] * t["n_runs"])[t["model"] == k].sum() for k in models])
+        cov = hits / runs
+        style = _style(i)
+        ax.scatter(truth, cov + rng.uniform(-0.01, 0.01, cov.size), s=8, alpha=0.3, color=style["color"])
+        n_b = max(1, min(n_bins, models.size // 5))
+        edges = np.quantile(truth, np.linspace(0, 1, n_b + 1))
+        which = np.clip(np.searchsorted(edges, truth, side="right") - 1, 0, n_b - 1)
+        centers = [truth[which == b].mean() for b in range(n_b) if np.any(which == b)]
+        means = [hits[which == b].sum() / runs[which == b].sum() for b in range(n_b) if np.any(which == b)]
+        ax.plot(centers, means, label=m, **style)
+    ax.axhline(nominal, color="k", ls="--", lw=1, label=f"nominal {nominal:g}")
+    ax.set_xlabel("true accuracy of the new model")
+    ax.set_ylabel("coverage (pooled over budgets, seeds)")
+    ax.set_title(title or "per-model coverage (dots) and binned mean (lines)", fontsize=10)
+    ax.grid(alpha=0.3)
+    _legend(ax)
+    return _save(fig, path)
+
+
+def plot_all(summary, model_table, out_dir, nominal=0.95):
+    """The four figures into ``out_dir``; returns their paths."""
+    out = Path(out_dir)
+    return [
+        plot_ess(summary, out / "ess_vs_budget.png"),
+        plot_coverage(summary, out / "coverage_vs_budget.png", nominal=nominal),
+        plot_width(summary, out / "width_vs_budget.png"),
+        plot_model_coverage(model_table, out / "model_coverage_vs_accuracy.png", nominal=nominal),
+    ]

@@ -1,0 +1,688 @@
+"""Experiments on a response matrix: split, sweep, tidy records, summaries, CSV.
+
+One experiment takes a models x questions 0/1 matrix, splits its rows into a
+*history* (to fit the factor model) and *new models* (to evaluate), optionally
+masks the history, and runs every method at every budget for every new model and
+seed through the core :class:`~faqstats.PAIEstimator`. The result is a tidy table
+with one record per (method, budget, model, seed); :func:`summarize` and
+:func:`per_model_coverage` reduce it, :func:`write_csv` writes any of the tables.
+No statistics live here: estimates, standard errors and intervals all come from
+the estimator.
+
+Reproducibility: run (method, budget, model, seed) draws from
+``np.random.default_rng([random_state, method_key(method), budget, model, seed])``
+where ``budget`` is the number of queries and :func:`method_key` a stable hash of
+the method's name. Its numbers therefore do not depend on ``n_jobs``, on the
+joblib backend, nor on which other methods and budgets were run alongside it.
+
+Parallelism: chunks of (method, budget, seed), each over all new models, go
+through :class:`joblib.Parallel`. Choose the backend with ``backend=`` or an
+enclosing ``joblib.parallel_config(backend="dask")`` (``n_jobs=None`` then defers
+to that context).
+"""
+
+from __future__ import annotations
+
+import csv
+import numbers
+import time
+import warnings
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import clone
+
+from .._validation import check_history, check_scalar
+from ..estimator import PAIEstimator
+from ..factor_model import LogisticFactorModel
+from ..sampling import (
+    ActiveLearningSampler,
+    BernoulliAIPW,
+    HybridSampler,
+    NeymanSampler,
+    UniformSampler,
+)
+
+__all__ = [
+    "METHODS",
+    "DEFAULT_BUDGETS",
+    "RECORD_DTYPE",
+    "ExperimentResult",
+    "method_key",
+    "split_matrix",
+    "budget_sizes",
+    "run_experiment",
+    "summarize",
+    "per_model_coverage",
+    "format_summary",
+    "write_csv",
+    "read_csv",
+]
+
+#: Budgets as fractions of the bank: 2.5%, 5%, ..., 25%.
+DEFAULT_BUDGETS = tuple(float(f) for f in np.round(np.linspace(0.025, 0.25, 10), 4))
+
+
+def _with_fm(sampler_factory):
+    return lambda fm: (fm, sampler_factory())
+
+
+def _without_fm(sampler_factory):
+    return lambda fm: (None, sampler_factory())
+
+
+#: Named methods: ``name -> callable(factor_model) -> (factor_model or None, sampler)``.
+#: A method uses the factor model exactly when its callable returns the model it was given.
+METHODS = {
+    "faq": _with_fm(HybridSampler),  # tau 0.5, without replacement (package default)
+    "faq-paper": _with_fm(lambda: HybridSampler(tau=0.05, replace=True)),  # the seed paper's policy
+    "neyman": _with_fm(NeymanSampler),
+    "active": _with_fm(ActiveLearningSampler),
+    "uniform-fpc": _without_fm(lambda: UniformSampler(replace=False)),  # sample mean with FPC
+    "ht-uniform": _without_fm(lambda: BernoulliAIPW(score="uniform")),  # the paper's "uniform" baseline
+    "aipw-neyman": _with_fm(lambda: BernoulliAIPW(score="neyman")),
+    "aipw-min": _with_fm(lambda: BernoulliAIPW(score="min")),
+}
+
+_METHOD_CHARS = 40
+RECORD_DTYPE = np.dtype(
+    [
+        ("method", f"U{_METHOD_CHARS}"),
+        ("budget_fraction", np.float64),
+        ("budget", np.int64),
+        ("model", np.int64),  # index among the new models
+        ("row", np.int64),  # row of the input matrix
+        ("seed", np.int64),
+        ("truth", np.float64),
+        ("estimate", np.float64),
+        ("std_error", np.float64),
+        ("low", np.float64),
+        ("high", np.float64),
+        ("covered", np.bool_),
+        ("n_queries", np.int64),
+    ]
+)
+
+SUMMARY_DTYPE = np.dtype(
+    [
+        ("method", f"U{_METHOD_CHARS}"),
+        ("budget_fraction", np.float64),
+        ("budget", np.int64),
+        ("n_runs", np.int64),
+        ("coverage", np.float64),
+        ("coverage_se", np.float64),
+        ("mean_width", np.float64),
+        ("rmse", np.float64),
+        ("mean_variance", np.float64),
+        ("mean_queries", np.float64),
+        ("ess_fpc", np.float64),
+        ("ess_ht", np.float64),
+    ]
+)
+
+MODEL_COVERAGE_DTYPE = np.dtype(
+    [
+        ("method", f"U{_METHOD_CHARS}"),
+        ("budget_fraction", np.float64),
+        ("budget", np.int64),
+        ("model", np.int64),
+        ("row", np.int64),
+        ("truth", np.float64),
+        ("n_runs", np.int64),
+        ("coverage", np.float64),
+        ("mean_width", np.float64),
+    ]
+)
+
+
+def method_key(name):
+    """A stable 32-bit integer for a method name (CRC-32), used in every run's seed.
+
+    >>> method_key("faq") == method_key("faq") != method_key("uniform-fpc")
+    True
+    """
+    return zlib.crc32(str(name).encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """What :func:`run_experiment` returns.
+
+    Attributes
+    ----------
+    records : structured ndarray of dtype ``RECORD_DTYPE``
+        One row per (method, budget, model, seed); ``pandas.DataFrame(records)`` works.
+    factor_model : fitted LogisticFactorModel or None
+        ``None`` when no method needed one.
+    history_shape : tuple of int
+        Shape of the history after masking.
+    history_observed : float
+        Fraction of observed history cells.
+    new_rows : ndarray of int
+        Rows of the input matrix evaluated as new models, in model order.
+    budgets : ndarray of float
+        The budget fractions actually run (after merging duplicates).
+    elapsed : float
+        Seconds for the whole experiment (factor fit included).
+    fit_seconds : float
+        Seconds spent fitting the factor model.
+    """
+
+    records: np.ndarray
+    factor_model: object
+    history_shape: tuple
+    history_observed: float
+    new_rows: np.ndarray
+    budgets: np.ndarray
+    elapsed: float
+    fit_seconds: float
+    config: dict = field(default_factory=dict)
+
+    def summary(self, **kwargs):
+        """:func:`summarize` of the records."""
+        return summarize(self.records, **kwargs)
+
+
+# ---------------------------------------------------------------- split and budgets
+def split_matrix(
+    matrix,
+    *,
+    history_fraction=0.75,
+    split_seed=0,
+    order=None,
+    complete_rows=False,
+    n_full_obs=None,
+    p_obs=None,
+    max_models=None,
+):
+    """Split a response matrix into a history and fully observed new models.
+
+    Only complete rows (no NaN) can be new models, since their true accuracy must be
+    known. The complete rows are permuted with ``np.random.default_rng(split_seed)``
+    (or taken in the supplied ``order``); the first ``round(history_fraction * n)``
+    go to the history, the rest are the new models. Incomplete rows join the history
+    unless ``complete_rows`` drops them.
+
+    History missingness: with ``p_obs`` set, the first ``n_full_obs`` history rows
+    (in split order) stay as they are and every other cell is kept with probability
+    ``p_obs``, completely at random (seeded by ``[split_seed, 1]``; every row keeps
+    at least one observed cell). Without ``p_obs`` the data's own missingness is kept.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (n_models, n_questions)
+        0/1 outcomes, NaN for not observed.
+    history_fraction : float in (0, 1)
+    split_seed : int
+    order : sequence of int or None
+        Row indices of complete rows to use instead of the seeded permutation
+        (e.g. sorted by release date: the oldest become the history).
+    complete_rows : bool
+        Drop incomplete rows altogether (the setting of the real-data study).
+    n_full_obs : int or None
+    p_obs : float in (0, 1] or None
+    max_models : int or None
+        Keep only the first ``max_models`` new models.
+
+    Returns
+    -------
+    history : ndarray of shape (n_history, n_questions)
+    new : ndarray of shape (n_new, n_questions), no NaN
+    new_rows : ndarray of int, rows of ``matrix`` behind ``new``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = (np.random.default_rng(0).random((10, 6)) < 0.5).astype(float)
+    >>> m[0, 0] = np.nan
+    >>> h, new, rows = split_matrix(m, history_fraction=0.5, split_seed=0)
+    >>> h.shape, new.shape, 0 in rows
+    ((5, 6), (5, 6), False)
+    """
+    H = check_history(matrix, name="matrix")
+    check_scalar(history_fraction, "history_fraction", low=0.0, high=1.0, closed="neither")
+    complete = np.flatnonzero(~np.isnan(H).any(axis=1))
+    incomplete = np.flatnonzero(np.isnan(H).any(axis=1))
+    if order is None:
+        ordered = complete[np.random.default_rng(split_seed).permutation(complete.size)]
+    else:
+        ordered = np.asarray(order)
+        if ordered.ndim != 1 or not np.issubdtype(ordered.dtype, np.integer):
+            raise TypeError("order must be a 1-D sequence of integer row indices.")
+        if np.unique(ordered).size != ordered.size:
+            raise ValueError("order must not repeat rows.")
+        bad = ordered[~np.isin(ordered, complete)]
+        if bad.size:
+            raise ValueError(
+                f"order must list complete rows only (new models need every outcome); rows {bad[:10].tolist()} "
+                "are out of range or have missing entries."
+            )
+    n_history = int(round(history_fraction * ordered.size))
+    if n_history < 2 or n_history >= ordered.size:
+        raise ValueError(
+            f"history_fraction={history_fraction} of {ordered.size} complete rows leaves {n_history} history rows "
+            f"and {ordered.size - n_history} new models; need at least 2 and 1."
+        )
+    history_rows = ordered[:n_history]
+    new_rows = ordered[n_history:]
+    if max_models is not None:
+        check_scalar(max_models, "max_models", kind=numbers.Integral, low=1)
+        new_rows = new_rows[:max_models]
+    if not complete_rows:
+        history_rows = np.concatenate([history_rows, incomplete])
+    history = H[history_rows]
+    if p_obs is not None:
+        check_scalar(p_obs, "p_obs", low=0.0, high=1.0, closed="right")
+        n_full = 0 if n_full_obs is None else check_scalar(n_full_obs, "n_full_obs", kind=numbers.Integral, low=0)
+        if n_full > history.shape[0]:
+            raise ValueError(f"n_full_obs={n_full} exceeds the {history.shape[0]} history rows.")
+        rng = np.random.default_rng([split_seed, 1])
+        hide = rng.random(history.shape) >= p_obs
+        hide[:n_full] = False
+        keep = rng.integers(history.shape[1], size=history.shape[0])  # one cell per row survives
+        hide[np.arange(history.shape[0]), keep] = False
+        history[hide] = np.nan
+        if np.isnan(history).all(axis=1).any():  # a row observed only where the mask kept nothing
+            raise ValueError("p_obs leaves some history rows without any observed outcome; raise p_obs.")
+    elif n_full_obs is not None:
+        raise ValueError("n_full_obs needs p_obs (the MCAR observation rate of the other history rows).")
+    return history, H[new_rows], new_rows
+
+
+def budget_sizes(fractions, n_questions):
+    """Budget fractions of the bank -> numbers of queries ``round(f * N)``, at least 2.
+
+    Returns ``(fractions, sizes)``; fractions mapping to an already used size are
+    dropped with a warning.
+
+    >>> budget_sizes([0.05, 0.1, 0.25], 693)
+    (array([0.05, 0.1 , 0.25]), array([ 35,  69, 173]))
+    """
+    fr = np.atleast_1d(np.asarray(fractions, dtype=float))
+    if fr.ndim != 1 or fr.size == 0:
+        raise ValueError("budgets must be a non-empty sequence of fractions of the bank.")
+    bad = fr[~((fr > 0) & (fr <= 1))]
+    if bad.size:
+        raise ValueError(f"budgets are fractions of the bank and must be in (0, 1]; got {bad.tolist()}.")
+    sizes = np.maximum(np.round(fr * n_questions).astype(np.int64), 2)
+    _, first = np.unique(sizes, return_index=True)
+    first = np.sort(first)
+    if first.size < sizes.size:
+        dropped = sorted(set(range(sizes.size)) - set(first.tolist()))
+        warnings.warn(
+            f"budget fractions {fr[dropped].tolist()} give the same number of queries as an earlier one on a bank "
+            f"of {n_questions} questions; dropped.",
+            UserWarning,
+            stacklevel=2,
+        )
+    return fr[first], sizes[first]
+
+
+def _check_methods(methods):
+    if isinstance(methods, str):
+        methods = [methods]
+    methods = list(methods)
+    if not methods:
+        raise ValueError("methods must name at least one method.")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {sorted(METHODS)}.")
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"methods must not repeat names, got {methods}.")
+    too_long = [m for m in methods if len(m) > _METHOD_CHARS]
+    if too_long:
+        raise ValueError(f"method names longer than {_METHOD_CHARS} characters: {too_long}.")
+    return methods
+
+
+def _check_seeds(seeds):
+    if isinstance(seeds, numbers.Integral) and not isinstance(seeds, bool):
+        check_scalar(seeds, "seeds", kind=numbers.Integral, low=1)
+        return list(range(int(seeds)))
+    seeds = [int(s) for s in seeds]
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise ValueError("seeds must be a positive count or a non-empty sequence of distinct non-negative ints.")
+    return seeds
+
+
+_USES_FM = object()
+
+
+def _uses_factor_model(name):
+    fm, _ = METHODS[name](_USES_FM)
+    return fm is _USES_FM
+
+
+def _default_factor_model(verbose):
+    return LogisticFactorModel(n_components=16, alpha=0.1, max_iter=2000, random_state=0, verbose=verbose)
+
+
+def _is_fitted(estimator):
+    return hasattr(estimator, "question_factors_") or hasattr(estimator, "best_estimator_")
+
+
+def _fit_factor_model(spec, history, verbose):
+    """``(fitted model, seconds)``: fit ``spec`` on the history, or take an already fitted one as is."""
+    if spec is not None and not isinstance(spec, dict) and _is_fitted(spec):
+        n = spec.question_factors_.shape[0]
+        if n != history.shape[1]:
+            raise ValueError(f"the fitted factor_model covers {n} questions, the matrix {history.shape[1]}.")
+        return spec, 0.0
+    if spec is None:
+        fm = _default_factor_model(verbose)
+    elif isinstance(spec, dict):
+        fm = _default_factor_model(verbose).set_params(**spec)
+    elif hasattr(spec, "fit") and hasattr(spec, "get_params"):
+        fm = clone(spec)
+    else:
+        raise TypeError(
+            "factor_model must be None, a dict of LogisticFactorModel parameters or an estimator, "
+            f"got {type(spec).__name__}."
+        )
+    start = time.perf_counter()
+    fm.fit(history)
+    return fm, time.perf_counter() - start
+
+
+# ---------------------------------------------------------------- the sweep
+def _run_chunk(name, factor_model, sampler, fraction, budget, seed, new, truths, rows, random_state, alpha):
+    """Every new model for one (method, budget, seed): a block of records."""
+    out = np.empty(new.shape[0], dtype=RECORD_DTYPE)
+    key = method_key(name)
+    for i in range(new.shape[0]):
+        rng = np.random.default_rng([random_state, key, int(budget), i, int(seed)])
+        est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=rng).fit(new[i])
+        low, high = est.conf_int(alpha=alpha)
+        truth = truths[i]
+        out[i] = (
+            name, fraction, budget, i, rows[i], seed, truth, est.estimate_, est.std_error_, low, high,
+            low <= truth <= high, est.n_queries_,
+        )
+    return out
+
+
+def run_experiment(
+    matrix,
+    *,
+    history_fraction=0.75,
+    split_seed=0,
+    order=None,
+    complete_rows=False,
+    n_full_obs=None,
+    p_obs=None,
+    max_models=None,
+    budgets=DEFAULT_BUDGETS,
+    seeds=3,
+    methods=("faq", "uniform-fpc", "ht-uniform"),
+    factor_model=None,
+    alpha=0.05,
+    random_state=0,
+    n_jobs=None,
+    backend=None,
+    verbose=True,
+):
+    """Run methods x budgets x new models x seeds on a response matrix; return tidy records.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (n_models, n_questions)
+        0/1 outcomes, NaN for not observed (see :func:`faqstats.load_response_matrix`).
+    history_fraction, split_seed, order, complete_rows, n_full_obs, p_obs, max_models
+        The history/new-model split and the history's missingness: see :func:`split_matrix`.
+    budgets : sequence of float in (0, 1], default=2.5%, 5%, ..., 25%
+        Budgets as fractions of the bank; each becomes ``max(2, round(f * N))`` queries.
+    seeds : int or sequence of int, default=3
+        Repeats per (method, budget, model): a count (``range(seeds)``) or explicit seeds.
+    methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
+        Names in :data:`METHODS`. ``summarize`` needs "uniform-fpc" (and "ht-uniform")
+        among them for its ESS columns.
+    factor_model : None, dict or estimator
+        ``None``: ``LogisticFactorModel(n_components=16, alpha=0.1, max_iter=2000,
+        random_state=0)`` (the setting of ``../shared/NOTES.md`` fact 1); a dict
+        overrides some of those parameters; an unfitted estimator is cloned. It is
+        fitted on the history, and only when some method needs it. An already
+        fitted model is used as is, to reuse one fit across experiments on the same
+        split: it must have been fitted on this split's history (nothing checks
+        that it has not seen the new models).
+    alpha : float, default=0.05
+        Significance level of the intervals.
+    random_state : int, default=0
+        Root of every run's seed (see the module docstring).
+    n_jobs : int or None, default=None
+        Workers for :class:`joblib.Parallel`; ``None`` is 1 unless an enclosing
+        ``joblib.parallel_config`` says otherwise. Results do not depend on it.
+    backend : str or None, default=None
+        joblib backend ("loky", "threading", "dask", "ray" once registered, ...);
+        ``None`` uses joblib's default or the enclosing ``parallel_config``.
+    verbose : bool, default=True
+        Progress bars for the factor fit and the sweep.
+
+    Returns
+    -------
+    ExperimentResult
+        ``.records`` has one row per (method, budget, model, seed) with fields
+        method, budget_fraction, budget, model, row, seed, truth, estimate, std_error,
+        low, high, covered, n_queries.
+    """
+    from joblib import Parallel, delayed, parallel_config
+
+    start = time.perf_counter()
+    methods = _check_methods(methods)
+    seeds = _check_seeds(seeds)
+    check_scalar(random_state, "random_state", kind=numbers.Integral, low=0)
+    history, new, new_rows = split_matrix(
+        matrix, history_fraction=history_fraction, split_seed=split_seed, order=order, complete_rows=complete_rows,
+        n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models,
+    )
+    fractions, sizes = budget_sizes(budgets, new.shape[1])
+    new = np.ascontiguousarray(new, dtype=np.float64)
+    truths = new.mean(axis=1)
+
+    fitted, fit_seconds = None, 0.0
+    if any(_uses_factor_model(m) for m in methods):
+        fitted, fit_seconds = _fit_factor_model(factor_model, history, verbose)
+
+    specs = {m: METHODS[m](fitted) for m in methods}  # resolved here: workers need no registry
+    chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
+    tasks = (
+        delayed(_run_chunk)(m, *specs[m], float(f), int(b), s, new, truths, new_rows, random_state, alpha)
+        for m, f, b, s in chunks
+    )
+    bar = None
+    if verbose:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(chunks) * new.shape[0], desc="runs", unit="run")
+    blocks = []
+    config = {} if backend is None else {"backend": backend}
+    with parallel_config(**config):
+        for block in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
+            blocks.append(block)
+            if bar is not None:
+                bar.update(block.size)
+    if bar is not None:
+        bar.close()
+    records = np.concatenate(blocks) if blocks else np.empty(0, dtype=RECORD_DTYPE)
+    return ExperimentResult(
+        records=records,
+        factor_model=fitted,
+        history_shape=tuple(history.shape),
+        history_observed=float(np.mean(~np.isnan(history))),
+        new_rows=np.asarray(new_rows),
+        budgets=fractions,
+        elapsed=time.perf_counter() - start,
+        fit_seconds=fit_seconds,
+        config=dict(
+            history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
+            n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models, seeds=seeds, methods=methods,
+            alpha=alpha, random_state=random_state,
+        ),
+    )
+
+
+# ---------------------------------------------------------------- reductions
+def _as_records(records):
+    if isinstance(records, ExperimentResult):
+        records = records.records
+    records = np.asarray(records)
+    missing = [f for f in ("method", "budget", "model", "seed", "truth", "estimate", "std_error", "low", "high",
+                           "covered") if records.dtype.names is None or f not in records.dtype.names]
+    if missing:
+        raise ValueError(f"records lack the field(s) {missing}; pass the records of run_experiment or read_csv.")
+    return records
+
+
+def _groups(records):
+    """``{(method, budget): index array}`` in first-appearance order of methods, increasing budget."""
+    methods = list(dict.fromkeys(records["method"].tolist()))
+    out = {}
+    for m in methods:
+        in_m = records["method"] == m
+        for b in np.unique(records["budget"][in_m]):
+            out[(m, int(b))] = np.flatnonzero(in_m & (records["budget"] == b))
+    return out
+
+
+def _ess(records, idx, baseline_idx):
+    """(mean baseline variance) / (mean method variance) over the (model, seed) runs both have."""
+    if baseline_idx is None:
+        return np.nan
+    var = records["std_error"] ** 2
+    mine = dict(zip(zip(records["model"][idx].tolist(), records["seed"][idx].tolist()), var[idx].tolist()))
+    base = dict(
+        zip(zip(records["model"][baseline_idx].tolist(), records["seed"][baseline_idx].tolist()),
+            var[baseline_idx].tolist())
+    )
+    common = sorted(mine.keys() & base.keys())
+    if not common:
+        return np.nan
+    num = np.mean([base[k] for k in common])
+    den = np.mean([mine[k] for k in common])
+    return float(num / den) if den > 0 else np.inf
+
+
+def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
+    """One row per (method, budget): coverage, width, RMSE, variance and ESS.
+
+    Columns: ``coverage`` (mean of ``covered``) and ``coverage_se`` (its standard
+    error, ``sd / sqrt(n_runs)``), ``mean_width`` (of the interval), ``rmse`` (of the
+    estimate against the truth), ``mean_variance`` (mean of ``std_error ** 2``),
+    ``mean_queries``, and the effective sample size factors
+
+    * ``ess_fpc`` = (mean variance of ``fpc_method``) / (mean variance of the method),
+    * ``ess_ht`` = the same against ``ht_method``,
+
+    both over the (model, seed) runs the two share at the same budget
+    (``../shared/NOTES.md`` fact 4: a ratio of means, not a mean of ratios). NaN
+    when the baseline was not run.
+
+    Parameters
+    ----------
+    records : structured ndarray or ExperimentResult
+    fpc_method, ht_method : str
+        Names of the two baselines in ``records``.
+
+    Returns
+    -------
+    structured ndarray of dtype ``SUMMARY_DTYPE``
+    """
+    records = _as_records(records)
+    groups = _groups(records)
+    rows = []
+    for (m, b), idx in groups.items():
+        r = records[idx]
+        n = idx.size
+        covered = r["covered"].astype(float)
+        se = float(np.std(covered, ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+        fraction = float(r["budget_fraction"][0]) if "budget_fraction" in records.dtype.names else np.nan
+        queries = float(np.mean(r["n_queries"])) if "n_queries" in records.dtype.names else np.nan
+        rows.append(
+            (
+                m, fraction, b, n, float(covered.mean()), se, float(np.mean(r["high"] - r["low"])),
+                float(np.sqrt(np.mean((r["estimate"] - r["truth"]) ** 2))), float(np.mean(r["std_error"] ** 2)),
+                queries, _ess(records, idx, groups.get((fpc_method, b))), _ess(records, idx, groups.get((ht_method, b))),
+            )
+        )
+    return np.array(rows, dtype=SUMMARY_DTYPE)
+
+
+def per_model_coverage(records):
+    """One row per (method, budget, model): its truth, coverage over seeds and mean width."""
+    records = _as_records(records)
+    rows = []
+    for (m, b), idx in _groups(records).items():
+        r = records[idx]
+        for model in np.unique(r["model"]):
+            s = r[r["model"] == model]
+            rows.append(
+                (
+                    m, float(s["budget_fraction"][0]) if "budget_fraction" in r.dtype.names else np.nan, b, int(model),
+                    int(s["row"][0]) if "row" in r.dtype.names else -1, float(s["truth"][0]), s.size,
+                    float(s["covered"].mean()), float(np.mean(s["high"] - s["low"])),
+                )
+            )
+    return np.array(rows, dtype=MODEL_COVERAGE_DTYPE)
+
+
+def format_summary(summary):
+    """The summary table as fixed-width text."""
+    head = (
+        f"{'method':<12} {'budget':>6} {'queries':>8} {'runs':>5} {'coverage':>8} {'+/-se':>6} {'width':>7} "
+        f"{'rmse':>7} {'ESS fpc':>7} {'ESS ht':>7}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in summary:
+        lines.append(
+            f"{r['method']:<12} {100 * r['budget_fraction']:>5.1f}% {r['mean_queries']:>8.1f} {r['n_runs']:>5d} "
+            f"{r['coverage']:>8.3f} {r['coverage_se']:>6.3f} {r['mean_width']:>7.4f} {r['rmse']:>7.4f} "
+            f"{r['ess_fpc']:>7.2f} {r['ess_ht']:>7.2f}"
+        )
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- CSV
+def write_csv(table, path):
+    """Write a structured array (records, summary, per-model table) as CSV with a header row."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = np.asarray(table)
+    names = table.dtype.names
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(names)
+        for row in table.tolist():
+            writer.writerow([_cell(v) for v in row])
+    return path
+
+
+def _cell(v):
+    if isinstance(v, float):
+        return repr(v)  # round-trips exactly
+    if isinstance(v, bool):
+        return int(v)
+    return v
+
+
+def read_csv(path, dtype=RECORD_DTYPE):
+    """Read a table written by :func:`write_csv` back into a structured array of ``dtype``."""
+    with Path(path).open(newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader)
+        if tuple(header) != dtype.names:
+            raise ValueError(f"{path} has columns {header}, expected {list(dtype.names)}.")
+        rows = []
+        for line in reader:
+            rows.append(tuple(_parse(v, dtype[name]) for v, name in zip(line, header)))
+    return np.array(rows, dtype=dtype)
+
+
+def _parse(v, dt):
+    if dt.kind == "b":
+        return v in ("1", "True", "true")
+    if dt.kind in "iu":
+        return int(v)
+    if dt.kind == "f":
+        return float(v)
+    return v

@@ -1,0 +1,232 @@
+"""Experiments runner: a reduced experiment end to end (CLI, CSV, figures), reproducibility
+across n_jobs and backends, exact ESS on a hand-made table, the split, bad input."""
+
+import csv
+
+import numpy as np
+import pytest
+
+import faqstats as fq
+from faqstats.cli import main
+from faqstats.experiments import (
+    METHODS,
+    budget_sizes,
+    per_model_coverage,
+    read_csv,
+    run_experiment,
+    split_matrix,
+    summarize,
+    write_csv,
+)
+from faqstats.experiments.runner import MODEL_COVERAGE_DTYPE, RECORD_DTYPE, SUMMARY_DTYPE
+
+#: small and quick: the fit's quality does not matter here, only that the pipeline runs
+FM = {"n_components": 3, "max_iter": 30}
+#: the split of the reproducibility test: 5 of the 10 complete rows are new models, 4 of them evaluated
+SPLIT = dict(history_fraction=0.5, split_seed=0, max_models=4)
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    """60 x 80 bank with 10% of the first 50 rows missing (so not every row can be a new model)."""
+    bank = fq.make_synthetic_bank(n_models=50, n_questions=80, n_new=10, n_components=3, missing_rate=0.1,
+                                  random_state=0)
+    return np.vstack([bank.history, bank.new_outcomes])
+
+
+@pytest.fixture(scope="module")
+def npz_file(matrix, tmp_path_factory):
+    raw = np.where(np.isnan(matrix), -1, matrix).astype(np.int8)  # the openllm_v1 convention
+    path = tmp_path_factory.mktemp("data") / "bank.npz"
+    np.savez(path, outcomes=raw)
+    return path
+
+
+# ------------------------------------------------------------------ end to end
+def test_experiment_cli_writes_tables_and_figures(npz_file, tmp_path, capsys):
+    out = tmp_path / "exp"
+    rc = main([
+        "experiment", "--data", str(npz_file), "--out", str(out), "--budgets", "0.1", "0.25", "--seeds", "2",
+        "--methods", "faq", "uniform-fpc", "ht-uniform", "--max-models", "5", "--history-fraction", "0.5",
+        "--n-components", "3", "--max-iter", "30", "--quiet",
+    ])
+    printed = capsys.readouterr().out
+    assert rc == 0
+    assert "ESS fpc" in printed and "uniform-fpc" in printed and "coverage" in printed
+
+    with (out / "records.csv").open() as fh:
+        assert next(csv.reader(fh)) == list(RECORD_DTYPE.names)
+    records = read_csv(out / "records.csv")
+    assert records.size == 3 * 2 * 5 * 2  # methods x budgets x models x seeds
+    assert set(records["budget"]) == {8, 20}  # round(0.1 * 80), round(0.25 * 80)
+    assert np.all((records["low"] <= records["estimate"]) | (records["low"] == 0))
+    assert np.all(records["covered"] == ((records["low"] <= records["truth"]) & (records["truth"] <= records["high"])))
+    assert np.all(records["n_queries"][records["method"] != "ht-uniform"] == records["budget"][records["method"] != "ht-uniform"])
+
+    summary = read_csv(out / "summary.csv", SUMMARY_DTYPE)
+    assert summary.size == 3 * 2
+    np.testing.assert_allclose(summary["ess_fpc"][summary["method"] == "uniform-fpc"], 1.0)
+    np.testing.assert_allclose(summary["ess_ht"][summary["method"] == "ht-uniform"], 1.0)
+    np.testing.assert_allclose(summary["coverage"], summarize(records)["coverage"])
+    models = read_csv(out / "model_coverage.csv", MODEL_COVERAGE_DTYPE)
+    assert models.size == 3 * 2 * 5
+
+    for name in ("ess_vs_budget", "coverage_vs_budget", "width_vs_budget", "model_coverage_vs_accuracy"):
+        png = out / f"{name}.png"
+        assert png.stat().st_size > 5000
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "config.json").exists()
+
+
+def test_new_models_are_complete_rows_and_truth_is_their_accuracy(matrix):
+    res = run_experiment(matrix, budgets=[0.1], seeds=1, methods=["uniform-fpc"], verbose=False)
+    assert res.factor_model is None  # no method needed one: nothing fitted
+    rows = res.records["row"]
+    assert not np.isnan(matrix[rows]).any()
+    np.testing.assert_allclose(res.records["truth"], matrix[rows].mean(axis=1))
+    # 50 history rows are incomplete, 10 complete: 75% of those (8) join the history
+    assert res.history_shape == (58, 80) and res.new_rows.size == 2
+
+
+# ------------------------------------------------------------------ reproducibility
+@pytest.fixture(scope="module")
+def fitted_fm(matrix):
+    history, _, _ = split_matrix(matrix, **SPLIT)
+    return fq.LogisticFactorModel(random_state=0, **FM).fit(history)
+
+
+def test_results_do_not_depend_on_n_jobs_backend_or_other_methods(matrix, fitted_fm):
+    kw = dict(budgets=[0.05, 0.25], seeds=2, methods=["faq", "ht-uniform"], verbose=False, **SPLIT)
+    first = run_experiment(matrix, n_jobs=1, factor_model=FM, **kw)
+    serial = first.records
+    # a fitted model is used as is; the dict spec fits the same model (torch CPU is deterministic here)
+    np.testing.assert_allclose(first.factor_model.question_factors_, fitted_fm.question_factors_, rtol=1e-6)
+    kw["factor_model"] = fitted_fm
+    loky = run_experiment(matrix, n_jobs=2, **kw).records
+    threads = run_experiment(matrix, n_jobs=2, backend="threading", **kw).records
+    np.testing.assert_array_equal(serial, loky)
+    np.testing.assert_array_equal(serial, threads)
+    # a run's seed depends on its own (method, budget, model, seed) only
+    again = run_experiment(matrix, n_jobs=1, **kw)
+    assert again.factor_model is fitted_fm and again.fit_seconds == 0.0
+    np.testing.assert_array_equal(serial, again.records)
+    alone = run_experiment(matrix, n_jobs=1, **dict(kw, methods=["faq"], budgets=[0.25])).records
+    same = serial[(serial["method"] == "faq") & (serial["budget"] == 20)]
+    np.testing.assert_array_equal(alone, same)
+    # different seeds, different draws
+    s0, s1 = same[same["seed"] == 0], same[same["seed"] == 1]
+    assert not np.array_equal(s0["estimate"], s1["estimate"])
+
+
+# ------------------------------------------------------------------ summaries
+def _hand_records():
+    rows = []
+    # (method, model, seed, estimate, std_error, low, high); truth 0.5 for model 0, 0.7 for model 1
+    truth = {0: 0.5, 1: 0.7, 2: 0.6}
+    spec = [
+        ("faq", 0, 0, 0.52, 0.1, 0.4, 0.6),
+        ("faq", 0, 1, 0.45, 0.2, 0.46, 0.8),  # covered
+        ("faq", 1, 0, 0.80, 0.1, 0.75, 0.85),  # misses 0.7
+        ("faq", 1, 1, 0.70, 0.3, 0.5, 0.9),
+        ("faq", 2, 0, 0.60, 5.0, 0.0, 1.0),  # no baseline run for model 2: left out of the ESS
+        ("uniform-fpc", 0, 0, 0.5, 0.2, 0.3, 0.7),
+        ("uniform-fpc", 0, 1, 0.5, 0.4, 0.3, 0.7),
+        ("uniform-fpc", 1, 0, 0.7, 0.2, 0.3, 0.9),
+        ("uniform-fpc", 1, 1, 0.7, 0.4, 0.3, 0.9),
+        ("ht-uniform", 0, 0, 0.5, 0.5, 0.0, 1.0),
+        ("ht-uniform", 1, 1, 0.7, 0.5, 0.0, 1.0),
+    ]
+    for m, model, seed, est, se, low, high in spec:
+        t = truth[model]
+        rows.append((m, 0.1, 10, model, model, seed, t, est, se, low, high, low <= t <= high, 10))
+    return np.array(rows, dtype=RECORD_DTYPE)
+
+
+def test_summarize_ess_is_ratio_of_mean_variances_over_shared_runs():
+    records = _hand_records()
+    s = summarize(records)
+    assert s["method"].tolist() == ["faq", "uniform-fpc", "ht-uniform"]
+    faq = s[s["method"] == "faq"][0]
+    # ESS vs FPC over (model, seed) in {0, 1} x {0, 1}: mean(0.04, 0.16, 0.04, 0.16) / mean(0.01, 0.04, 0.01, 0.09)
+    assert faq["ess_fpc"] == pytest.approx(0.10 / 0.0375)
+    # vs HT: only (0, 0) and (1, 1) are shared: mean(0.25, 0.25) / mean(0.01, 0.09)
+    assert faq["ess_ht"] == pytest.approx(0.25 / 0.05)
+    # not the mean of per-run ratios (which would be (4 + 4 + 4 + 16/9) / 4 for FPC)
+    assert faq["ess_fpc"] != pytest.approx(np.mean([4, 4, 4, 16 / 9]))
+    assert faq["n_runs"] == 5
+    assert faq["coverage"] == pytest.approx(4 / 5)
+    assert faq["coverage_se"] == pytest.approx(np.std([1, 1, 0, 1, 1], ddof=1) / np.sqrt(5))
+    assert faq["mean_width"] == pytest.approx(np.mean([0.2, 0.34, 0.1, 0.4, 1.0]))
+    assert faq["rmse"] == pytest.approx(np.sqrt(np.mean([0.02**2, 0.05**2, 0.1**2, 0, 0])))
+    assert faq["mean_variance"] == pytest.approx(np.mean([0.01, 0.04, 0.01, 0.09, 25.0]))
+    assert s[s["method"] == "uniform-fpc"][0]["ess_fpc"] == pytest.approx(1.0)
+    # without the baselines the ESS columns are NaN
+    alone = summarize(records[records["method"] == "faq"])
+    assert np.isnan(alone["ess_fpc"]).all() and np.isnan(alone["ess_ht"]).all()
+
+
+def test_per_model_coverage_and_csv_round_trip(tmp_path):
+    records = _hand_records()
+    table = per_model_coverage(records)
+    faq = table[table["method"] == "faq"]
+    assert faq["model"].tolist() == [0, 1, 2]
+    assert faq["coverage"].tolist() == [1.0, 0.5, 1.0]
+    assert faq["n_runs"].tolist() == [2, 2, 1]
+    np.testing.assert_array_equal(read_csv(write_csv(records, tmp_path / "r.csv")), records)
+    np.testing.assert_array_equal(read_csv(write_csv(table, tmp_path / "m.csv"), MODEL_COVERAGE_DTYPE), table)
+    with pytest.raises(ValueError, match="columns"):
+        read_csv(tmp_path / "m.csv")  # a per-model table is not a records table
+
+
+# ------------------------------------------------------------------ split and budgets
+def test_split_masks_history_but_keeps_full_rows():
+    m = (np.random.default_rng(0).random((40, 30)) < 0.6).astype(float)
+    h, new, rows = split_matrix(m, history_fraction=0.5, split_seed=3, n_full_obs=5, p_obs=0.3)
+    assert h.shape == (20, 30) and new.shape == (20, 30)
+    assert not np.isnan(h[:5]).any()
+    assert 0.2 < np.mean(~np.isnan(h[5:])) < 0.45
+    assert (~np.isnan(h)).any(axis=1).all()
+    h2, _, rows2 = split_matrix(m, history_fraction=0.5, split_seed=3, n_full_obs=5, p_obs=0.3)
+    np.testing.assert_array_equal(h, h2)
+    np.testing.assert_array_equal(rows, rows2)
+    order = np.arange(40)[::-1]
+    h3, new3, rows3 = split_matrix(m, history_fraction=0.25, order=order)
+    np.testing.assert_array_equal(rows3, order[10:])
+    np.testing.assert_array_equal(h3, m[order[:10]])
+
+
+def test_budget_sizes_round_clip_and_merge():
+    fr, sizes = budget_sizes([0.01, 0.1, 0.25, 1.0], 80)
+    assert sizes.tolist() == [2, 8, 20, 80]
+    with pytest.warns(UserWarning, match="same number of queries"):
+        fr, sizes = budget_sizes([0.01, 0.02, 0.1], 80)
+    assert fr.tolist() == [0.01, 0.1] and sizes.tolist() == [2, 8]
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("budgets", [[0.0], [0.1, 1.5], [-0.1]])
+def test_budget_fractions_outside_unit_interval_are_refused(matrix, budgets):
+    with pytest.raises(ValueError, match=r"in \(0, 1\]"):
+        run_experiment(matrix, budgets=budgets, seeds=1, methods=["uniform-fpc"], verbose=False)
+
+
+def test_unknown_method_is_refused_with_the_choices(matrix, npz_file, tmp_path, capsys):
+    with pytest.raises(ValueError, match="unknown method.*'fqa'.*faq-paper"):
+        run_experiment(matrix, methods=["faq", "fqa"], verbose=False)
+    rc = main(["experiment", "--data", str(npz_file), "--out", str(tmp_path), "--methods", "fqa", "--quiet"])
+    assert rc == 2
+    assert "unknown method" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_other_bad_inputs(matrix):
+    with pytest.raises(ValueError, match="n_full_obs needs p_obs"):
+        split_matrix(matrix, n_full_obs=3)
+    with pytest.raises(ValueError, match="complete rows"):
+        split_matrix(matrix, order=[0, 55, 56])  # row 0 has missing entries
+    with pytest.raises(ValueError, match="seeds"):
+        run_experiment(matrix, seeds=[1, 1], methods=["uniform-fpc"], verbose=False)
+    with pytest.raises(TypeError, match="factor_model"):
+        run_experiment(matrix, budgets=[0.1], seeds=1, methods=["faq"], factor_model="big", verbose=False)
+    assert set(METHODS) >= {"faq", "faq-paper", "neyman", "active", "uniform-fpc", "ht-uniform", "aipw-neyman",
+                            "aipw-min"}
