@@ -273,14 +273,18 @@ class BernoulliAIPW(Sampler):
     tau : float in (0, 1], default=0.5
     order : {"random", "natural"}, default="random"
         Stream order: a seeded random permutation, or question index order.
-    pi_floor : float in (0, 1], default=0.05
-        Floor of ``pi_t`` as a fraction of ``budget / N``.
+    pi_floor : float in (0, 1], default=0.5
+        Floor of ``pi_t`` as a fraction of ``budget / N``. The floor only binds once the
+        budget is spent, which with this rule happens about ``N / budget`` items before
+        the end of the stream, so it costs about ``pi_floor`` extra labels on average;
+        a high floor keeps the inverse-probability weights below ``N / (pi_floor budget)``
+        (at 0.05 a late label could weigh ``20 N / budget``).
     """
 
     needs_factor_model = False
     replace = False  # every item is visited exactly once
 
-    def __init__(self, score="neyman", tau=0.5, order="random", pi_floor=0.05):
+    def __init__(self, score="neyman", tau=0.5, order="random", pi_floor=0.5):
         self.score = score
         self.tau = tau
         self.order = order
