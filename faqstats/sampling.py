@@ -22,7 +22,7 @@ other policies.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -60,6 +60,10 @@ class PolicyState:
     posterior_cov : ndarray of shape (k, k) or None
         The Gaussian approximation of the new model's factor; ``None`` without a
         factor model.
+    posterior : object or None
+        The estimator's live factor posterior, which caches quantities derived from
+        ``posterior_cov`` across rounds (see :meth:`quadratic_forms`); ``None`` when the
+        state was built by hand. Policies must not modify it.
     """
 
     predictions: np.ndarray
@@ -69,6 +73,19 @@ class PolicyState:
     question_factors: np.ndarray | None = None
     posterior_mean: np.ndarray | None = None
     posterior_cov: np.ndarray | None = None
+    posterior: object | None = field(default=None, repr=False, compare=False)
+
+    def quadratic_forms(self):
+        """``v_j' Sigma v_j`` for every question (shape (N,)).
+
+        Taken from the live posterior's cache when it describes this state's
+        ``posterior_cov`` (O(N k) per answer since the previous round), otherwise
+        computed from scratch (O(N k^2)).
+        """
+        post = self.posterior
+        if post is not None and post.cov is self.posterior_cov and post.V is self.question_factors:
+            return post.quadratic_forms()
+        return quadratic_forms_from_scratch(self.question_factors, self.posterior_cov)
 
 
 class Sampler(BaseEstimator):
@@ -161,20 +178,28 @@ class NeymanSampler(Sampler):
         return np.sqrt(np.clip(p * (1.0 - p), 0.0, None))
 
 
-def active_learning_scores(predictions, question_factors, posterior_cov):
+def active_learning_scores(predictions, question_factors, posterior_cov, quadratic_forms=None):
     """The paper's d(j) (Appendix A.2.3): posterior-variance reduction of theta from asking j.
 
     ``d(j) = w_j (v_j' S g)^2 / (1 + w_j v_j' S v_j)`` with ``w_j = p_j (1 - p_j)`` and
-    ``g = mean_j' w_j' v_j'``. Costs O(N k^2).
+    ``g = mean_j' w_j' v_j'``. The projections ``v_j' S g = (V (S g))_j`` cost O(N k);
+    the quadratic forms ``v_j' S v_j`` cost O(N k^2) unless given (``quadratic_forms``,
+    shape (N,), e.g. :meth:`PolicyState.quadratic_forms`, which the estimator's
+    posterior keeps up to date in O(N k) per answer).
     """
     p = predictions
     w = p * (1.0 - p)
     V = question_factors
-    SV = V @ posterior_cov  # (N, k); row j is (S v_j)' since S is symmetric
-    g = (w[:, None] * V).mean(axis=0)
-    proj = SV @ g
-    quad = np.einsum("jk,jk->j", SV, V)
+    g = (w @ V) / V.shape[0]
+    proj = V @ (posterior_cov @ g)
+    quad = quadratic_forms_from_scratch(V, posterior_cov) if quadratic_forms is None else quadratic_forms
     return w * proj**2 / (1.0 + w * quad)
+
+
+def quadratic_forms_from_scratch(question_factors, cov):
+    """``v_j' cov v_j`` for every row ``v_j`` of ``question_factors``: O(N k^2)."""
+    V = question_factors
+    return np.einsum("jk,jk->j", V @ cov, V)
 
 
 class ActiveLearningSampler(Sampler):
@@ -182,7 +207,9 @@ class ActiveLearningSampler(Sampler):
 
     def scores(self, state):
         _require_factors(self, state)
-        return active_learning_scores(state.predictions, state.question_factors, state.posterior_cov)
+        return active_learning_scores(
+            state.predictions, state.question_factors, state.posterior_cov, state.quadratic_forms()
+        )
 
 
 class HybridSampler(Sampler):
@@ -241,7 +268,7 @@ class HybridSampler(Sampler):
         mix = _normalise(np.sqrt(np.clip(p * (1.0 - p), 0.0, None)), state.available)
         if alpha_t > 0:
             _require_factors(self, state)
-            d = active_learning_scores(p, state.question_factors, state.posterior_cov)
+            d = active_learning_scores(p, state.question_factors, state.posterior_cov, state.quadratic_forms())
             mix = (1.0 - alpha_t) * mix + alpha_t * _normalise(d, state.available)
         # x ** 0 == 1 also for x == 0: beta_t == 0 means uniform over the askable questions
         return np.where(state.available, mix**beta_t, 0.0)
