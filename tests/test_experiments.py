@@ -230,3 +230,20 @@ def test_other_bad_inputs(matrix):
         run_experiment(matrix, budgets=[0.1], seeds=1, methods=["faq"], factor_model="big", verbose=False)
     assert set(METHODS) >= {"faq", "faq-paper", "neyman", "active", "uniform-fpc", "ht-uniform", "aipw-neyman",
                             "aipw-min"}
+
+
+def test_sweep_on_a_dask_local_cluster_matches_serial(matrix, fitted_fm):
+    """The issue's distributed check: a real dask.distributed LocalCluster with 2 worker
+    processes runs the sweep through joblib's dask backend and gives the serial numbers."""
+    distributed = pytest.importorskip("dask.distributed")
+    import joblib
+
+    kw = dict(budgets=[0.05, 0.25], seeds=2, methods=["faq", "uniform-fpc"], verbose=False,
+              factor_model=fitted_fm, **SPLIT)
+    serial = run_experiment(matrix, n_jobs=1, **kw).records
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster):
+            with distributed.get_task_stream() as tasks, joblib.parallel_config(backend="dask"):
+                distributed_records = run_experiment(matrix, **kw).records
+    assert len(tasks.data) > 0  # the work really ran on the cluster
+    np.testing.assert_array_equal(serial, distributed_records)
