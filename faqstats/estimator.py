@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._inference import effective_df
 from ._validation import check_alpha, check_binary_values, check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
-from .factor_model import laplace_update
+from .factor_model import _laplace_step
 from .results import AccuracyResult
 from .sampling import (
     BernoulliAIPW,
@@ -92,7 +92,7 @@ class _Oracle:
             self.fn = outcomes
             self.array = None
         else:
-            arr = np.asarray(outcomes, dtype=float) if not isinstance(outcomes, np.ndarray) else outcomes.astype(float)
+            arr = np.asarray(outcomes, dtype=float)
             if arr.ndim != 1 or arr.size != n_questions:
                 raise ValueError(
                     f"outcomes must be a 1-D array with one entry per question ({n_questions}), got shape {arr.shape}."
@@ -172,17 +172,12 @@ class _FactorPosterior:
         self._since_refresh = 0  # incremental updates applied since the last recomputation
 
     def update(self, question, outcome):
-        v = self.V[question]
+        self.mean, self.cov, Sv, c = _laplace_step(self.mean, self.cov, self.V[question], outcome)
         if self._quad is not None:
             if len(self._queued) >= max(4, self.V.shape[1] // 4):
                 self._quad, self._queued = None, []  # not asked for lately: stop maintaining
             else:
-                # laplace_update's own c and cov v (the same arithmetic)
-                Sv = self.cov @ v
-                p = float(expit(self.mean @ v))
-                w = p * (1.0 - p)
-                self._queued.append((Sv, w / (1.0 + w * float(v @ Sv))))
-        self.mean, self.cov = laplace_update(self.mean, self.cov, v, outcome)
+                self._queued.append((Sv, c))
         self.predictions = expit(self.V @ self.mean)
 
     def quadratic_forms(self):

@@ -357,15 +357,23 @@ def laplace_update(mean, cov, v, z):
     >>> np.round(m, 3), np.round(np.diag(S), 3)
     (array([0.4, 0. ]), array([0.8, 1. ]))
     """
+    new_mean, new_cov, _, _ = _laplace_step(mean, cov, v, z)
+    return new_mean, new_cov
+
+
+def _laplace_step(mean, cov, v, z):
+    """:func:`laplace_update` plus its downdate ``cov' = cov - c (cov v)(cov v)^T``: returns
+    ``(mean', cov', cov v, c)`` so callers tracking functions of ``cov`` reuse them."""
     p = float(_sigmoid(mean @ v))
     w = p * (1.0 - p)
     Sv = cov @ v
     denom = 1.0 + w * float(v @ Sv)
-    new_cov = cov - (w / denom) * np.outer(Sv, Sv)
+    c = w / denom
+    new_cov = cov - c * np.outer(Sv, Sv)
     new_cov = 0.5 * (new_cov + new_cov.T)
     # cov' v = cov v / denom (Sherman-Morrison), cheaper and more accurate than new_cov @ v
     new_mean = mean + (Sv / denom) * (z - p)
-    return new_mean, new_cov
+    return new_mean, new_cov, Sv, c
 
 
 class LogisticFactorModelCV(BaseEstimator):
