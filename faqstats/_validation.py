@@ -28,6 +28,7 @@ __all__ = [
     "validate_history",
     "check_history",
     "check_binary_values",
+    "check_outcome_values",
     "check_alpha",
     "check_scalar",
     "check_generator",
@@ -63,23 +64,54 @@ def check_alpha(alpha):
     return float(check_scalar(alpha, "alpha", low=0.0, high=1.0, closed="neither"))
 
 
-def check_binary_values(values, name, *, allow_nan=False):
-    """Raise if ``values`` holds anything but 0, 1 (and NaN when ``allow_nan``).
+def check_outcome_values(values, name, *, allow_nan=False, allow_graded=True):
+    """Raise unless every entry of ``values`` is an outcome in [0, 1] (NaN too when ``allow_nan``).
 
-    Returns ``values`` as a float64 array.
+    Outcomes are 1 (correct) and 0 (wrong) or, with ``allow_graded`` (the default),
+    any graded score in between: rubric scores, pass@k fractions, partial credit.
+    ``allow_graded=False`` insists on 0/1. Non-numeric input raises ``TypeError``;
+    values outside [0, 1], infinities and (unless allowed) NaN raise ``ValueError``
+    naming ``name`` and the first offending position. Returns a float64 array.
+
+    Examples
+    --------
+    >>> check_outcome_values([0, 0.25, 1], "z")
+    array([0.  , 0.25, 1.  ])
+    >>> check_outcome_values([0, 1.5], "z")
+    Traceback (most recent call last):
+    ...
+    ValueError: z must be in [0, 1] (0/1 or graded scores); found 1.5 at position 1 (1 such entries).
     """
-    arr = np.asarray(values, dtype=float) if not _is_non_numeric(values) else None
-    if arr is None:
-        raise TypeError(f"{name} must be numeric 0/1 outcomes, got dtype {np.asarray(values).dtype}.")
-    bad = ~(np.isin(arr, (0.0, 1.0)) | (np.isnan(arr) if allow_nan else False))
+    if _is_non_numeric(values):
+        kind = "outcomes in [0, 1]" if allow_graded else "0/1 outcomes"
+        raise TypeError(f"{name} must be numeric {kind}, got dtype {np.asarray(values).dtype}.")
+    arr = np.asarray(values, dtype=float)
+    nan = np.isnan(arr)
+    if allow_graded:
+        with np.errstate(invalid="ignore"):
+            ok = (arr >= 0.0) & (arr <= 1.0)
+        what = "in [0, 1] (0/1 or graded scores"
+    else:
+        ok = np.isin(arr, (0.0, 1.0))
+        what = "binary (0 or 1"
+    bad = ~(ok | (nan if allow_nan else False))
     if np.any(bad):
         first = np.flatnonzero(bad.ravel())[0]
         where = tuple(int(i) for i in np.unravel_index(first, arr.shape)) if arr.ndim > 1 else int(first)
         raise ValueError(
-            f"{name} must be binary (0 or 1{', NaN for not observed' if allow_nan else ''}); "
+            f"{name} must be {what}{', NaN for not observed' if allow_nan else ''}); "
             f"found {float(arr.ravel()[first])!r} at position {where} ({int(bad.sum())} such entries)."
         )
     return arr
+
+
+def check_binary_values(values, name, *, allow_nan=False):
+    """Raise if ``values`` holds anything but 0, 1 (and NaN when ``allow_nan``).
+
+    The strict form of :func:`check_outcome_values` (``allow_graded=False``); returns
+    ``values`` as a float64 array.
+    """
+    return check_outcome_values(values, name, allow_nan=allow_nan, allow_graded=False)
 
 
 def _is_non_numeric(values):
@@ -87,8 +119,10 @@ def _is_non_numeric(values):
     return not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_))
 
 
-def check_history(H, *, name="H", n_questions=None):
+def check_history(H, *, name="H", n_questions=None, allow_graded=True):
     """Validate a models x questions history matrix (NaN = not observed).
+
+    Entries are outcomes in [0, 1] (0/1, or graded scores unless ``allow_graded=False``).
 
     Returns a float64 copy. Rows (models) with no observation are refused because a
     model with no data carries no information about the question factors and would
@@ -97,7 +131,7 @@ def check_history(H, *, name="H", n_questions=None):
     if hasattr(H, "to_numpy"):  # pandas without importing it
         H = H.to_numpy(dtype=float, na_value=np.nan)
     if _is_non_numeric(H):
-        raise TypeError(f"{name} must be a numeric array of 0/1 outcomes with NaN for missing entries.")
+        raise TypeError(f"{name} must be a numeric array of outcomes in [0, 1] with NaN for missing entries.")
     H = np.array(H, dtype=float, copy=True)
     if H.ndim != 2:
         raise ValueError(f"{name} must be 2-D (models x questions), got an array with {H.ndim} dimension(s).")
@@ -109,7 +143,7 @@ def check_history(H, *, name="H", n_questions=None):
         )
     if np.isinf(H).any():
         raise ValueError(f"{name} contains infinite values; use NaN for 'not observed'.")
-    check_binary_values(H, name, allow_nan=True)
+    check_outcome_values(H, name, allow_nan=True, allow_graded=allow_graded)
     check_no_empty_rows(H, name)
     return H
 
@@ -125,15 +159,16 @@ def check_no_empty_rows(H, name):
         )
 
 
-def validate_history(estimator, X, *, reset, allow_empty_rows=False):
+def validate_history(estimator, X, *, reset, allow_empty_rows=False, allow_graded=True):
     """Validate the outcome matrix ``X`` given to an estimator's fit (``reset=True``)
     or transform/score (``reset=False``).
 
     scikit-learn's ``validate_data`` does the array conversion and conventions (2-D,
     no sparse or complex input, at least one row and column, no infinity, numbers in
     object arrays, pandas input; ``n_features_in_`` and ``feature_names_in_`` set on
-    fit and checked afterwards). On top of it: outcomes are 0, 1 or NaN (not
-    observed), and every row has an observation unless ``allow_empty_rows``.
+    fit and checked afterwards). On top of it: outcomes are in [0, 1] (0/1, or graded
+    scores unless ``allow_graded=False``) or NaN (not observed), and every row has an
+    observation unless ``allow_empty_rows``.
 
     Returns a float64 copy.
     """
@@ -146,10 +181,10 @@ def validate_history(estimator, X, *, reset, allow_empty_rows=False):
     if negative.any():
         first = np.unravel_index(np.flatnonzero(negative)[0], H.shape)
         raise ValueError(
-            f"Negative values in data passed to X: outcomes must be 0 (wrong) or 1 (correct), "
-            f"NaN for not observed; found {float(H[first])!r} at position {tuple(map(int, first))}."
+            f"Negative values in data passed to X: outcomes must be in [0, 1] (0 wrong, 1 correct, "
+            f"or a graded score), NaN for not observed; found {float(H[first])!r} at position {tuple(map(int, first))}."
         )
-    check_binary_values(H, "X", allow_nan=True)
+    check_outcome_values(H, "X", allow_nan=True, allow_graded=allow_graded)
     if not allow_empty_rows:
         check_no_empty_rows(H, "X")
     return H

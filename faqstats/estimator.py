@@ -32,7 +32,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ._inference import effective_df
-from ._validation import check_alpha, check_binary_values, check_generator, check_scalar
+from ._validation import check_alpha, check_generator, check_outcome_values, check_scalar
 from .confseq import BettingConfidenceSequence
 from .factor_model import _laplace_step
 from .results import AccuracyResult
@@ -97,7 +97,7 @@ class _Oracle:
                 raise ValueError(
                     f"outcomes must be a 1-D array with one entry per question ({n_questions}), got shape {arr.shape}."
                 )
-            check_binary_values(arr, "outcomes", allow_nan=True)
+            check_outcome_values(arr, "outcomes", allow_nan=True)
             self.fn = None
             self.array = arr
 
@@ -119,7 +119,7 @@ class _Oracle:
                         "the outcomes callable must return one outcome per requested question; "
                         f"asked for {len(new)} question(s), got shape {got.shape}."
                     )
-                check_binary_values(got, f"outcomes returned for questions {new}")
+                check_outcome_values(got, f"outcomes returned for questions {new}")
             # the bank is fixed: a repeated question has the same answer, asked once
             self.cache.update(zip(new, map(float, got)))
         return np.array([self.cache[q] for q in questions])
@@ -520,8 +520,10 @@ class PAIEstimator(BaseEstimator):
         Parameters
         ----------
         outcomes : array-like of shape (N,) or callable
-            The new model's 0/1 outcomes (only the asked entries are read; NaN elsewhere
-            is fine), or a function mapping an integer array of question indices to
+            The new model's outcomes in [0, 1]: 0/1, or graded scores such as rubric
+            scores, pass@k fractions or partial credit (then the estimate is the mean
+            score over the bank). Only the asked entries are read; NaN elsewhere is
+            fine. Or a function mapping an integer array of question indices to
             their outcomes (it is called with one index at a time).
 
         Returns

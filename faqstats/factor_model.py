@@ -204,7 +204,9 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Historical outcomes: 1 correct, 0 wrong, NaN not observed. Every row needs
+            Historical outcomes: 1 correct, 0 wrong, NaN not observed. Graded scores
+            in [0, 1] (partial credit, pass@k fractions) are fitted with the same loss,
+            the fractional logistic (soft-target cross-entropy) loss. Every row needs
             at least one observed cell.
         y : ignored
 
@@ -243,7 +245,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
-            Outcomes 0/1, NaN where not observed.
+            Outcomes in [0, 1] (0/1 or graded), NaN where not observed.
 
         Returns
         -------

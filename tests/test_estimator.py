@@ -96,7 +96,7 @@ def test_crash_in_callable_keeps_recorded_answers(bank, fm):
 @pytest.mark.parametrize(
     "kwargs, outcomes, err, match",
     [
-        ({}, lambda n: np.full(n, 0.5), ValueError, "binary"),
+        ({}, lambda n: np.full(n, 1.5), ValueError, r"must be in \[0, 1\]"),
         ({}, lambda n: np.ones(n + 1), ValueError, "one entry per question"),
         ({"budget": 1}, lambda n: np.ones(n), ValueError, "budget"),
         ({"budget": 2.5}, lambda n: np.ones(n), TypeError, "budget"),
@@ -105,7 +105,7 @@ def test_crash_in_callable_keeps_recorded_answers(bank, fm):
         ({"variance": "paper", "sampler": fq.HybridSampler()}, lambda n: np.ones(n), ValueError, "paper"),
         ({"sampler": "uniform"}, lambda n: np.ones(n), TypeError, "Sampler"),
         ({}, lambda n: (lambda idx: np.ones(len(idx) + 1)), ValueError, "one outcome per requested question"),
-        ({}, lambda n: (lambda idx: np.full(len(idx), 2.0)), ValueError, "binary"),
+        ({}, lambda n: (lambda idx: np.full(len(idx), 2.0)), ValueError, r"must be in \[0, 1\]"),
         ({}, lambda n: np.full(n, np.nan), ValueError, "NaN"),
     ],
 )

@@ -54,8 +54,8 @@ def _small_history(n_models=30, n_questions=20, missing_rate=0.3, seed=0):
 
 # ------------------------------------------------------------ scikit-learn checks
 _CONTINUOUS_X = (
-    "feeds continuous X (Gaussian/uniform features), but the model's input is 0/1 outcomes "
-    "with NaN for not observed, so fit refuses it ('X must be binary'); "
+    "feeds continuous X (Gaussian/uniform features), but the model's input is outcomes in [0, 1] "
+    "with NaN for not observed, so fit refuses it ('X must be in [0, 1]'); "
 )
 _PREDICT_PROBA = (
     " It would also call predict_proba(X), while predict_proba takes model factors of "
@@ -328,8 +328,8 @@ def test_factor_model_prior_cov_positive_definite_with_degenerate_models():
 @pytest.mark.parametrize(
     "X, error, match",
     [
-        ([[1, 0.5], [0, 1]], ValueError, "must be binary"),
-        ([[1, 2], [0, 1]], ValueError, "must be binary"),
+        ([[1, 1.5], [0, 1]], ValueError, r"must be in \[0, 1\]"),
+        ([[1, 2], [0, 1]], ValueError, r"must be in \[0, 1\]"),
         ([[1, -1], [0, 1]], ValueError, "Negative values in data passed to X"),
         ([[1, 0], [np.nan, np.nan]], ValueError, r"no observed outcome \(all NaN\): rows 1"),
         ([1, 0, 1], ValueError, "Expected 2D array"),
@@ -337,7 +337,7 @@ def test_factor_model_prior_cov_positive_definite_with_degenerate_models():
         ([[1, "a"], [0, 1]], ValueError, "could not convert"),
         (np.empty((0, 3)), ValueError, "minimum of 1 is required"),
     ],
-    ids=["half", "two", "negative", "empty-row", "1-D", "inf", "string", "no-rows"],
+    ids=["one-and-a-half", "two", "negative", "empty-row", "1-D", "inf", "string", "no-rows"],
 )
 def test_factor_model_rejects_bad_history(X, error, match):
     with pytest.raises(error, match=match):
@@ -372,8 +372,8 @@ def test_factor_model_transform_rejects_bad_input():
         fm.score(np.eye(3))
     with pytest.raises(ValueError, match="Expected 2D array"):
         fm.transform(np.ones(4))
-    with pytest.raises(ValueError, match="must be binary"):
-        fm.transform(np.full((1, 4), 0.5))
+    with pytest.raises(ValueError, match=r"must be in \[0, 1\]"):
+        fm.transform(np.full((1, 4), 1.5))
     with pytest.raises(ValueError, match="model factors have 2 components, the factor model has 3"):
         fm.predict_proba(np.zeros(2))
 
