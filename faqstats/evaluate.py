@@ -1,0 +1,188 @@
+"""Drive an :class:`~faqstats.session.EvaluationSession` with a user function, in parallel, with retries."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import numbers
+import time
+
+import numpy as np
+
+from ._validation import check_scalar
+from .session import EvaluationSession
+
+__all__ = ["evaluate"]
+
+
+def evaluate(
+    fn,
+    session,
+    *,
+    concurrency=8,
+    chunk_size=1,
+    transient=(TimeoutError, ConnectionError),
+    max_retries=5,
+    backoff=1.0,
+    max_backoff=60.0,
+    progress=True,
+):
+    """Ask ``fn`` the session's questions until the budget is spent or the interval is narrow enough.
+
+    Each round of the session (``batch_size`` draws) is split into chunks of
+    ``chunk_size`` questions; every chunk is one call ``fn(ids)``, run on a thread pool
+    of ``concurrency`` workers. Each chunk's answers are recorded (and saved, when the
+    session has a directory) as soon as its call returns, so an interruption loses at
+    most the calls in flight; resume with :meth:`EvaluationSession.load` and call
+    ``evaluate`` again. The next round is drawn once the current one is answered (the
+    policy needs its answers), so ``concurrency`` beyond ``batch_size / chunk_size``
+    is never used: give the session a ``batch_size`` of at least ``concurrency``.
+    The result does not depend on ``concurrency`` or on the order answers arrive in.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(ids) -> outcomes``: takes a list of question ids (as the session knows
+        them, at most ``chunk_size``) and returns one outcome in [0, 1] per id, in the
+        same order. It is called from worker threads (with ``concurrency > 1``, several
+        at once) and must be safe to call again after a transient failure.
+    session : EvaluationSession
+    concurrency : int, default=8
+        Worker threads.
+    chunk_size : int, default=1
+        Questions per call of ``fn``: 1 calls it once per question (retries then
+        repeat one question only); larger for functions that batch requests.
+    transient : tuple of exception types, default=(TimeoutError, ConnectionError)
+        Failures worth retrying (rate limits, time-outs, dropped connections). Any
+        other exception, or a transient one after ``max_retries`` retries, stops the
+        evaluation.
+    max_retries : int, default=5
+        Retries per call after a transient failure (``max_retries + 1`` attempts).
+    backoff : float or callable, default=1.0
+        Seconds before retry ``r`` (r = 0, 1, ...): ``min(max_backoff, backoff * 2**r)``
+        (exponential back-off); or a function ``backoff(r) -> seconds``.
+    max_backoff : float, default=60.0
+    progress : bool, default=True
+        Show a tqdm progress bar over the budget's draws.
+
+    Returns
+    -------
+    AccuracyResult
+        ``session.result()`` once the session is done.
+
+    Raises
+    ------
+    Exception
+        The first failure of ``fn`` (or an invalid outcome it returned), after the
+        answers of the calls already running have been recorded. A note on the
+        exception says how many answers the session holds and how to resume.
+
+    See Also
+    --------
+    EvaluationSession : the session's own ``next_questions``/``record`` loop.
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=40, n_questions=60, n_components=3, random_state=0)
+    >>> fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
+    >>> z = dict(zip(range(60), bank.new_outcomes[0].tolist()))
+    >>> from faqstats.session import EvaluationSession
+    >>> session = EvaluationSession(fm, budget=12, batch_size=4, random_state=0)
+    >>> result = evaluate(lambda ids: [z[i] for i in ids], session, concurrency=4, progress=False)
+    >>> result.n_queries, session.done
+    (12, True)
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable (question ids -> outcomes), got {type(fn).__name__}.")
+    if not isinstance(session, EvaluationSession):
+        raise TypeError(f"session must be an EvaluationSession, got {type(session).__name__}.")
+    check_scalar(concurrency, "concurrency", kind=numbers.Integral, low=1)
+    check_scalar(chunk_size, "chunk_size", kind=numbers.Integral, low=1)
+    check_scalar(max_retries, "max_retries", kind=numbers.Integral, low=0)
+    check_scalar(max_backoff, "max_backoff", low=0.0)
+    if not callable(backoff):
+        check_scalar(backoff, "backoff", low=0.0)
+    transient = tuple(transient)
+    if not all(isinstance(t, type) and issubclass(t, BaseException) for t in transient):
+        raise TypeError(f"transient must be a tuple of exception types, got {transient!r}.")
+
+    def delay(attempt):
+        return float(backoff(attempt)) if callable(backoff) else min(max_backoff, backoff * 2.0**attempt)
+
+    bar = _bar(session, progress)
+    try:
+        with cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="faqstats-evaluate") as pool:
+            while not session.done:
+                ids, _ = session.next_questions()
+                chunks = [ids[i : i + chunk_size] for i in range(0, len(ids), chunk_size)]
+                futures = {pool.submit(_call, fn, chunk, transient, max_retries, delay): chunk for chunk in chunks}
+                _collect(futures, session, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    return session.result()
+
+
+def _call(fn, ids, transient, max_retries, delay):
+    """``fn(ids)`` as a float array of one outcome per id, retried on transient failures."""
+    attempt = 0
+    while True:
+        try:
+            got = fn(list(ids))
+            break
+        except transient as exc:
+            if attempt >= max_retries:
+                exc.add_note(f"faqstats: gave up on questions {ids} after {attempt + 1} attempts.")
+                raise
+            time.sleep(delay(attempt))
+            attempt += 1
+    got = np.atleast_1d(np.asarray(got, dtype=float))
+    if got.shape != (len(ids),):
+        raise ValueError(f"fn must return one outcome per question id; asked for {len(ids)}, got shape {got.shape}.")
+    return got
+
+
+def _collect(futures, session, bar):
+    """Record each call's answers as it completes; on a failure, keep what the others return, then raise."""
+    failure = None
+    try:
+        for future in cf.as_completed(futures):
+            if future.cancelled():
+                continue
+            try:
+                outcomes = future.result()
+                # recorded even after another call failed: answers already paid for are kept
+                before = session.n_draws
+                session.record(futures[future], outcomes)
+                if bar is not None:
+                    bar.update(session.n_draws - before)
+            except Exception as exc:  # noqa: BLE001 - re-raised below, after the others finish
+                if failure is None:
+                    failure = exc
+                    for other in futures:
+                        other.cancel()  # calls not started yet; running ones finish and are recorded
+    except BaseException as exc:  # KeyboardInterrupt: stop waiting, keep what is recorded
+        for other in futures:
+            other.cancel()
+        _note(exc, session)
+        raise
+    if failure is not None:
+        _note(failure, session)
+        raise failure
+
+
+def _note(exc, session):
+    where = (
+        f"EvaluationSession.load({str(session.directory)!r}) resumes it"
+        if session.directory is not None
+        else "the session object holds them; evaluate(fn, session) resumes"
+    )
+    exc.add_note(f"faqstats: {session.n_answers} answer(s) recorded in the session before the failure; {where}.")
+
+
+def _bar(session, enabled):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=session.budget, initial=session.n_draws, desc="evaluating", unit="draw")
