@@ -92,12 +92,11 @@ class _Oracle:
             self.fn = outcomes
             self.array = None
         else:
-            arr = np.asarray(outcomes, dtype=float)
+            arr = check_outcome_values(outcomes, "outcomes", allow_nan=True)  # in [0, 1] or NaN
             if arr.ndim != 1 or arr.size != n_questions:
                 raise ValueError(
                     f"outcomes must be a 1-D array with one entry per question ({n_questions}), got shape {arr.shape}."
                 )
-            check_outcome_values(arr, "outcomes", allow_nan=True)
             self.fn = None
             self.array = arr
 
@@ -113,13 +112,12 @@ class _Oracle:
                 if missing:
                     raise ValueError(f"outcomes[{missing[0]}] is NaN but question {missing[0]} was asked.")
             else:
-                got = np.atleast_1d(np.asarray(self.fn(np.array(new)), dtype=float))
+                got = np.atleast_1d(check_outcome_values(self.fn(np.array(new)), f"outcomes returned for questions {new}"))
                 if got.shape != (len(new),):
                     raise ValueError(
                         "the outcomes callable must return one outcome per requested question; "
                         f"asked for {len(new)} question(s), got shape {got.shape}."
                     )
-                check_outcome_values(got, f"outcomes returned for questions {new}")
             # the bank is fixed: a repeated question has the same answer, asked once
             self.cache.update(zip(new, map(float, got)))
         return np.array([self.cache[q] for q in questions])

@@ -8,7 +8,8 @@ sampling probability, and check to 1e-12:
 * martingale property:     E[phi_t - theta | F_{t-1}] == 0 at every node;
 * exact variance estimate: E[V_hat] == Var(theta_hat) for the default estimator;
 
-with and without replacement, for batches of 1-3 draws per round.
+with and without replacement, for batches of 1-3 draws per round, for 0/1 outcomes and
+for graded outcomes in [0, 1] (the identities never use that outcomes are binary).
 
 The walk drives the estimator's own run objects (``new_run``/``record``), so it tests
 the arithmetic users get, not a re-implementation.
@@ -29,10 +30,15 @@ TOL = 1e-12
 
 
 # ---------------------------------------------------------------- strategies
+#: graded outcomes: rubric scores on a grid, and arbitrary fractions in [0, 1]
+graded_outcomes = st.one_of(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), st.floats(0.0, 1.0))
+
+
 @st.composite
-def banks(draw, min_n=1, max_n=4):
+def banks(draw, min_n=1, max_n=4, graded=False):
     n = draw(st.integers(min_n, max_n))
-    z = np.array(draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)), dtype=float)
+    values = graded_outcomes if graded else st.integers(0, 1)
+    z = np.array(draw(st.lists(values, min_size=n, max_size=n)), dtype=float)
     k = draw(st.integers(1, 2))
     coord = st.floats(-3, 3, allow_nan=False, allow_subnormal=False)
     V = np.array(draw(st.lists(st.lists(coord, min_size=k, max_size=k), min_size=n, max_size=n)))
@@ -240,5 +246,89 @@ def test_enumeration_detects_a_biased_increment():
             walk(child, prob * q[j], phis + [phi])
 
     assert run_available.all()
+    walk(run, 1.0, [])
+    assert abs(total - z.mean()) > 1e-3
+
+
+# ---------------------------------------------------------------- graded outcomes in [0, 1]
+GRADED_SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@GRADED_SETTINGS
+@given(data=st.data(), replace=st.booleans())
+def test_graded_outcomes_pai_unbiased_and_variance_exact(data, replace):
+    """Rubric scores / pass@k fractions: E[theta_hat] = theta and E[V_hat] = Var(theta_hat)
+    exactly, for every sequential sampler, with and without replacement, batches of 1-3;
+    the factor posterior is updated with the graded answers (fractional Laplace step)."""
+    z, fm = data.draw(banks(min_n=2 if not replace else 1, graded=True))
+    sampler = data.draw(sequential_samplers(replace))
+    budget = data.draw(st.integers(2, min(3, z.size) if not replace else 3))
+    batch_size = data.draw(st.integers(1, 3))
+    est = fq.PAIEstimator(fm, sampler, budget=budget, batch_size=batch_size)
+    mean, var, e_vhat = moments_sequential(enumerate_sequential(est, z))
+    assert abs(mean - z.mean()) < TOL
+    assert abs(e_vhat - var) < TOL
+
+
+@GRADED_SETTINGS
+@given(data=st.data())
+def test_graded_outcomes_bernoulli_aipw_unbiased_and_design_variance_exact(data):
+    z, fm = data.draw(banks(min_n=2, graded=True))
+    sampler = fq.BernoulliAIPW(
+        score=data.draw(st.sampled_from(["uniform", "neyman", "min"])),
+        tau=data.draw(taus),
+        order="natural",
+        pi_floor=data.draw(st.floats(0.01, 1.0)),
+    )
+    est = fq.PAIEstimator(fm if data.draw(st.booleans()) else None, sampler, budget=data.draw(st.integers(2, min(3, z.size))))
+    leaves = enumerate_stream(est, z)
+    p = np.array([w for w, _, _ in leaves])
+    theta_hat = np.array([t for _, t, _ in leaves])
+    vhat = np.array([v for _, _, v in leaves])
+    mean = p @ theta_hat
+    assert abs(mean - z.mean()) < TOL
+    assert abs(p @ vhat - p @ (theta_hat - mean) ** 2) < TOL
+
+
+@GRADED_SETTINGS
+@given(z=st.lists(graded_outcomes, min_size=2, max_size=4), data=st.data())
+def test_graded_outcomes_sample_mean_fpc_unbiased_with_exact_variance(z, data):
+    """The FPC sample mean of graded scores, replayed through ``fit`` on every ordered sample."""
+    z = np.array(z, dtype=float)
+    N, n = z.size, data.draw(st.integers(2, min(3, z.size)))
+    estimates, variances = [], []
+    for path in itertools.permutations(range(N), n):
+        est = fq.PAIEstimator(None, fq.UniformSampler(replace=False), budget=n, random_state=_ScriptedRng(path))
+        est.fit(z)
+        estimates.append(est.estimate_)
+        variances.append(est.std_error_**2)
+    estimates, variances = np.array(estimates), np.array(variances)
+    assert est.result_.method == "sample_mean"
+    assert abs(estimates.mean() - z.mean()) < TOL
+    assert abs(variances.mean() - estimates.var()) < TOL
+
+
+def test_graded_enumeration_detects_a_biased_increment():
+    """The graded checks can fail: the with-replacement increment under a without-replacement
+    policy is biased on a graded bank too (same walk as above, scores 0.9 / 0.2 / 0.4)."""
+    z = np.array([0.9, 0.2, 0.4])
+    fm = fq.LogisticFactorModel.from_factors(np.array([[2.0], [-1.0], [0.5]]), np.array([1.0]), np.eye(1))
+    est = fq.PAIEstimator(fm, fq.NeymanSampler(tau=0.2, replace=True), budget=2)
+    run = est.new_run(3)
+    sampler = est._sampler()
+    total = 0.0
+
+    def walk(run, prob, phis):
+        nonlocal total
+        if len(phis) == 2:
+            total += prob * np.mean(phis)
+            return
+        q = sampler.probabilities(fq.PolicyState(**{**run.state().__dict__, "available": run.available.copy()}))
+        for j in np.flatnonzero(q > 0):
+            child = copy.deepcopy(run)
+            phi = child.record(int(j), float(q[j]), float(z[j]))
+            child.available[j] = False  # restrict the next draw, keep the with-replacement phi
+            walk(child, prob * q[j], phis + [phi])
+
     walk(run, 1.0, [])
     assert abs(total - z.mean()) > 1e-3
