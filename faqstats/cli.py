@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+
+import numpy as np
 
 
 def _demo(args):
@@ -115,6 +118,241 @@ def _add_experiment_parser(sub):
     return exp
 
 
+# -- fit-history and session: a resumable evaluation driven from the shell -------------
+def _emit(args, payload, text):
+    """``payload`` as JSON with ``--json``, else the human-readable ``text``."""
+    print(json.dumps(payload) if args.json else text)
+
+
+def _read_question_ids(path):
+    """Ids from a text file (one per line) or a JSON list."""
+    text = Path(path).read_text(encoding="utf-8")
+    if Path(path).suffix == ".json":
+        ids = json.loads(text)
+        if not isinstance(ids, list):
+            raise ValueError(f"{path} must hold a JSON list of question ids.")
+        return [str(q) for q in ids]
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _fit_history(args):
+    from .datasets import load_response_matrix
+    from .factor_model import LogisticFactorModel
+    from .io import save_factor_model
+
+    matrix, meta = load_response_matrix(args.data)
+    if args.question_ids is not None:
+        ids = _read_question_ids(args.question_ids)
+    else:
+        key = next((k for k in ("question_ids", "items") if k in meta), None)
+        ids = None if key is None else [str(q) for q in meta[key].tolist()]
+    params = {k: v for k, v in (("n_components", args.n_components), ("alpha", args.alpha), ("max_iter", args.max_iter),
+                                 ("learning_rate", args.learning_rate)) if v is not None}
+    fm = LogisticFactorModel(**params, device=args.device, random_state=args.seed, verbose=not (args.quiet or args.json))
+    fm.fit(matrix)
+    out = save_factor_model(fm, args.out, question_ids=ids)
+    payload = {
+        "model": str(out),
+        "n_models": int(matrix.shape[0]),
+        "n_questions": int(matrix.shape[1]),
+        "observed_fraction": float(np.mean(~np.isnan(matrix))),
+        "n_components": fm.n_components,
+        "alpha": fm.alpha,
+        "max_iter": fm.max_iter,
+        "final_loss": float(fm.loss_curve_[-1]),
+        "question_ids": ids is not None,
+    }
+    _emit(args, payload, (
+        f"Fitted a rank-{fm.n_components} factor model on {matrix.shape[0]} models x {matrix.shape[1]} questions "
+        f"({100 * payload['observed_fraction']:.1f}% observed), final loss {payload['final_loss']:.4f}.\n"
+        f"Wrote {out}{'' if ids is not None else ' (no question ids: a session will number the questions 0..N-1)'}."
+    ))
+    return 0
+
+
+def _status_text(st):
+    lines = [f"Session {st['directory']}: {st['n_draws']}/{st['budget']} draws, {st['n_queries']} of "
+             f"{st['n_questions']} questions answered, "
+             + (f"done ({st['stop_reason']})." if st["done"] else f"{len(st['pending'])} pending.")]
+    if st["estimate"] is not None:
+        low, high = st["conf_int"]
+        lines.append(f"Estimate {st['estimate']:.4f}, {100 * (1 - st['alpha']):g}% CI [{low:.4f}, {high:.4f}].")
+    if st["pending"]:
+        lines.append("Pending: " + " ".join(map(str, st["pending"])))
+    return "\n".join(lines)
+
+
+def _session_new(args):
+    from .sampling import HybridSampler
+    from .session import EvaluationSession
+
+    ids = _read_question_ids(args.question_ids) if args.question_ids is not None else None
+    session = EvaluationSession.create(
+        args.directory,
+        args.model,
+        ids,
+        sampler=HybridSampler(tau=args.tau, replace=args.replace),
+        budget=args.budget,
+        batch_size=args.batch_size,
+        stop_when_width=args.stop_when_width,
+        alpha=args.alpha,
+        random_state=args.seed,
+    )
+    st = session.status()
+    _emit(args, st, f"Created a session in {session.directory} ({st['n_questions']} questions, budget {st['budget']}, "
+          f"batch size {st['batch_size']}, seed {st['random_state']}).\nNext: faqstats session next {session.directory}")
+    return 0
+
+
+def _session_next(args):
+    from .session import EvaluationSession
+
+    session = EvaluationSession.load(args.directory)
+    ids, probabilities = session.next_questions(args.n)
+    payload = {"ids": ids, "probabilities": probabilities, "done": session.done, "stop_reason": session.stop_reason}
+    text = "\n".join(f"{q}\t{p:.6g}" for q, p in zip(ids, probabilities)) if ids else (
+        f"Done ({session.stop_reason}): nothing left to ask. See: faqstats session report {session.directory}")
+    _emit(args, payload, text)
+    return 0
+
+
+def _pairs_from_json(path):
+    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    data = json.loads(text)
+    if isinstance(data, dict):
+        return list(data.items())
+    if isinstance(data, list):
+        pairs = []
+        for item in data:
+            if isinstance(item, dict) and "id" in item and ("outcome" in item or "value" in item):
+                pairs.append((item["id"], item.get("outcome", item.get("value"))))
+            elif isinstance(item, list) and len(item) == 2:
+                pairs.append(tuple(item))
+            else:
+                raise ValueError(f"{path}: each entry must be [id, outcome] or {{\"id\": ..., \"outcome\": ...}}, got {item!r}.")
+        return pairs
+    raise ValueError(f"{path} must hold a JSON object {{id: outcome}} or a list of [id, outcome] pairs.")
+
+
+def _outcome(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"outcome {text!r} is not a number in [0, 1].") from None
+
+
+def _session_record(args):
+    from .session import EvaluationSession
+
+    if args.from_json is not None:
+        if args.pairs:
+            raise ValueError("give answers either as ID VALUE pairs or with --from-json, not both.")
+        pairs = _pairs_from_json(args.from_json)
+    else:
+        if not args.pairs or len(args.pairs) % 2:
+            raise ValueError(f"expected ID VALUE pairs, got {len(args.pairs)} argument(s).")
+        pairs = [(q, _outcome(v)) for q, v in zip(args.pairs[::2], args.pairs[1::2])]
+    session = EvaluationSession.load(args.directory)
+    session.record([str(q) for q, _ in pairs], [v if isinstance(v, (int, float)) else _outcome(v) for _, v in pairs])
+    st = session.status()
+    _emit(args, st, f"Recorded {len(pairs)} answer(s).\n" + _status_text(st))
+    return 0
+
+
+def _session_status(args):
+    from .session import EvaluationSession
+
+    st = EvaluationSession.load(args.directory).status()
+    _emit(args, st, _status_text(st))
+    return 0
+
+
+def _session_report(args):
+    from .session import EvaluationSession
+
+    session = EvaluationSession.load(args.directory)
+    payload = session.status()
+    text = [_status_text(payload)]
+    if session.n_draws >= 2:
+        text.append(session.result().summary(alpha=session.alpha))
+    payload["trajectory"] = session.trajectory().tolist()
+    cs = session.confidence_sequence()
+    payload["confidence_sequence"] = None if cs is None else cs.tolist()
+    if args.png is not None:
+        payload["png"] = str(session.plot(args.png))
+        text.append(f"Plot written to {payload['png']}")
+    _emit(args, payload, "\n".join(text))
+    return 0
+
+
+def _json_flag(parser):
+    parser.add_argument("--json", action="store_true", help="print one JSON object (errors too) for scripting")
+
+
+def _add_fit_history_parser(sub):
+    fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz) and save it")
+    fit.add_argument("--data", required=True, help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")
+    fit.add_argument("--out", required=True, help="where to write the fitted model (.npz)")
+    fit.add_argument("--n-components", type=int, default=None, help="rank k (default 16)")
+    fit.add_argument("--alpha", type=float, default=None, help="weight decay (default 0.1)")
+    fit.add_argument("--max-iter", type=int, default=None, help="optimiser steps (default 2000)")
+    fit.add_argument("--learning-rate", type=float, default=None, help="AdamW learning rate (default 0.01)")
+    fit.add_argument("--question-ids", default=None,
+                     help="file of question ids (one per line, or a .json list); default: the .npz's "
+                          "'question_ids' or 'items' array when present")
+    fit.add_argument("--device", default="auto", help="torch device (default auto)")
+    fit.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
+    fit.add_argument("--quiet", action="store_true", help="no progress bar")
+    _json_flag(fit)
+    fit.set_defaults(func=_fit_history)
+
+
+def _add_session_parser(sub):
+    session = sub.add_parser("session", help="a resumable evaluation: new, next, record, status, report")
+    ssub = session.add_subparsers(dest="session_command", required=True)
+
+    new = ssub.add_parser("new", help="start a session in DIR from a saved factor model")
+    new.add_argument("directory", help="session directory (created)")
+    new.add_argument("--model", required=True, help="factor model saved by 'faqstats fit-history' (.npz)")
+    new.add_argument("--budget", type=int, required=True, help="maximum number of queries")
+    new.add_argument("--batch-size", type=int, default=1, help="questions handed out per round (default 1)")
+    new.add_argument("--stop-when-width", type=float, default=None,
+                     help="stop once the anytime-valid interval is at most this wide")
+    new.add_argument("--alpha", type=float, default=0.05, help="significance level of the intervals (default 0.05)")
+    new.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
+    new.add_argument("--tau", type=float, default=0.5, help="uniform floor of the hybrid policy (default 0.5)")
+    new.add_argument("--replace", action="store_true", help="sample with replacement (default: without)")
+    new.add_argument("--question-ids", default=None,
+                     help="file of the bank's question ids (default: those stored with the model)")
+    _json_flag(new)
+    new.set_defaults(func=_session_new)
+
+    nxt = ssub.add_parser("next", help="print the questions to ask now (the pending ones again until answered)")
+    nxt.add_argument("directory")
+    nxt.add_argument("--n", type=int, default=None, help="size of a new round (default: the batch size)")
+    _json_flag(nxt)
+    nxt.set_defaults(func=_session_next)
+
+    rec = ssub.add_parser("record", help="record answers: ID VALUE [ID VALUE ...] (VALUE in [0, 1])")
+    rec.add_argument("directory")
+    rec.add_argument("pairs", nargs="*", metavar="ID VALUE", help="question id and its outcome")
+    rec.add_argument("--from-json", default=None, metavar="FILE",
+                     help="JSON {id: outcome} or [[id, outcome], ...] ('-' reads stdin)")
+    _json_flag(rec)
+    rec.set_defaults(func=_session_record)
+
+    stat = ssub.add_parser("status", help="progress, pending questions and the estimate so far")
+    stat.add_argument("directory")
+    _json_flag(stat)
+    stat.set_defaults(func=_session_status)
+
+    rep = ssub.add_parser("report", help="the estimate with its interval; --png plots it as queries accumulate")
+    rep.add_argument("directory")
+    rep.add_argument("--png", default=None, metavar="FILE", help="write a plot of the running estimate and interval")
+    _json_flag(rep)
+    rep.set_defaults(func=_session_report)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="faqstats", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -127,6 +365,8 @@ def build_parser():
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.set_defaults(func=_demo)
     _add_experiment_parser(sub)
+    _add_fit_history_parser(sub)
+    _add_session_parser(sub)
     return parser
 
 
@@ -134,8 +374,12 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"faqstats: error: {exc}", file=sys.stderr)
+    except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        message = " ".join(str(message).split())  # one line
+        if getattr(args, "json", False):
+            print(json.dumps({"error": message}))
+        print(f"faqstats: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -640,6 +640,38 @@ class EvaluationSession:
         """``(draws so far, low, high)`` of the anytime-valid sequence after each round, or None."""
         return None if self._cs is None else np.array(self._cs_rows, dtype=float).reshape(-1, 3)
 
+    def plot(self, path):
+        """Write a PNG of the running estimate and its interval as draws accumulate.
+
+        The band is the ``1 - alpha`` Wald-type interval after each draw (see
+        :meth:`trajectory`); the anytime-valid confidence sequence is drawn too when
+        the session tracks one. Uses matplotlib's Agg canvas (no display needed).
+        Returns the path written.
+        """
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        traj = self.trajectory()
+        if not len(traj):
+            raise ValueError(f"Nothing to plot yet: a plot needs at least two recorded answers ({self.n_draws} so far).")
+        fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        level = f"{100 * (1 - self.alpha):g}%"
+        ax.fill_between(traj[:, 0], traj[:, 2], traj[:, 3], alpha=0.25, color="C0", label=f"{level} interval")
+        ax.plot(traj[:, 0], traj[:, 1], color="C0", label="estimate")
+        cs = self.confidence_sequence()
+        if cs is not None and len(cs):
+            ax.step(cs[:, 0], cs[:, 1], where="post", color="C1", lw=1, label=f"{level} anytime-valid")
+            ax.step(cs[:, 0], cs[:, 2], where="post", color="C1", lw=1)
+        ax.set(xlabel="draws (queries)", ylabel="accuracy", ylim=(0, 1), xlim=(1, max(self.budget, 2)))
+        state = self.stop_reason or "running"
+        ax.set_title(f"{self.n_queries} of {self.n_questions} questions asked ({state})", fontsize=10)
+        ax.legend(loc="lower right", fontsize=8)
+        path = Path(os.fspath(path))
+        fig.savefig(path, dpi=120)
+        return path
+
     def status(self):
         """A JSON-serialisable summary: progress, pending ids, and the estimate so far."""
         out = {
