@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -274,7 +275,10 @@ def _session_report(args):
     payload = session.status()
     text = [_status_text(payload)]
     if session.n_draws >= 2:
-        text.append(session.result().summary(alpha=session.alpha))
+        result = session.result()
+        if result.stop_reason is None:  # the table needs a string
+            result = dataclasses.replace(result, stop_reason="(still running)")
+        text.append(result.summary(alpha=session.alpha))
     payload["trajectory"] = session.trajectory().tolist()
     cs = session.confidence_sequence()
     payload["confidence_sequence"] = None if cs is None else cs.tolist()

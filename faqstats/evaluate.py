@@ -86,8 +86,7 @@ def evaluate(
     >>> bank = fq.make_synthetic_bank(n_models=40, n_questions=60, n_components=3, random_state=0)
     >>> fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
     >>> z = dict(zip(range(60), bank.new_outcomes[0].tolist()))
-    >>> from faqstats.session import EvaluationSession
-    >>> session = EvaluationSession(fm, budget=12, batch_size=4, random_state=0)
+    >>> session = fq.EvaluationSession(fm, budget=12, batch_size=4, random_state=0)
     >>> result = evaluate(lambda ids: [z[i] for i in ids], session, concurrency=4, progress=False)
     >>> result.n_queries, session.done
     (12, True)
