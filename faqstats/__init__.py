@@ -6,9 +6,11 @@ Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
 
 from .datasets import SyntheticBank, load_response_matrix, make_synthetic_bank
 from .estimator import PAIEstimator, martingale_variance, paper_variance
+from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
 from .io import load_factor_model, save_factor_model
 from .results import AccuracyResult
+from .session import EvaluationSession
 from .sampling import (
     ActiveLearningSampler,
     BernoulliAIPW,
@@ -25,6 +27,7 @@ __all__ = [
     "AccuracyResult",
     "ActiveLearningSampler",
     "BernoulliAIPW",
+    "EvaluationSession",
     "HybridSampler",
     "LogisticFactorModel",
     "LogisticFactorModelCV",
@@ -34,6 +37,7 @@ __all__ = [
     "Sampler",
     "SyntheticBank",
     "UniformSampler",
+    "evaluate",
     "laplace_update",
     "load_factor_model",
     "load_response_matrix",

@@ -109,14 +109,20 @@ def evaluate(
         return float(backoff(attempt)) if callable(backoff) else min(max_backoff, backoff * 2.0**attempt)
 
     bar = _bar(session, progress)
+    pool = cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="faqstats-evaluate")
+    wait = True
     try:
-        with cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="faqstats-evaluate") as pool:
-            while not session.done:
-                ids, _ = session.next_questions()
-                chunks = [ids[i : i + chunk_size] for i in range(0, len(ids), chunk_size)]
-                futures = {pool.submit(_call, fn, chunk, transient, max_retries, delay): chunk for chunk in chunks}
-                _collect(futures, session, bar)
+        while not session.done:
+            ids, _ = session.next_questions()
+            chunks = [ids[i : i + chunk_size] for i in range(0, len(ids), chunk_size)]
+            futures = {pool.submit(_call, fn, chunk, transient, max_retries, delay): chunk for chunk in chunks}
+            _collect(futures, session, bar)
+    except BaseException as exc:
+        # on Ctrl-C (not an error of fn) return at once rather than waiting for the calls in flight
+        wait = isinstance(exc, Exception)
+        raise
     finally:
+        pool.shutdown(wait=wait, cancel_futures=True)
         if bar is not None:
             bar.close()
     return session.result()

@@ -128,6 +128,14 @@ class EvaluationSession:
         The bank's ids (str or int, as given).
     factor_model : LogisticFactorModel
         The model the session uses (as loaded from the session directory, when it has one).
+    sampler : Sampler
+    directory : pathlib.Path or None
+    budget, batch_size, stop_when_width, alpha, random_state
+        The configuration (read-only).
+    n_draws, n_queries, n_answers : int
+        Draws recorded in the estimate, distinct questions among them, answers received.
+    pending : NextQuestions
+        Questions drawn and not answered yet.
     done : bool
         Whether querying has stopped (budget spent or interval narrow enough).
     stop_reason : {"budget", "width"} or None
@@ -172,6 +180,8 @@ class EvaluationSession:
         if isinstance(factor_model, (str, os.PathLike)):
             factor_model = load_factor_model(factor_model)
         if isinstance(factor_model, LogisticFactorModelCV):
+            if not hasattr(factor_model, "best_estimator_"):
+                raise ValueError("factor_model is not fitted: fit it (or load a saved one) first.")
             factor_model = factor_model.best_estimator_
         if not isinstance(factor_model, LogisticFactorModel):
             raise TypeError(

@@ -157,3 +157,20 @@ def test_progress_bar_and_bad_arguments(bank, fm, capsys):
         evaluate(_answer(z), s, concurrency=0)
     with pytest.raises(TypeError, match="transient"):
         evaluate(_answer(z), s, transient=("TimeoutError",))
+
+
+def test_keyboard_interrupt_stops_at_once_and_keeps_the_answers(bank, fm):
+    z = bank.new_outcomes[0]
+    calls = []
+
+    def fn(ids):
+        calls.append(ids[0])
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return [float(z[i]) for i in ids]
+
+    s = EvaluationSession(fm, budget=10, random_state=0)
+    with pytest.raises(KeyboardInterrupt) as info:
+        evaluate(fn, s, progress=False)
+    assert s.n_answers == 3 and s.pending.ids == [calls[-1]]
+    assert any("3 answer(s) recorded" in note for note in info.value.__notes__)

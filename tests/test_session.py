@@ -387,6 +387,19 @@ def _child(directory, z, seed, log_path, hook, count):
                 kill_point()
 
 
+def _wait(pid, seconds=120):
+    """``waitpid`` with a guard against a hung child (not a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.005)
+    os.kill(pid, signal.SIGKILL)  # pragma: no cover
+    os.waitpid(pid, 0)  # pragma: no cover
+    pytest.fail("the child process hung")  # pragma: no cover
+
+
 def _run_child(*args):
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -396,7 +409,7 @@ def _run_child(*args):
             code = 0
         finally:
             os._exit(code)
-    return os.waitpid(pid, 0)[1]
+    return _wait(pid)
 
 
 @pytest.mark.parametrize("replace", [False, True])
@@ -446,18 +459,19 @@ def test_sigkill_from_outside_while_running(tmp_path, bank, fm, ids):
             finally:
                 os._exit(0)
         target = n_logged + int(plan.integers(1, 5))
-        deadline = time.monotonic() + 60  # a guard against a hung child, not a timing assertion
+        deadline = time.monotonic() + 120  # a guard against a hung child, not a timing assertion
         while time.monotonic() < deadline:
             if os.waitpid(pid, os.WNOHANG) != (0, 0):
                 break
             if log.exists() and len(log.read_text().splitlines()) >= target:
                 os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+                _wait(pid)
                 break
             time.sleep(0.002)
         else:  # pragma: no cover
             os.kill(pid, signal.SIGKILL)
-            pytest.fail("child did not progress")
+            _wait(pid)
+            pytest.fail("the child process did not progress")
         s = EvaluationSession.load(tmp_path / "s")
         for qid, value in (line.split() for line in log.read_text().splitlines()):
             assert s._answers[s._index_of(qid)] == float(value)
