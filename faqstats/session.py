@@ -194,14 +194,15 @@ class EvaluationSession:
         ids, id_type = _check_question_ids(question_ids, factor_model, n_questions)
         if random_state is None:
             random_state = int(np.random.SeedSequence().entropy)
-        if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) or random_state < 0:
+        if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
             raise TypeError(
-                f"random_state must be a non-negative int seed (or None for a fresh one), got {random_state!r}; "
+                f"random_state must be an int seed (or None for a fresh one), got {type(random_state).__name__}; "
                 "a session stores its seed to resume exactly."
             )
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int seed, got {random_state}.")
         sampler = HybridSampler() if sampler is None else sampler
-        notes = []
-        config = _json_safe({
+        config = {
             "sampler": _sampler_spec(sampler),
             "budget": budget,
             "batch_size": batch_size,
@@ -210,7 +211,9 @@ class EvaluationSession:
             "confidence_sequence": confidence_sequence,
             "interval": interval,
             "random_state": int(random_state),
-        }, "config", notes)
+        }
+        notes = []
+        config = _json_safe(config, "config", notes)  # numpy scalars -> plain JSON types
         if notes:
             raise ValueError(f"session parameters must be storable as JSON: {notes[0]}")
         directory = None if directory is None else Path(os.fspath(directory))
@@ -607,9 +610,10 @@ class EvaluationSession:
 
         Needs at least two recorded draws. Once done it equals what
         :class:`PAIEstimator` reports for the same configuration and answers. While
-        running, the Wald-type interval is valid for the number of queries the
-        session was going to make anyway only if you do not stop because of it; to stop
-        on the interval, use ``stop_when_width`` (its anytime interval is reported).
+        running, its Wald-type interval is that of the draws so far: valid for a number
+        of draws fixed in advance, not for stopping because it looks narrow enough. To
+        stop on the width, use ``stop_when_width``, whose anytime-valid interval is then
+        reported.
         """
         return self._result(self._run)
 

@@ -329,7 +329,7 @@ def test_two_writers_on_one_session_are_refused(tmp_path, fm, ids):
         (dict(batch_size=0), ValueError, "batch_size"),
         (dict(alpha=1.5), ValueError, "alpha"),
         (dict(stop_when_width=2.0), ValueError, "stop_when_width"),
-        (dict(random_state=-1), TypeError, "random_state"),
+        (dict(random_state=-1), ValueError, "random_state"),
         (dict(random_state=np.random.default_rng(0)), TypeError, "random_state"),
         (dict(sampler=fq.BernoulliAIPW()), ValueError, "sequential"),
         (dict(sampler="hybrid"), TypeError, "Sampler"),
