@@ -149,7 +149,8 @@ def _fit_history(args):
         ids = None if key is None else [str(q) for q in meta[key].tolist()]
     params = {k: v for k, v in (("n_components", args.n_components), ("alpha", args.alpha), ("max_iter", args.max_iter),
                                  ("learning_rate", args.learning_rate)) if v is not None}
-    fm = LogisticFactorModel(**params, device=args.device, random_state=args.seed, verbose=not (args.quiet or args.json))
+    verbose = not (args.quiet or args.json)
+    fm = LogisticFactorModel(**params, device=args.device, random_state=args.seed, verbose=verbose)
     fm.fit(matrix)
     out = save_factor_model(fm, args.out, question_ids=ids)
     payload = {
@@ -201,7 +202,8 @@ def _session_new(args):
     )
     st = session.status()
     _emit(args, st, f"Created a session in {session.directory} ({st['n_questions']} questions, budget {st['budget']}, "
-          f"batch size {st['batch_size']}, seed {st['random_state']}).\nNext: faqstats session next {session.directory}")
+          f"batch size {st['batch_size']}, seed {st['random_state']}).\n"
+          f"Next: faqstats session next {session.directory}")
     return 0
 
 
@@ -230,7 +232,9 @@ def _pairs_from_json(path):
             elif isinstance(item, list) and len(item) == 2:
                 pairs.append(tuple(item))
             else:
-                raise ValueError(f"{path}: each entry must be [id, outcome] or {{\"id\": ..., \"outcome\": ...}}, got {item!r}.")
+                raise ValueError(
+                    f"{path}: each entry must be [id, outcome] or {{\"id\": ..., \"outcome\": ...}}, got {item!r}."
+                )
         return pairs
     raise ValueError(f"{path} must hold a JSON object {{id: outcome}} or a list of [id, outcome] pairs.")
 
@@ -295,7 +299,8 @@ def _json_flag(parser):
 
 def _add_fit_history_parser(sub):
     fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz) and save it")
-    fit.add_argument("--data", required=True, help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")
+    fit.add_argument("--data", required=True,
+                     help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")
     fit.add_argument("--out", required=True, help="where to write the fitted model (.npz)")
     fit.add_argument("--n-components", type=int, default=None, help="rank k (default 16)")
     fit.add_argument("--alpha", type=float, default=None, help="weight decay (default 0.1)")

@@ -218,7 +218,9 @@ class EvaluationSession:
             raise ValueError(f"session parameters must be storable as JSON: {notes[0]}")
         directory = None if directory is None else Path(os.fspath(directory))
         if directory is not None and (directory / STATE_FILE).exists():
-            raise FileExistsError(f"{directory} already holds a faqstats session; resume it with EvaluationSession.load.")
+            raise FileExistsError(
+                f"{directory} already holds a faqstats session; resume it with EvaluationSession.load."
+            )
         self._setup(factor_model, ids, id_type, config, sampler)
         self._rng = np.random.default_rng(config["random_state"])
         self._created = _now()
@@ -296,8 +298,8 @@ class EvaluationSession:
         model_ids_hash = fm.metadata_.get("question_ids_sha256")
         if model_ids_hash != state["question_ids_sha256"]:
             raise ValueError(
-                f"{directory}: the bank's question ids (sha256 {str(state['question_ids_sha256'])[:12]}...) differ from "
-                f"those of the factor model file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); "
+                f"{directory}: the bank's question ids (sha256 {str(state['question_ids_sha256'])[:12]}...) differ "
+                f"from those of the factor model file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); "
                 "the session and the model describe different banks."
             )
         model_sha = _file_sha256(model_path)
@@ -350,7 +352,11 @@ class EvaluationSession:
         self._run = self._est.new_run(fm.question_factors_.shape[0])
         cs_alpha = self._est._cs_alpha()
         # the same sequence PAIEstimator._loop_sequential tracks
-        self._cs = None if cs_alpha is None else BettingConfidenceSequence(alpha=cs_alpha, truncation=0.9, horizon=config["budget"])
+        self._cs = (
+            None
+            if cs_alpha is None
+            else BettingConfidenceSequence(alpha=cs_alpha, truncation=0.9, horizon=config["budget"])
+        )
         self._config = config
         self.factor_model = fm
         self.sampler = sampler
@@ -546,7 +552,8 @@ class EvaluationSession:
             outcome = self._answers[question]
             # run.available is the round's availability after the earlier draws of the round,
             # so this is the q the draw was made from (the confidence sequence's range needs it)
-            bounds = None if cs is None else run.increment_range(within_round(self._q_round, run.available, run.replace))
+            if cs is not None:
+                bounds = run.increment_range(within_round(self._q_round, run.available, run.replace))
             phi = run.record(question, probability, outcome, update=False)
             if cs is not None:
                 cs.update(phi, *bounds)
@@ -667,7 +674,9 @@ class EvaluationSession:
 
         traj = self.trajectory()
         if not len(traj):
-            raise ValueError(f"Nothing to plot yet: a plot needs at least two recorded answers ({self.n_draws} so far).")
+            raise ValueError(
+                f"Nothing to plot yet: a plot needs at least two recorded answers ({self.n_draws} so far)."
+            )
         fig = Figure(figsize=(6.4, 4.0), layout="constrained")
         FigureCanvasAgg(fig)
         ax = fig.add_subplot()
@@ -790,8 +799,8 @@ class EvaluationSession:
                 on_disk = _read_state(path).get("revision")
                 if on_disk != self._revision:
                     raise RuntimeError(
-                        f"{path} was changed by another process (revision {on_disk}, this session loaded {self._revision}); "
-                        "nothing was written. Load the session again to continue."
+                        f"{path} was changed by another process (revision {on_disk}, this session loaded "
+                        f"{self._revision}); nothing was written. Load the session again to continue."
                     )
             _atomic_write_text(path, text)
         self._revision = state["revision"]
@@ -824,7 +833,9 @@ def _check_outcome(value, qid):
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"outcome for question id {qid!r} must be in [0, 1] (1 correct, 0 wrong), got {value!r}.")
     if value not in (0.0, 1.0) and not _graded_outcomes_supported():
-        raise ValueError(f"outcome for question id {qid!r} must be 0 or 1 (graded outcomes are not supported), got {value!r}.")
+        raise ValueError(
+            f"outcome for question id {qid!r} must be 0 or 1 (graded outcomes are not supported), got {value!r}."
+        )
     return value
 
 

@@ -2,7 +2,6 @@
 
 import threading
 
-import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
@@ -33,7 +32,8 @@ def test_concurrency_does_not_change_the_result(bank, fm, chunk_size):
     results = {}
     for concurrency in (1, 4):
         s = EvaluationSession(fm, budget=24, batch_size=6, random_state=3)
-        results[concurrency] = (evaluate(_answer(z), s, concurrency=concurrency, chunk_size=chunk_size, progress=False), s)
+        result = evaluate(_answer(z), s, concurrency=concurrency, chunk_size=chunk_size, progress=False)
+        results[concurrency] = (result, s)
     (r1, s1), (r4, s4) = results[1], results[4]
     assert r1 == r4 and s1.done and s4.done
     assert_array_equal(s1.queries(), s4.queries())

@@ -81,7 +81,9 @@ def test_session_equals_estimator_with_stop_when_width(bank, fm, ids, batch_size
     z = bank.new_outcomes[0]
     make = lambda: fq.HybridSampler(tau=0.5, rho=0.3, replace=replace)  # noqa: E731
     est = fq.PAIEstimator(fm, make(), budget=40, batch_size=batch_size, stop_when_width=0.5, random_state=1).fit(z)
-    s = EvaluationSession(fm, ids, sampler=make(), budget=40, batch_size=batch_size, stop_when_width=0.5, random_state=1)
+    s = EvaluationSession(
+        fm, ids, sampler=make(), budget=40, batch_size=batch_size, stop_when_width=0.5, random_state=1
+    )
     _drive(s, z)
     assert est.stop_reason_ == s.stop_reason == "width"
     assert_array_equal(s.queries(), est.queries_)
@@ -260,8 +262,8 @@ def test_a_changed_bank_or_model_file_is_refused(tmp_path, fm, ids):
         EvaluationSession.load(tmp_path)
     V = fm.question_factors_.copy()
     V[0, 0] += 1.0
-    fq.save_factor_model(fq.LogisticFactorModel.from_factors(V, fm.prior_mean_, fm.prior_cov_), tmp_path / "factor_model.npz",
-                         question_ids=ids)
+    changed = fq.LogisticFactorModel.from_factors(V, fm.prior_mean_, fm.prior_cov_)
+    fq.save_factor_model(changed, tmp_path / "factor_model.npz", question_ids=ids)
     with pytest.raises(ValueError, match="not the factor model this session started with"):
         EvaluationSession.load(tmp_path)
     (tmp_path / "factor_model.npz").write_bytes(before["factor_model.npz"])
@@ -306,7 +308,8 @@ def test_custom_sampler_must_be_passed_to_load(tmp_path, bank, fm, ids):
         EvaluationSession.load(tmp_path, sampler=MySampler(tau=0.3))
     s = EvaluationSession.load(tmp_path, sampler=MySampler(tau=0.4))
     _drive(s, bank.new_outcomes[0])
-    assert s.result() == fq.PAIEstimator(fm, MySampler(tau=0.4), budget=6, random_state=0).fit(bank.new_outcomes[0]).result_
+    est = fq.PAIEstimator(fm, MySampler(tau=0.4), budget=6, random_state=0).fit(bank.new_outcomes[0])
+    assert s.result() == est.result_
 
 
 def test_two_writers_on_one_session_are_refused(tmp_path, fm, ids):
