@@ -3,7 +3,9 @@
 One experiment takes a models x questions 0/1 matrix, splits its rows into a
 *history* (to fit the factor model) and *new models* (to evaluate), optionally
 masks the history, and runs every method at every budget for every new model and
-seed through the core :class:`~faqstats.PAIEstimator`. The result is a tidy table
+seed through the core :class:`~faqstats.PAIEstimator` (or its batched twin
+:func:`faqstats.batched.simulate`, which advances all new models of a (method,
+budget, seed) in lockstep and reproduces the estimator's draws). The result is a tidy table
 with one record per (method, budget, model, seed); :func:`summarize` and
 :func:`per_model_coverage` reduce it, :func:`write_csv` writes any of the tables.
 No statistics live here: estimates, standard errors and intervals all come from
@@ -35,6 +37,7 @@ import numpy as np
 from sklearn.base import clone
 
 from .._validation import check_history, check_scalar
+from ..batched import simulate, supports
 from ..estimator import PAIEstimator
 from ..factor_model import LogisticFactorModel
 from ..sampling import (
@@ -387,20 +390,52 @@ def _fit_factor_model(spec, history, verbose):
 
 
 # ---------------------------------------------------------------- the sweep
-def _run_chunk(name, factor_model, sampler, fraction, budget, seed, new, truths, rows, random_state, alpha):
+def _run_chunk(name, factor_model, sampler, fraction, budget, seed, new, truths, rows, random_state, alpha, engine):
     """Every new model for one (method, budget, seed): a block of records."""
     out = np.empty(new.shape[0], dtype=RECORD_DTYPE)
     key = method_key(name)
-    for i in range(new.shape[0]):
-        rng = np.random.default_rng([random_state, key, int(budget), i, int(seed)])
-        est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=rng).fit(new[i])
-        low, high = est.conf_int(alpha=alpha)
-        truth = truths[i]
-        out[i] = (
-            name, fraction, budget, i, rows[i], seed, truth, est.estimate_, est.std_error_, low, high,
-            low <= truth <= high, est.n_queries_,
-        )
+    gens = [np.random.default_rng([random_state, key, int(budget), i, int(seed)]) for i in range(new.shape[0])]
+    if engine["engine"] != "sequential" and supports(sampler):
+        with _torch_threads(engine["threads"]):
+            runs = simulate(new, gens, factor_model=factor_model, sampler=sampler, budget=int(budget), alpha=alpha,
+                            device=engine["device"], dtype=engine["dtype"])
+        columns = (runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries)
+    else:
+        columns = np.empty((5, new.shape[0]))
+        for i in range(new.shape[0]):
+            est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gens[i]).fit(new[i])
+            columns[:, i] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_)
+    estimate, std_error, low, high, n_queries = columns
+    out["method"], out["budget_fraction"], out["budget"] = name, fraction, budget
+    out["model"], out["row"], out["seed"], out["truth"] = np.arange(new.shape[0]), rows, seed, truths
+    out["estimate"], out["std_error"], out["low"], out["high"] = estimate, std_error, low, high
+    out["covered"] = (low <= truths) & (truths <= high)
+    out["n_queries"] = n_queries
     return out
+
+
+class _torch_threads:
+    """Temporarily set torch's intra-op threads (``None``: leave as is).
+
+    Parallel workers each running two threads on a two-core machine spend most of
+    their time waiting at thread barriers; one thread per worker is several times faster.
+    """
+
+    def __init__(self, n):
+        self.n = n
+
+    def __enter__(self):
+        if self.n is not None:
+            import torch
+
+            self.before = torch.get_num_threads()
+            torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        if self.n is not None:
+            import torch
+
+            torch.set_num_threads(self.before)
 
 
 def run_experiment(
@@ -421,6 +456,10 @@ def run_experiment(
     random_state=0,
     n_jobs=None,
     backend=None,
+    engine="auto",
+    device="cpu",
+    dtype="float64",
+    torch_threads="auto",
     verbose=True,
 ):
     """Run methods x budgets x new models x seeds on a response matrix; return tidy records.
@@ -456,6 +495,18 @@ def run_experiment(
     backend : str or None, default=None
         joblib backend ("loky", "threading", "dask", "ray" once registered, ...);
         ``None`` uses joblib's default or the enclosing ``parallel_config``.
+    engine : {"auto", "batched", "sequential"}, default="auto"
+        ``"auto"``/``"batched"``: every new model of a (method, budget, seed) runs in
+        lockstep in :func:`faqstats.batched.simulate` (vectorised; same draws and, to
+        rounding, the same numbers as the estimator) whenever it covers the method's
+        sampler, else one :class:`~faqstats.PAIEstimator` per run. ``"sequential"``:
+        always the estimator (slow; for checking).
+    device, dtype : str
+        Torch device and precision of the batched engine ("cuda" on a GPU; "float32"
+        there trades exact agreement with the estimator for speed).
+    torch_threads : int, None or "auto", default="auto"
+        Torch threads per worker while running the batched engine: ``"auto"`` is 1 when
+        ``n_jobs`` is not 1 (workers share the cores) and torch's default otherwise.
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 
@@ -469,6 +520,13 @@ def run_experiment(
     from joblib import Parallel, delayed, parallel_config
 
     start = time.perf_counter()
+    if engine not in ("auto", "batched", "sequential"):
+        raise ValueError(f"engine must be 'auto', 'batched' or 'sequential', got {engine!r}.")
+    if torch_threads == "auto":
+        torch_threads = None if n_jobs in (None, 1) else 1
+    elif torch_threads is not None:
+        check_scalar(torch_threads, "torch_threads", kind=numbers.Integral, low=1)
+    engine_cfg = {"engine": engine, "device": device, "dtype": dtype, "threads": torch_threads}
     methods = _check_methods(methods)
     seeds = _check_seeds(seeds)
     check_scalar(random_state, "random_state", kind=numbers.Integral, low=0)
@@ -487,7 +545,8 @@ def run_experiment(
     specs = {m: METHODS[m](fitted) for m in methods}  # resolved here: workers need no registry
     chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
     tasks = (
-        delayed(_run_chunk)(m, *specs[m], float(f), int(b), s, new, truths, new_rows, random_state, alpha)
+        delayed(_run_chunk)(m, *specs[m], float(f), int(b), s, new, truths, new_rows, random_state, alpha,
+                            engine_cfg)
         for m, f, b, s in chunks
     )
     bar = None
@@ -517,7 +576,7 @@ def run_experiment(
         config=dict(
             history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
             n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models, seeds=seeds, methods=methods,
-            alpha=alpha, random_state=random_state,
+            alpha=alpha, random_state=random_state, engine=engine, device=device, dtype=dtype,
         ),
     )
 

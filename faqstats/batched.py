@@ -1,0 +1,426 @@
+"""Many PAI runs in lockstep: a batched torch engine for simulations.
+
+A simulation study evaluates the same policy on many new models and seeds. Run one
+at a time, each round of each run is a handful of small numpy calls, and the Python
+overhead dominates. :func:`simulate` advances ``R`` runs together: every round is a
+few tensor operations over an ``R x N`` block (predictions, scores, sampling
+distributions, cumulative sums for the draws) plus batched rank-one Laplace
+updates of the ``R`` factor posteriors (``R x k x k``). Memory is
+O(R (N + k^2)) per chunk of runs; no ``R x N x k`` intermediate is ever formed
+(the quadratic forms ``v_j' S_r v_j`` of the active-learning score are kept up to
+date by rank-one downdates, ``R x N``, and recomputed from scratch in chunks).
+
+It reproduces :class:`~faqstats.PAIEstimator` draw for draw: run ``r`` takes its
+uniforms from its own generator exactly as the estimator would (one ``random()``
+per draw through the same inverse-CDF rule as ``Generator.choice``; for
+:class:`~faqstats.BernoulliAIPW` a ``permutation`` then one ``random()`` per item),
+so in float64 the estimates agree with sequential runs to rounding (tested). It
+covers the built-in policies with ``batch_size=1``, a fixed budget, the martingale
+variance and the ``robust-t``/``t``/``normal`` intervals; anything else (custom
+samplers, early stopping, batches) goes through the estimator itself
+(:func:`supports` says which).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy import stats
+
+from ._validation import check_alpha, check_generator
+from .sampling import (
+    ActiveLearningSampler,
+    BernoulliAIPW,
+    HybridSampler,
+    NeymanSampler,
+    UniformSampler,
+)
+
+__all__ = ["BatchedRuns", "simulate", "supports"]
+
+_SEQUENTIAL = (UniformSampler, NeymanSampler, ActiveLearningSampler, HybridSampler)
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+#: elements of one ``R x N`` block; runs are processed in chunks of at most this size
+DEFAULT_MAX_ELEMENTS = 2**20
+# quadratic forms are recomputed from scratch after this many rank-one downdates
+_REFRESH_EVERY = 256
+
+
+@dataclass(frozen=True)
+class BatchedRuns:
+    """Per-run results of :func:`simulate` (arrays of shape ``(R,)``).
+
+    Attributes
+    ----------
+    estimate, std_error : ndarray
+    df : ndarray
+        Degrees of freedom of the t quantile (``inf`` for the normal quantile).
+    low, high : ndarray
+        Two-sided ``1 - alpha`` intervals, clipped to [0, 1] as :meth:`AccuracyResult.conf_int` does.
+    n_queries : ndarray of int
+        Distinct questions answered.
+    method : str
+        ``"pai"``, ``"sample_mean"`` or ``"aipw"``, as in :class:`~faqstats.AccuracyResult`.
+    """
+
+    estimate: np.ndarray
+    std_error: np.ndarray
+    df: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    n_queries: np.ndarray
+    method: str
+
+
+def supports(sampler, *, batch_size=1, variance="martingale", stop_when_width=None, confidence_sequence=False):
+    """Whether :func:`simulate` reproduces ``PAIEstimator`` with these settings.
+
+    >>> from faqstats import HybridSampler
+    >>> supports(HybridSampler()), supports(HybridSampler(), batch_size=4)
+    (True, False)
+    """
+    if batch_size != 1 or variance != "martingale" or stop_when_width is not None or confidence_sequence:
+        return False
+    return type(sampler) in _SEQUENTIAL + (BernoulliAIPW,)
+
+
+def simulate(
+    outcomes,
+    generators,
+    *,
+    factor_model=None,
+    sampler=None,
+    budget=100,
+    rows=None,
+    interval="robust-t",
+    alpha=0.05,
+    device="cpu",
+    dtype="float64",
+    max_elements=DEFAULT_MAX_ELEMENTS,
+    progress=None,
+):
+    """Run ``PAIEstimator(factor_model, sampler, budget)`` once per generator, in lockstep.
+
+    Parameters
+    ----------
+    outcomes : array-like of shape (n_models, N)
+        The new models' complete outcomes in [0, 1].
+    generators : sequence of numpy Generators (or seeds), length R
+        One per run, used exactly as ``PAIEstimator(random_state=g)`` would use it.
+    factor_model : fitted LogisticFactorModel or None
+    sampler : Sampler or None
+        A built-in sampler (see :func:`supports`); ``None`` is ``HybridSampler()``.
+    budget : int
+    rows : array-like of int, shape (R,), or None
+        Which row of ``outcomes`` run ``r`` evaluates; ``None`` means run ``r`` uses row ``r``.
+    interval : {"robust-t", "t", "normal"}
+    alpha : float
+        Level of the reported intervals.
+    device : str
+        Torch device ("cpu", "cuda", ...).
+    dtype : {"float64", "float32"}
+        float64 reproduces the sequential estimator to rounding; float32 is faster on GPUs.
+    max_elements : int
+        Runs are processed in chunks of at most ``max_elements // N`` runs.
+    progress : callable or None
+        Called with the number of runs finished after each chunk.
+
+    Returns
+    -------
+    BatchedRuns
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=150, n_components=3, random_state=0)
+    >>> fm = fq.LogisticFactorModel(n_components=3, max_iter=200, random_state=0).fit(bank.history)
+    >>> runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=fm,
+    ...                 budget=20, rows=[0, 0, 1, 1])
+    >>> est = fq.PAIEstimator(fm, budget=20, random_state=np.random.default_rng(2)).fit(bank.new_outcomes[1])
+    >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9)
+    True
+    """
+    from .estimator import PAIEstimator
+
+    alpha = check_alpha(alpha)
+    if interval not in ("robust-t", "t", "normal"):
+        raise ValueError(f"interval must be 'robust-t', 't' or 'normal', got {interval!r}.")
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.")
+    Z = np.asarray(outcomes, dtype=float)
+    if Z.ndim != 2:
+        raise ValueError(f"outcomes must be a 2-D (models x questions) array, got shape {Z.shape}.")
+    if np.isnan(Z).any() or Z.min() < 0 or Z.max() > 1:
+        raise ValueError("outcomes must be complete (no NaN) with values in [0, 1].")
+    gens = [check_generator(g) for g in generators]
+    R, N = len(gens), Z.shape[1]
+    rows = np.arange(R) if rows is None else np.asarray(rows, dtype=np.int64)
+    if rows.shape != (R,) or (R and (rows.min() < 0 or rows.max() >= Z.shape[0])):
+        raise ValueError(f"rows must hold one row index of outcomes per generator ({R}).")
+    # the estimator's own checks (budget, sampler, factor model, bank size)
+    est = PAIEstimator(factor_model, sampler, budget=budget, interval=interval)
+    sampler = est._check(N)
+    if not supports(sampler):
+        raise ValueError(f"simulate does not cover {type(sampler).__name__}; use PAIEstimator.")
+    if factor_model is not None and factor_model.question_factors_.shape[0] != N:
+        raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on "
+                         f"{factor_model.question_factors_.shape[0]}.")
+    engine = _Engine(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
+    chunk = max(1, int(max_elements) // max(N, 1))
+    parts = []
+    for start in range(0, R, chunk):
+        sl = slice(start, min(R, start + chunk))
+        parts.append(engine.run(Z[rows[sl]], gens[sl]))
+        if progress is not None:
+            progress(sl.stop - sl.start)
+    if parts:
+        est_, var_, df_, nq = (np.concatenate(x) for x in zip(*parts))
+    else:
+        est_, var_, df_, nq = (np.empty(0), np.empty(0), np.empty(0), np.empty(0, np.int64))
+    if not (np.all(np.isfinite(est_)) and np.all(np.isfinite(var_))):
+        raise FloatingPointError("Non-finite estimate or variance in a batched run.")
+    if engine.method == "aipw" or interval == "normal":
+        df_ = np.full(R, np.inf)
+    elif interval == "t":
+        df_ = np.full(R, float(budget - 1))
+    se = np.sqrt(var_)
+    crit = np.where(np.isinf(df_), stats.norm.ppf(1 - alpha / 2), stats.t.ppf(1 - alpha / 2, np.where(np.isinf(df_), 1, df_)))
+    low = np.clip(est_ - crit * se, 0.0, 1.0)
+    high = np.clip(est_ + crit * se, 0.0, 1.0)
+    return BatchedRuns(est_, se, df_, low, high, nq.astype(np.int64), engine.method)
+
+
+def robust_df(phi):
+    """Row-wise :func:`faqstats._inference.effective_df` of increments ``phi`` (R, n)."""
+    n = phi.shape[1]
+    d = phi - phi.mean(axis=1, keepdims=True)
+    m2 = np.mean(d**2, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        excess = np.where(m2 > 0, np.mean(d**4, axis=1) / np.where(m2 > 0, m2, 1.0) ** 2 - 3.0, 0.0)
+    df = 2.0 / (2.0 / (n - 1) + np.maximum(excess, 0.0) / n)
+    return np.where(m2 > 0, np.minimum(n - 1, np.maximum(1.0, df)), float(n - 1))
+
+
+class _Engine:
+    """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs."""
+
+    def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
+        self.sampler, self.budget, self.N = sampler, budget, n_questions
+        self.device, self.dtype = device, dtype
+        self.stream = isinstance(sampler, BernoulliAIPW)
+        if factor_model is None:
+            self.V = None
+        else:
+            t = lambda a: torch.as_tensor(np.asarray(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
+            self.V = t(factor_model.question_factors_)
+            self.mean0 = t(factor_model.prior_mean_)
+            self.cov0 = t(factor_model.prior_cov_)
+        if self.stream:
+            self.method = "aipw"
+        elif factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace:
+            self.method = "sample_mean"
+        else:
+            self.method = "pai"
+        self.uses_al = isinstance(sampler, ActiveLearningSampler) or (
+            isinstance(sampler, HybridSampler) and sampler.rho > 0
+        )
+
+    def _tensor(self, a, dtype=None):
+        return torch.as_tensor(a, dtype=self.dtype if dtype is None else dtype, device=self.device)
+
+    # -- the factor posteriors of a chunk ----------------------------------------
+    def _init_posterior(self, R):
+        if self.V is None:
+            self.mean = self.cov = None
+            self.P = torch.zeros(R, self.N, dtype=self.dtype, device=self.device)
+            return
+        self.mean = self.mean0.expand(R, -1).clone()
+        self.cov = self.cov0.expand(R, -1, -1).clone()
+        self.P = torch.sigmoid(self.mean @ self.V.T)
+        self.quad = None
+        if self.uses_al:
+            q0 = torch.einsum("jk,kl,jl->j", self.V, self.cov0, self.V)
+            self.quad = q0.expand(R, -1).clone()
+            self.since_refresh = 0
+
+    def _laplace(self, idx, question, z):
+        """One Laplace step for the runs ``idx`` (all runs when None), as ``_laplace_step``."""
+        sel = (lambda x: x) if idx is None else (lambda x: x[idx])  # noqa: E731
+        mean, cov = sel(self.mean), sel(self.cov)
+        v = self.V[question]
+        p = torch.sigmoid((mean * v).sum(1))
+        w = p * (1.0 - p)
+        Sv = torch.bmm(cov, v.unsqueeze(2)).squeeze(2)
+        denom = 1.0 + w * (v * Sv).sum(1)
+        c = w / denom
+        cov = cov - c[:, None, None] * (Sv.unsqueeze(2) * Sv.unsqueeze(1))
+        cov = 0.5 * (cov + cov.transpose(1, 2))
+        mean = mean + (Sv / denom[:, None]) * (z - p)[:, None]
+        P = (mean @ self.V.T).sigmoid_()
+        if idx is None:
+            self.mean, self.cov, self.P = mean, cov, P
+        else:
+            self.mean[idx], self.cov[idx], self.P[idx] = mean, cov, P
+        if self.quad is not None:  # idx is None here: only sequential policies use the score
+            u = Sv @ self.V.T
+            self.quad -= c[:, None] * (u * u)
+            self.since_refresh += 1
+            if self.since_refresh >= _REFRESH_EVERY:
+                self._refresh_quad()
+
+    def _refresh_quad(self):
+        R, k = self.cov.shape[0], self.V.shape[1]
+        step = max(1, DEFAULT_MAX_ELEMENTS // max(self.N * k, 1))
+        for s in range(0, R, step):  # chunked: the (runs, N, k) product stays bounded
+            self.quad[s : s + step] = torch.einsum("jk,rkl,jl->rj", self.V, self.cov[s : s + step], self.V)
+        self.since_refresh = 0
+
+    # -- one chunk -----------------------------------------------------------------
+    def run(self, Z, generators):
+        R = len(generators)
+        self._init_posterior(R)
+        if self.stream:
+            return self._run_stream(Z, generators)
+        return self._run_sequential(Z, generators)
+
+    def _scores(self, A, step):
+        """Scores of the sequential policies, zero where ``A`` (0/1 availability) is 0.
+
+        The same numbers as the samplers' ``scores`` (up to rounding), written with few
+        passes over the ``R x N`` block: elementwise work dominates the loop.
+        """
+        s, P = self.sampler, self.P
+        if isinstance(s, UniformSampler):
+            return A.clone()
+        if isinstance(s, ActiveLearningSampler):
+            return self._al_scores().mul_(A)
+        neyman = torch.sub(P, P * P).clamp_(min=0.0).sqrt_().mul_(A)
+        if isinstance(s, NeymanSampler):
+            return neyman
+        alpha_t, beta_t = s.schedule(step, self.budget)
+        if alpha_t == 0 and beta_t == 1:
+            return neyman  # normalised later anyway
+        mix = _normalise(neyman, A)
+        if alpha_t > 0:
+            mix = (1.0 - alpha_t) * mix + alpha_t * _normalise(self._al_scores().mul_(A), A)
+        # x ** 0 == 1: beta_t == 0 is uniform over the askable questions
+        return mix.pow_(beta_t).mul_(A) if beta_t != 0 else A.clone()
+
+    def _al_scores(self):
+        P, V = self.P, self.V
+        w = P - P * P
+        g = (w @ V) / V.shape[0]
+        proj = torch.bmm(self.cov, g.unsqueeze(2)).squeeze(2) @ V.T
+        return w * proj**2 / (1.0 + w * self.quad)
+
+    def _run_sequential(self, Z, generators):
+        R, N, budget = len(generators), self.N, self.budget
+        replace = self.sampler.replace
+        tau = self.sampler.tau
+        U = self._tensor(np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget)))
+        Zt = self._tensor(Z)
+        ar = torch.arange(R, device=self.device)
+        A = torch.ones(R, N, dtype=self.dtype, device=self.device)  # 1 where askable
+        asked = torch.zeros(R, N, dtype=torch.bool, device=self.device)
+        asked_total = torch.zeros(R, dtype=self.dtype, device=self.device)
+        phi = torch.empty(R, budget, dtype=self.dtype, device=self.device)
+        zs = torch.empty(R, budget, dtype=self.dtype, device=self.device)
+        for t in range(budget):
+            n_avail = N if replace else N - t
+            s = self._scores(A, t + 1)
+            total = s.sum(1)
+            # q = tau * uniform + (1 - tau) * s / total, or uniform where every score is 0
+            pos = total > 0
+            # (python scalars in torch.where would make float32 tensors: keep the working dtype)
+            a = torch.full_like(total, 1.0 / n_avail).masked_fill_(pos, tau / n_avail)
+            b = ((1.0 - tau) / torch.where(pos, total, torch.ones_like(total))).masked_fill_(~pos, 0.0)
+            q = torch.addcmul(A * a[:, None], s, b[:, None])
+            # Generator.choice(p=q): index = searchsorted(cumsum(q) / total mass, u, right)
+            cdf = torch.cumsum(q, 1)
+            u = U[:, t : t + 1] * cdf[:, -1:]
+            question = torch.searchsorted(cdf, u, right=True).squeeze(1).clamp_(max=N - 1)
+            prob = q[ar, question]
+            z = Zt[ar, question]
+            P = self.P
+            base = P.sum(1) if replace else asked_total + torch.einsum("rn,rn->r", P, A)
+            phi[:, t] = (base + (z - P[ar, question]) / prob) / N
+            zs[:, t] = z
+            asked[ar, question] = True
+            if not replace:
+                A[ar, question] = 0.0
+                asked_total += z
+            if self.V is not None:
+                self._laplace(None, question, z)
+        phi, zs = phi.cpu().numpy(), zs.cpu().numpy()
+        n_queries = asked.sum(1).cpu().numpy()
+        if self.method == "sample_mean":
+            n = budget
+            var = (1.0 - n / N) * zs.var(axis=1, ddof=1) / n
+            return zs.mean(1), var, robust_df(zs), n_queries
+        est = phi.mean(1)
+        var = ((phi - est[:, None]) ** 2).sum(1) / (budget * (budget - 1))
+        return est, var, robust_df(phi), n_queries
+
+    def _run_stream(self, Z, generators):
+        """Nature's-order label/skip runs (:class:`BernoulliAIPW`), one item per step."""
+        s_cfg = self.sampler
+        R, N, budget = len(generators), self.N, self.budget
+        orders, coins = [], []
+        for g in generators:  # the estimator draws the order first, then one coin per item
+            orders.append(g.permutation(N) if s_cfg.order == "random" else np.arange(N))
+            coins.append(g.random(N))
+        order = torch.as_tensor(np.stack(orders) if R else np.empty((0, N), np.int64), device=self.device)
+        U = self._tensor(np.stack(coins) if R else np.empty((0, N)))
+        Zt = self._tensor(Z)
+        ar = torch.arange(R, device=self.device)
+        avail = torch.ones(R, N, dtype=torch.bool, device=self.device)
+        zero = torch.zeros((), dtype=self.dtype)
+
+        def scores(P):
+            if s_cfg.score == "uniform":
+                return torch.ones_like(P)
+            if s_cfg.score == "neyman":
+                return torch.sqrt(torch.clamp(P * (1.0 - P), min=0.0))
+            return torch.minimum(P, 1.0 - P)
+
+        S = scores(self.P)
+        ssum = S.sum(1)
+        labels = torch.zeros(R, dtype=self.dtype, device=self.device)
+        total = torch.zeros(R, dtype=self.dtype, device=self.device)
+        var_total = torch.zeros(R, dtype=self.dtype, device=self.device)
+        floor = s_cfg.pi_floor * budget / N
+        for t in range(N):
+            remaining = N - t
+            j = order[:, t]
+            s_j = S[ar, j]
+            mean_s = ssum / remaining
+            rel = torch.where(mean_s > 0, s_j / torch.where(mean_s > 0, mean_s, 1.0), torch.ones_like(s_j))
+            rate = torch.clamp(budget - labels, min=0.0) / remaining
+            pi = torch.clamp(torch.clamp(rate * ((1.0 - s_cfg.tau) * rel + s_cfg.tau), min=floor), max=1.0)
+            lab = U[:, t] < pi
+            p = self.P[ar, j]
+            z = Zt[ar, j]
+            total += torch.where(lab, p + (z - p) / pi, p)
+            var_total += torch.where(lab, (z - p) ** 2 * (1.0 - pi) / pi**2, zero)
+            labels += lab.to(self.dtype)
+            avail[ar, j] = False
+            ssum = ssum - s_j
+            idx = torch.nonzero(lab).squeeze(1)
+            if self.V is not None and idx.numel():
+                self._laplace(idx, j[idx], z[idx])
+                S[idx] = scores(self.P[idx])
+                ssum[idx] = torch.where(avail[idx], S[idx], zero).sum(1)
+        est = (total / N).cpu().numpy()
+        var = (var_total / N**2).cpu().numpy()
+        return est, var, np.full(R, np.inf), labels.cpu().numpy().astype(np.int64)
+
+
+def _normalise(x, A):
+    """Rows of ``x`` (already zero where ``A`` is 0) scaled to sum 1; uniform over ``A`` if all 0."""
+    total = x.sum(1, keepdim=True)
+    pos = total > 0
+    return torch.where(pos, x / torch.where(pos, total, 1.0), A / A.sum(1, keepdim=True))
