@@ -32,8 +32,8 @@ class AccuracyResult:
     df : float or None
         Degrees of freedom of the Student t quantile used by :meth:`conf_int`
         (``n - 1`` for a mean of ``n`` increments); ``None`` for the normal quantile.
-    stop_reason : {"budget", "width"}
-        Why querying stopped.
+    stop_reason : {"budget", "width"} or None
+        Why querying stopped; ``None`` for an interim result of a running session.
     anytime_interval : tuple or None
         The confidence sequence's interval at the end (anytime-valid at level
         ``1 - anytime_alpha``), when one was tracked.
@@ -92,7 +92,7 @@ class AccuracyResult:
             ("Estimated accuracy", f"{self.estimate:.4f}"),
             ("Standard error", f"{self.std_error:.4f}"),
             (f"{level} CI", f"[{low:.4f}, {high:.4f}]"),
-            ("Stopped because of", self.stop_reason),
+            ("Stopped because of", "(still running)" if self.stop_reason is None else self.stop_reason),
         ]
         if self.anytime_interval is not None:
             a_low, a_high = self.anytime_interval
