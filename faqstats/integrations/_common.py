@@ -1,0 +1,132 @@
+"""Helpers shared by the harness readers: assembling a history and checking ids."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["HarnessRecords", "check_question_id_list", "split_question_id"]
+
+
+def _id_sort_key(question_id):
+    """Sort ids by task, then numerically when the sample id is an integer (2 before 10)."""
+    task, _, sample = question_id.rpartition("/")
+    return (task, 0, int(sample), "") if sample.isdigit() else (task, 1, 0, sample)
+
+
+def split_question_id(question_id, name="question_ids"):
+    """``"<task>/<sample id>"`` -> ``(task, sample id)``, splitting at the last slash."""
+    if not isinstance(question_id, str):
+        raise TypeError(f"{name} must hold strings '<task>/<id>', got {question_id!r} ({type(question_id).__name__}).")
+    task, sep, sample = question_id.rpartition("/")
+    if not sep or not task or not sample:
+        raise ValueError(f"{name} must look like '<task>/<id>', got {question_id!r}.")
+    return task, sample
+
+
+def check_question_id_list(question_ids, name="question_ids"):
+    """A list of unique ``"<task>/<id>"`` strings."""
+    if isinstance(question_ids, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of question ids, not a single {type(question_ids).__name__}.")
+    ids = list(question_ids)
+    for qid in ids:
+        split_question_id(qid, name)
+    seen = set()
+    for qid in ids:
+        if qid in seen:
+            raise ValueError(f"{name} must be unique; {qid!r} appears more than once.")
+        seen.add(qid)
+    return ids
+
+
+def as_score(value, where):
+    """A harness score as a float in [0, 1]; bools become 0/1."""
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = float(value)
+        if math.isfinite(value) and 0.0 <= value <= 1.0:
+            return value
+    raise ValueError(
+        f"{where}: score {value!r} is not a number in [0, 1]; faqstats needs 0/1 outcomes or graded scores "
+        "in [0, 1] (use value_map or pick another metric/scorer)."
+    )
+
+
+def as_paths(paths, name):
+    """``paths`` (one path or a sequence) as a list of existing Paths."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out = []
+    for p in paths:
+        if not isinstance(p, (str, os.PathLike)):
+            raise TypeError(f"{name} must be paths (str or os.PathLike), got {p!r} ({type(p).__name__}).")
+        p = Path(p)
+        if not p.exists():
+            raise FileNotFoundError(f"{name}: {p} does not exist.")
+        out.append(p)
+    if not out:
+        raise ValueError(f"{name} is empty.")
+    return out
+
+
+class HarnessRecords:
+    """Scores keyed by model and question id, with a recency stamp per (model, question).
+
+    A later stamp replaces an earlier one (a re-run wins); several values with the
+    same stamp (epochs) are averaged.
+    """
+
+    def __init__(self):
+        self._scores = {}  # model -> qid -> (stamp, [values])
+        self.models = []  # first-seen order
+
+    def add(self, model, question_id, value, stamp=""):
+        per_model = self._scores.get(model)
+        if per_model is None:
+            per_model = self._scores[model] = {}
+            self.models.append(model)
+        old = per_model.get(question_id)
+        if old is None or stamp > old[0]:
+            per_model[question_id] = (stamp, [value])
+        elif stamp == old[0]:
+            old[1].append(value)
+
+    def question_ids(self):
+        ids = {qid for per_model in self._scores.values() for qid in per_model}
+        return sorted(ids, key=_id_sort_key)
+
+    def value(self, model, question_id):
+        entry = self._scores.get(model, {}).get(question_id)
+        return np.nan if entry is None else float(np.mean(entry[1]))
+
+    def matrix(self, models=None, question_ids=None):
+        models = self.models if models is None else models
+        question_ids = self.question_ids() if question_ids is None else question_ids
+        H = np.full((len(models), len(question_ids)), np.nan)
+        for i, model in enumerate(models):
+            per_model = self._scores.get(model, {})
+            for j, qid in enumerate(question_ids):
+                entry = per_model.get(qid)
+                if entry is not None:
+                    H[i, j] = np.mean(entry[1])
+        return H
+
+    def outcomes(self, question_ids, source):
+        """Scores of ``question_ids`` (all of them must be present) from a single model."""
+        if len(self.models) != 1:
+            found = ", ".join(map(repr, self.models)) or "none"
+            raise ValueError(f"{source} must hold the run of exactly one model; found models {found}.")
+        (model,) = self.models
+        values = np.array([self.value(model, qid) for qid in question_ids], dtype=float)
+        missing = [qid for qid, v in zip(question_ids, values) if np.isnan(v)]
+        if missing:
+            shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
+            raise ValueError(f"{source} has no score for {len(missing)} of the asked question ids: {shown}.")
+        return values

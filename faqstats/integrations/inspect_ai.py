@@ -1,0 +1,348 @@
+"""inspect-ai: eval logs as a history, ``--sample-id`` for a session's questions.
+
+An inspect eval log (one per task and model) is either a ``.eval`` file (a zip with
+``header.json`` and one ``samples/<id>_epoch_<n>.json`` per sample and epoch) or a
+``.json`` file (one object with ``eval`` and ``samples``). Each sample has ``id``,
+``epoch`` and ``scores``: ``{scorer name: {"value": ...}}``; the log's ``eval`` gives
+``model`` (e.g. ``"openai/gpt-4o"``), ``task`` and ``created``.
+
+When inspect-ai is installed, logs are read with :func:`inspect_ai.log.read_eval_log`;
+otherwise with the built-in reader here (:mod:`zipfile` and :mod:`json`). Recent
+inspect-ai writes ``.eval`` entries compressed with zstandard: the built-in reader
+then needs Python >= 3.14 or the ``zstandard`` package (a dependency of inspect-ai).
+
+A question id is ``"<task>/<sample id>"``. Score values become numbers in [0, 1]:
+``"C"`` (correct) 1, ``"I"`` (incorrect) 0, ``"P"`` (partial) 0.5, ``"N"`` (no
+answer) 0, as inspect's ``value_to_float`` does; numbers and bools are used as they
+are; ``value_map`` adds or overrides mappings. With several epochs a sample's value
+is the mean over its epochs (inspect's default ``mean`` reducer), so it may be
+fractional: :class:`~faqstats.LogisticFactorModel` needs 0/1, so round or threshold
+such a history before fitting (:class:`~faqstats.PAIEstimator` takes graded scores).
+Samples that ended in an error, or have no score from the scorer, count as not
+observed (NaN).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import sys
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from ._common import HarnessRecords, as_paths, as_score, check_question_id_list, split_question_id
+
+__all__ = ["read_inspect_logs", "read_inspect_outcomes", "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
+
+DEFAULT_VALUE_MAP = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+"""inspect's letter scores (CORRECT, INCORRECT, PARTIAL, NOANSWER) as numbers."""
+
+_ZIP_ZSTANDARD = 93  # zip compression method id of zstandard (inspect-ai's default)
+_READERS = ("auto", "inspect", "builtin")
+
+
+# -- reading one log into plain dicts ------------------------------------------------------
+def _zstd_decompress(data, path):
+    if sys.version_info >= (3, 14):  # pragma: no cover - stdlib zstd, where zipfile reads it anyway
+        from compression import zstd
+
+        return zstd.decompress(data)
+    try:
+        import zstandard
+    except ImportError:
+        raise ImportError(
+            f"{path} is compressed with zstandard (inspect-ai's default): install inspect-ai or the 'zstandard' "
+            "package to read it (or use Python >= 3.14)."
+        ) from None
+    # inspect may split large entries into several frames
+    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
+        return reader.read()
+
+
+def _read_member(zf, name, path):
+    info = zf.getinfo(name)
+    if info.compress_type != _ZIP_ZSTANDARD or sys.version_info >= (3, 14):
+        return zf.read(info)
+    # zipfile < 3.14 cannot decompress zstd: read the raw bytes after the local header
+    fp = zf.fp
+    fp.seek(info.header_offset)
+    header = fp.read(30)
+    if header[:4] != b"PK\x03\x04":
+        raise ValueError(f"{path}: bad zip local header for {name!r}.")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    fp.seek(info.header_offset + 30 + name_len + extra_len)
+    return _zstd_decompress(fp.read(info.compress_size), path)
+
+
+def _read_builtin(path):
+    """``(eval header dict, list of sample dicts)`` from a .eval or .json log, without inspect."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+            head_name = "header.json" if "header.json" in names else "_journal/start.json"
+            if head_name not in names:
+                raise ValueError(f"{path} is not an inspect .eval log (no header.json).")
+            header = json.loads(_read_member(zf, head_name, path))
+            samples = [
+                json.loads(_read_member(zf, n, path)) for n in names if n.startswith("samples/") and n.endswith(".json")
+            ]
+        return header.get("eval") or {}, samples
+    with open(path, encoding="utf-8") as f:
+        log = json.load(f)
+    if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
+        raise ValueError(f"{path} is not an inspect eval log (no 'eval' object).")
+    return log["eval"], log.get("samples") or []
+
+
+def _read_with_inspect(path):
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(os.fspath(path))
+    ev = {"model": log.eval.model, "task": log.eval.task, "created": log.eval.created}
+    samples = [
+        {
+            "id": s.id,
+            "epoch": s.epoch,
+            "error": None if s.error is None else str(s.error.message),
+            "scores": {k: {"value": v.value} for k, v in (s.scores or {}).items()},
+        }
+        for s in log.samples or []
+    ]
+    return ev, samples
+
+
+def _use_inspect(reader):
+    if reader not in _READERS:
+        raise ValueError(f"reader must be one of {_READERS}, got {reader!r}.")
+    if reader == "builtin":
+        return False
+    try:
+        import inspect_ai.log  # noqa: F401
+    except ImportError:
+        if reader == "inspect":
+            raise ImportError("reader='inspect' needs inspect-ai: pip install inspect-ai.") from None
+        return False
+    return True
+
+
+# -- values and collection -------------------------------------------------------------------
+def _to_float(value, value_map, where):
+    if callable(value_map):
+        value = value_map(value)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool) and value in value_map:
+        value = value_map[value]
+    if isinstance(value, str):
+        raise ValueError(
+            f"{where}: score value {value!r} has no numeric meaning; map it with value_map={{{value!r}: ...}}."
+        )
+    if isinstance(value, (dict, list)):
+        raise ValueError(
+            f"{where}: score value {value!r} is a {type(value).__name__}; pass value_map as a function that "
+            "picks a number from it."
+        )
+    return as_score(value, where)
+
+
+def _log_paths(paths, name):
+    """(model override or None, path, explicit) for every log under ``paths``."""
+    if isinstance(paths, Mapping):
+        return [(str(model), p, e) for model, sub in paths.items() for _, p, e in _log_paths(sub, name)]
+    out = []
+    for path in as_paths(paths, name):
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
+            if not found:
+                raise ValueError(f"{name}: no inspect logs (*.eval, *.json) under {path}.")
+            out += [(None, p, False) for p in found]
+        else:
+            out.append((None, path, True))
+    return out
+
+
+def _collect(paths, scorer, value_map, reader, name, wanted=None):
+    if value_map is None:
+        value_map = DEFAULT_VALUE_MAP
+    elif isinstance(value_map, Mapping):
+        value_map = {**DEFAULT_VALUE_MAP, **value_map}
+    elif not callable(value_map):
+        raise TypeError(f"value_map must be a mapping or a function, got {type(value_map).__name__}.")
+    use_inspect = _use_inspect(reader)
+    records = HarnessRecords()
+    for model, path, explicit in _log_paths(paths, name):
+        try:
+            ev, samples = _read_with_inspect(path) if use_inspect else _read_builtin(path)
+        except (ValueError, json.JSONDecodeError, UnicodeDecodeError):
+            if explicit or path.suffix == ".eval":
+                raise
+            continue  # some other JSON file in a log directory (e.g. the viewer's logs.json)
+        model = model or ev.get("model") or path.stem
+        task = ev.get("task") or "task"
+        stamp = str(ev.get("created") or "")
+        task_scorer = scorer.get(task) if isinstance(scorer, Mapping) else scorer
+        names = sorted({k for s in samples for k in (s.get("scores") or {})})
+        if task_scorer is None:
+            if len(names) > 1:
+                raise ValueError(f"{path} has several scorers {names}: pass scorer=... (or a mapping task -> scorer).")
+            if not names:
+                continue
+            task_scorer = names[0]
+        elif names and task_scorer not in names:
+            raise ValueError(f"scorer {task_scorer!r} is absent from {path} (task {task!r}); it has scorers {names}.")
+        for s in samples:
+            score = (s.get("scores") or {}).get(task_scorer)
+            if s.get("error") or score is None:
+                continue  # not observed
+            qid = f"{task}/{s['id']}"
+            if wanted is not None and qid not in wanted:
+                continue
+            where = f"{path} sample {s['id']!r} epoch {s.get('epoch')} scorer {task_scorer!r}"
+            value = score.get("value") if isinstance(score, Mapping) else score
+            records.add(model, qid, _to_float(value, value_map, where), stamp)
+    return records
+
+
+def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
+    """Read inspect-ai eval logs into a models x questions history.
+
+    Parameters
+    ----------
+    paths : path, sequence of paths, or mapping
+        ``.eval``/``.json`` log files or log directories (searched recursively). The
+        model of a log is its ``eval.model``; a mapping ``{model name: path(s)}``
+        names the models itself (e.g. to tell apart runs of one model id).
+    scorer : str, mapping task -> str, or None, default=None
+        The scorer whose value to read; ``None`` works for logs with a single scorer.
+    value_map : mapping or callable, optional
+        Extra value -> number mappings on top of :data:`DEFAULT_VALUE_MAP` (e.g.
+        ``{"P": 0.0}`` to count partial credit as wrong), or a function from the raw
+        value to a number in [0, 1] (for dict values of multi-metric scorers).
+    reader : {"auto", "inspect", "builtin"}, default="auto"
+        ``"auto"`` uses inspect-ai's ``read_eval_log`` when it is installed.
+
+    Returns
+    -------
+    matrix : ndarray of shape (n_models, n_questions)
+        Values in [0, 1], averaged over epochs; NaN where a model has no scored sample.
+    model_names : list of str
+        In the order first seen (log files sorted by path within each argument).
+    question_ids : list of str
+        ``"<task>/<sample id>"``, sorted by task then sample id (integers numerically).
+
+    Notes
+    -----
+    When two logs of a model cover the same sample, the one created last wins; the
+    epochs of one log are averaged.
+
+    See Also
+    --------
+    read_inspect_outcomes, inspect_sample_id_arg
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from faqstats.integrations import read_inspect_logs
+    >>> def log(model, values):
+    ...     samples = [{"id": i, "epoch": 1, "scores": {"match": {"value": v}}} for i, v in enumerate(values, 1)]
+    ...     return {"eval": {"model": model, "task": "quiz", "created": "2025-01-01"}, "samples": samples}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     for n, (model, values) in enumerate({"mockllm/a": "CIP", "mockllm/b": "CC"}.items()):
+    ...         _ = pathlib.Path(tmp, f"log{n}.json").write_text(json.dumps(log(model, values)))
+    ...     H, models, ids = read_inspect_logs(tmp, reader="builtin")
+    >>> models, ids
+    (['mockllm/a', 'mockllm/b'], ['quiz/1', 'quiz/2', 'quiz/3'])
+    >>> H
+    array([[1. , 0. , 0.5],
+           [1. , 1. , nan]])
+    """
+    records = _collect(paths, scorer, value_map, reader, "paths")
+    if not records.models:
+        raise ValueError("No scored samples in the inspect logs given in paths.")
+    return records.matrix(), list(records.models), records.question_ids()
+
+
+def read_inspect_outcomes(log_path, question_ids, *, scorer=None, value_map=None, reader="auto"):
+    """The values of ``question_ids`` from one model's inspect logs (e.g. a ``--sample-id`` run).
+
+    Parameters
+    ----------
+    log_path : path, sequence of paths, or mapping
+        The run's log directory or log files (one model).
+    question_ids : sequence of str
+        The ids asked; each must have a scored sample.
+    scorer, value_map, reader
+        As in :func:`read_inspect_logs`.
+
+    Returns
+    -------
+    ndarray of shape (len(question_ids),)
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from faqstats.integrations import read_inspect_outcomes
+    >>> log = {"eval": {"model": "mockllm/new", "task": "quiz", "created": "2025-01-01"},
+    ...        "samples": [{"id": 4, "epoch": 1, "scores": {"match": {"value": "I"}}},
+    ...                    {"id": 9, "epoch": 1, "scores": {"match": {"value": "C"}}}]}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = pathlib.Path(tmp, "run.json").write_text(json.dumps(log))
+    ...     read_inspect_outcomes(tmp, ["quiz/9", "quiz/4"], reader="builtin")
+    array([1., 0.])
+    """
+    ids = check_question_id_list(question_ids)
+    records = _collect(log_path, scorer, value_map, reader, "log_path", wanted=set(ids))
+    return records.outcomes(ids, f"log_path {log_path}")
+
+
+def _escape_glob(sample_id):
+    # inspect matches --sample-id entries with fnmatch: make *, ? and [ literal
+    return "".join(f"[{c}]" if c in "*?[" else c for c in sample_id)
+
+
+def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
+    """The ``--sample-id`` value for the questions a session asks.
+
+    Parameters
+    ----------
+    question_ids : sequence of str
+        Ids ``"<task>/<sample id>"``.
+    path : path or None, default=None
+        When given, the value is also written there (``--sample-id "$(cat PATH)"``).
+    task_prefix : {"auto", True, False}, default="auto"
+        Write ``<task>:<id>`` selectors, which scope an id to one task of a
+        multi-task run (inspect-ai 0.3.2xx and later). ``"auto"`` does so only when
+        the ids span several tasks.
+
+    Returns
+    -------
+    str
+        Comma-separated ids; ``*``, ``?`` and ``[`` are escaped because inspect
+        matches ids as glob patterns.
+
+    Examples
+    --------
+    >>> from faqstats.integrations import inspect_sample_id_arg
+    >>> inspect_sample_id_arg(["gpqa/12", "gpqa/rec7*"])
+    '12,rec7[*]'
+    >>> inspect_sample_id_arg(["arith/3", "words/w-kiwi"])
+    'arith:3,words:w-kiwi'
+    """
+    ids = check_question_id_list(question_ids)
+    if not ids:
+        raise ValueError("question_ids is empty; inspect would run every sample.")
+    if task_prefix not in ("auto", True, False):
+        raise ValueError(f"task_prefix must be 'auto', True or False, got {task_prefix!r}.")
+    pairs = [split_question_id(qid) for qid in ids]
+    for qid, (_, sample) in zip(ids, pairs):
+        if "," in sample:
+            raise ValueError(f"question id {qid!r}: a sample id with a comma cannot be passed to --sample-id.")
+    tasks = {task for task, _ in pairs}
+    prefix = len(tasks) > 1 if task_prefix == "auto" else task_prefix
+    value = ",".join(f"{task}:{_escape_glob(s)}" if prefix else _escape_glob(s) for task, s in pairs)
+    if path is not None:
+        Path(os.fspath(path)).write_text(value + "\n", encoding="utf-8")
+    return value

@@ -1,0 +1,263 @@
+"""EleutherAI lm-evaluation-harness: its logged samples as a history, ``--samples`` for a session.
+
+``lm_eval ... --output_path OUT --log_samples`` writes, per model, a directory
+``OUT/<model>/`` (the model name with ``/`` and other reserved characters replaced by
+``__``) holding ``results_<timestamp>.json`` and one ``samples_<task>_<timestamp>.jsonl``
+per task. Each line of a samples file is one document under one filter: ``doc_id``
+(its index in the task's evaluation split), ``doc_hash``, ``filter`` (``"none"`` unless
+the task defines a ``filter_list``, e.g. ``"strict-match"``), ``metrics`` (the names
+computed) and one key per metric with the document's score (``"acc": 1.0``).
+
+These functions read those files with :mod:`json` only; lm-eval need not be
+installed. A question id is ``"<task>/<doc_id>"`` (or ``"<task>/<doc_hash>"`` with
+``key="doc_hash"``, which survives a reordering of the dataset but cannot be used with
+``--samples``). The ``--samples`` argument (lm-eval >= 0.4.5) takes a JSON object
+``{"<task>": [doc_id, ...]}``, inline or as a path to a file, and is incompatible
+with ``--limit``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from ._common import HarnessRecords, as_paths, as_score, check_question_id_list, split_question_id
+
+__all__ = ["read_lm_eval_samples", "read_lm_eval_outcomes", "write_lm_eval_samples_arg"]
+
+# samples_<task>_<date_id>.jsonl with date_id = datetime.now().isoformat().replace(":", "-")
+_SAMPLES_RE = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.]+))?\.jsonl$")
+_KEYS = ("doc_id", "doc_hash")
+_FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics"}
+
+
+def _samples_files(paths, name):
+    """(model name, task, timestamp, file) for every samples file under ``paths``."""
+    if isinstance(paths, Mapping):
+        found = []
+        for model, model_paths in paths.items():
+            found += [(str(model), t, s, f) for _, t, s, f in _samples_files(model_paths, name)]
+        return found
+    found = []
+    for path in as_paths(paths, name):
+        files = sorted(path.rglob("samples_*.jsonl")) if path.is_dir() else [path]
+        if path.is_dir() and not files:
+            raise ValueError(f"{name}: no lm-eval samples files (samples_<task>_<timestamp>.jsonl) under {path}.")
+        for f in files:
+            match = _SAMPLES_RE.match(f.name)
+            if match is None:
+                raise ValueError(f"{name}: {f} is not named like an lm-eval samples file (samples_<task>_<timestamp>.jsonl).")
+            # the model is the directory lm-eval made for it under --output_path
+            found.append((f.parent.name, match["task"], match["stamp"] or "", f))
+    return found
+
+
+def _per_task(value, task, name):
+    if isinstance(value, Mapping):
+        if task not in value:
+            raise ValueError(f"{name} has no entry for task {task!r} (it has {sorted(value)}).")
+        return value[task]
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string or a mapping task -> string, got {type(value).__name__}.")
+    return value
+
+
+def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=None):
+    filters, metrics, n_used = set(), set(), 0
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{line_no} is not valid JSON ({exc}).") from exc
+            filters.add(rec.get("filter", "none"))
+            if rec.get("filter", "none") != filter:
+                continue
+            # older lm-eval lines have no "metrics" list: offer the other numeric fields
+            metrics.update(rec.get("metrics") or (k for k, v in rec.items() if k not in _FIELDS and isinstance(v, (int, float))))
+            if metric not in rec:
+                continue
+            if key not in rec:
+                raise ValueError(f"{path}:{line_no} has no {key!r} field; use key='doc_id' or key='doc_hash'.")
+            qid = f"{task}/{rec[key]}"
+            if wanted is not None and qid not in wanted:
+                continue
+            records.add(model, qid, as_score(rec[metric], f"{path}:{line_no} metric {metric!r}"), stamp)
+            n_used += 1
+    if filter not in filters:
+        raise ValueError(
+            f"filter {filter!r} is absent from {path} (task {task!r}); it has filters {sorted(filters)}. "
+            "Pass filter=... (or a mapping task -> filter)."
+        )
+    if n_used == 0 and (wanted is None or metric not in metrics):
+        raise ValueError(
+            f"metric {metric!r} is absent from {path} (task {task!r}, filter {filter!r}); it has metrics "
+            f"{sorted(metrics)}. Pass metric=... (or a mapping task -> metric)."
+        )
+
+
+def _collect(paths, task, metric, filter, key, name, wanted_tasks=None, wanted=None):
+    if key not in _KEYS:
+        raise ValueError(f"key must be 'doc_id' or 'doc_hash', got {key!r}.")
+    tasks = None if task is None else {task} if isinstance(task, str) else set(task)
+    if wanted_tasks is not None:
+        tasks = wanted_tasks if tasks is None else tasks & wanted_tasks
+    records = HarnessRecords()
+    seen_tasks = set()
+    for model, task_name, stamp, path in _samples_files(paths, name):
+        seen_tasks.add(task_name)
+        if tasks is not None and task_name not in tasks:
+            continue
+        _read_file(
+            records, model, task_name, stamp, path,
+            _per_task(metric, task_name, "metric"), _per_task(filter, task_name, "filter"), key, wanted,
+        )  # fmt: skip
+    if tasks is not None and not tasks <= seen_tasks:
+        raise ValueError(f"task(s) {sorted(tasks - seen_tasks)} not found in {name}; it has {sorted(seen_tasks)}.")
+    return records
+
+
+def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none", key="doc_id"):
+    """Read lm-eval ``--log_samples`` output into a models x questions history.
+
+    Parameters
+    ----------
+    paths_or_dirs : path, sequence of paths, or mapping
+        ``--output_path`` directories (one subdirectory per model), model directories,
+        or ``samples_<task>_<timestamp>.jsonl`` files; the model of a file is the name
+        of its directory. A mapping ``{model name: path(s)}`` names the models itself.
+    task : str, sequence of str or None, default=None
+        Tasks to read; ``None`` reads every task found.
+    metric : str or mapping task -> str, default="acc"
+        The per-document score to read (``"acc"``, ``"acc_norm"``, ``"exact_match"``,
+        ...). Values must be numbers (or bools) in [0, 1].
+    filter : str or mapping task -> str, default="none"
+        The filter whose lines to read; generation tasks often define several (e.g.
+        ``"strict-match"``, ``"flexible-extract"``).
+    key : {"doc_id", "doc_hash"}, default="doc_id"
+        What identifies a document in the question id ``"<task>/<key>"``.
+
+    Returns
+    -------
+    matrix : ndarray of shape (n_models, n_questions)
+        Scores, NaN where a model has no line for a question.
+    model_names : list of str
+        In the order first seen (files sorted by path within each argument).
+    question_ids : list of str
+        Sorted by task, then by doc id (numerically).
+
+    Notes
+    -----
+    When a model directory holds several runs of a task, the latest timestamp wins
+    for every document it covers (earlier runs still fill the documents it lacks).
+
+    See Also
+    --------
+    read_lm_eval_outcomes, write_lm_eval_samples_arg
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from faqstats.integrations import read_lm_eval_samples
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     for model, accs in {"org__small": [1, 0], "org__big": [1, 1, 1]}.items():
+    ...         d = pathlib.Path(out, model)
+    ...         d.mkdir()
+    ...         lines = [json.dumps({"doc_id": i, "filter": "none", "metrics": ["acc"], "acc": a})
+    ...                  for i, a in enumerate(accs)]
+    ...         _ = (d / "samples_arc_2025-01-01T00-00-00.000001.jsonl").write_text("\\n".join(lines))
+    ...     H, models, ids = read_lm_eval_samples(out)
+    >>> models, ids
+    (['org__big', 'org__small'], ['arc/0', 'arc/1', 'arc/2'])
+    >>> H
+    array([[ 1.,  1.,  1.],
+           [ 1.,  0., nan]])
+    """
+    records = _collect(paths_or_dirs, task, metric, filter, key, "paths_or_dirs")
+    if not records.models:
+        raise ValueError(f"No lines with metric {metric!r} and filter {filter!r} in paths_or_dirs.")
+    return records.matrix(), list(records.models), records.question_ids()
+
+
+def write_lm_eval_samples_arg(question_ids, path=None):
+    """The ``--samples`` JSON for the questions a session asks: ``{task: [doc_id, ...]}``.
+
+    Parameters
+    ----------
+    question_ids : sequence of str
+        Ids ``"<task>/<doc_id>"`` with integer doc ids (as read with ``key="doc_id"``).
+    path : path or None, default=None
+        When given, the JSON is written there, for ``lm_eval ... --samples PATH``.
+
+    Returns
+    -------
+    dict
+        Task -> sorted doc ids; ``json.dumps`` of it is also accepted inline by
+        ``--samples``.
+
+    Examples
+    --------
+    >>> from faqstats.integrations import write_lm_eval_samples_arg
+    >>> write_lm_eval_samples_arg(["arc/10", "arc/2", "gsm8k/7"])
+    {'arc': [2, 10], 'gsm8k': [7]}
+    """
+    ids = check_question_id_list(question_ids)
+    if not ids:
+        raise ValueError("question_ids is empty; lm-eval would run no document.")
+    samples = {}
+    for qid in ids:
+        task, doc = split_question_id(qid)
+        if not doc.isdigit():
+            raise ValueError(
+                f"question_ids must end in an integer doc_id for --samples, got {qid!r} "
+                "(ids read with key='doc_hash' cannot be sent to lm-eval)."
+            )
+        samples.setdefault(task, []).append(int(doc))
+    samples = {task: sorted(docs) for task, docs in samples.items()}
+    if path is not None:
+        Path(os.fspath(path)).write_text(json.dumps(samples) + "\n", encoding="utf-8")
+    return samples
+
+
+def read_lm_eval_outcomes(path, question_ids, *, metric="acc", filter="none", key="doc_id"):
+    """The scores of ``question_ids`` from one model's lm-eval run (e.g. with ``--samples``).
+
+    Parameters
+    ----------
+    path : path, sequence of paths, or mapping
+        The run's ``--output_path`` (holding a single model directory), the model
+        directory, or its samples files.
+    question_ids : sequence of str
+        The ids asked; every one must have a score.
+    metric, filter, key
+        As in :func:`read_lm_eval_samples`.
+
+    Returns
+    -------
+    ndarray of shape (len(question_ids),)
+        Scores in the order of ``question_ids``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from faqstats.integrations import read_lm_eval_outcomes
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     d = pathlib.Path(out, "org__new")
+    ...     d.mkdir()
+    ...     lines = [json.dumps({"doc_id": i, "filter": "none", "metrics": ["acc"], "acc": a})
+    ...              for i, a in [(2, 1.0), (10, 0.0)]]
+    ...     _ = (d / "samples_arc_2025-01-01T00-00-00.000001.jsonl").write_text("\\n".join(lines))
+    ...     read_lm_eval_outcomes(out, ["arc/10", "arc/2"])
+    array([0., 1.])
+    """
+    ids = check_question_id_list(question_ids)
+    tasks = {split_question_id(qid)[0] for qid in ids}
+    records = _collect(path, None, metric, filter, key, "path", wanted_tasks=tasks, wanted=set(ids))
+    return records.outcomes(ids, f"path {path}")
