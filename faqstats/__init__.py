@@ -4,6 +4,8 @@ Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
 :class:`PAIEstimator` -> :class:`AccuracyResult`.
 """
 
+from .cold_start import cold_start_factor_model, transfer_question_factors
+from .compare import ComparisonResult, PairedPAIEstimator, compare
 from .datasets import SyntheticBank, load_response_matrix, make_synthetic_bank
 from .estimator import PAIEstimator, martingale_variance, paper_variance
 from .evaluate import evaluate
@@ -27,16 +29,20 @@ __all__ = [
     "AccuracyResult",
     "ActiveLearningSampler",
     "BernoulliAIPW",
+    "ComparisonResult",
     "EvaluationSession",
     "HybridSampler",
     "LogisticFactorModel",
     "LogisticFactorModelCV",
     "NeymanSampler",
     "PAIEstimator",
+    "PairedPAIEstimator",
     "PolicyState",
     "Sampler",
     "SyntheticBank",
     "UniformSampler",
+    "cold_start_factor_model",
+    "compare",
     "evaluate",
     "laplace_update",
     "load_factor_model",
@@ -45,4 +51,5 @@ __all__ = [
     "martingale_variance",
     "paper_variance",
     "save_factor_model",
+    "transfer_question_factors",
 ]

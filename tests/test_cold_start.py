@@ -115,15 +115,15 @@ def test_pai_with_transferred_factors_is_exactly_unbiased(replace, weighting):
 
 # ---------------------------------------------------------------- efficiency
 def test_informative_embeddings_beat_uniform_and_random_embeddings():
-    """Synthetic bank, 500 questions with planted k=3 factors: the first 300 are the old
-    bank (factor model fitted on its history), the last 200 the new one. Embeddings are
-    the planted factors plus noise (sd 0.3 x each coordinate's sd); random embeddings
-    are the contrast. 8 new models x 10 seeds at 30 queries, default policy; ESS = mean
-    FPC sample-mean variance / mean PAI variance (each estimated exactly unbiasedly).
-    Measured: 1.23 informative, 0.86 random. Tolerances: informative > 1.08 and
-    informative > random + 0.15."""
-    bank = fq.make_synthetic_bank(n_models=100, n_questions=500, n_new=8, n_components=3, random_state=0)
-    src, tgt = np.arange(300), np.arange(300, 500)
+    """Synthetic bank, 400 questions with planted k=3 factors: the first 250 are the old
+    bank (factor model fitted on its history of 80 models), the last 150 the new one.
+    Embeddings are the planted factors plus noise (sd 0.3 x each coordinate's sd);
+    random embeddings are the contrast. 8 new models x 10 seeds at 25 queries, default
+    policy; ESS = mean FPC sample-mean variance / mean PAI variance (each variance
+    estimated exactly unbiasedly). Measured: 1.48 informative, 0.88 random.
+    Tolerances: informative > 1.15 and informative > random + 0.25."""
+    bank = fq.make_synthetic_bank(n_models=80, n_questions=400, n_new=8, n_components=3, random_state=0)
+    src, tgt = np.arange(250), np.arange(250, 400)
     old = fq.LogisticFactorModel(n_components=3, alpha=0.01, max_iter=300, device="cpu", random_state=0).fit(
         bank.history[:, src]
     )
@@ -132,7 +132,7 @@ def test_informative_embeddings_beat_uniform_and_random_embeddings():
     embeddings = {"informative": V + 0.3 * V.std(axis=0) * rng.normal(size=V.shape), "random": rng.normal(size=V.shape)}
     new = bank.new_outcomes[:, tgt].astype(float)
     var_uniform = [
-        fq.PAIEstimator(None, fq.UniformSampler(), budget=30, random_state=[i, s]).fit(z).std_error_**2
+        fq.PAIEstimator(None, fq.UniformSampler(), budget=25, random_state=[i, s]).fit(z).std_error_**2
         for i, z in enumerate(new)
         for s in range(10)
     ]
@@ -140,11 +140,11 @@ def test_informative_embeddings_beat_uniform_and_random_embeddings():
     for name, E in embeddings.items():
         fm = cold_start_factor_model(old, E[src], E[tgt])
         var_pai = [
-            fq.PAIEstimator(fm, budget=30, random_state=[i, s]).fit(z).std_error_**2
+            fq.PAIEstimator(fm, budget=25, random_state=[i, s]).fit(z).std_error_**2
             for i, z in enumerate(new)
             for s in range(10)
         ]
         ess[name] = np.mean(var_uniform) / np.mean(var_pai)
     print(f"\n[cold start] ESS vs uniform: {ess}")
-    assert ess["informative"] > 1.08, ess
-    assert ess["informative"] > ess["random"] + 0.15, ess
+    assert ess["informative"] > 1.15, ess
+    assert ess["informative"] > ess["random"] + 0.25, ess

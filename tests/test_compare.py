@@ -243,10 +243,11 @@ def test_paired_monte_carlo_coverage_and_narrower_than_independent():
     """Synthetic bank (300 questions, planted k=3), factor model on the history. Model B
     is a variant of model A: it answers like A except on a seeded 20% of the questions,
     where it answers like another new model (a fine-tune, a quantisation, a new
-    checkpoint). 6 pairs x 20 seeds = 120 runs at 40 shared questions, against two
+    checkpoint). 6 pairs x 15 seeds = 90 runs at 40 shared questions, against two
     independent default PAI runs of 40 queries each (the same 80 answers in total).
-    Tolerances: paired and reference coverage >= 0.88 (nominal 0.95, MC se 0.02); mean
-    paired width / mean independent width < 0.8 (measured 0.6).
+    Tolerances: paired and reference coverage >= 0.87 (nominal 0.95, MC se 0.023; 120
+    runs measured 0.95 and 0.96); mean paired width / mean independent width < 0.8
+    (measured 0.57; the reference design, with B known, 0.49).
 
     (For two models drawn independently given the planted factors there is nothing
     left to cancel once the factor model predicts well: the ratio was 0.99.)"""
@@ -260,11 +261,11 @@ def test_paired_monte_carlo_coverage_and_narrower_than_independent():
     for i in range(6):
         flip = rng.random(new.shape[1]) < 0.2
         pairs.append(([i], new[i], np.where(flip, new[i + 6], new[i])))
-    rows = _paired_study(fm, pairs, 40, range(20))
+    rows = _paired_study(fm, pairs, 40, range(15))
     paired_cov, paired_w, ind_cov, ind_w, ref_cov, ref_w = rows.mean(axis=0)
     print(f"\n[synthetic] coverage paired {paired_cov:.3f} independent {ind_cov:.3f} reference {ref_cov:.3f}; "
           f"width ratio paired/independent {paired_w / ind_w:.3f}, reference/independent {ref_w / ind_w:.3f}")
-    assert paired_cov >= 0.88 and ref_cov >= 0.88, (paired_cov, ref_cov)
+    assert paired_cov >= 0.87 and ref_cov >= 0.87, (paired_cov, ref_cov)
     assert paired_w / ind_w < 0.8, paired_w / ind_w
 
 
