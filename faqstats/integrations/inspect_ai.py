@@ -182,6 +182,8 @@ def _collect(paths, scorer, value_map, reader, name, wanted=None):
             continue  # some other JSON file in a log directory (e.g. the viewer's logs.json)
         model = model or ev.get("model") or path.stem
         task = ev.get("task") or "task"
+        if wanted is not None and not any(qid.startswith(f"{task}/") for qid in wanted):
+            continue  # a log of a task not asked about: its scorers do not matter
         stamp = str(ev.get("created") or "")
         task_scorer = scorer.get(task) if isinstance(scorer, Mapping) else scorer
         names = sorted({k for s in samples for k in (s.get("scores") or {})})
