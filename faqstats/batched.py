@@ -64,6 +64,9 @@ class BatchedRuns:
         Distinct questions answered.
     method : str
         ``"pai"``, ``"sample_mean"`` or ``"aipw"``, as in :class:`~faqstats.AccuracyResult`.
+    increments : ndarray of shape (R, budget) or None
+        With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample
+        mean), for studying other intervals on the same runs.
     """
 
     estimate: np.ndarray
@@ -73,6 +76,8 @@ class BatchedRuns:
     high: np.ndarray
     n_queries: np.ndarray
     method: str
+    increments: np.ndarray | None = None
+    increment_ranges: np.ndarray | None = None
 
 
 def supports(sampler, *, batch_size=1, variance="martingale", stop_when_width=None, confidence_sequence=False):
@@ -101,6 +106,7 @@ def simulate(
     dtype="float64",
     max_elements=DEFAULT_MAX_ELEMENTS,
     progress=None,
+    keep_increments=False,
 ):
     """Run ``PAIEstimator(factor_model, sampler, budget)`` once per generator, in lockstep.
 
@@ -127,6 +133,8 @@ def simulate(
         Runs are processed in chunks of at most ``max_elements // N`` runs.
     progress : callable or None
         Called with the number of runs finished after each chunk.
+    keep_increments : bool, default=False
+        Also return every run's increments (sequential samplers only).
 
     Returns
     -------
@@ -170,17 +178,22 @@ def simulate(
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on "
                          f"{factor_model.question_factors_.shape[0]}.")
     engine = _Engine(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
+    engine.keep_ranges = bool(keep_increments) and not engine.stream
+    range_parts = []
     chunk = max(1, int(max_elements) // max(N, 1))
     parts = []
     for start in range(0, R, chunk):
         sl = slice(start, min(R, start + chunk))
         parts.append(engine.run(Z[rows[sl]], gens[sl]))
+        range_parts.append(engine.ranges if engine.keep_ranges else None)
         if progress is not None:
             progress(sl.stop - sl.start)
+    if keep_increments and engine.stream:
+        raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
     if parts:
-        est_, var_, df_, nq = (np.concatenate(x) for x in zip(*parts))
+        est_, var_, df_, nq, inc = (np.concatenate(x) if x[0] is not None else None for x in zip(*parts))
     else:
-        est_, var_, df_, nq = (np.empty(0), np.empty(0), np.empty(0), np.empty(0, np.int64))
+        est_, var_, df_, nq, inc = (np.empty(0), np.empty(0), np.empty(0), np.empty(0, np.int64), None)
     if not (np.all(np.isfinite(est_)) and np.all(np.isfinite(var_))):
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
     if engine.method == "aipw" or interval == "normal":
@@ -191,7 +204,9 @@ def simulate(
     crit = np.where(np.isinf(df_), stats.norm.ppf(1 - alpha / 2), stats.t.ppf(1 - alpha / 2, np.where(np.isinf(df_), 1, df_)))
     low = np.clip(est_ - crit * se, 0.0, 1.0)
     high = np.clip(est_ + crit * se, 0.0, 1.0)
-    return BatchedRuns(est_, se, df_, low, high, nq.astype(np.int64), engine.method)
+    ranges = np.concatenate(range_parts) if keep_increments and range_parts else None
+    return BatchedRuns(est_, se, df_, low, high, nq.astype(np.int64), engine.method,
+                       inc if keep_increments else None, ranges)
 
 
 def robust_df(phi):
@@ -210,6 +225,7 @@ class _Engine:
 
     def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
         self.sampler, self.budget, self.N = sampler, budget, n_questions
+        self.keep_ranges, self.ranges = False, None
         self.device, self.dtype = device, dtype
         self.stream = isinstance(sampler, BernoulliAIPW)
         if factor_model is None:
@@ -329,6 +345,7 @@ class _Engine:
         asked_total = torch.zeros(R, dtype=self.dtype, device=self.device)
         phi = torch.empty(R, budget, dtype=self.dtype, device=self.device)
         zs = torch.empty(R, budget, dtype=self.dtype, device=self.device)
+        ranges = torch.empty(R, budget, 2, dtype=self.dtype, device=self.device) if self.keep_ranges else None
         for t in range(budget):
             n_avail = N if replace else N - t
             s = self._scores(A, t + 1)
@@ -348,6 +365,10 @@ class _Engine:
             P = self.P
             base = P.sum(1) if replace else asked_total + torch.einsum("rn,rn->r", P, A)
             phi[:, t] = (base + (z - P[ar, question]) / prob) / N
+            if self.keep_ranges:  # SequentialRun.increment_range: phi_t's range before the draw
+                inf = torch.full((), float("inf"), dtype=self.dtype)
+                ranges[:, t, 0] = (base + torch.where(A > 0, -P / q, inf).amin(1)) / N
+                ranges[:, t, 1] = (base + torch.where(A > 0, (1.0 - P) / q, -inf).amax(1)) / N
             zs[:, t] = z
             asked[ar, question] = True
             if not replace:
@@ -356,14 +377,15 @@ class _Engine:
             if self.V is not None:
                 self._laplace(None, question, z)
         phi, zs = phi.cpu().numpy(), zs.cpu().numpy()
+        self.ranges = None if ranges is None else ranges.cpu().numpy()
         n_queries = asked.sum(1).cpu().numpy()
         if self.method == "sample_mean":
             n = budget
             var = (1.0 - n / N) * zs.var(axis=1, ddof=1) / n
-            return zs.mean(1), var, robust_df(zs), n_queries
+            return zs.mean(1), var, robust_df(zs), n_queries, zs
         est = phi.mean(1)
         var = ((phi - est[:, None]) ** 2).sum(1) / (budget * (budget - 1))
-        return est, var, robust_df(phi), n_queries
+        return est, var, robust_df(phi), n_queries, phi
 
     def _run_stream(self, Z, generators):
         """Nature's-order label/skip runs (:class:`BernoulliAIPW`), one item per step."""
@@ -416,7 +438,7 @@ class _Engine:
                 ssum[idx] = torch.where(avail[idx], S[idx], zero).sum(1)
         est = (total / N).cpu().numpy()
         var = (var_total / N**2).cpu().numpy()
-        return est, var, np.full(R, np.inf), labels.cpu().numpy().astype(np.int64)
+        return est, var, np.full(R, np.inf), labels.cpu().numpy().astype(np.int64), None
 
 
 def _normalise(x, A):

@@ -128,3 +128,24 @@ def test_experiment_engines_agree(bank):
     for field in ("estimate", "std_error", "low", "high"):
         np.testing.assert_allclose(a[field], b[field], atol=1e-8)
     np.testing.assert_array_equal(a["covered"], b["covered"])
+
+
+def test_kept_increments_and_ranges_match_the_sequential_run(bank, fm):
+    import copy
+
+    from faqstats.estimator import SequentialRun
+    from faqstats.estimator import _FactorPosterior
+
+    Z = bank.new_outcomes
+    runs = simulate(Z, [np.random.default_rng(3)], factor_model=fm, budget=10, rows=[2], keep_increments=True)
+    est = fq.PAIEstimator(fm, budget=10, random_state=np.random.default_rng(3)).fit(Z[2])
+    np.testing.assert_allclose(runs.increments[0], est.queries_["increment"], atol=1e-12)
+    # replay the run to get each round's announced range
+    run = SequentialRun(Z.shape[1], 10, replace=False, posterior=_FactorPosterior(
+        fm.question_factors_, fm.prior_mean_, fm.prior_cov_))
+    sampler = fq.HybridSampler()
+    for t, row in enumerate(est.queries_):
+        q = sampler.probabilities(run.state())
+        np.testing.assert_allclose(runs.increment_ranges[0, t], run.increment_range(q), atol=1e-12)
+        run.record(int(row["question"]), row["probability"], row["outcome"])
+    assert copy.deepcopy(runs).increments.shape == (1, 10)
