@@ -61,7 +61,9 @@ def _unit_rows(E, name):
     norms = np.linalg.norm(E, axis=1)
     zero = np.flatnonzero(norms == 0)
     if zero.size:
-        raise ValueError(f"{name} has {zero.size} all-zero row(s) (first: row {zero[0]}); cosine similarity is undefined.")
+        raise ValueError(
+            f"{name} has {zero.size} all-zero row(s) (first: row {zero[0]}); cosine similarity is undefined."
+        )
     return E / norms[:, None]
 
 

@@ -486,7 +486,8 @@ class PairedPAIEstimator(BaseEstimator):
             estimate = float(increments.mean())
             var = martingale_variance(increments)
             est_a = float(table["increment_a"].mean())
-            est_b = float(table["increment_b"].mean())
+            # the reference's increments are theta_R up to rounding: report it exactly
+            est_b = float(table["increment_b"].mean()) if run.reference is None else float(run.reference.mean())
         if self.interval == "normal":
             df = None
         elif self.interval == "t":

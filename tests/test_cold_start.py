@@ -67,7 +67,8 @@ def test_cold_start_model_keeps_the_source_prior():
     [
         (dict(source_factors=np.ones((3, 2))), ValueError, "source_embeddings has 4 rows but source_factors has 3"),
         (dict(target_embeddings=np.ones((2, 3))), ValueError, r"target_embeddings has 3 columns"),
-        (dict(target_embeddings=[[0.0, 0.0]]), ValueError, r"target_embeddings has 1 all-zero row\(s\) \(first: row 0\)"),
+        (dict(target_embeddings=[[0.0, 0.0]]), ValueError,
+         r"target_embeddings has 1 all-zero row\(s\) \(first: row 0\)"),
         (dict(source_embeddings=np.r_[E_OLD[:3], [[np.nan, 1]]]), ValueError, "source_embeddings must be finite"),
         (dict(source_embeddings=np.ones(4)), ValueError, "source_embeddings must be a non-empty 2-D array"),
         (dict(target_embeddings=[["a", "b"]]), TypeError, "target_embeddings must be a numeric array"),

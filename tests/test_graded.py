@@ -31,7 +31,8 @@ def small_fm():
         (np.full(30, np.inf), ValueError, r"must be in \[0, 1\].*found inf"),
         (np.full(30, np.nan), ValueError, r"outcomes\[\d+\] is NaN but question \d+ was asked"),
         (np.array(["a"] * 30), TypeError, r"outcomes must be numeric outcomes in \[0, 1\]"),
-        (lambda idx: np.full(len(idx), 1.01), ValueError, r"outcomes returned for questions \[\d+\] must be in \[0, 1\]"),
+        (lambda idx: np.full(len(idx), 1.01), ValueError,
+         r"outcomes returned for questions \[\d+\] must be in \[0, 1\]"),
         (lambda idx: np.full(len(idx), np.nan), ValueError, r"must be in \[0, 1\].*found nan"),
     ],
     ids=["above-one", "negative", "inf", "nan-asked", "strings", "callable-above-one", "callable-nan"],
@@ -95,7 +96,7 @@ def test_laplace_step_is_the_newton_step_of_the_fractional_logistic_likelihood(z
     h = 1e-5
     grad = np.array([(loglik(m + h * e) - loglik(m - h * e)) / (2 * h) for e in np.eye(2)])
     hess = np.array(
-        [[(loglik(m + h * e + h * f) - loglik(m + h * e - h * f) - loglik(m - h * e + h * f) + loglik(m - h * e - h * f))
+        [[(loglik(m + h * (e + f)) - loglik(m + h * (e - f)) - loglik(m - h * (e - f)) + loglik(m - h * (e + f)))
           / (4 * h * h) for f in np.eye(2)] for e in np.eye(2)]
     )
     assert np.allclose(grad, (z - p) * v, atol=1e-7)

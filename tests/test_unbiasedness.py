@@ -280,7 +280,8 @@ def test_graded_outcomes_bernoulli_aipw_unbiased_and_design_variance_exact(data)
         order="natural",
         pi_floor=data.draw(st.floats(0.01, 1.0)),
     )
-    est = fq.PAIEstimator(fm if data.draw(st.booleans()) else None, sampler, budget=data.draw(st.integers(2, min(3, z.size))))
+    budget = data.draw(st.integers(2, min(3, z.size)))
+    est = fq.PAIEstimator(fm if data.draw(st.booleans()) else None, sampler, budget=budget)
     leaves = enumerate_stream(est, z)
     p = np.array([w for w, _, _ in leaves])
     theta_hat = np.array([t for _, t, _ in leaves])
