@@ -97,3 +97,20 @@ def test_confidence_sequence_running_coverage_on_synthetic_bank(setting):
             theta = bank.new_accuracy[i]
             ok.append(np.all((cs[:, 1] <= theta) & (theta <= cs[:, 2])))
     assert np.mean(ok) >= 0.95
+
+
+def test_log_capital_paths_match_the_sequence_on_its_grid():
+    from faqstats.confseq import BettingConfidenceSequence, log_capital_paths
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(0.4, 0.3, size=60).clip(-1, 2)
+    lo, hi = np.full(60, -1.0), np.full(60, 2.0)
+    cs = BettingConfidenceSequence(alpha=0.1, grid_size=101, truncation=0.9, horizon=60)
+    for xi, a, b in zip(x, lo, hi):
+        cs.update(xi, a, b)
+    grid = cs.grid
+    paths = log_capital_paths(np.tile(x, (grid.size, 1)), np.tile(lo, (grid.size, 1)), np.tile(hi, (grid.size, 1)),
+                              grid, alpha=0.1, truncation=0.9, horizon=60)
+    alive = (paths < np.log(10)).all(axis=1)
+    np.testing.assert_array_equal(alive, cs.alive)
+    assert 0 < alive.sum() < grid.size  # the check is not vacuous
