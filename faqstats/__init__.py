@@ -6,7 +6,7 @@ Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
 
 from .cold_start import cold_start_factor_model, transfer_question_factors
 from .compare import ComparisonResult, PairedPAIEstimator, compare
-from .datasets import SyntheticBank, load_response_matrix, make_synthetic_bank
+from .datasets import SyntheticBank, draw_bank_from_factors, load_response_matrix, make_synthetic_bank
 from .estimator import PAIEstimator, martingale_variance, paper_variance
 from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
@@ -45,6 +45,7 @@ __all__ = [
     "compare",
     "evaluate",
     "laplace_update",
+    "draw_bank_from_factors",
     "load_factor_model",
     "load_response_matrix",
     "make_synthetic_bank",

@@ -86,6 +86,25 @@ def _experiment(args):
     return 0
 
 
+def _draw_bank(args):
+    import numpy as np
+
+    from .datasets import draw_bank_from_factors
+
+    with np.load(args.factors, allow_pickle=False) as data:
+        missing = [k for k in ("model_factors", "question_factors") if k not in data]
+        if missing:
+            raise ValueError(f"{args.factors} lacks {missing} (found {sorted(data.files)}).")
+        U, V = data["model_factors"], data["question_factors"]
+    Z = draw_bank_from_factors(U, V, random_state=args.seed)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, outcomes=Z)
+    print(f"Drew a {Z.shape[0]} x {Z.shape[1]} bank (mean accuracy {Z.mean():.3f}) from {args.factors} "
+          f"with seed {args.seed}; wrote {out}.")
+    return 0
+
+
 def _add_experiment_parser(sub):
     from .experiments.runner import DEFAULT_BUDGETS, METHODS
 
@@ -374,6 +393,11 @@ def build_parser():
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.set_defaults(func=_demo)
     _add_experiment_parser(sub)
+    draw = sub.add_parser("draw-bank", help="draw a fixed semi-synthetic 0/1 bank from published factors (.npz)")
+    draw.add_argument("--factors", required=True, help=".npz with model_factors (M, k) and question_factors (N, k)")
+    draw.add_argument("--out", required=True, help="output .npz (an 'outcomes' int8 matrix, as --data expects)")
+    draw.add_argument("--seed", type=int, default=0, help="seed of the Bernoulli draws (default 0)")
+    draw.set_defaults(func=_draw_bank)
     _add_fit_history_parser(sub)
     _add_session_parser(sub)
     return parser

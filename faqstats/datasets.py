@@ -116,6 +116,33 @@ def make_synthetic_bank(
     )
 
 
+def draw_bank_from_factors(model_factors, question_factors, *, random_state=0):
+    """A fixed semi-synthetic bank ``z_ij ~ Bernoulli(sigmoid(u_i . v_j))`` from published factors.
+
+    For paper-scale studies (e.g. ``../shared/data/paper_factors_bbh.npz``, 2,211 x 9,574,
+    k = 64): draw once, keep it as the finite bank. The factor model is well specified
+    for such a bank, so its efficiency figures are optimistic. Rows are drawn in chunks
+    (no models x questions float matrix beyond one chunk).
+
+    Returns an ``int8`` matrix of 0/1 outcomes.
+
+    >>> import numpy as np
+    >>> Z = draw_bank_from_factors(np.ones((3, 2)), np.zeros((5, 2)), random_state=0)
+    >>> Z.shape, Z.dtype, set(np.unique(Z)) <= {0, 1}
+    ((3, 5), dtype('int8'), True)
+    """
+    U = np.asarray(model_factors, dtype=np.float64)
+    V = np.asarray(question_factors, dtype=np.float64)
+    if U.ndim != 2 or V.ndim != 2 or U.shape[1] != V.shape[1]:
+        raise ValueError(f"model_factors (M, k) and question_factors (N, k) must share k; got {U.shape}, {V.shape}.")
+    rng = np.random.default_rng(random_state)
+    out = np.empty((U.shape[0], V.shape[0]), dtype=np.int8)
+    for s in range(0, U.shape[0], 256):
+        p = expit(U[s : s + 256] @ V.T)
+        out[s : s + 256] = rng.random(p.shape) < p
+    return out
+
+
 def load_response_matrix(path):
     """Load a models x items matrix saved as ``.npz`` with an ``outcomes`` array.
 

@@ -247,3 +247,21 @@ def test_sweep_on_a_dask_local_cluster_matches_serial(matrix, fitted_fm):
                 distributed_records = run_experiment(matrix, **kw).records
     assert len(tasks.data) > 0  # the work really ran on the cluster
     np.testing.assert_array_equal(serial, distributed_records)
+
+
+def test_draw_bank_cli_writes_a_bank_the_experiment_reads(tmp_path, capsys):
+    from faqstats.datasets import draw_bank_from_factors, load_response_matrix
+
+    rng = np.random.default_rng(0)
+    U, V = rng.normal(size=(30, 3)), rng.normal(size=(40, 3))
+    np.savez(tmp_path / "factors.npz", model_factors=U, question_factors=V)
+    assert main(["draw-bank", "--factors", str(tmp_path / "factors.npz"), "--out", str(tmp_path / "bank.npz"),
+                 "--seed", "3"]) == 0
+    Z, _ = load_response_matrix(tmp_path / "bank.npz")
+    np.testing.assert_array_equal(Z, draw_bank_from_factors(U, V, random_state=3))
+    # the draws follow the factors: strongly positive logits come out 1 far more often
+    logits = U @ V.T
+    assert Z[logits > 2].mean() > 0.8 > 0.2 > Z[logits < -2].mean()
+    np.savez(tmp_path / "bad.npz", model_factors=U)
+    assert main(["draw-bank", "--factors", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "x.npz")]) == 2
+    assert "question_factors" in capsys.readouterr().err
