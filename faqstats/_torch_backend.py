@@ -99,14 +99,15 @@ def fit_factors(
 
     # Weight of each observed cell in the loss: 1 / (all observed cells) for the joint
     # fit (the mean cross-entropy), 1 / (the row's observed cells) with V frozen.
+    # Kept as a broadcastable (rows x 1) column: no dense float copy of H for it.
     if question_factors is None:
-        cell_weight = np.full(H.shape, 1.0 / observed.sum())
+        row_weight = np.full((n_models, 1), 1.0 / observed.sum())
     else:
-        cell_weight = np.broadcast_to(1.0 / np.maximum(observed.sum(axis=1, keepdims=True), 1), H.shape)
+        row_weight = 1.0 / np.maximum(observed.sum(axis=1, keepdims=True), 1)
 
     if dense:
         target = torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device)
-        weight = torch.as_tensor(np.where(observed, cell_weight, 0.0), dtype=tdtype, device=device)
+        weight = torch.as_tensor(np.where(observed, row_weight, 0.0), dtype=tdtype, device=device)
 
         def loss_fn():
             logits = U @ V.T
@@ -118,7 +119,7 @@ def fit_factors(
         rows_t = torch.as_tensor(rows, device=device)
         cols_t = torch.as_tensor(cols, device=device)
         target = torch.as_tensor(H[rows, cols], dtype=tdtype, device=device)
-        weight = torch.as_tensor(cell_weight[rows, cols], dtype=tdtype, device=device)
+        weight = torch.as_tensor(row_weight[rows, 0], dtype=tdtype, device=device)
 
         def loss_fn():
             logits = (U[rows_t] * V[cols_t]).sum(dim=1)
@@ -142,3 +143,337 @@ def fit_factors(
     U_np = U.detach().to("cpu", torch.float64).numpy()
     V_np = V.detach().to("cpu", torch.float64).numpy()
     return U_np, V_np, losses
+
+
+# ----------------------------------------------------------------------------------
+# Alternating Newton ("newton" solver)
+# ----------------------------------------------------------------------------------
+#
+# Objective (sum form):  L(U, V) = sum_{(i,j) observed} BCE(u_i . v_j, H_ij)
+#                                  + (alpha / 2) (||U||_F^2 + ||V||_F^2),
+# i.e. MAP estimation under independent N(0, 1/alpha) priors on every factor entry. With
+# V fixed the problem splits into one strongly convex k-dim ridge-logistic regression
+# per row u_i, and with U fixed into one per column v_j; each half-sweep takes one
+# damped Newton step for all of them at once (per-row gradients, k x k Hessians from a
+# Khatri-Rao GEMM or a gathered-cell scatter, batched Cholesky solves, per-row Armijo
+# backtracking), so L decreases monotonically. Nothing of size M x N x k is ever formed:
+# Hessian blocks are accumulated in chunks bounded by _BLOCK_ELEMENTS.
+
+_BLOCK_ELEMENTS = 1 << 23  # largest temporary (elements) for Hessian/Khatri-Rao chunks
+_ARMIJO = 1e-4
+_MAX_HALVINGS = 30
+
+
+def _bce(x, y):
+    return F.binary_cross_entropy_with_logits(x, y, reduction="none")
+
+
+class _TriuPairs:
+    """Upper-triangle index pairs of a k x k matrix and the map back to the full matrix."""
+
+    def __init__(self, k, device):
+        self.a, self.b = torch.triu_indices(k, k, device=device)
+        full = torch.empty(k, k, dtype=torch.long, device=device)
+        full[self.a, self.b] = torch.arange(self.a.numel(), device=device)
+        full[self.b, self.a] = full[self.a, self.b]
+        self.full = full.reshape(-1)
+        self.k = k
+
+    def products(self, B):
+        """Row-wise Khatri-Rao square: (n, k(k+1)/2) with B[:, a] * B[:, b]."""
+        return B[:, self.a] * B[:, self.b]
+
+    def hessians(self, tri, ridge):
+        """(n, T) packed upper triangles -> (n, k, k) float64 matrices plus ridge * I."""
+        Hs = tri.to(torch.float64)[:, self.full].reshape(-1, self.k, self.k)
+        Hs.diagonal(dim1=1, dim2=2).add_(ridge)
+        return Hs
+
+
+def _newton_directions(G, hess_tri_block, n_rows, ridge, pairs):
+    """D = -H_i^{-1} g_i for every row, in row blocks so Hessians stay bounded."""
+    T = pairs.a.numel()
+    rows_per_block = max(1, _BLOCK_ELEMENTS // T)
+    D = torch.empty_like(G)
+    for r0 in range(0, n_rows, rows_per_block):
+        r1 = min(n_rows, r0 + rows_per_block)
+        Hs = pairs.hessians(hess_tri_block(r0, r1), ridge)
+        L, info = torch.linalg.cholesky_ex(Hs)
+        if bool((info != 0).any()):  # pragma: no cover - ridge > 0 keeps H positive definite
+            raise FloatingPointError("A Newton Hessian was not positive definite; raise alpha.")
+        g = G[r0:r1].to(torch.float64).unsqueeze(-1)
+        D[r0:r1] = -torch.cholesky_solve(g, L).squeeze(-1).to(G.dtype)
+    return D
+
+
+class _DenseCells:
+    """Observed cells as dense (rows x cols) target and weight matrices (weight 0 = missing)."""
+
+    def __init__(self, target, weight):
+        self.Y, self.W = target, weight
+
+    def transposed(self):
+        return _DenseCells(self.Y.T, self.W.T)
+
+    @staticmethod
+    def logits(A, B):
+        return A @ B.T
+
+    def other_logits(self, X):
+        return X.T
+
+    def data_loss(self, X):
+        return (self.W * _bce(X, self.Y)).sum(dim=1)
+
+    def step(self, A, B, X, ridge, pairs, active):
+        """One damped Newton step on every active row of A (B fixed); X = A @ B.T."""
+        P = torch.sigmoid(X)
+        G = (self.W * (P - self.Y)) @ B + ridge * A
+        S = self.W * P * (1.0 - P)
+        del P
+        T = pairs.a.numel()
+        cols_per_chunk = max(1, _BLOCK_ELEMENTS // T)
+
+        def hess_tri(r0, r1):
+            tri = torch.zeros(r1 - r0, T, dtype=A.dtype, device=A.device)
+            for c0 in range(0, B.shape[0], cols_per_chunk):
+                c1 = min(B.shape[0], c0 + cols_per_chunk)
+                tri += S[r0:r1, c0:c1] @ pairs.products(B[c0:c1])
+            return tri
+
+        D = _newton_directions(G, hess_tri, A.shape[0], ridge, pairs)
+        D[~active] = 0
+        XD = D @ B.T
+        f0 = self.data_loss(X) + 0.5 * ridge * (A * A).sum(dim=1)
+        slope = (G * D).sum(dim=1)
+
+        def trial_loss(rows, t):
+            Xt = X[rows] + t[:, None] * XD[rows]
+            At = A[rows] + t[:, None] * D[rows]
+            return (self.W[rows] * _bce(Xt, self.Y[rows])).sum(dim=1) + 0.5 * ridge * (At * At).sum(dim=1)
+
+        t = _armijo(f0, slope, trial_loss, active)
+        return A + t[:, None] * D, X + t[:, None] * XD, t, D
+
+
+class _GatheredCells:
+    """Observed cells as (row, col, target, weight) lists sorted by row: O(nnz) memory."""
+
+    def __init__(self, rows, cols, target, weight, n_rows, n_cols):
+        order = torch.argsort(rows * n_cols + cols)  # by row, then col (stable layout)
+        self.rows, self.cols = rows[order], cols[order]
+        self.y, self.w = target[order], weight[order]
+        self.n_rows, self.n_cols = n_rows, n_cols
+        counts = torch.bincount(self.rows, minlength=n_rows)
+        self.ptr = torch.zeros(n_rows + 1, dtype=torch.long, device=rows.device)
+        self.ptr[1:] = torch.cumsum(counts, 0)
+        self._to_other = None
+
+    def transposed(self):
+        other = _GatheredCells(self.cols, self.rows, self.y, self.w, self.n_cols, self.n_rows)
+        # position of each of our cells in the other's (col-major) order
+        key = self.cols * self.n_rows + self.rows
+        self._to_other = torch.argsort(key)
+        other._to_other = torch.argsort(other.cols * self.n_cols + other.rows)
+        return other
+
+    def _chunks(self, lo=0, hi=None, width=1):
+        hi = self.rows.numel() if hi is None else hi
+        size = max(1, _BLOCK_ELEMENTS // max(width, 1))
+        for c0 in range(lo, hi, size):
+            yield c0, min(hi, c0 + size)
+
+    def logits(self, A, B):
+        x = torch.empty(self.rows.numel(), dtype=A.dtype, device=A.device)
+        for c0, c1 in self._chunks(width=A.shape[1]):
+            x[c0:c1] = (A[self.rows[c0:c1]] * B[self.cols[c0:c1]]).sum(dim=1)
+        return x
+
+    def other_logits(self, x):
+        return x[self._to_other]
+
+    def _row_sum(self, values):
+        out = torch.zeros(self.n_rows, dtype=values.dtype, device=values.device)
+        return out.index_add_(0, self.rows, values)
+
+    def data_loss(self, x):
+        return self._row_sum(self.w * _bce(x, self.y))
+
+    def step(self, A, B, x, ridge, pairs, active):
+        p = torch.sigmoid(x)
+        r = self.w * (p - self.y)
+        s = self.w * p * (1.0 - p)
+        k = A.shape[1]
+        G = ridge * A
+        for c0, c1 in self._chunks(width=k):
+            G.index_add_(0, self.rows[c0:c1], r[c0:c1, None] * B[self.cols[c0:c1]])
+        T = pairs.a.numel()
+
+        def hess_tri(r0, r1):
+            tri = torch.zeros(r1 - r0, T, dtype=A.dtype, device=A.device)
+            lo, hi = int(self.ptr[r0]), int(self.ptr[r1])
+            for c0, c1 in self._chunks(lo, hi, width=T):
+                contrib = s[c0:c1, None] * pairs.products(B[self.cols[c0:c1]])
+                tri.index_add_(0, self.rows[c0:c1] - r0, contrib)
+            return tri
+
+        D = _newton_directions(G, hess_tri, A.shape[0], ridge, pairs)
+        D[~active] = 0
+        xd = self.logits(D, B)
+        f0 = self.data_loss(x) + 0.5 * ridge * (A * A).sum(dim=1)
+        slope = (G * D).sum(dim=1)
+
+        def trial_loss(rows, t):
+            t_all = torch.zeros(self.n_rows, dtype=A.dtype, device=A.device)
+            t_all[rows] = t
+            cell_t = t_all[self.rows]
+            At = A[rows] + t[:, None] * D[rows]
+            return self.data_loss(x + cell_t * xd)[rows] + 0.5 * ridge * (At * At).sum(dim=1)
+
+        t = _armijo(f0, slope, trial_loss, active)
+        return A + t[:, None] * D, x + t[self.rows] * xd, t, D
+
+
+def _armijo(f0, slope, trial_loss, active):
+    """Per-row backtracking: the largest t in {1, 1/2, 1/4, ...} with
+    f(t) <= f(0) + c t slope; rows that never qualify (or are inactive) get t = 0."""
+    t = torch.zeros_like(f0)
+    todo = torch.nonzero(active).squeeze(1)
+    step = torch.ones(todo.numel(), dtype=f0.dtype, device=f0.device)
+    for _ in range(_MAX_HALVINGS):
+        if todo.numel() == 0:
+            break
+        ft = trial_loss(todo, step)
+        ok = ft <= f0[todo] + _ARMIJO * step * slope[todo]
+        t[todo[ok]] = step[ok]
+        todo, step = todo[~ok], 0.5 * step[~ok]
+    return t
+
+
+def fit_factors_newton(
+    H: np.ndarray,
+    *,
+    n_components: int,
+    alpha: float,
+    max_iter: int,
+    tol: float,
+    device: str,
+    dtype: str,
+    seed: int,
+    question_factors: np.ndarray | None = None,
+    init_model_factors: np.ndarray | None = None,
+    init_scale: float = 0.1,
+    progress=None,
+):
+    """Alternating damped Newton on the L2-penalised sum of cross-entropies (see above).
+
+    Parameters
+    ----------
+    H : ndarray of shape (n_models, n_questions)
+        Outcomes in [0, 1], NaN where not observed.
+    alpha : float
+        Prior precision of every factor entry (``(alpha/2) ||.||^2`` penalty added to the
+        *sum* of cross-entropies). Must be positive: it keeps each Newton system
+        positive definite.
+    max_iter : int
+        Maximum number of sweeps (a U half-step and a V half-step each).
+    tol : float
+        Stop when a sweep lowers the objective by less than ``tol`` times its value.
+        With V frozen each row is instead solved to convergence (Newton step below
+        sqrt(machine epsilon), relative) or for ``max_iter`` steps.
+    question_factors : ndarray of shape (n_questions, k), optional
+        When given, V is frozen and only U is fitted: each row solves its own
+        ridge-logistic regression, independently of the other rows.
+    init_model_factors : ndarray of shape (k,) or (n_models, k), optional
+        Starting point of U; default ``init_scale`` times N(0, 1) draws from ``seed``
+        (the same draws as the AdamW solver's, shrunk: a small start keeps the
+        first Newton steps in the well-curved region of the loss).
+
+    Returns
+    -------
+    U, V : float64 ndarrays
+    losses : float64 ndarray, the mean cross-entropy over observed cells after each sweep
+    """
+    if not alpha > 0:
+        raise ValueError(f"solver='newton' needs alpha > 0 (it is the ridge of every Newton system), got {alpha!r}.")
+    tdtype = resolve_dtype(dtype)
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    n_models, n_questions = H.shape
+    k = n_components
+    observed = ~np.isnan(H)
+    n_obs = int(observed.sum())
+    dense = observed.mean() >= _DENSE_MIN_FRACTION
+
+    if init_model_factors is None:
+        U = init_scale * torch.randn(n_models, k, generator=gen, dtype=torch.float64)
+    else:
+        U = torch.as_tensor(np.broadcast_to(np.asarray(init_model_factors, dtype=float), (n_models, k)).copy())
+    U = U.to(device=device, dtype=tdtype)
+    frozen = question_factors is not None
+    if frozen:
+        V = torch.as_tensor(np.asarray(question_factors), dtype=tdtype, device=device)
+    else:
+        V = (init_scale * torch.randn(n_questions, k, generator=gen, dtype=torch.float64)).to(device=device, dtype=tdtype)
+
+    if dense:
+        target = torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device)
+        weight = torch.as_tensor(observed, dtype=tdtype, device=device)
+        by_row = _DenseCells(target, weight)
+    else:
+        rows, cols = np.nonzero(observed)
+        by_row = _GatheredCells(
+            torch.as_tensor(rows, device=device),
+            torch.as_tensor(cols, device=device),
+            torch.as_tensor(H[rows, cols], dtype=tdtype, device=device),
+            torch.ones(rows.size, dtype=tdtype, device=device),
+            n_models,
+            n_questions,
+        )
+    pairs = _TriuPairs(k, device)
+    ridge = float(alpha)
+    X = by_row.logits(U, V)
+    losses = []
+
+    if frozen:
+        active = torch.ones(n_models, dtype=torch.bool, device=device)
+        # Newton converges quadratically: once a full step is below sqrt(eps) (relative),
+        # the next would be at rounding level. Each row stops on its own criterion, so
+        # its factor does not depend on the other rows of the batch.
+        step_tol = float(np.sqrt(torch.finfo(tdtype).eps))
+        for sweep in range(max_iter):
+            U, X, t, D = by_row.step(U, V, X, ridge, pairs, active)
+            small = D.abs().amax(dim=1) <= step_tol * (1.0 + U.abs().amax(dim=1))
+            active &= ~(((t == 1) & small) | (t == 0))  # t = 0: no decrease left to find
+            losses.append(float(by_row.data_loss(X).sum()) / n_obs)
+            if progress is not None:
+                progress(sweep + 1)
+            if not bool(active.any()):
+                break
+    else:
+        by_col = by_row.transposed()
+        all_rows = torch.ones(n_models, dtype=torch.bool, device=device)
+        all_cols = torch.ones(n_questions, dtype=torch.bool, device=device)
+
+        def objective(data):
+            return float(data) + 0.5 * ridge * float((U * U).sum() + (V * V).sum())
+
+        previous = objective(by_row.data_loss(X).sum())
+        for sweep in range(max_iter):
+            U, X, _, _ = by_row.step(U, V, X, ridge, pairs, all_rows)
+            Xc = by_row.other_logits(X)
+            V, Xc, _, _ = by_col.step(V, U, Xc, ridge, pairs, all_cols)
+            X = by_col.other_logits(Xc)
+            data = by_col.data_loss(Xc).sum()
+            losses.append(float(data) / n_obs)
+            if progress is not None:
+                progress(sweep + 1)
+            current = objective(data)
+            if not np.isfinite(current):
+                break
+            if previous - current <= tol * abs(current):
+                break
+            previous = current
+    losses = np.asarray(losses, dtype=float)
+    if not (np.isfinite(losses).all() and bool(torch.isfinite(U).all()) and bool(torch.isfinite(V).all())):
+        raise FloatingPointError("The Newton factor fit produced non-finite values; raise alpha or use dtype='float64'.")
+    return U.to("cpu", torch.float64).numpy(), V.to("cpu", torch.float64).numpy(), losses

@@ -103,7 +103,10 @@ def _expected_failed_checks(estimator):
 
 
 @parametrize_with_checks(
-    [LogisticFactorModel(n_components=2, max_iter=50, random_state=0)],
+    [
+        LogisticFactorModel(n_components=2, max_iter=50, random_state=0),
+        LogisticFactorModel(n_components=2, max_iter=20, solver="newton", random_state=0),
+    ],
     expected_failed_checks=_expected_failed_checks,
 )
 def test_factor_model_sklearn_compatible(estimator, check):
@@ -569,3 +572,142 @@ def test_factor_model_grid_search_prefers_planted_rank():
     assert search.best_params_ == {"n_components": 3}
     assert scores[1] - scores[0] > 0.03, scores
     assert search.best_estimator_.question_factors_.shape == (150, 3)
+
+
+# ------------------------------------------------------------ Newton solver
+def _newton(**params):
+    """The alternating-Newton solver; alpha=3 is its recommended prior precision."""
+    defaults = dict(n_components=3, alpha=3.0, solver="newton", device="cpu", random_state=0)
+    return LogisticFactorModel(**{**defaults, **params})
+
+
+def _objective_gradients(H, U, V, alpha):
+    """Gradients of sum_observed BCE(u_i . v_j, H_ij) + (alpha/2)(|U|^2 + |V|^2), in numpy."""
+    observed = ~np.isnan(H)
+    R = np.where(observed, expit(U @ V.T) - np.nan_to_num(H), 0.0)
+    return R @ V + alpha * U, R.T @ U + alpha * V
+
+
+def test_newton_matches_reference_held_out_log_loss(planted):
+    """On the planted bank the Newton fit predicts held-out cells as well as the
+    reference AdamW fit: its held-out log-loss is at most 0.5% above the reference's
+    (measured: 0.4142 against 0.4149, i.e. 0.2% better) and within 5% of the truth's."""
+    bank, held, train, reference = planted
+    ref_loss, truth, _ = _held_out_losses(bank, held, reference.model_factors_ @ reference.question_factors_.T)
+    fm = _newton().fit(train)
+    newton_loss, _, _ = _held_out_losses(bank, held, fm.model_factors_ @ fm.question_factors_.T)
+    assert newton_loss <= 1.005 * ref_loss, (newton_loss, ref_loss)
+    assert newton_loss <= 1.05 * truth, (newton_loss, truth)
+    assert fm.n_iter_ < fm.max_iter  # stopped on tol, not on the cap
+
+
+def test_newton_minimises_the_stated_objective():
+    """At convergence (float64, tiny tol) the gradient of the stated MAP objective is
+    zero: sum BCE + (alpha/2)(|U|^2 + |V|^2), relative to the objective's scale."""
+    H = _small_history(missing_rate=0.3)
+    fm = _newton(n_components=2, alpha=1.0, dtype="float64", tol=1e-12, max_iter=500).fit(H)
+    gU, gV = _objective_gradients(H, fm.model_factors_, fm.question_factors_, 1.0)
+    assert max(np.abs(gU).max(), np.abs(gV).max()) < 1e-4
+    # the objective never increased from sweep to sweep (per-row backtracking)
+    assert np.isfinite(fm.loss_curve_).all() and fm.loss_curve_[-1] < fm.loss_curve_[0]
+
+
+def test_newton_fit_conventions():
+    H = _small_history()
+    fm = _newton(max_iter=3, tol=0.0)
+    params = fm.get_params()
+    assert fm.fit(H) is fm and fm.get_params() == params
+    assert fm.n_iter_ == 3 and fm.loss_curve_.shape == (3,)
+    again = clone(fm).fit(H)
+    assert_array_equal(again.model_factors_, fm.model_factors_)  # reproducible from random_state
+    assert_array_equal(again.question_factors_, fm.question_factors_)
+    assert fm.model_factors_.dtype == np.float64 and fm.question_factors_.shape == (20, 3)
+    converged = _newton(verbose=True).fit(H)  # the progress bar runs too
+    assert 1 <= converged.n_iter_ < converged.max_iter and converged.loss_curve_.shape == (converged.n_iter_,)
+
+
+def test_newton_transform_solves_each_row_on_its_own():
+    """transform minimises each row's sum BCE + (alpha/2)|u|^2 (the fit's row
+    subproblem) to convergence: zero gradient, independent of the batch (1e-10), and
+    equal to the jointly fitted factors when refitting the training rows."""
+    H = _small_history(missing_rate=0.5)
+    fm = _newton(n_components=2, alpha=1.0, dtype="float64", tol=1e-12, max_iter=500).fit(H)
+    new = _small_history(n_models=8, missing_rate=0.5, seed=1)
+    new[3] = np.nan
+    U = fm.transform(new)
+    gU, _ = _objective_gradients(new[[i for i in range(8) if i != 3]], np.delete(U, 3, 0), fm.question_factors_, 1.0)
+    assert np.abs(gU).max() < 1e-8
+    assert_array_equal(U[3], fm.prior_mean_)
+    assert_allclose(fm.transform(new[::-1])[::-1], U, rtol=0, atol=1e-10)
+    assert_allclose(np.vstack([fm.transform(row[None]) for row in new]), U, rtol=0, atol=1e-10)
+    assert_allclose(fm.transform(H), fm.model_factors_, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("frozen", [False, True], ids=["fit", "transform"])
+def test_newton_dense_and_sparse_cells_agree(monkeypatch, frozen):
+    """The gathered-cell Newton step is the same computation as the dense one."""
+    H = _small_history(missing_rate=0.5)
+
+    def run(min_fraction):
+        monkeypatch.setattr(backend, "_DENSE_MIN_FRACTION", min_fraction)
+        fm = _newton(max_iter=8, tol=0.0, dtype="float64").fit(H)
+        return fm.transform(H) if frozen else fm.model_factors_
+
+    assert_allclose(run(0.0), run(1.01), rtol=0, atol=1e-8)  # always dense vs always sparse
+
+
+def test_newton_float32_float64_consistent():
+    """Same draws, same steps: float32 and float64 fit the same probabilities (1e-3)."""
+    bank = make_synthetic_bank(n_models=60, n_questions=50, n_components=3, missing_rate=0.3, random_state=2)
+    fits = {dt: _newton(dtype=dt).fit(bank.history) for dt in ("float32", "float64")}
+    p32, p64 = (fits[dt].predict_proba(fits[dt].model_factors_) for dt in ("float32", "float64"))
+    assert_allclose(p32, p64, rtol=0, atol=1e-3)
+    Z = bank.new_outcomes.astype(float)
+    t32, t64 = (fits[dt].predict_proba(fits[dt].transform(Z)) for dt in ("float32", "float64"))
+    assert_allclose(t32, t64, rtol=0, atol=1e-3)
+
+
+def test_newton_very_sparse_history_never_allocates_dense_blocks():
+    """A 99.9%-missing history (1500 x 4000, 6000 observed cells, k=16) goes through the
+    gathered-cell path: memory is O(observed cells + (models + questions) k^2). The
+    largest torch allocation is the batch of question Hessians (4000 x 16 x 16 float64,
+    8.2 MB), below one dense models x questions float32 matrix (24 MB) and far below
+    the 384 MB of models x questions x k."""
+    from torch.profiler import ProfilerActivity, profile
+
+    rng = np.random.default_rng(0)
+    M, N, k = 1500, 4000, 16
+    H = np.full((M, N), np.nan)
+    rows, cols = rng.integers(0, M, 6000), rng.integers(0, N, 6000)
+    H[rows, cols] = rng.random(6000) < 0.6
+    H[np.arange(M), rng.integers(0, N, M)] = 1.0  # every model observed at least once
+    assert np.isnan(H).mean() > 0.998
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fm = _newton(n_components=k, max_iter=3, tol=0.0).fit(H)
+    largest = max(event.cpu_memory_usage for event in prof.events())
+    assert 0 < largest <= 8 * max(M, N) * k * k + 64 * 1024, largest  # bytes: Hessians (N, k, k) float64
+    assert largest < 4 * M * N
+    assert np.isfinite(fm.model_factors_).all() and np.isfinite(fm.question_factors_).all()
+    assert fm.transform(H[:50]).shape == (50, k)
+
+
+@pytest.mark.parametrize(
+    "params, error, match",
+    [
+        (dict(solver="lbfgs"), ValueError, r"solver must be one of \['adamw', 'newton'\]"),
+        (dict(solver="newton", alpha=0.0), ValueError, "needs alpha > 0"),
+        (dict(tol=-1e-3), ValueError, r"tol must be in \[0.0, inf\]"),
+    ],
+)
+def test_factor_model_rejects_bad_solver_parameters(params, error, match):
+    with pytest.raises(error, match=match):
+        _model(**{"max_iter": 2, **params}).fit(np.eye(3))
+
+
+def test_factor_model_cv_passes_the_solver_on():
+    bank = make_synthetic_bank(n_models=40, n_questions=50, n_components=2, missing_rate=0.2, random_state=0)
+    cv = LogisticFactorModelCV(
+        n_components_grid=(1, 2), alphas=(1.0,), cv=2, solver="newton", device="cpu", random_state=0
+    ).fit(bank.history)
+    assert cv.best_estimator_.solver == "newton" and cv.best_estimator_.n_iter_ < cv.max_iter
+    assert np.isfinite(cv.cv_results_["fold_scores"]).all()
