@@ -30,7 +30,10 @@ DATA_FILE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "op
 
 
 # ---------------------------------------------------------------- strategies
-outcome_values = st.one_of(st.integers(0, 1).map(float), st.sampled_from([0.25, 0.5, 0.75]), st.floats(0, 1))
+#: 0/1, rubric grades and fractions to 9 decimals (see ``test_unbiasedness.graded_outcomes``)
+outcome_values = st.one_of(
+    st.integers(0, 1).map(float), st.sampled_from([0.25, 0.5, 0.75]), st.floats(0, 1).map(lambda x: round(x, 9))
+)
 
 
 @st.composite
