@@ -58,6 +58,7 @@ def _experiment(args):
         random_state=args.seed,
         n_jobs=args.n_jobs,
         backend=args.backend,
+        tuning={"seeds": args.tune_seeds},
         verbose=not args.quiet,
     )
     summary = summarize(result.records)
@@ -69,6 +70,18 @@ def _experiment(args):
         write_csv(models, out / "model_coverage.csv"),
     ]
     files += plot_all(summary, models, out)
+    if result.tuning:  # one table per budget, stacked, with the budget as first column
+        import numpy as np
+
+        tables = []
+        for b, res in result.tuning.items():
+            t = res.table
+            stacked = np.empty(t.shape, dtype=[("budget", np.int64)] + t.dtype.descr)
+            stacked["budget"] = b
+            for name in t.dtype.names:
+                stacked[name] = t[name]
+            tables.append(stacked)
+        files.append(write_csv(np.concatenate(tables), out / "tuning.csv"))
     config = dict(result.config, data=str(args.data), history_shape=list(result.history_shape),
                   budgets=result.budgets.tolist(), n_new=int(result.new_rows.size))
     (out / "config.json").write_text(json.dumps(config, indent=2))
@@ -133,6 +146,8 @@ def _add_experiment_parser(sub):
     exp.add_argument("--seed", type=int, default=0, help="root seed of the runs (default 0)")
     exp.add_argument("--n-jobs", type=int, default=1, help="joblib workers (default 1; -1: all cores)")
     exp.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask once registered...)")
+    exp.add_argument("--tune-seeds", type=int, default=3,
+                     help="runs per validation model and grid point when tuning faq-tuned (default 3)")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")
     exp.set_defaults(func=_experiment)
     return exp

@@ -14,12 +14,15 @@ from .runner import (
     summarize,
     write_csv,
 )
+from .tuning import PAPER_GRID, TuningResult, tune_policy
 
 __all__ = [
     "DEFAULT_BUDGETS",
     "DemoRow",
     "ExperimentResult",
     "METHODS",
+    "PAPER_GRID",
+    "TuningResult",
     "budget_sizes",
     "format_summary",
     "per_model_coverage",
@@ -28,5 +31,6 @@ __all__ = [
     "run_experiment",
     "split_matrix",
     "summarize",
+    "tune_policy",
     "write_csv",
 ]

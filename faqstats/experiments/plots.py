@@ -52,7 +52,8 @@ def _log_y(ax):
 
 
 def _legend(ax):
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    if ax.get_legend_handles_labels()[0]:  # e.g. an ESS plot with only the baseline has nothing to list
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
 
 
 def _budget_axis(ax):

@@ -87,6 +87,9 @@ METHODS = {
     "ht-uniform": _without_fm(lambda: BernoulliAIPW(score="uniform")),  # the paper's "uniform" baseline
     "aipw-neyman": _with_fm(lambda: BernoulliAIPW(score="neyman")),
     "aipw-min": _with_fm(lambda: BernoulliAIPW(score="min")),
+    # HybridSampler tuned per budget on validation models from the history (see tuning.py);
+    # the entry is the untuned fallback, run_experiment swaps in the tuned sampler
+    "faq-tuned": _with_fm(HybridSampler),
 }
 
 _METHOD_CHARS = 40
@@ -171,6 +174,10 @@ class ExperimentResult:
         Seconds for the whole experiment (factor fit included).
     fit_seconds : float
         Seconds spent fitting the factor model.
+    config : dict
+        The experiment's settings.
+    tuning : dict
+        ``{budget (queries): TuningResult}`` when "faq-tuned" ran.
     """
 
     records: np.ndarray
@@ -182,6 +189,7 @@ class ExperimentResult:
     elapsed: float
     fit_seconds: float
     config: dict = field(default_factory=dict)
+    tuning: dict = field(default_factory=dict)
 
     def summary(self, **kwargs):
         """:func:`summarize` of the records."""
@@ -460,6 +468,7 @@ def run_experiment(
     device="cpu",
     dtype="float64",
     torch_threads="auto",
+    tuning=None,
     verbose=True,
 ):
     """Run methods x budgets x new models x seeds on a response matrix; return tidy records.
@@ -507,6 +516,11 @@ def run_experiment(
     torch_threads : int, None or "auto", default="auto"
         Torch threads per worker while running the batched engine: ``"auto"`` is 1 when
         ``n_jobs`` is not 1 (workers share the cores) and torch's default otherwise.
+    tuning : dict or None
+        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` (``grid``,
+        ``seeds``, ``validation_fraction``, ``guard``, ``replace``) for the "faq-tuned"
+        method, which is tuned separately at every budget on validation models drawn from
+        the history (the test models are never seen).
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 
@@ -542,11 +556,21 @@ def run_experiment(
     if any(_uses_factor_model(m) for m in methods):
         fitted, fit_seconds = _fit_factor_model(factor_model, history, verbose)
 
-    specs = {m: METHODS[m](fitted) for m in methods}  # resolved here: workers need no registry
+    # resolved here: workers need no registry
+    specs = {(m, int(b)): METHODS[m](fitted) for m in methods for b in sizes}
+    tuning_results = {}
+    if "faq-tuned" in methods:
+        from .tuning import tune_policy
+
+        unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
+        tuning_results = tune_policy(history, unfitted, budget=[int(b) for b in sizes], alpha=alpha,
+                                     random_state=random_state, verbose=verbose, **(tuning or {}))
+        for b, res in tuning_results.items():
+            specs[("faq-tuned", b)] = (fitted, res.sampler())
     chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
     tasks = (
-        delayed(_run_chunk)(m, *specs[m], float(f), int(b), s, new, truths, new_rows, random_state, alpha,
-                            engine_cfg)
+        delayed(_run_chunk)(m, *specs[(m, int(b))], float(f), int(b), s, new, truths, new_rows, random_state,
+                            alpha, engine_cfg)
         for m, f, b, s in chunks
     )
     bar = None
@@ -573,6 +597,7 @@ def run_experiment(
         budgets=fractions,
         elapsed=time.perf_counter() - start,
         fit_seconds=fit_seconds,
+        tuning=tuning_results,
         config=dict(
             history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
             n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models, seeds=seeds, methods=methods,
