@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from scipy import stats
 
+from ._inference import effective_df
 from ._validation import check_alpha, check_generator
 from .sampling import (
     ActiveLearningSampler,
@@ -211,13 +212,7 @@ def simulate(
 
 def robust_df(phi):
     """Row-wise :func:`faqstats._inference.effective_df` of increments ``phi`` (R, n)."""
-    n = phi.shape[1]
-    d = phi - phi.mean(axis=1, keepdims=True)
-    m2 = np.mean(d**2, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        excess = np.where(m2 > 0, np.mean(d**4, axis=1) / np.where(m2 > 0, m2, 1.0) ** 2 - 3.0, 0.0)
-    df = 2.0 / (2.0 / (n - 1) + np.maximum(excess, 0.0) / n)
-    return np.where(m2 > 0, np.minimum(n - 1, np.maximum(1.0, df)), float(n - 1))
+    return effective_df(np.asarray(phi, dtype=float).reshape(len(phi), -1))
 
 
 class _Engine:
