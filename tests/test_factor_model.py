@@ -62,7 +62,6 @@ _PREDICT_PROBA = (
     "shape (k,) or (m, k) (the public API), not outcome rows."
 )
 _EXPECTED_FAILED_CHECKS = {
-    "check_fit_score_takes_y": _CONTINUOUS_X + "tested on binary data in test_factor_model_fit_conventions_on_binary_data.",
     "check_estimators_overwrite_params": _CONTINUOUS_X + "see test_factor_model_fit_conventions_on_binary_data.",
     "check_dont_overwrite_parameters": _CONTINUOUS_X + "see test_factor_model_fit_conventions_on_binary_data.",
     "check_estimators_fit_returns_self": _CONTINUOUS_X + "see test_factor_model_fit_conventions_on_binary_data.",
@@ -72,7 +71,6 @@ _EXPECTED_FAILED_CHECKS = {
     "check_transformer_n_iter": _CONTINUOUS_X + "n_iter_ is checked in test_factor_model_fit_conventions_on_binary_data.",
     "check_pipeline_consistency": _CONTINUOUS_X + "see test_factor_model_fit_conventions_on_binary_data.",
     "check_readonly_memmap_input": _CONTINUOUS_X + "see test_factor_model_accepts_array_likes_and_dtypes.",
-    "check_dtype_object": _CONTINUOUS_X + "see test_factor_model_accepts_array_likes_and_dtypes.",
     "check_f_contiguous_array_estimator": _CONTINUOUS_X + "see test_factor_model_accepts_array_likes_and_dtypes.",
     "check_transformer_data_not_an_array": _CONTINUOUS_X + "see test_factor_model_accepts_array_likes_and_dtypes.",
     "check_transformer_preserve_dtypes": _CONTINUOUS_X + "see test_factor_model_accepts_array_likes_and_dtypes.",
