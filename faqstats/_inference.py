@@ -43,6 +43,9 @@ def effective_df(increments):
     if n < 2:
         raise ValueError("At least two increments are needed.")
     d = x - x.mean(axis=1, keepdims=True)
+    # kurtosis is scale-free: rescale so m2**2 cannot underflow for tiny spreads
+    scale = np.max(np.abs(d), axis=1, keepdims=True)
+    d = d / np.where(scale > 0, scale, 1.0)
     m2 = np.mean(d**2, axis=1)
     spread = m2 > 0
     safe_m2 = np.where(spread, m2, 1.0)

@@ -259,3 +259,14 @@ def test_batches_ask_once_per_round_and_update_between_rounds(bank, fm, replace)
 def test_batch_size_validated(bank, fm):
     with pytest.raises(ValueError, match="batch_size"):
         fq.PAIEstimator(fm, budget=10, batch_size=0).fit(bank.new_outcomes[0])
+
+
+def test_effective_df_is_scale_free_and_never_underflows():
+    import warnings
+
+    from faqstats._inference import effective_df
+
+    x = np.random.default_rng(1).standard_t(3, size=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert effective_df(x * 1e-150) == pytest.approx(effective_df(x)) == pytest.approx(effective_df(x * 1e150))
