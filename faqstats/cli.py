@@ -82,6 +82,7 @@ def _experiment(args):
                 stacked[name] = t[name]
             tables.append(stacked)
         files.append(write_csv(np.concatenate(tables), out / "tuning.csv"))
+    (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
     config = dict(result.config, data=str(args.data), history_shape=list(result.history_shape),
                   budgets=result.budgets.tolist(), n_new=int(result.new_rows.size))
     (out / "config.json").write_text(json.dumps(config, indent=2))
@@ -95,7 +96,8 @@ def _experiment(args):
     print()
     print(format_summary(summary))
     print("\nESS = mean variance of the baseline / mean variance of the method over the same models and seeds.")
-    print(f"Wrote {', '.join(p.name for p in files)}, config.json to {out} ({time.perf_counter() - start:.1f} s).")
+    names = ", ".join(p.name for p in files)
+    print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
     return 0
 
 

@@ -76,6 +76,8 @@ def test_experiment_cli_writes_tables_and_figures(npz_file, tmp_path, capsys):
         assert png.stat().st_size > 5000
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "config.json").exists()
+    md = (out / "summary.md").read_text().splitlines()
+    assert md[0].startswith("| method |") and len(md) == 2 + summary.size
 
 
 def test_new_models_are_complete_rows_and_truth_is_their_accuracy(matrix):

@@ -710,8 +710,20 @@ def per_model_coverage(records):
     return np.array(rows, dtype=MODEL_COVERAGE_DTYPE)
 
 
-def format_summary(summary):
-    """The summary table as fixed-width text."""
+def format_summary(summary, markdown=False):
+    """The summary table as fixed-width text, or as a Markdown table (``markdown=True``)."""
+    if markdown:
+        lines = [
+            "| method | budget | queries | runs | coverage | +/- se | mean width | RMSE | ESS vs FPC | ESS vs HT |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in summary:
+            lines.append(
+                f"| {r['method']} | {100 * r['budget_fraction']:.1f}% | {r['mean_queries']:.1f} | {r['n_runs']} | "
+                f"{r['coverage']:.3f} | {r['coverage_se']:.3f} | {r['mean_width']:.4f} | {r['rmse']:.4f} | "
+                f"{r['ess_fpc']:.2f} | {r['ess_ht']:.2f} |"
+            )
+        return "\n".join(lines)
     head = (
         f"{'method':<12} {'budget':>6} {'queries':>8} {'runs':>5} {'coverage':>8} {'+/-se':>6} {'width':>7} "
         f"{'rmse':>7} {'ESS fpc':>7} {'ESS ht':>7}"
