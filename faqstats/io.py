@@ -35,16 +35,16 @@ see :func:`question_ids_sha256`.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
 import json
 import numbers
 import os
-import secrets
 from pathlib import Path
 
 import numpy as np
+
+from ._atomic import atomic_write
 from sklearn.utils.validation import check_is_fitted
 
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV
@@ -256,31 +256,7 @@ def save_factor_model(model, path, *, question_ids=None):
 
 
 def _atomic_savez(path, arrays):
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)  # the process umask applies, as for a plain open()
-            break
-        except FileExistsError:  # pragma: no cover - 48 random bits collided
-            continue
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    # Make the rename itself durable; directories cannot be opened on every platform.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
 def _read_metadata(data, path):

@@ -49,13 +49,13 @@ import json
 import math
 import numbers
 import os
-import secrets
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from . import sampling
+from ._atomic import atomic_write, remove_stale_temporaries
 from .confseq import BettingConfidenceSequence
 from .estimator import PAIEstimator, _Oracle, within_round
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV
@@ -948,31 +948,7 @@ def _locked(path):
 
 
 def _atomic_write_text(path, text):
-    """Write ``text`` to ``path`` so that a crash leaves either the old or the new file.
-
-    As :func:`faqstats.io.save_factor_model`: a temporary file in the same directory,
-    flushed and ``fsync``-ed, moved over ``path`` with :func:`os.replace`, then the
-    directory ``fsync``-ed so the rename itself survives a power cut.
-    """
-    path = Path(path)
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a writer killed mid-write (we hold the lock)
-        with contextlib.suppress(OSError):
-            stale.unlink()
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    """Write ``text`` to ``path`` crash-safely (:func:`faqstats._atomic.atomic_write`), first
+    removing temporaries of a writer killed mid-write (the caller holds the lock)."""
+    remove_stale_temporaries(path)
+    return atomic_write(path, lambda f: f.write(text.encode("utf-8")))

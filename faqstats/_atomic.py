@@ -1,0 +1,60 @@
+"""Crash-safe file replacement shared by model files and session state."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+
+def atomic_write(path, write):
+    """Replace ``path`` so that a crash leaves either the old or the new file, never a mix.
+
+    ``write(fileobj)`` writes the new content to a temporary file in the same directory
+    (opened binary, exclusive); it is flushed and ``fsync``-ed, moved over ``path`` with
+    :func:`os.replace`, then the directory is ``fsync``-ed so the rename itself is durable.
+    On any failure the temporary file is removed and the old ``path`` is untouched.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.txt"
+    >>> _ = atomic_write(p, lambda f: f.write(b"hello"))
+    >>> p.read_text()
+    'hello'
+    """
+    path = Path(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)  # the process umask applies, as for a plain open()
+            break
+        except FileExistsError:  # pragma: no cover - 48 random bits collided
+            continue
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    # directories cannot be opened on every platform
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return path
+
+
+def remove_stale_temporaries(path):
+    """Delete temporary files :func:`atomic_write` left next to ``path`` when killed mid-write
+    (only safe while holding the lock that serialises writers of ``path``)."""
+    path = Path(path)
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()
