@@ -131,7 +131,7 @@ def main(argv=None):
     ap.add_argument("--questions", type=int, default=None, help="column subset (default: all 9574)")
     ap.add_argument("--components", type=int, default=None, help="k (default 64; 16 with --quick)")
     ap.add_argument("--reference-steps", type=int, default=2000)
-    ap.add_argument("--newton-alphas", default="1,3", help="comma-separated alphas for solver='newton'")
+    ap.add_argument("--newton-alphas", default="3,10", help="comma-separated alphas for solver='newton'")
     ap.add_argument("--tol", type=float, default=1e-3, help="tol of solver='newton'")
     ap.add_argument("--threads", type=int, default=None, help="torch threads per fit (default: all cores; 1 with --quick)")
     ap.add_argument("--seed", type=int, default=0)

@@ -192,8 +192,8 @@ class _TriuPairs:
 
 def _newton_directions(G, hess_tri_block, n_rows, ridge, pairs):
     """D = -H_i^{-1} g_i for every row, in row blocks so Hessians stay bounded."""
-    T = pairs.a.numel()
-    rows_per_block = max(1, _BLOCK_ELEMENTS // T)
+    # a block holds a few float64 copies of its (rows, k, k) Hessians: keep it ~_BLOCK_ELEMENTS
+    rows_per_block = max(1, _BLOCK_ELEMENTS // (4 * pairs.k * pairs.k))
     D = torch.empty_like(G)
     for r0 in range(0, n_rows, rows_per_block):
         r1 = min(n_rows, r0 + rows_per_block)
@@ -233,12 +233,17 @@ class _DenseCells:
         del P
         T = pairs.a.numel()
         cols_per_chunk = max(1, _BLOCK_ELEMENTS // T)
+        # Khatri-Rao chunks of B made once per step and reused by every row block (in
+        # total cols x k(k+1)/2, the size of a dense logit matrix when k ~ 2 sqrt(rows))
+        products = [
+            (c0, min(B.shape[0], c0 + cols_per_chunk), pairs.products(B[c0 : c0 + cols_per_chunk]))
+            for c0 in range(0, B.shape[0], cols_per_chunk)
+        ]
 
         def hess_tri(r0, r1):
             tri = torch.zeros(r1 - r0, T, dtype=A.dtype, device=A.device)
-            for c0 in range(0, B.shape[0], cols_per_chunk):
-                c1 = min(B.shape[0], c0 + cols_per_chunk)
-                tri += S[r0:r1, c0:c1] @ pairs.products(B[c0:c1])
+            for c0, c1, kr in products:
+                tri += S[r0:r1, c0:c1] @ kr
             return tri
 
         D = _newton_directions(G, hess_tri, A.shape[0], ridge, pairs)
@@ -248,9 +253,12 @@ class _DenseCells:
         slope = (G * D).sum(dim=1)
 
         def trial_loss(rows, t):
-            Xt = X[rows] + t[:, None] * XD[rows]
-            At = A[rows] + t[:, None] * D[rows]
-            return (self.W[rows] * _bce(Xt, self.Y[rows])).sum(dim=1) + 0.5 * ridge * (At * At).sum(dim=1)
+            if rows.numel() == A.shape[0]:  # first trial, every row: no gathered copies of X, W, Y
+                Xt, At, Wr, Yr = torch.addcmul(X, t[:, None], XD), A + t[:, None] * D, self.W, self.Y
+            else:
+                Xt, At = X[rows] + t[:, None] * XD[rows], A[rows] + t[:, None] * D[rows]
+                Wr, Yr = self.W[rows], self.Y[rows]
+            return (Wr * _bce(Xt, Yr)).sum(dim=1) + 0.5 * ridge * (At * At).sum(dim=1)
 
         t = _armijo(f0, slope, trial_loss, active)
         return A + t[:, None] * D, X + t[:, None] * XD, t, D
