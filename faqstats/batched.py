@@ -226,7 +226,8 @@ class _Engine:
         if factor_model is None:
             self.V = None
         else:
-            t = lambda a: torch.as_tensor(np.asarray(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
+            # a copy: fitted attributes may be read-only arrays, which torch will not wrap
+            t = lambda a: torch.tensor(np.array(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
             self.V = t(factor_model.question_factors_)
             self.mean0 = t(factor_model.prior_mean_)
             self.cov0 = t(factor_model.prior_cov_)
