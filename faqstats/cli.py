@@ -43,6 +43,17 @@ def _experiment(args):
     matrix, _ = load_response_matrix(args.data)
     fm_params = {k: v for k, v in (("n_components", args.n_components), ("alpha", args.alpha),
                                    ("max_iter", args.max_iter), ("solver", args.solver)) if v is not None}
+    factor_model = fm_params or None
+    if args.cv_components or args.cv_alphas:  # (k, alpha) by cell cross-validation on the history
+        from .factor_model import LogisticFactorModelCV
+
+        if args.n_components is not None or args.alpha is not None:
+            raise ValueError("--cv-components/--cv-alphas choose k and alpha: drop --n-components/--alpha.")
+        factor_model = LogisticFactorModelCV(
+            n_components_grid=tuple(args.cv_components or (16,)), alphas=tuple(args.cv_alphas or (0.1,)),
+            cv=args.cv_folds, max_iter=args.max_iter or 2000, solver=args.solver or "adamw", random_state=0,
+            verbose=not args.quiet,
+        )
     result = run_experiment(
         matrix,
         history_fraction=args.history_fraction,
@@ -54,7 +65,7 @@ def _experiment(args):
         budgets=tuple(args.budgets),
         seeds=args.seeds,
         methods=tuple(args.methods),
-        factor_model=fm_params or None,
+        factor_model=factor_model,
         random_state=args.seed,
         n_jobs=args.n_jobs,
         backend=args.backend,
@@ -93,6 +104,10 @@ def _experiment(args):
     )
     if result.factor_model is not None:
         print(f"Factor model fit: {result.fit_seconds:.1f} s.")
+        if hasattr(result.factor_model, "best_params_"):
+            print(f"Cross-validated factor model: {result.factor_model.best_params_}.")
+            config["factor_model_cv"] = {k: float(v) for k, v in result.factor_model.best_params_.items()}
+            (out / "config.json").write_text(json.dumps(config, indent=2))
     print()
     print(format_summary(summary))
     print("\nESS = mean variance of the baseline / mean variance of the method over the same models and seeds.")
@@ -151,6 +166,11 @@ def _add_experiment_parser(sub):
     exp.add_argument("--seed", type=int, default=0, help="root seed of the runs (default 0)")
     exp.add_argument("--n-jobs", type=int, default=1, help="joblib workers (default 1; -1: all cores)")
     exp.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask once registered...)")
+    exp.add_argument("--cv-components", type=int, nargs="+", default=None,
+                     help="choose the factor rank by cell cross-validation among these values")
+    exp.add_argument("--cv-alphas", type=float, nargs="+", default=None,
+                     help="choose the factor model's alpha by cell cross-validation among these values")
+    exp.add_argument("--cv-folds", type=int, default=5, help="cross-validation folds (default 5)")
     exp.add_argument("--tune-seeds", type=int, default=3,
                      help="runs per validation model and grid point when tuning faq-tuned (default 3)")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -69,3 +69,20 @@ def test_cli_writes_the_tuning_table(bank, tmp_path, capsys):
     lines = (tmp_path / "out" / "tuning.csv").read_text().splitlines()
     assert lines[0].split(",") == ["budget", *TUNING_DTYPE.names]
     assert len(lines) == 1 + 24  # the paper's grid at one budget
+
+
+def test_cli_chooses_k_and_alpha_by_cross_validation(bank, tmp_path, capsys):
+    import json
+
+    from faqstats.cli import main
+
+    matrix = np.vstack([np.nan_to_num(bank.history, nan=1.0), bank.new_outcomes]).astype(np.int8)
+    np.savez(tmp_path / "m.npz", outcomes=matrix)
+    argv = ["experiment", "--data", str(tmp_path / "m.npz"), "--out", str(tmp_path / "out"), "--methods", "faq",
+            "uniform-fpc", "--seeds", "1", "--budgets", "0.1", "--max-models", "3", "--cv-components", "1", "2",
+            "--cv-alphas", "0.01", "--cv-folds", "2", "--max-iter", "40", "--quiet"]
+    assert main(argv) == 0
+    assert "Cross-validated factor model" in capsys.readouterr().out
+    cfg = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert cfg["factor_model_cv"]["n_components"] in (1, 2) and cfg["factor_model_cv"]["alpha"] == 0.01
+    assert main(argv + ["--n-components", "2"]) == 2  # both ways of choosing k is refused
