@@ -179,6 +179,8 @@ def simulate(
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on "
                          f"{factor_model.question_factors_.shape[0]}.")
     engine = _Engine(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
+    if keep_increments and engine.stream:
+        raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
     engine.keep_ranges = bool(keep_increments) and not engine.stream
     range_parts = []
     chunk = max(1, int(max_elements) // max(N, 1))
@@ -189,8 +191,6 @@ def simulate(
         range_parts.append(engine.ranges if engine.keep_ranges else None)
         if progress is not None:
             progress(sl.stop - sl.start)
-    if keep_increments and engine.stream:
-        raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
     if parts:
         est_, var_, df_, nq, inc = (np.concatenate(x) if x[0] is not None else None for x in zip(*parts))
     else:
@@ -202,7 +202,8 @@ def simulate(
     elif interval == "t":
         df_ = np.full(R, float(budget - 1))
     se = np.sqrt(var_)
-    crit = np.where(np.isinf(df_), stats.norm.ppf(1 - alpha / 2), stats.t.ppf(1 - alpha / 2, np.where(np.isinf(df_), 1, df_)))
+    normal = np.isinf(df_)
+    crit = np.where(normal, stats.norm.ppf(1 - alpha / 2), stats.t.ppf(1 - alpha / 2, np.where(normal, 1, df_)))
     low = np.clip(est_ - crit * se, 0.0, 1.0)
     high = np.clip(est_ + crit * se, 0.0, 1.0)
     ranges = np.concatenate(range_parts) if keep_increments and range_parts else None

@@ -149,3 +149,8 @@ def test_kept_increments_and_ranges_match_the_sequential_run(bank, fm):
         np.testing.assert_allclose(runs.increment_ranges[0, t], run.increment_range(q), atol=1e-12)
         run.record(int(row["question"]), row["probability"], row["outcome"])
     assert copy.deepcopy(runs).increments.shape == (1, 10)
+
+
+def test_keep_increments_is_refused_for_the_stream_design_before_any_work(bank, fm):
+    with pytest.raises(ValueError, match="keep_increments"):
+        simulate(bank.new_outcomes, [0], factor_model=fm, sampler=fq.BernoulliAIPW(), budget=5, keep_increments=True)
