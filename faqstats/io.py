@@ -259,6 +259,26 @@ def _atomic_savez(path, arrays):
     atomic_write(path, lambda f: np.savez(f, **arrays))
 
 
+def check_format_header(doc, path, *, format_name, max_version, what, version_label="format version"):
+    """Refuse a JSON document that is not ``format_name`` or was written by a newer format version.
+
+    Shared by factor-model files and session state: ``doc`` must be a dict with
+    ``format == format_name`` and a positive integer ``format_version`` at most ``max_version``.
+    """
+    if not isinstance(doc, dict) or doc.get("format") != format_name:
+        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise ValueError(f"{path} is not a faqstats {what}: format is {found!r}, expected {format_name!r}.")
+    version = doc.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"{path}: format_version must be a positive integer, got {version!r}.")
+    if version > max_version:
+        raise ValueError(
+            f"{path} was written by a newer faqstats ({version_label} {version} > {max_version}); upgrade faqstats "
+            f"to load it (it was written by faqstats {doc.get('faqstats_version')!s})."
+        )
+    return version
+
+
 def _read_metadata(data, path):
     if _METADATA_KEY not in data.files:
         raise ValueError(f"{path} is not a faqstats factor model file: entry {_METADATA_KEY!r} is missing.")
@@ -269,17 +289,7 @@ def _read_metadata(data, path):
         meta = json.loads(raw.tobytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: {_METADATA_KEY!r} is not valid UTF-8 JSON ({exc}).") from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-        raise ValueError(f"{path} is not a faqstats factor model file: format is {found!r}, expected {FORMAT_NAME!r}.")
-    version = meta.get("format_version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"{path}: format_version must be a positive integer, got {version!r}.")
-    if version > FORMAT_VERSION:
-        raise ValueError(
-            f"{path} was written by a newer faqstats (format version {version} > {FORMAT_VERSION}); upgrade faqstats "
-            f"to load it (it was written by faqstats {meta.get('faqstats_version')!s})."
-        )
+    check_format_header(meta, path, format_name=FORMAT_NAME, max_version=FORMAT_VERSION, what="factor model file")
     for field in ("n_questions", "n_components"):
         value = meta.get(field)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -59,7 +59,14 @@ from ._atomic import atomic_write, remove_stale_temporaries
 from .confseq import BettingConfidenceSequence
 from .estimator import PAIEstimator, _Oracle, within_round
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV
-from .io import _json_safe, check_question_ids, load_factor_model, question_ids_sha256, save_factor_model
+from .io import (
+    _json_safe,
+    check_format_header,
+    check_question_ids,
+    load_factor_model,
+    question_ids_sha256,
+    save_factor_model,
+)
 from .sampling import BernoulliAIPW, HybridSampler, Sampler
 
 __all__ = ["EvaluationSession", "NextQuestions"]
@@ -900,17 +907,8 @@ def _read_state(path):
         state = json.loads(Path(path).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path} is not valid UTF-8 JSON ({exc}).") from exc
-    if not isinstance(state, dict) or state.get("format") != FORMAT_NAME:
-        found = state.get("format") if isinstance(state, dict) else type(state).__name__
-        raise ValueError(f"{path} is not a faqstats session file: format is {found!r}, expected {FORMAT_NAME!r}.")
-    version = state.get("format_version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"{path}: format_version must be a positive integer, got {version!r}.")
-    if version > FORMAT_VERSION:
-        raise ValueError(
-            f"{path} was written by a newer faqstats (session format version {version} > {FORMAT_VERSION}, faqstats "
-            f"{state.get('faqstats_version')}); upgrade faqstats to resume it."
-        )
+    check_format_header(state, path, format_name=FORMAT_NAME, max_version=FORMAT_VERSION, what="session file",
+                        version_label="session format version")
     required = ("revision", "factor_model_file", "factor_model_sha256", "question_ids_sha256", "question_id_type",
                 "config", "rng_state", "draws", "answers")
     missing = [key for key in required if key not in state]
