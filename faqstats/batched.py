@@ -30,6 +30,7 @@ import torch
 from scipy import stats
 
 from ._inference import effective_df
+from .estimator import weighted_martingale
 from ._validation import check_alpha, check_generator
 from .sampling import (
     ActiveLearningSampler,
@@ -108,6 +109,7 @@ def simulate(
     max_elements=DEFAULT_MAX_ELEMENTS,
     progress=None,
     keep_increments=False,
+    step_weights=None,
 ):
     """Run ``PAIEstimator(factor_model, sampler, budget)`` once per generator, in lockstep.
 
@@ -136,6 +138,8 @@ def simulate(
         Called with the number of runs finished after each chunk.
     keep_increments : bool, default=False
         Also return every run's increments (sequential samplers only).
+    step_weights : array-like or None
+        As in :class:`~faqstats.PAIEstimator` (weighted increments).
 
     Returns
     -------
@@ -171,7 +175,7 @@ def simulate(
     if rows.shape != (R,) or (R and (rows.min() < 0 or rows.max() >= Z.shape[0])):
         raise ValueError(f"rows must hold one row index of outcomes per generator ({R}).")
     # the estimator's own checks (budget, sampler, factor model, bank size)
-    est = PAIEstimator(factor_model, sampler, budget=budget, interval=interval)
+    est = PAIEstimator(factor_model, sampler, budget=budget, interval=interval, step_weights=step_weights)
     sampler = est._check(N)
     if not supports(sampler):
         raise ValueError(f"simulate does not cover {type(sampler).__name__}; use PAIEstimator.")
@@ -179,6 +183,7 @@ def simulate(
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on "
                          f"{factor_model.question_factors_.shape[0]}.")
     engine = _Engine(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
+    engine.step_weights = None if step_weights is None else np.asarray(step_weights, dtype=float)
     if keep_increments and engine.stream:
         raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
     engine.keep_ranges = bool(keep_increments) and not engine.stream
@@ -221,6 +226,7 @@ class _Engine:
 
     def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
         self.sampler, self.budget, self.N = sampler, budget, n_questions
+        self.step_weights = None
         self.keep_ranges, self.ranges = False, None
         self.device, self.dtype = device, dtype
         self.stream = isinstance(sampler, BernoulliAIPW)
@@ -380,6 +386,9 @@ class _Engine:
             n = budget
             var = (1.0 - n / N) * zs.var(axis=1, ddof=1) / n
             return zs.mean(1), var, robust_df(zs), n_queries, zs
+        if self.step_weights is not None:
+            est, var, resid = weighted_martingale(phi, self.step_weights)
+            return est, var, robust_df(resid), n_queries, phi
         est = phi.mean(1)
         var = ((phi - est[:, None]) ** 2).sum(1) / (budget * (budget - 1))
         return est, var, robust_df(phi), n_queries, phi

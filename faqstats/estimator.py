@@ -45,7 +45,14 @@ from .sampling import (
     quadratic_forms_from_scratch,
 )
 
-__all__ = ["PAIEstimator", "SequentialRun", "StreamRun", "martingale_variance", "paper_variance"]
+__all__ = [
+    "PAIEstimator",
+    "SequentialRun",
+    "StreamRun",
+    "martingale_variance",
+    "paper_variance",
+    "weighted_martingale",
+]
 
 QUERY_DTYPE = np.dtype(
     [
@@ -66,6 +73,68 @@ def martingale_variance(increments):
     if n < 2:
         raise ValueError("At least two increments are needed to estimate a variance.")
     return float(np.sum((phi - phi.mean()) ** 2) / (n * (n - 1)))
+
+
+def weighted_martingale(increments, weights):
+    """Estimate and exactly unbiased variance of ``sum_t lambda_t phi_t`` for fixed weights.
+
+    ``lambda_t = weights_t / sum_s weights_s`` over the ``n`` increments given. Weights
+    fixed before the run keep the estimate exactly unbiased (every ``phi_t`` has
+    conditional mean theta and the ``lambda_t`` sum to one whatever happens), and
+    ``Var = sum_t lambda_t^2 E[(phi_t - theta)^2]`` (martingale differences). The
+    estimator ``V_hat = sum_t c_t (phi_t - theta_hat)^2`` with
+    ``c_t = lambda_t^2 / ((1 - 2 lambda_t)(1 + K))``, ``K = sum_t lambda_t^2 / (1 - 2 lambda_t)``
+    has ``E[V_hat] = Var`` exactly (since ``E[(phi_t - theta_hat)^2] =
+    sigma_t^2 (1 - 2 lambda_t) + Var``); for equal weights it is
+    :func:`martingale_variance`. Needs ``lambda_t < 1/2``.
+
+    Weights that grow as the increments' variance falls (later answers, a better
+    factor posterior, fewer questions left) lower the variance: see
+    :func:`faqstats.step_weights.learn_step_weights`.
+
+    Parameters
+    ----------
+    increments : array-like of shape (n,) or (R, n)
+    weights : array-like of shape (>= n,)
+        Positive; only the first ``n`` are used.
+
+    Returns
+    -------
+    estimate, variance : float or ndarray of shape (R,)
+    scaled_residuals : ndarray like ``increments``
+        ``n lambda_t (phi_t - theta_hat)``: their spread and tails give the interval's
+        degrees of freedom (for equal weights, the increments' residuals).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> phi = np.array([0.2, 0.9, 0.4, 0.7])
+    >>> est, var, _ = weighted_martingale(phi, np.ones(4))
+    >>> bool(np.isclose(est, phi.mean()) and np.isclose(var, martingale_variance(phi)))
+    True
+    """
+    phi = np.asarray(increments, dtype=float)
+    n = phi.shape[-1]
+    if n < 2:
+        raise ValueError("At least two increments are needed to estimate a variance.")
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 1 or w.size < n:
+        raise ValueError(f"weights must be a 1-D array with at least {n} entries (one per increment).")
+    w = w[:n]
+    if not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError("weights must be finite and positive.")
+    lam = w / w.sum()
+    if lam.max() >= 0.5:
+        raise ValueError(
+            f"one increment would carry {lam.max():.0%} of the weight; the variance estimate needs every "
+            "normalised weight below 1/2 (use more queries or flatter weights)."
+        )
+    est = phi @ lam
+    resid = phi - np.expand_dims(est, -1)
+    K = np.sum(lam**2 / (1.0 - 2.0 * lam))
+    c = lam**2 / ((1.0 - 2.0 * lam) * (1.0 + K))
+    var = resid**2 @ c
+    return est, var, n * lam * resid
 
 
 def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_questions):
@@ -376,6 +445,19 @@ class PAIEstimator(BaseEstimator):
         Also track a hedged-betting confidence sequence (:class:`~faqstats.confseq.BettingConfidenceSequence`)
         over the increments: ``True`` for level 95%, or a float ``alpha``. Implied
         (at 95%) by ``stop_when_width``. Not available for ``BernoulliAIPW``.
+    step_weights : array-like of shape (>= budget,) or None, default=None
+        Fixed positive weights of the increments: the estimate is
+        ``sum_t lambda_t phi_t`` with ``lambda = step_weights[:n] / sum(step_weights[:n])``
+        instead of the plain mean (:func:`weighted_martingale`; still exactly unbiased,
+        with an exactly unbiased variance). Later increments are less variable (the
+        factor posterior has learned the model, fewer questions remain), so weights
+        proportional to the inverse of each step's variance cut the variance:
+        :func:`faqstats.step_weights.learn_step_weights` estimates them from the
+        history. ``None``: equal weights. Weights must be fixed before the run (not
+        chosen from its answers); with ``stop_when_width`` the first ``n`` are
+        renormalised at the stopping time, and a result over so few increments that one
+        would carry half the weight (a session's first draws) is the plain mean. Not for
+        ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
     random_state : int, Generator or None, default=None
         Seeds every draw; the same seed and answers give the same queries.
     verbose : bool, default=False
@@ -428,6 +510,7 @@ class PAIEstimator(BaseEstimator):
         batch_size=1,
         stop_when_width=None,
         confidence_sequence=False,
+        step_weights=None,
         random_state=None,
         verbose=False,
     ):
@@ -439,6 +522,7 @@ class PAIEstimator(BaseEstimator):
         self.batch_size = batch_size
         self.stop_when_width = stop_when_width
         self.confidence_sequence = confidence_sequence
+        self.step_weights = step_weights
         self.random_state = random_state
         self.verbose = verbose
 
@@ -483,7 +567,24 @@ class PAIEstimator(BaseEstimator):
             )
         if self.variance == "paper" and (not sampler.replace or isinstance(sampler, BernoulliAIPW)):
             raise ValueError("variance='paper' is defined for with-replacement sequential sampling only.")
+        if self.step_weights is not None:
+            self._check_step_weights(sampler)
         return sampler
+
+    def _check_step_weights(self, sampler):
+        w = np.asarray(self.step_weights, dtype=float)
+        if w.ndim != 1 or w.size < self.budget:
+            raise ValueError(
+                f"step_weights must be a 1-D array with at least budget={self.budget} entries, got shape {w.shape}."
+            )
+        if not np.all(np.isfinite(w[: self.budget])) or np.any(w[: self.budget] <= 0):
+            raise ValueError("step_weights must be finite and positive.")
+        if isinstance(sampler, BernoulliAIPW):
+            raise ValueError("step_weights weight sequential increments; BernoulliAIPW has none.")
+        if self.factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace:
+            raise ValueError("step_weights do not apply to the plain sample mean (uniform sampling, no factor model).")
+        if self.variance != "martingale":
+            raise ValueError("step_weights need variance='martingale'.")
 
     def _cs_alpha(self):
         """Level of the confidence sequence to track, or None."""
@@ -620,7 +721,11 @@ class PAIEstimator(BaseEstimator):
         else:
             method = "pai"
             estimate = float(table["increment"].mean())
-            if self.variance == "martingale":
+            if self.step_weights is not None and _weights_usable(self.step_weights, len(table)):
+                variance_method = "weighted martingale"
+                estimate, var, weighted_residuals = weighted_martingale(table["increment"], self.step_weights)
+                estimate, var = float(estimate), float(var)
+            elif self.variance == "martingale":
                 variance_method = "martingale"
                 var = martingale_variance(table["increment"])
             else:
@@ -643,6 +748,8 @@ class PAIEstimator(BaseEstimator):
             df = None
         elif self.interval == "t":
             df = float(len(table) - 1)
+        elif variance_method == "weighted martingale":
+            df = effective_df(weighted_residuals)
         else:  # the increments behind the variance: outcomes for the sample mean
             df = effective_df(table["outcome"] if method == "sample_mean" else table["increment"])
         self.result_ = AccuracyResult(
@@ -669,6 +776,16 @@ class PAIEstimator(BaseEstimator):
     def summary(self, alpha=0.05):
         check_is_fitted(self, "result_")
         return self.result_.summary(alpha)
+
+
+def _weights_usable(weights, n):
+    """Whether ``n`` increments can be weighted (every normalised weight below 1/2).
+
+    A final result always can (``budget`` is large enough in practice); a session's
+    running result after a few draws may not, and is then the plain mean.
+    """
+    w = np.asarray(weights, dtype=float)[:n]
+    return n >= 3 and w.max() < 0.5 * w.sum()
 
 
 def _bar(total, enabled):

@@ -121,6 +121,10 @@ class EvaluationSession:
         Track the anytime-valid confidence sequence even without ``stop_when_width``.
     interval : {"robust-t", "t", "normal"}, default="robust-t"
         Quantile of the reported Wald-type interval, as in :class:`PAIEstimator`.
+    step_weights : array-like of shape (>= budget,) or None, default=None
+        Fixed weights of the increments, as in :class:`PAIEstimator` (e.g.
+        :func:`faqstats.step_weights.learn_step_weights` from the history); stored
+        with the session.
     random_state : int or None, default=0
         Seed of the draws. The generator's state is saved after every round, so a
         loaded session makes exactly the draws the uninterrupted one would have made.
@@ -181,6 +185,7 @@ class EvaluationSession:
         alpha=0.05,
         confidence_sequence=False,
         interval="robust-t",
+        step_weights=None,
         random_state=0,
         directory=None,
     ):
@@ -219,6 +224,8 @@ class EvaluationSession:
             "interval": interval,
             "random_state": int(random_state),
         }
+        if step_weights is not None:  # stored only when used: older readers see the same format
+            config["step_weights"] = [float(x) for x in np.asarray(step_weights, dtype=float).ravel()]
         notes = []
         config = _json_safe(config, "config", notes)  # numpy scalars -> plain JSON types
         if notes:
@@ -252,6 +259,7 @@ class EvaluationSession:
         alpha=0.05,
         confidence_sequence=False,
         interval="robust-t",
+        step_weights=None,
         random_state=0,
     ):
         """Start a session saved in ``directory`` (created when missing); see the class parameters.
@@ -270,6 +278,7 @@ class EvaluationSession:
             alpha=alpha,
             confidence_sequence=confidence_sequence,
             interval=interval,
+            step_weights=step_weights,
             random_state=random_state,
             directory=directory,
         )
@@ -355,6 +364,7 @@ class EvaluationSession:
             stop_when_width=config["stop_when_width"],
             confidence_sequence=float(alpha) if track_cs else False,
             interval=config["interval"],
+            step_weights=config.get("step_weights"),
         )
         self._run = self._est.new_run(fm.question_factors_.shape[0])
         cs_alpha = self._est._cs_alpha()

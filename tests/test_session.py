@@ -93,6 +93,26 @@ def test_session_equals_estimator_with_stop_when_width(bank, fm, ids, batch_size
     assert s.next_questions() == NextQuestions([], [])
 
 
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_session_with_step_weights_equals_estimator_and_resumes(tmp_path, bank, fm, ids, batch_size):
+    z = bank.new_outcomes[1]
+    w = np.geomspace(1, 4, 20)
+    est = fq.PAIEstimator(fm, budget=20, batch_size=batch_size, step_weights=w, random_state=5).fit(z)
+    s = EvaluationSession.create(tmp_path / "s", fm, ids, budget=20, batch_size=batch_size, step_weights=w,
+                                 random_state=5)
+    while not s.done:
+        qids, _ = s.next_questions()
+        s = EvaluationSession.load(tmp_path / "s")  # the weights come back from the JSON state
+        s.record(qids, [float(z[int(q[1:])]) for q in qids])
+        assert s.trajectory().shape[0] == s.n_draws - 1  # early prefixes fall back to the plain mean
+    assert s.result() == est.result_
+    assert s.result().variance_method == "weighted martingale"
+    stored = json.loads((tmp_path / "s" / "session.json").read_text())["config"]["step_weights"]
+    np.testing.assert_array_equal(stored, w)
+    with pytest.raises(ValueError, match="at least budget"):
+        EvaluationSession(fm, ids, budget=20, step_weights=w[:10])
+
+
 def test_answer_order_and_split_calls_do_not_matter(bank, fm, ids):
     z = bank.new_outcomes[2]
     a = EvaluationSession(fm, ids, budget=24, batch_size=4, confidence_sequence=True, random_state=3)

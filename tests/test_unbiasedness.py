@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import faqstats as fq
-from faqstats.estimator import StreamRun, martingale_variance, within_round
+from faqstats.estimator import StreamRun, martingale_variance, weighted_martingale, within_round
 
 TOL = 1e-12
 
@@ -142,6 +142,41 @@ def moments_sequential(leaves):
 
 # ---------------------------------------------------------------- tests
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(data=st.data(), replace=st.booleans())
+def test_weighted_increments_unbiased_and_variance_exact(data, replace):
+    """Fixed step weights: sum lambda_t phi_t is exactly unbiased and weighted_martingale's
+    variance estimate exactly unbiased for its variance (every sampler, batches, graded too)."""
+    z, fm = data.draw(banks(min_n=3 if not replace else 1, graded=data.draw(st.booleans())))
+    sampler = data.draw(sequential_samplers(replace))
+    # three steps; each normalised weight below 1/2 (the variance estimate needs it)
+    w = np.array(data.draw(st.lists(st.floats(1.0, 1.9), min_size=3, max_size=3)))
+    est = fq.PAIEstimator(fm, sampler, budget=3, batch_size=data.draw(st.integers(1, 3)), step_weights=w)
+    leaves = enumerate_sequential(est, z)
+    p = np.array([prob for prob, _ in leaves])
+    moments = np.array([weighted_martingale(phis, w)[:2] for _, phis in leaves])
+    mean = p @ moments[:, 0]
+    assert abs(mean - z.mean()) < TOL
+    assert abs(p @ moments[:, 1] - p @ (moments[:, 0] - mean) ** 2) < TOL
+
+
+def test_weighted_enumeration_detects_a_wrong_variance_divisor():
+    """The exact-variance check above can fail: the unweighted divisor n (n - 1) applied to
+    weighted residuals is biased, and the enumeration sees it."""
+    V = np.array([[1.0], [-0.5], [0.3]])
+    fm = fq.LogisticFactorModel.from_factors(V, np.zeros(1), np.eye(1))
+    z = np.array([1.0, 0.0, 1.0])
+    w = np.array([1.0, 1.5, 1.9])
+    est = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.3), budget=3, step_weights=w)
+    leaves = enumerate_sequential(est, z)
+    p = np.array([prob for prob, _ in leaves])
+    lam = w / w.sum()
+    est_ = np.array([phis @ lam for _, phis in leaves])
+    naive = np.array([np.sum(lam**2 * (phis - phis @ lam) ** 2) * 3 / 2 for _, phis in leaves])
+    var = p @ (est_ - p @ est_) ** 2
+    assert abs(p @ naive - var) > 1e-6
 
 
 @SETTINGS

@@ -40,6 +40,7 @@ from .._validation import check_history, check_scalar
 from ..batched import simulate, supports
 from ..estimator import PAIEstimator
 from ..factor_model import LogisticFactorModel
+from ..step_weights import learn_step_weights, validation_split
 from ..sampling import (
     ActiveLearningSampler,
     BernoulliAIPW,
@@ -79,7 +80,10 @@ def _without_fm(sampler_factory):
 #: Named methods: ``name -> callable(factor_model) -> (factor_model or None, sampler)``.
 #: A method uses the factor model exactly when its callable returns the model it was given.
 METHODS = {
-    "faq": _with_fm(HybridSampler),  # tau 0.5, without replacement (package default)
+    # the package default: HybridSampler() (tau 0.5, without replacement) with increment
+    # weights learned from the history (faqstats.step_weights); run_experiment adds the weights
+    "faq": _with_fm(HybridSampler),
+    "faq-equal": _with_fm(HybridSampler),  # the same policy, equal weights (the plain mean of increments)
     "faq-paper": _with_fm(lambda: HybridSampler(tau=0.05, replace=True)),  # the seed paper's policy
     "neyman": _with_fm(NeymanSampler),
     "active": _with_fm(ActiveLearningSampler),
@@ -88,9 +92,12 @@ METHODS = {
     "aipw-neyman": _with_fm(lambda: BernoulliAIPW(score="neyman")),
     "aipw-min": _with_fm(lambda: BernoulliAIPW(score="min")),
     # HybridSampler tuned per budget on validation models from the history (see tuning.py);
-    # the entry is the untuned fallback, run_experiment swaps in the tuned sampler
+    # the entry is the untuned fallback, run_experiment swaps in the tuned sampler (and weights)
     "faq-tuned": _with_fm(HybridSampler),
 }
+
+#: Methods whose increments get weights learned from the history (:func:`learn_step_weights`).
+WEIGHTED_METHODS = ("faq", "faq-tuned")
 
 _METHOD_CHARS = 40
 RECORD_DTYPE = np.dtype(
@@ -178,6 +185,8 @@ class ExperimentResult:
         The experiment's settings.
     tuning : dict
         ``{budget (queries): TuningResult}`` when "faq-tuned" ran.
+    step_weights : dict
+        ``{(method, budget): StepWeights}`` for the methods with learned increment weights.
     """
 
     records: np.ndarray
@@ -190,6 +199,7 @@ class ExperimentResult:
     fit_seconds: float
     config: dict = field(default_factory=dict)
     tuning: dict = field(default_factory=dict)
+    step_weights: dict = field(default_factory=dict)
 
     def summary(self, **kwargs):
         """:func:`summarize` of the records."""
@@ -398,7 +408,8 @@ def _fit_factor_model(spec, history, verbose):
 
 
 # ---------------------------------------------------------------- the sweep
-def _run_chunk(name, factor_model, sampler, fraction, budget, seed, new, truths, rows, random_state, alpha, engine):
+def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed, new, truths, rows, random_state,
+               alpha, engine):
     """Every new model for one (method, budget, seed): a block of records."""
     out = np.empty(new.shape[0], dtype=RECORD_DTYPE)
     key = method_key(name)
@@ -406,12 +417,13 @@ def _run_chunk(name, factor_model, sampler, fraction, budget, seed, new, truths,
     if engine["engine"] != "sequential" and supports(sampler):
         with _torch_threads(engine["threads"]):
             runs = simulate(new, gens, factor_model=factor_model, sampler=sampler, budget=int(budget), alpha=alpha,
-                            device=engine["device"], dtype=engine["dtype"])
+                            device=engine["device"], dtype=engine["dtype"], step_weights=step_weights)
         columns = (runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries)
     else:
         columns = np.empty((5, new.shape[0]))
         for i in range(new.shape[0]):
-            est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gens[i]).fit(new[i])
+            est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gens[i],
+                               step_weights=step_weights).fit(new[i])
             columns[:, i] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_)
     estimate, std_error, low, high, n_queries = columns
     out["method"], out["budget_fraction"], out["budget"] = name, fraction, budget
@@ -469,6 +481,7 @@ def run_experiment(
     dtype="float64",
     torch_threads="auto",
     tuning=None,
+    step_weights=None,
     verbose=True,
 ):
     """Run methods x budgets x new models x seeds on a response matrix; return tidy records.
@@ -521,6 +534,13 @@ def run_experiment(
         ``seeds``, ``validation_fraction``, ``guard``, ``replace``) for the "faq-tuned"
         method, which is tuned separately at every budget on validation models drawn from
         the history (the test models are never seen).
+    step_weights : dict or None
+        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights`
+        (``n_runs``, ``validation_fraction``) for the methods in :data:`WEIGHTED_METHODS`,
+        whose increment weights are learned per budget by cross-fitting on the history
+        (the same validation split as the tuning; test models never seen). If the
+        history has too few complete rows to cross-fit, those methods fall back to equal
+        weights with a warning.
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 
@@ -557,16 +577,36 @@ def run_experiment(
         fitted, fit_seconds = _fit_factor_model(factor_model, history, verbose)
 
     # resolved here: workers need no registry
-    specs = {(m, int(b)): METHODS[m](fitted) for m in methods for b in sizes}
-    tuning_results = {}
+    specs = {(m, int(b)): (*METHODS[m](fitted), None) for m in methods for b in sizes}
+    unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
+    tuning_results, weight_results, cross_fm = {}, {}, None
     if "faq-tuned" in methods:
         from .tuning import tune_policy
 
-        unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
         tuning_results = tune_policy(history, unfitted, budget=[int(b) for b in sizes], alpha=alpha,
                                      random_state=random_state, verbose=verbose, **(tuning or {}))
         for b, res in tuning_results.items():
-            specs[("faq-tuned", b)] = (fitted, res.sampler())
+            specs[("faq-tuned", b)] = (fitted, res.sampler(), None)
+            cross_fm = res.factor_model
+    weight_cfg = dict(step_weights or {})
+    weighted = [m for m in methods if m in WEIGHTED_METHODS]
+    if weighted:
+        split = weight_cfg.get("validation_fraction", 0.25)
+        if cross_fm is None or split != (tuning or {}).get("validation_fraction", 0.25):
+            try:  # one refit on the training part of the history, shared by every budget
+                train, _ = validation_split(history, split, random_state)
+                cross_fm = clone(unfitted).fit(train)
+            except ValueError as exc:  # too few complete rows to cross-fit
+                warnings.warn(f"{', '.join(weighted)}: equal increment weights ({exc})", RuntimeWarning,
+                              stacklevel=2)
+                weighted = []
+    for m in weighted:
+        for b in sizes:
+            fm_m, sampler_m, _ = specs[(m, int(b))]
+            sw = learn_step_weights(history, None, budget=int(b), sampler=sampler_m, random_state=random_state,
+                                    fitted_factor_model=cross_fm, **weight_cfg)
+            specs[(m, int(b))] = (fm_m, sampler_m, sw.weights)
+            weight_results[(m, int(b))] = sw
     chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
     tasks = (
         delayed(_run_chunk)(m, *specs[(m, int(b))], float(f), int(b), s, new, truths, new_rows, random_state,
@@ -598,6 +638,7 @@ def run_experiment(
         elapsed=time.perf_counter() - start,
         fit_seconds=fit_seconds,
         tuning=tuning_results,
+        step_weights=weight_results,
         config=dict(
             history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
             n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models, seeds=seeds, methods=methods,

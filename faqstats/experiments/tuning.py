@@ -26,6 +26,7 @@ from sklearn.base import clone
 from .._validation import check_alpha, check_history, check_scalar
 from ..batched import simulate
 from ..sampling import HybridSampler
+from ..step_weights import validation_split
 
 __all__ = ["PAPER_GRID", "TuningResult", "tune_policy"]
 
@@ -148,17 +149,8 @@ def tune_policy(
     unknown = set(grid) - {"tau", "beta0", "rho", "gamma"}
     if unknown:
         raise ValueError(f"grid keys must be among tau, beta0, rho, gamma; got {sorted(unknown)}.")
-    complete = np.flatnonzero(~np.isnan(H).any(axis=1))
-    rng = np.random.default_rng([random_state, 2])
-    n_val = int(round(validation_fraction * complete.size))
-    if n_val < 1 or complete.size - n_val < 2:
-        raise ValueError(
-            f"the history has {complete.size} complete rows; validation_fraction={validation_fraction} leaves "
-            f"{n_val} validation models. Tuning needs complete history rows to validate on."
-        )
-    val_rows = np.sort(rng.choice(complete, n_val, replace=False))
-    train = np.delete(H, val_rows, axis=0)
-    Z = H[val_rows]
+    train, Z = validation_split(H, validation_fraction, random_state)
+    n_val = Z.shape[0]
     fm = clone(factor_model).fit(train)
 
     fit_seconds = time.perf_counter() - start
