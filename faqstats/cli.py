@@ -70,6 +70,7 @@ def _experiment(args):
         n_jobs=args.n_jobs,
         backend=args.backend,
         tuning={"seeds": args.tune_seeds},
+        step_weights={"n_runs": args.weight_runs},
         verbose=not args.quiet,
     )
     summary = summarize(result.records)
@@ -93,6 +94,8 @@ def _experiment(args):
                 stacked[name] = t[name]
             tables.append(stacked)
         files.append(write_csv(np.concatenate(tables), out / "tuning.csv"))
+    if result.step_weights:  # the learned increment weights, one row per (method, budget, step)
+        files += _write_step_weights(result.step_weights, out)
     (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
     config = dict(result.config, data=str(args.data), history_shape=list(result.history_shape),
                   budgets=result.budgets.tolist(), n_new=int(result.new_rows.size))
@@ -114,6 +117,20 @@ def _experiment(args):
     names = ", ".join(p.name for p in files)
     print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
     return 0
+
+
+def _write_step_weights(weights, out):
+    import numpy as np
+
+    from .experiments.plots import plot_step_weights
+    from .experiments.runner import write_csv
+
+    dtype = [("method", "U40"), ("budget", np.int64), ("step", np.int64), ("step_variance", np.float64),
+             ("smoothed_variance", np.float64), ("weight", np.float64)]
+    rows = [(m, b, t + 1, sw.step_variance[t], sw.smoothed_variance[t], sw.weights[t])
+            for (m, b), sw in weights.items() for t in range(b)]
+    return [write_csv(np.array(rows, dtype=dtype), out / "step_weights.csv"),
+            plot_step_weights(weights, out / "step_weights.png")]
 
 
 def _draw_bank(args):
@@ -171,6 +188,8 @@ def _add_experiment_parser(sub):
     exp.add_argument("--cv-alphas", type=float, nargs="+", default=None,
                      help="choose the factor model's alpha by cell cross-validation among these values")
     exp.add_argument("--cv-folds", type=int, default=5, help="cross-validation folds (default 5)")
+    exp.add_argument("--weight-runs", type=int, default=2000,
+                     help="validation runs per budget when learning the increment weights of faq (default 2000)")
     exp.add_argument("--tune-seeds", type=int, default=3,
                      help="runs per validation model and grid point when tuning faq-tuned (default 3)")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -78,6 +78,29 @@ def test_experiment_cli_writes_tables_and_figures(npz_file, tmp_path, capsys):
     assert (out / "config.json").exists()
     md = (out / "summary.md").read_text().splitlines()
     assert md[0].startswith("| method |") and len(md) == 2 + summary.size
+    # faq's increment weights, learned from the history per budget
+    with (out / "step_weights.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 8 + 20 and {r["method"] for r in rows} == {"faq"}
+    assert all(float(r["weight"]) > 0 for r in rows)
+    assert (out / "step_weights.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_parametrised_method_names(matrix):
+    from faqstats.experiments.runner import parse_method
+
+    assert parse_method("aipw-min:tau=0.05,order=natural") == ("aipw-min", {"tau": 0.05, "order": "natural"})
+    assert parse_method("faq:replace=true") == ("faq", {"replace": True})
+    res = run_experiment(matrix, budgets=[0.1], seeds=1, methods=["uniform-fpc", "uniform-fpc:replace=true"],
+                         max_models=3, verbose=False)
+    r = res.records
+    assert set(r["method"]) == {"uniform-fpc", "uniform-fpc:replace=true"}
+    with pytest.raises(ValueError, match="tau"):
+        run_experiment(matrix, budgets=[0.1], methods=["faq:tau=7"], verbose=False)
+    with pytest.raises(ValueError, match="key=value"):
+        run_experiment(matrix, budgets=[0.1], methods=["faq:tau"], verbose=False)
+    with pytest.raises(ValueError, match="unknown method"):
+        run_experiment(matrix, budgets=[0.1], methods=["nope:tau=0.1"], verbose=False)
 
 
 def test_new_models_are_complete_rows_and_truth_is_their_accuracy(matrix):

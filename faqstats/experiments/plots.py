@@ -153,6 +153,17 @@ def plot_model_coverage(model_table, path, nominal=0.95, n_bins=8, title=None):
     return _save(fig, path)
 
 
+def plot_step_weights(weights, path):
+    """One panel per ``(method, budget)``: validation variance of each increment and the weights learned."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(weights), figsize=(4.2 * len(weights), 3.4), squeeze=False)
+    for ax, ((m, b), sw) in zip(axes[0], weights.items()):
+        sw.plot(ax)
+        ax.set_title(f"{m}, {b} queries: variance x{sw.variance_ratio:.2f}", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def plot_all(summary, model_table, out_dir, nominal=0.95):
     """The four figures into ``out_dir``; returns their paths."""
     out = Path(out_dir)

@@ -55,6 +55,7 @@ __all__ = [
     "RECORD_DTYPE",
     "ExperimentResult",
     "method_key",
+    "parse_method",
     "split_matrix",
     "budget_sizes",
     "run_experiment",
@@ -347,9 +348,12 @@ def _check_methods(methods):
     methods = list(methods)
     if not methods:
         raise ValueError("methods must name at least one method.")
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if parse_method(m)[0] not in METHODS]
     if unknown:
-        raise ValueError(f"unknown method(s) {unknown}; choose from {sorted(METHODS)}.")
+        raise ValueError(f"unknown method(s) {unknown}; choose from {sorted(METHODS)} "
+                         "(optionally with sampler parameters, e.g. 'aipw-min:tau=0.05').")
+    for m in methods:
+        _method_spec(m, None)  # sampler parameters checked now, not in a worker
     if len(set(methods)) != len(methods):
         raise ValueError(f"methods must not repeat names, got {methods}.")
     too_long = [m for m in methods if len(m) > _METHOD_CHARS]
@@ -371,8 +375,52 @@ def _check_seeds(seeds):
 _USES_FM = object()
 
 
+def parse_method(name):
+    """``"base:key=value,..."`` -> ``(base, {key: value})``: a named method with other sampler parameters.
+
+    Values are read as bool (``true``/``false``), int or float.
+
+    >>> parse_method("aipw-min:tau=0.05,order=natural")
+    ('aipw-min', {'tau': 0.05, 'order': 'natural'})
+    >>> parse_method("faq")
+    ('faq', {})
+    """
+    base, _, rest = str(name).partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"method {name!r}: parameters must be written key=value, got {item!r}.")
+        params[key.strip()] = _parse_value(value.strip())
+    return base, params
+
+
+def _parse_value(text):
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _method_spec(name, fitted):
+    """``(factor model or None, sampler)`` of a possibly parametrised method name."""
+    base, params = parse_method(name)
+    fm, sampler = METHODS[base](fitted)
+    if params:
+        try:
+            sampler.set_params(**params)
+            sampler._check_params()
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"method {name!r}: {exc}") from exc
+    return fm, sampler
+
+
 def _uses_factor_model(name):
-    fm, _ = METHODS[name](_USES_FM)
+    fm, _ = _method_spec(name, _USES_FM)
     return fm is _USES_FM
 
 
@@ -577,7 +625,7 @@ def run_experiment(
         fitted, fit_seconds = _fit_factor_model(factor_model, history, verbose)
 
     # resolved here: workers need no registry
-    specs = {(m, int(b)): (*METHODS[m](fitted), None) for m in methods for b in sizes}
+    specs = {(m, int(b)): (*_method_spec(m, fitted), None) for m in methods for b in sizes}
     unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
     tuning_results, weight_results, cross_fm = {}, {}, None
     if "faq-tuned" in methods:
@@ -589,7 +637,7 @@ def run_experiment(
             specs[("faq-tuned", b)] = (fitted, res.sampler(), None)
             cross_fm = res.factor_model
     weight_cfg = dict(step_weights or {})
-    weighted = [m for m in methods if m in WEIGHTED_METHODS]
+    weighted = [m for m in methods if parse_method(m)[0] in WEIGHTED_METHODS]
     if weighted:
         split = weight_cfg.get("validation_fraction", 0.25)
         if cross_fm is None or split != (tuning or {}).get("validation_fraction", 0.25):
