@@ -7,7 +7,7 @@ Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
 from .cold_start import cold_start_factor_model, transfer_question_factors
 from .compare import ComparisonResult, PairedPAIEstimator, compare
 from .datasets import SyntheticBank, draw_bank_from_factors, load_response_matrix, make_synthetic_bank
-from .estimator import PAIEstimator, martingale_variance, paper_variance
+from .estimator import PAIEstimator, martingale_variance, paper_variance, weighted_martingale
 from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
 from .io import load_factor_model, save_factor_model
@@ -22,6 +22,7 @@ from .sampling import (
     Sampler,
     UniformSampler,
 )
+from .step_weights import StepWeights, learn_step_weights, load_step_weights, save_step_weights
 
 __version__ = "0.1.0"
 
@@ -39,18 +40,23 @@ __all__ = [
     "PairedPAIEstimator",
     "PolicyState",
     "Sampler",
+    "StepWeights",
     "SyntheticBank",
     "UniformSampler",
     "cold_start_factor_model",
     "compare",
     "evaluate",
     "laplace_update",
+    "learn_step_weights",
     "draw_bank_from_factors",
     "load_factor_model",
+    "load_step_weights",
     "load_response_matrix",
     "make_synthetic_bank",
     "martingale_variance",
     "paper_variance",
     "save_factor_model",
+    "save_step_weights",
     "transfer_question_factors",
+    "weighted_martingale",
 ]

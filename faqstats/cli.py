@@ -231,6 +231,12 @@ def _fit_history(args):
     fm = LogisticFactorModel(**params, device=args.device, random_state=args.seed, verbose=verbose)
     fm.fit(matrix)
     out = save_factor_model(fm, args.out, question_ids=ids)
+    weights_file = None
+    if args.step_weights_budget is not None:  # cross-fitted on the history: a second fit on 75% of it
+        from .step_weights import learn_step_weights, save_step_weights
+
+        sw = learn_step_weights(matrix, fm, budget=args.step_weights_budget)
+        weights_file = save_step_weights(sw, Path(str(out)).with_suffix(".step_weights.json"))
     payload = {
         "model": str(out),
         "n_models": int(matrix.shape[0]),
@@ -241,11 +247,14 @@ def _fit_history(args):
         "max_iter": fm.max_iter,
         "final_loss": float(fm.loss_curve_[-1]),
         "question_ids": ids is not None,
+        "step_weights": None if weights_file is None else str(weights_file),
     }
     _emit(args, payload, (
         f"Fitted a rank-{fm.n_components} factor model on {matrix.shape[0]} models x {matrix.shape[1]} questions "
         f"({100 * payload['observed_fraction']:.1f}% observed), final loss {payload['final_loss']:.4f}.\n"
         f"Wrote {out}{'' if ids is not None else ' (no question ids: a session will number the questions 0..N-1)'}."
+        + ("" if weights_file is None else f"\nWrote increment weights for up to {args.step_weights_budget} queries "
+           f"to {weights_file} (pass it to 'faqstats session new --step-weights').")
     ))
     return 0
 
@@ -265,6 +274,7 @@ def _status_text(st):
 def _session_new(args):
     from .sampling import HybridSampler
     from .session import EvaluationSession
+    from .step_weights import load_step_weights
 
     ids = _read_question_ids(args.question_ids) if args.question_ids is not None else None
     session = EvaluationSession.create(
@@ -276,6 +286,7 @@ def _session_new(args):
         batch_size=args.batch_size,
         stop_when_width=args.stop_when_width,
         alpha=args.alpha,
+        step_weights=None if args.step_weights is None else load_step_weights(args.step_weights).weights,
         random_state=args.seed,
     )
     st = session.status()
@@ -387,6 +398,9 @@ def _add_fit_history_parser(sub):
     fit.add_argument("--question-ids", default=None,
                      help="file of question ids (one per line, or a .json list); default: the .npz's "
                           "'question_ids' or 'items' array when present")
+    fit.add_argument("--step-weights-budget", type=int, default=None, metavar="B",
+                     help="also learn increment weights for sessions of up to B queries by cross-fitting on the "
+                          "history (written next to --out as .step_weights.json)")
     fit.add_argument("--device", default="auto", help="torch device (default auto)")
     fit.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -408,6 +422,8 @@ def _add_session_parser(sub):
     new.add_argument("--alpha", type=float, default=0.05, help="significance level of the intervals (default 0.05)")
     new.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
     new.add_argument("--tau", type=float, default=0.5, help="uniform floor of the hybrid policy (default 0.5)")
+    new.add_argument("--step-weights", default=None, metavar="FILE",
+                     help="increment weights from 'faqstats fit-history --step-weights-budget' (.json)")
     new.add_argument("--replace", action="store_true", help="sample with replacement (default: without)")
     new.add_argument("--question-ids", default=None,
                      help="file of the bank's question ids (default: those stored with the model)")

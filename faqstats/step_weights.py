@@ -33,7 +33,10 @@ from sklearn.isotonic import IsotonicRegression
 
 from ._validation import check_history, check_scalar
 
-__all__ = ["StepWeights", "learn_step_weights", "inverse_variance_weights"]
+__all__ = ["StepWeights", "learn_step_weights", "inverse_variance_weights", "save_step_weights", "load_step_weights"]
+
+FORMAT = "faqstats-step-weights"
+FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -196,3 +199,54 @@ def validation_split(history, validation_fraction=0.25, random_state=0):
         )
     val_rows = np.sort(rng.choice(complete, n_val, replace=False))
     return np.delete(H, val_rows, axis=0), H[val_rows]
+
+
+def save_step_weights(step_weights, path):
+    """Write :class:`StepWeights` as JSON (atomically); :func:`load_step_weights` reads it back."""
+    import json
+
+    from ._atomic import atomic_write
+
+    from . import __version__
+
+    doc = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "faqstats_version": __version__,
+        "budget": int(step_weights.weights.size),
+        "weights": step_weights.weights.tolist(),
+        "step_variance": step_weights.step_variance.tolist(),
+        "smoothed_variance": step_weights.smoothed_variance.tolist(),
+        "n_validation": int(step_weights.n_validation),
+        "n_runs": int(step_weights.n_runs),
+        "variance_ratio": float(step_weights.variance_ratio),
+        "seconds": float(step_weights.seconds),
+    }
+    text = json.dumps(doc, indent=1)
+    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
+    return path
+
+
+def load_step_weights(path):
+    """Read a file written by :func:`save_step_weights`."""
+    import json
+    from pathlib import Path
+
+    from .io import check_format_header
+
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        check_format_header(doc, path, format_name=FORMAT, max_version=FORMAT_VERSION, what="step-weights file")
+        arrays = {k: np.asarray(doc[k], dtype=float) for k in ("weights", "step_variance", "smoothed_variance")}
+        meta = (int(doc["budget"]), int(doc["n_validation"]), int(doc["n_runs"]), float(doc["variance_ratio"]),
+                float(doc["seconds"]))
+    except KeyError as exc:
+        raise ValueError(f"{path}: step-weights file lacks {exc}.") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not a step-weights JSON file ({exc}).") from exc
+    budget, n_val, n_runs, ratio, seconds = meta
+    w = arrays["weights"]
+    if w.shape != (budget,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
+        raise ValueError(f"{path}: weights must be {budget} finite positive numbers.")
+    return StepWeights(w, arrays["step_variance"], arrays["smoothed_variance"], n_val, n_runs, ratio, seconds)

@@ -184,3 +184,42 @@ def test_tutorial_python_callable_runs(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "runs" / "cli" / "estimate.png").stat().st_size > 0
     status = EvaluationSession.load(tmp_path / "runs" / "cli").status()
     assert status["n_answers"] == status["n_draws"] == 5 and status["pending"] == []
+
+
+def test_fit_history_learns_step_weights_that_a_session_uses(capsys, tmp_path):
+    bank = fq.make_synthetic_bank(n_models=60, n_questions=N, n_new=1, n_components=3, random_state=1)
+    hist = tmp_path / "complete.npz"
+    np.savez(hist, outcomes=bank.history.astype(np.int8))
+    code, out, _ = run(capsys, "fit-history", "--data", hist, "--out", tmp_path / "m.npz", "--n-components", 2,
+                       "--max-iter", 50, "--device", "cpu", "--step-weights-budget", 12, "--json")
+    assert code == 0 and out["step_weights"].endswith("m.step_weights.json")
+    sw = fq.step_weights.load_step_weights(out["step_weights"])
+    assert sw.weights.shape == (12,)
+    code, out, _ = run(capsys, "session", "new", tmp_path / "s", "--model", tmp_path / "m.npz", "--budget", 10,
+                       "--step-weights", tmp_path / "m.step_weights.json", "--json")
+    assert code == 0
+    s = EvaluationSession.load(tmp_path / "s")
+    np.testing.assert_array_equal(s._config["step_weights"], sw.weights)
+    # a budget beyond the learned weights is refused by name
+    code, _, err = run(capsys, "session", "new", tmp_path / "s2", "--model", tmp_path / "m.npz", "--budget", 20,
+                       "--step-weights", tmp_path / "m.step_weights.json")
+    assert code != 0 and "step_weights" in err
+
+
+def test_step_weights_file_round_trip_and_refusals(tmp_path):
+    from faqstats.step_weights import StepWeights, load_step_weights, save_step_weights
+
+    sw = StepWeights(np.array([0.5, 1.0, 1.5]), np.array([3.0, 2.0, 1.0]), np.array([3.0, 2.0, 1.0]), 4, 40, 0.9, 1.0)
+    save_step_weights(sw, tmp_path / "w.json")
+    back = load_step_weights(tmp_path / "w.json")
+    np.testing.assert_array_equal(back.weights, sw.weights)
+    assert back.variance_ratio == sw.variance_ratio
+    doc = json.loads((tmp_path / "w.json").read_text())
+    for change, match in (({"format_version": 99}, "newer"), ({"format": "x"}, "not a faqstats"),
+                          ({"weights": [1.0, -1.0, 1.0]}, "positive")):
+        (tmp_path / "bad.json").write_text(json.dumps(doc | change))
+        with pytest.raises(ValueError, match=match):
+            load_step_weights(tmp_path / "bad.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ValueError, match="not a step-weights JSON"):
+        load_step_weights(tmp_path / "bad.json")
