@@ -48,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._inference import effective_df, wald_interval
 from ._validation import check_alpha, check_generator, check_outcome_values, check_scalar
-from .estimator import _FactorPosterior, _Oracle, martingale_variance, within_round
+from .estimator import _FactorPosterior, _Oracle, draw_question, martingale_variance, within_round
 
 __all__ = ["PairedPAIEstimator", "ComparisonResult", "compare"]
 
@@ -453,7 +453,7 @@ class PairedPAIEstimator(BaseEstimator):
             questions, probabilities = [], []
             for _ in range(size):
                 q = within_round(q_round, available, run.replace)
-                question = int(rng.choice(q.size, p=q))
+                question = draw_question(rng, q)
                 questions.append(question)
                 probabilities.append(float(q[question]))
                 if not run.replace:
