@@ -31,8 +31,9 @@ import numpy as np
 from scipy.special import expit
 
 import faqstats as fq
-from faqstats.estimator import SequentialRun, _FactorPosterior
-from faqstats.sampling import PolicyState, quadratic_forms_from_scratch
+from faqstats.estimator import SequentialRun, _FactorPosterior, draw_question, within_round
+from faqstats.factor_model import _laplace_step
+from faqstats.sampling import PolicyState, Sampler, quadratic_forms_from_scratch
 
 
 def reference_step(V, mean, cov, z, rng, tau, rho_weight):
@@ -53,18 +54,39 @@ def reference_step(V, mean, cov, z, rng, tau, rho_weight):
     return mean, cov
 
 
-def time_library(V, prior_mean, prior_cov, z, steps, sampler):
+def time_library(V, prior_mean, prior_cov, z, steps, sampler, generic=False):
+    """The estimator's step (``PAIEstimator._loop_sequential`` with ``batch_size=1``);
+    ``generic=True``: the same step through the code paths before issue 7 (generic
+    ``probabilities``, ``within_round`` copies, ``Generator.choice``), same draws."""
     run = SequentialRun(V.shape[0], steps, sampler.replace, posterior=_FactorPosterior(V, prior_mean, prior_cov))
     rng = np.random.default_rng(0)
     times, questions = [], []
     for _ in range(steps):
         t0 = time.perf_counter()
         q = sampler.probabilities(run.state())
-        j = int(rng.choice(q.size, p=q))
+        if generic:
+            q = within_round(q, run.available.copy(), run.replace)
+            j = int(rng.choice(q.size, p=q))
+        else:
+            q = within_round(q, run.available, run.replace, own=True)
+            j = draw_question(rng, q)
         run.record(j, float(q[j]), float(z[j]))
         times.append(time.perf_counter() - t0)
         questions.append(j)
     return np.array(times), questions
+
+
+@contextlib.contextmanager
+def generic_select():
+    """Bypass the fused oracle-score path of ``Sampler.probabilities`` (before issue 7)."""
+    fused = {cls: cls.__dict__["_oracle_normalisations"] for cls in (fq.HybridSampler, fq.NeymanSampler)}
+    for cls in fused:
+        cls._oracle_normalisations = Sampler._oracle_normalisations
+    try:
+        yield
+    finally:
+        for cls, fn in fused.items():
+            cls._oracle_normalisations = fn
 
 
 def time_reference(V, prior_mean, prior_cov, z, steps, rho_weight):
@@ -154,15 +176,51 @@ def breakdown(V, prior_mean, prior_cov, z, sampler):
     return timed
 
 
+def breakdown_default(V, prior_mean, prior_cov, z, sampler):
+    """Median time of each part of one default-policy step, after 20 warm-up answers."""
+    N = V.shape[0]
+    run = SequentialRun(N, 200, sampler.replace, posterior=_FactorPosterior(V, prior_mean, prior_cov))
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        q = within_round(sampler.probabilities(run.state()), run.available, run.replace, own=True)
+        j = draw_question(rng, q)
+        run.record(j, float(q[j]), float(z[j]))
+    post, state = run.posterior, run.state()
+    q = within_round(sampler.probabilities(state), run.available, run.replace, own=True)
+    x = V @ post.mean
+    parts = [
+        ("run.state()", run.state),
+        ("sampler.probabilities (fused oracle score)", lambda: sampler.probabilities(state)),
+        ("  generic path (before)", lambda: _generic_probabilities(sampler, state)),
+        ("within_round (in place)", lambda: within_round(q.copy(), run.available, False, own=True)),
+        ("draw_question (same draw as choice)", lambda: draw_question(rng, q)),
+        ("  rng.choice(N, p=q) (before)", lambda: rng.choice(N, p=q)),
+        ("  cumsum, numpy (no torch loaded)", lambda: np.cumsum(q)),
+        ("  cumsum, torch (torch loaded)", lambda: _torch_cumsum(q)),
+        ("record: sum of unasked predictions", run._base),
+        ("Laplace step (O(k^2))", lambda: _laplace_step(post.mean, post.cov, V[j], 1.0)),
+        ("V @ mean                 (pass over V)", lambda: V @ post.mean),
+        ("expit over N", lambda: expit(x)),
+    ]
+    return {name: median_us(fn) for name, fn in parts}
+
+
+def _torch_cumsum(q):
+    import torch
+
+    return torch.cumsum(torch.from_numpy(q), 0).numpy()
+
+
+def _generic_probabilities(sampler, state):
+    with generic_select():
+        return sampler.probabilities(state)
+
+
 def same_stream_as_choice(q, draws=2000):
     """Whether the inverse-CDF draw consumes a Generator exactly as ``Generator.choice(p=...)``."""
     a, b = np.random.default_rng(7), np.random.default_rng(7)
     picks_a = [int(a.choice(q.size, p=q)) for _ in range(draws)]
-    picks_b = []
-    for _ in range(draws):
-        cdf = q.cumsum()
-        cdf /= cdf[-1]
-        picks_b.append(int(cdf.searchsorted(b.random(), side="right")))
+    picks_b = [draw_question(b, q) for _ in range(draws)]
     return picks_a == picks_b and a.random() == b.random()
 
 
@@ -201,18 +259,22 @@ def run_benchmark(args):
     print(f"best of {args.repeats} medians of {args.steps} steps (select + draw + answer + update)")
     print(f"{'policy':<44} {'library ms':>10} {'reference ms':>12} {'ratio':>6} {'peak MiB':>9}")
     al = fq.HybridSampler(rho=1.0, replace=True)
+    default = fq.HybridSampler()
     rows = [
-        ("hybrid, oracle score only (rho=0)", fq.HybridSampler(replace=True), 0.0, contextlib.nullcontext),
-        ("hybrid, with active learning (rho=1)", al, 1.0, contextlib.nullcontext),
-        ("  same, scores from scratch (no cache)", al, 1.0, scores_from_scratch),
+        ("default: HybridSampler() (rho=0, no replace)", default, 0.0, contextlib.nullcontext, False),
+        ("  same, generic select and choice (before)", default, 0.0, generic_select, True),
+        ("hybrid, oracle score only (rho=0, replace)", fq.HybridSampler(replace=True), 0.0, contextlib.nullcontext,
+         False),
+        ("hybrid, with active learning (rho=1)", al, 1.0, contextlib.nullcontext, False),
+        ("  same, scores from scratch (no cache)", al, 1.0, scores_from_scratch, False),
     ]
     ref_cache = {}
     picked = {}
-    for name, sampler, rho_weight, ctx in rows:
+    for name, sampler, rho_weight, ctx, generic in rows:
         lib_medians, ref_medians = [], []
         for _ in range(args.repeats):
             with ctx():
-                lib, picked[name] = time_library(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, sampler)
+                lib, picked[name] = time_library(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, sampler, generic)
             lib_medians.append(np.median(lib))
             if rho_weight not in ref_cache:
                 ref = time_reference(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, rho_weight)
@@ -223,13 +285,18 @@ def run_benchmark(args):
             peak = peak_mib(lambda: time_library(V, fm.prior_mean_, fm.prior_cov_, z, 20, sampler))
         ml, mr = 1e3 * min(lib_medians), 1e3 * ref_cache[rho_weight]
         print(f"{name:<44} {ml:>10.3f} {mr:>12.3f} {mr / ml:>6.2f} {peak:>9.1f}")
-    same = picked[rows[1][0]] == picked[rows[2][0]]
+    same = picked[rows[0][0]] == picked[rows[1][0]]
+    print(f"fused and generic select/draw asked the same {args.steps} questions: {same}")
+    same = picked[rows[3][0]] == picked[rows[4][0]]
     print(f"cached and from-scratch scores asked the same {args.steps} questions: {same}")
+    print(f"\nbreakdown of one default-policy step (median us, parts timed alone with warm caches)")
+    for part, us in breakdown_default(V, fm.prior_mean_, fm.prior_cov_, z, default).items():
+        print(f"  {part:<44} {us:>8.0f}")
     print(f"\nbreakdown of one active-learning step (median us; N k float64 = {N * k * 8 / 2**20:.1f} MiB per pass over V)")
     for part, us in breakdown(V, fm.prior_mean_, fm.prior_cov_, z, al).items():
         print(f"  {part:<44} {us:>8.0f}")
     q = np.random.default_rng(3).random(N)
-    print(f"inverse-CDF draw consumes the generator exactly like Generator.choice: {same_stream_as_choice(q / q.sum())}")
+    print(f"draw_question consumes the generator exactly like Generator.choice: {same_stream_as_choice(q / q.sum())}")
 
 
 if __name__ == "__main__":

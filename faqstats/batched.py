@@ -49,6 +49,8 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 DEFAULT_MAX_ELEMENTS = 2**20
 # quadratic forms are recomputed from scratch after this many rank-one downdates
 _REFRESH_EVERY = 256
+# questions per block of the two-level inverse-CDF draw (about sqrt(N) for paper-scale banks)
+_BLOCK = 128
 
 
 @dataclass(frozen=True)
@@ -276,13 +278,16 @@ class _Engine:
         Sv = torch.bmm(cov, v.unsqueeze(2)).squeeze(2)
         denom = 1.0 + w * (v * Sv).sum(1)
         c = w / denom
-        cov = cov - c[:, None, None] * (Sv.unsqueeze(2) * Sv.unsqueeze(1))
-        cov = 0.5 * (cov + cov.transpose(1, 2))
+        # cov - (sqrt(c) Sv)(sqrt(c) Sv)': exactly symmetric as computed (a product of two
+        # factors commutes), so no re-symmetrising pass as in the estimator's update
+        h = Sv * c.sqrt()[:, None]
+        cov = cov - h.unsqueeze(2) * h.unsqueeze(1)
         mean = mean + (Sv / denom[:, None]) * (z - p)[:, None]
-        P = (mean @ self.V.T).sigmoid_()
-        if idx is None:
-            self.mean, self.cov, self.P = mean, cov, P
+        if idx is None:  # predictions overwritten in place (the old ones are not needed any more)
+            self.mean, self.cov = mean, cov
+            torch.mm(mean, self.V.T, out=self.P).sigmoid_()
         else:
+            P = (mean @ self.V.T).sigmoid_()
             self.mean[idx], self.cov[idx], self.P[idx] = mean, cov, P
         if self.quad is not None:  # idx is None here: only sequential policies use the score
             u = Sv @ self.V.T
@@ -306,18 +311,23 @@ class _Engine:
             return self._run_stream(Z, generators)
         return self._run_sequential(Z, generators)
 
-    def _scores(self, A, step):
+    def _scores(self, A, step, drawn):
         """Scores of the sequential policies, zero where ``A`` (0/1 availability) is 0.
 
         The same numbers as the samplers' ``scores`` (up to rounding), written with few
-        passes over the ``R x N`` block: elementwise work dominates the loop.
+        passes over the ``R x N`` block: elementwise work dominates the loop. ``drawn``
+        (R, t) holds the questions asked so far (None with replacement): zeroing those
+        few entries is cheaper than a pass multiplying by ``A``.
         """
         s, P = self.sampler, self.P
         if isinstance(s, UniformSampler):
             return A.clone()
         if isinstance(s, ActiveLearningSampler):
             return self._al_scores().mul_(A)
-        neyman = torch.sub(P, P * P).clamp_(min=0.0).sqrt_().mul_(A)
+        # p - p^2 in one pass; no clamp: fl(p * p) <= p for p in [0, 1], so it is >= 0
+        neyman = torch.addcmul(P, P, P, value=-1.0).sqrt_()
+        if drawn is not None and drawn.shape[1]:
+            neyman.scatter_(1, drawn, 0.0)
         if isinstance(s, NeymanSampler):
             return neyman
         alpha_t, beta_t = s.schedule(step, self.budget)
@@ -345,37 +355,44 @@ class _Engine:
         ar = torch.arange(R, device=self.device)
         A = torch.ones(R, N, dtype=self.dtype, device=self.device)  # 1 where askable
         asked = torch.zeros(R, N, dtype=torch.bool, device=self.device)
+        drawn = torch.zeros(R, budget, dtype=torch.int64, device=self.device)  # questions, in draw order
         asked_total = torch.zeros(R, dtype=self.dtype, device=self.device)
         phi = torch.empty(R, budget, dtype=self.dtype, device=self.device)
         zs = torch.empty(R, budget, dtype=self.dtype, device=self.device)
+        # availability per block of _BLOCK questions (the draw's first level)
+        nb = -(-N // _BLOCK)
+        counts = torch.full((R, nb), float(_BLOCK), dtype=self.dtype, device=self.device)
+        counts[:, -1] = N - (nb - 1) * _BLOCK
         ranges = torch.empty(R, budget, 2, dtype=self.dtype, device=self.device) if self.keep_ranges else None
         for t in range(budget):
             n_avail = N if replace else N - t
-            s = self._scores(A, t + 1)
-            total = s.sum(1)
+            done = None if replace else drawn[:, :t]
+            s = self._scores(A, t + 1, done)
+            block_s = _block_sums(s)
+            total = block_s.sum(1)
             # q = tau * uniform + (1 - tau) * s / total, or uniform where every score is 0
             pos = total > 0
             # (python scalars in torch.where would make float32 tensors: keep the working dtype)
             a = torch.full_like(total, 1.0 / n_avail).masked_fill_(pos, tau / n_avail)
             b = ((1.0 - tau) / torch.where(pos, total, torch.ones_like(total))).masked_fill_(~pos, 0.0)
-            q = torch.addcmul(A * a[:, None], s, b[:, None])
-            # Generator.choice(p=q): index = searchsorted(cumsum(q) / total mass, u, right)
-            cdf = torch.cumsum(q, 1)
-            u = U[:, t : t + 1] * cdf[:, -1:]
-            question = torch.searchsorted(cdf, u, right=True).squeeze(1).clamp_(max=N - 1)
-            prob = q[ar, question]
+            question = _draw(s, block_s, A, a, b, counts, U[:, t])
+            prob = a + b * s[ar, question]
             z = Zt[ar, question]
             P = self.P
-            base = P.sum(1) if replace else asked_total + torch.einsum("rn,rn->r", P, A)
+            # unasked predictions: all of them less the few asked (a gather, not a pass over A)
+            base = P.sum(1) if replace else asked_total + (P.sum(1) - P.gather(1, done).sum(1))
             phi[:, t] = (base + (z - P[ar, question]) / prob) / N
             if self.keep_ranges:  # SequentialRun.increment_range: phi_t's range before the draw
+                q = torch.addcmul(A * a[:, None], s, b[:, None])
                 inf = torch.full((), float("inf"), dtype=self.dtype)
                 ranges[:, t, 0] = (base + torch.where(A > 0, -P / q, inf).amin(1)) / N
                 ranges[:, t, 1] = (base + torch.where(A > 0, (1.0 - P) / q, -inf).amax(1)) / N
             zs[:, t] = z
             asked[ar, question] = True
+            drawn[:, t] = question
             if not replace:
                 A[ar, question] = 0.0
+                counts[ar, question // _BLOCK] -= 1.0
                 asked_total += z
             if self.V is not None:
                 self._laplace(None, question, z)
@@ -445,6 +462,45 @@ class _Engine:
         est = (total / N).cpu().numpy()
         var = (var_total / N**2).cpu().numpy()
         return est, var, np.full(R, np.inf), labels.cpu().numpy().astype(np.int64), None
+
+
+def _block_sums(s):
+    """Row sums of ``s`` (R, N) over consecutive blocks of ``_BLOCK`` columns (the last one shorter)."""
+    R, N = s.shape
+    full = N // _BLOCK * _BLOCK
+    parts = [s[:, :full].reshape(R, -1, _BLOCK).sum(2)]
+    if full < N:
+        parts.append(s[:, full:].sum(1, keepdim=True))
+    return torch.cat(parts, 1) if len(parts) > 1 else parts[0]
+
+
+def _draw(s, block_s, A, a, b, counts, u):
+    """``Generator.choice(p=q)`` for every run, with ``q = a A + b s`` never formed.
+
+    The inverse CDF in two levels: the block holding ``u * sum(q)`` from the block
+    masses ``a counts + b block_s`` (``block_s = _block_sums(s)``), then the question inside that block from a
+    cumulative sum over ``_BLOCK`` columns. Up to rounding (the masses are summed in
+    another order than one cumulative sum over N) this is the sequential draw; it saves
+    forming ``q`` and its R x N cumulative sum, two of the few passes over the block
+    each round makes.
+    """
+    R, N = s.shape
+    mass = torch.addcmul(counts * a[:, None], block_s, b[:, None])
+    cdf = torch.cumsum(mass, 1)
+    target = u[:, None] * cdf[:, -1:]
+    nb = cdf.shape[1]
+    ar_b = torch.arange(nb, device=s.device)
+    last = torch.where(mass > 0, ar_b, -1).amax(1, keepdim=True)  # rounding guard: a block with mass
+    blk = torch.minimum(torch.searchsorted(cdf, target, right=True), last)
+    before = torch.where(blk > 0, cdf.gather(1, (blk - 1).clamp_(min=0)), torch.zeros_like(target))
+    cols = blk * _BLOCK + torch.arange(_BLOCK, device=s.device)
+    inside = cols < N
+    cols = cols.clamp_(max=N - 1)
+    q = torch.addcmul(A.gather(1, cols) * a[:, None], s.gather(1, cols), b[:, None]).mul_(inside)
+    ar_q = torch.arange(_BLOCK, device=s.device)
+    last = torch.where(q > 0, ar_q, -1).amax(1, keepdim=True)
+    j = torch.minimum(torch.searchsorted(torch.cumsum(q, 1), target - before, right=True), last)
+    return (blk * _BLOCK + j).squeeze(1)
 
 
 def _normalise(x, A):

@@ -77,7 +77,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._inference import effective_df, wald_interval
 from ._validation import check_alpha, check_generator, check_outcome_values, check_scalar
-from .estimator import _FactorPosterior, _Oracle, martingale_variance, within_round
+from .estimator import _FactorPosterior, _Oracle, draw_question, martingale_variance, within_round
 
 __all__ = ["PairedPAIEstimator", "ComparisonResult", "compare", "maximal_coupling", "draw_coupled"]
 
@@ -254,12 +254,12 @@ def draw_coupled(rng, q_a, q_b):
     """
     p_shared, shared, r_a, r_b = maximal_coupling(q_a, q_b)
     if r_a is None:
-        j = int(rng.choice(shared.size, p=shared))
+        j = draw_question(rng, shared)
         return j, j
     if rng.random() < p_shared:
-        j = int(rng.choice(shared.size, p=shared))
+        j = draw_question(rng, shared)
         return j, j
-    return int(rng.choice(r_a.size, p=r_a)), int(rng.choice(r_b.size, p=r_b))
+    return draw_question(rng, r_a), draw_question(rng, r_b)
 
 
 class PairedRun:

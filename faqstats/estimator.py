@@ -23,7 +23,9 @@ changes the predictions used from the next round on.
 
 from __future__ import annotations
 
+import math
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -192,17 +194,63 @@ class _Oracle:
         return np.array([self.cache[q] for q in questions])
 
 
-def within_round(q_round, available, replace):
+def within_round(q_round, available, replace, own=False):
     """Distribution of the next draw inside a round of a batch.
 
     With replacement every draw of the round uses the round's ``q``; without, later
     draws use ``q`` renormalised over the questions not yet drawn (successive
     sampling), whose probability is what the increment must divide by.
+    ``own=True`` says ``q_round`` is the caller's to overwrite and already zero where
+    unavailable (a round of one draw from :meth:`Sampler.probabilities`): it is then
+    renormalised in place, the same numbers without copies.
     """
     if replace:
         return q_round
+    if own:
+        return np.divide(q_round, q_round.sum(), out=q_round)
     q = np.where(available, q_round, 0.0)
     return q / q.sum()
+
+
+def draw_question(rng, q):
+    """``int(rng.choice(q.size, p=q))``: the same index, consuming ``rng`` the same way.
+
+    ``Generator.choice(p=q)`` checks ``q``, then returns the first ``i`` with
+    ``cdf[i] > u`` where ``cdf = cumsum(q) / cumsum(q)[-1]`` and ``u = rng.random()``.
+    For a float64 ``q`` that clearly passes its checks (non-negative, summing to 1
+    within 1e-9, well inside its tolerance ``sqrt(eps)``) this finds the same ``i``
+    without ``choice``'s compensated sum, copies and division over ``q``: as
+    ``c -> fl(c / total)`` is non-decreasing, ``cdf[i] > u`` exactly when
+    ``cumsum(q)[i] >= c*``, the least float with ``fl(c* / total) > u`` (a few ulps
+    from ``u * total``). Anything else, and generators whose ``choice`` is overridden
+    (tests script paths that way), goes to ``choice`` itself.
+    """
+    if (
+        type(rng).choice is np.random.Generator.choice
+        and isinstance(q, np.ndarray) and q.dtype == np.float64 and q.ndim == 1 and q.size and q.flags.c_contiguous
+    ):
+        cs = _cumsum(q)
+        total = float(cs[-1])
+        if abs(total - 1.0) <= 1e-9 and q.min() >= 0.0:
+            u = rng.random()
+            c = u * total
+            if c / total > u:
+                while (below := math.nextafter(c, -math.inf)) / total > u:
+                    c = below
+            else:
+                while not c / total > u:
+                    c = math.nextafter(c, math.inf)
+            return int(cs.searchsorted(c, side="left"))
+    return int(rng.choice(q.size, p=q))
+
+
+def _cumsum(q):
+    """``np.cumsum(q)``: a sequential float64 sum in numpy and in torch alike, and
+    torch's loop is about 4x faster, so it is used when torch is already imported."""
+    torch = sys.modules.get("torch")
+    if torch is not None and q.flags.writeable:
+        return torch.cumsum(torch.from_numpy(q), 0).numpy()
+    return np.cumsum(q)
 
 
 class _FactorPosterior:
@@ -321,10 +369,10 @@ class SequentialRun(_Run):
         p = self.predictions
         return p.sum() if self.replace else self.asked_total + p[self.available].sum()
 
-    def increment(self, question, probability, outcome):
-        """``phi_t`` for asking ``question`` now (before any update)."""
+    def increment(self, question, probability, outcome, base=None):
+        """``phi_t`` for asking ``question`` now (before any update); ``base``: ``_base()`` if known."""
         correction = (outcome - self.predictions[question]) / probability
-        return (self._base() + correction) / self.n_questions
+        return ((self._base() if base is None else base) + correction) / self.n_questions
 
     def increment_range(self, q):
         """``[L, U]`` containing ``phi_t`` whichever question ``q`` draws and whatever its
@@ -340,8 +388,9 @@ class SequentialRun(_Run):
         ``update=False`` defers the posterior update (inside a batch the predictions stay
         those of the round's start; call :meth:`update_posterior` after the round).
         """
-        phi = self.increment(question, probability, outcome)
-        self.records.append((question, probability, outcome, phi, self.predictions[question], self._base()))
+        base = self._base()
+        phi = self.increment(question, probability, outcome, base)
+        self.records.append((question, probability, outcome, phi, self.predictions[question], base))
         if not self.replace:
             self.available[question] = False
             self.asked_total += outcome
@@ -659,6 +708,8 @@ class PAIEstimator(BaseEstimator):
         cs = None if cs_alpha is None else BettingConfidenceSequence(alpha=cs_alpha, truncation=0.9, horizon=self.budget)
         self.stop_reason_ = "budget"
         cs_rows = []
+        # the base class's probabilities() returns a new array every round, zero where unavailable
+        fresh = type(sampler).probabilities is Sampler.probabilities
         while run.step <= self.budget:
             size = min(self.batch_size, self.budget - run.step + 1)
             q_round = sampler.probabilities(run.state())
@@ -666,10 +717,11 @@ class PAIEstimator(BaseEstimator):
             available = run.available.copy()
             questions, probabilities, ranges = [], [], []
             for _ in range(size):
-                q = within_round(q_round, available, run.replace)
+                # a round of one draw (the usual case) renormalises q_round in place
+                q = within_round(q_round, available, run.replace, own=size == 1 and fresh)
                 if cs is not None:
                     ranges.append(q)
-                question = int(rng.choice(q.size, p=q))
+                question = draw_question(rng, q)
                 questions.append(question)
                 probabilities.append(float(q[question]))
                 if not run.replace:

@@ -123,12 +123,23 @@ class Sampler(BaseEstimator):
         """Non-negative, unnormalised preference for each question (shape (N,))."""
         raise NotImplementedError
 
+    def _oracle_normalisations(self, state):
+        """How many times :meth:`probabilities` would normalise the oracle score
+        ``sqrt(p (1 - p))`` (1 or 2) when this state's scores are exactly that score;
+        0 otherwise. Selects the fused path (:func:`_oracle_probabilities`)."""
+        return 0
+
     def probabilities(self, state: PolicyState) -> np.ndarray:
         """The sampling distribution ``q_t`` over all N questions (zero where unavailable)."""
         avail = state.available
-        n_avail = int(avail.sum())
+        n_avail = int(np.count_nonzero(avail))
         if n_avail == 0:
             raise RuntimeError("No question left to ask: the bank is exhausted.")
+        times = self._oracle_normalisations(state)
+        if times and _plain_float64(state.predictions, avail):
+            q = _oracle_probabilities(state.predictions, avail, n_avail, self.tau, times)
+            if q is not None:
+                return q
         s = np.asarray(self.scores(state), dtype=float)
         if s.shape != avail.shape:
             raise RuntimeError(f"{type(self).__name__}.scores returned shape {s.shape}, expected {avail.shape}.")
@@ -176,6 +187,9 @@ class NeymanSampler(Sampler):
     def scores(self, state):
         p = state.predictions
         return np.sqrt(np.clip(p * (1.0 - p), 0.0, None))
+
+    def _oracle_normalisations(self, state):
+        return 1 if type(self).scores is NeymanSampler.scores else 0
 
 
 def active_learning_scores(predictions, question_factors, posterior_cov, quadratic_forms=None):
@@ -262,6 +276,12 @@ class HybridSampler(Sampler):
         beta_t = self.beta0 * min(1.0, step / (self.gamma * budget)) if self.gamma > 0 else self.beta0
         return alpha_t, beta_t
 
+    def _oracle_normalisations(self, state):
+        # alpha_t == 0, beta_t == 1 (the default policy): scores() is the normalised oracle score
+        if type(self).scores is HybridSampler.scores and self.schedule(state.step, state.budget) == (0.0, 1.0):
+            return 2
+        return 0
+
     def scores(self, state):
         alpha_t, beta_t = self.schedule(state.step, state.budget)
         p = state.predictions
@@ -344,6 +364,50 @@ class BernoulliAIPW(Sampler):
         rate = max(state.budget - labels_used, 0) / remaining
         pi = rate * ((1.0 - self.tau) * rel + self.tau)
         return float(min(1.0, max(pi, floor)))
+
+
+def _oracle_probabilities(p, available, n_avail, tau, times):
+    """``q_t`` for the oracle score ``sqrt(p (1 - p))``, bit for bit what the generic
+    path (``scores``, ``_normalise``, then the ``tau`` mix) computes, in one buffer.
+
+    ``times`` is how often the masked score is normalised (twice for
+    :class:`HybridSampler`, whose ``scores`` normalise once already: folding the two
+    would change the last bits of ``q`` and, now and then, a draw). Returns ``None``
+    where the generic path must decide (a NaN score, which it may report, or all
+    scores zero).
+    """
+    q = np.subtract(1.0, p)
+    np.multiply(p, q, out=q)
+    np.maximum(q, 0.0, out=q)  # == np.clip(., 0.0, None)
+    np.sqrt(q, out=q)
+    unavailable = np.logical_not(available) if n_avail < q.size else None
+    if unavailable is None:
+        total = q.sum()
+    else:
+        if times == 1 and not np.isfinite(q.sum()):
+            return None  # NeymanSampler reports a NaN score even where unavailable
+        np.copyto(q, 0.0, where=unavailable)
+        total = None
+    for _ in range(times):
+        total = q.sum() if total is None else total
+        if not total > 0:  # NaN or all zero
+            return None
+        np.divide(q, total, out=q)
+        total = None
+    # tau * (available / n_avail) + (1 - tau) * q, without forming the uniform term
+    np.multiply(q, 1.0 - tau, out=q)
+    np.add(q, tau * (1.0 / n_avail), out=q)
+    if unavailable is not None:
+        np.copyto(q, 0.0, where=unavailable)
+    return q
+
+
+def _plain_float64(p, available):
+    """Whether the fused path applies: float64 predictions and a boolean mask of one shape."""
+    return (
+        isinstance(p, np.ndarray) and p.dtype == np.float64 and isinstance(available, np.ndarray)
+        and available.dtype == np.bool_ and p.shape == available.shape and p.ndim == 1
+    )
 
 
 def _normalise(x, available):

@@ -57,7 +57,7 @@ import numpy as np
 from . import sampling
 from ._atomic import atomic_write, remove_stale_temporaries
 from .confseq import BettingConfidenceSequence
-from .estimator import PAIEstimator, _Oracle, within_round
+from .estimator import PAIEstimator, _Oracle, draw_question, within_round
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV
 from .io import (
     _json_safe,
@@ -554,7 +554,7 @@ class EvaluationSession:
         round_index = self._draws[-1][2] + 1 if self._draws else 0
         for _ in range(size):
             q = within_round(self._q_round, available, run.replace)
-            question = int(self._rng.choice(q.size, p=q))
+            question = draw_question(self._rng, q)
             self._draws.append((question, float(q[question]), round_index))
             if not run.replace:
                 available[question] = False
