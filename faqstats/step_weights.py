@@ -145,6 +145,11 @@ def learn_step_weights(
     fitted_factor_model : fitted estimator or None
         A factor model already fitted on the training part of this split (as
         ``tune_policy`` returns), to skip the refit.
+    device, dtype : str
+        Of the batched engine (:func:`faqstats.batched.simulate`), which runs the
+        validation runs: a built-in sampler is needed. Their cost is that of ``n_runs``
+        evaluations of ``budget`` queries (seconds for openllm_v1's 693 questions; on a
+        bank of 10,000 questions with 1,000 queries, minutes: lower ``n_runs`` or use a GPU).
 
     Returns
     -------
