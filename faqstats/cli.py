@@ -42,13 +42,16 @@ def _experiment(args):
     start = time.perf_counter()
     matrix, _ = load_response_matrix(args.data)
     fm_params = {k: v for k, v in (("n_components", args.n_components), ("alpha", args.alpha),
-                                   ("max_iter", args.max_iter), ("solver", args.solver)) if v is not None}
+                                   ("max_iter", args.max_iter), ("solver", args.solver),
+                                   ("prior_scale", args.prior_scale)) if v is not None}
     factor_model = fm_params or None
     if args.cv_components or args.cv_alphas:  # (k, alpha) by cell cross-validation on the history
         from .factor_model import LogisticFactorModelCV
 
         if args.n_components is not None or args.alpha is not None:
             raise ValueError("--cv-components/--cv-alphas choose k and alpha: drop --n-components/--alpha.")
+        if args.prior_scale is not None:
+            raise ValueError("--prior-scale is not passed to the cross-validated factor model; drop one of them.")
         factor_model = LogisticFactorModelCV(
             n_components_grid=tuple(args.cv_components or (16,)), alphas=tuple(args.cv_alphas or (0.1,)),
             cv=args.cv_folds, max_iter=args.max_iter or 2000, solver=args.solver or "adamw", random_state=0,
@@ -188,6 +191,8 @@ def _add_experiment_parser(sub):
     exp.add_argument("--cv-alphas", type=float, nargs="+", default=None,
                      help="choose the factor model's alpha by cell cross-validation among these values")
     exp.add_argument("--cv-folds", type=int, default=5, help="cross-validation folds (default 5)")
+    exp.add_argument("--prior-scale", type=float, default=None,
+                     help="scale of the new model's prior covariance (LogisticFactorModel prior_scale, default 1)")
     exp.add_argument("--weight-runs", type=int, default=2000,
                      help="validation runs per budget when learning the increment weights of faq (default 2000)")
     exp.add_argument("--tune-seeds", type=int, default=3,
@@ -226,7 +231,8 @@ def _fit_history(args):
         key = next((k for k in ("question_ids", "items") if k in meta), None)
         ids = None if key is None else [str(q) for q in meta[key].tolist()]
     params = {k: v for k, v in (("n_components", args.n_components), ("alpha", args.alpha), ("max_iter", args.max_iter),
-                                 ("learning_rate", args.learning_rate)) if v is not None}
+                                 ("learning_rate", args.learning_rate), ("prior_scale", args.prior_scale))
+              if v is not None}
     verbose = not (args.quiet or args.json)
     fm = LogisticFactorModel(**params, device=args.device, random_state=args.seed, verbose=verbose)
     fm.fit(matrix)
@@ -401,6 +407,8 @@ def _add_fit_history_parser(sub):
     fit.add_argument("--step-weights-budget", type=int, default=None, metavar="B",
                      help="also learn increment weights for sessions of up to B queries by cross-fitting on the "
                           "history (written next to --out as .step_weights.json)")
+    fit.add_argument("--prior-scale", type=float, default=None,
+                     help="new model's prior covariance = this x the historical factors' covariance (default 1)")
     fit.add_argument("--device", default="auto", help="torch device (default auto)")
     fit.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")

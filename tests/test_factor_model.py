@@ -709,3 +709,18 @@ def test_factor_model_cv_passes_the_solver_on():
     ).fit(bank.history)
     assert cv.best_estimator_.solver == "newton" and cv.best_estimator_.n_iter_ < cv.max_iter
     assert np.isfinite(cv.cv_results_["fold_scores"]).all()
+
+
+def test_prior_scale_scales_the_prior_covariance_and_survives_save_load(tmp_path):
+    import faqstats as fq
+
+    bank = fq.make_synthetic_bank(n_models=50, n_questions=40, n_components=2, random_state=0)
+    base = fq.LogisticFactorModel(n_components=2, max_iter=50, random_state=0).fit(bank.history)
+    half = fq.LogisticFactorModel(n_components=2, max_iter=50, random_state=0, prior_scale=0.5).fit(bank.history)
+    np.testing.assert_allclose(half.prior_cov_, 0.5 * base.prior_cov_, rtol=1e-12)
+    np.testing.assert_array_equal(half.question_factors_, base.question_factors_)
+    back = fq.load_factor_model(fq.save_factor_model(half, tmp_path / "m.npz"))
+    assert back.prior_scale == 0.5
+    np.testing.assert_array_equal(back.prior_cov_, half.prior_cov_)
+    with pytest.raises(ValueError, match="prior_scale"):
+        fq.LogisticFactorModel(prior_scale=0.0).fit(bank.history)
