@@ -42,11 +42,11 @@ def _save(fig, path):
 
 
 def _log_y(ax):
-    """Log y axis labelled at 1, 2, 5 x 10^k in plain numbers."""
+    """Log y axis labelled at 1, 1.5, 2, 3, 5, 7 x 10^k in plain numbers (ESS spans a narrow range)."""
     from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0)))
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
     ax.yaxis.set_minor_formatter(NullFormatter())
 
@@ -64,8 +64,13 @@ def _budget_axis(ax):
 def plot_ess(summary, path, title=None):
     """ESS vs budget: against the FPC sample mean (left) and the paper's HT uniform (right)."""
     plt = _pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
-    for ax, col, ref in zip(axes, ("ess_fpc", "ess_ht"), ("uniform sample mean (FPC)", "HT uniform (paper)")):
+    panels = [(col, ref) for col, ref in (("ess_fpc", "uniform sample mean (FPC)"), ("ess_ht", "HT uniform (paper)"))
+              if not np.all(np.isnan(summary[col]))]  # a baseline that did not run gets no empty panel
+    panels = panels or [("ess_fpc", "uniform sample mean (FPC)")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels) + 1.5 * (len(panels) == 1), 4), sharex=True,
+                             squeeze=False)
+    axes = axes[0]
+    for ax, (col, ref) in zip(axes, panels):
         for i, m in enumerate(_methods(summary)):
             s = summary[summary["method"] == m]
             if np.all(np.isnan(s[col])):
