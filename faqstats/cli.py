@@ -168,7 +168,8 @@ def _add_experiment_parser(sub):
                      help="budgets as fractions of the bank, in (0, 1] (default 0.025 ... 0.25)")
     exp.add_argument("--seeds", type=int, default=3, help="seeds per method, budget and model (default 3)")
     exp.add_argument("--methods", nargs="+", default=["faq", "uniform-fpc", "ht-uniform"],
-                     help=f"methods among {', '.join(METHODS)} (default: faq uniform-fpc ht-uniform)")
+                     help=f"methods among {', '.join(METHODS)}, optionally with sampler parameters, e.g. "
+                          "aipw-min:tau=0.05 (default: faq uniform-fpc ht-uniform)")
     exp.add_argument("--max-models", type=int, default=None, help="evaluate at most this many new models")
     exp.add_argument("--complete-rows", action="store_true",
                      help="keep only rows without missing entries (history too)")
