@@ -125,6 +125,9 @@ class EvaluationSession:
         Fixed weights of the increments, as in :class:`PAIEstimator` (e.g.
         :func:`faqstats.step_weights.learn_step_weights` from the history); stored
         with the session.
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the predictions recomputed after each answer, as in
+        :class:`PAIEstimator` (``"float32"``: a faster step on large banks).
     random_state : int or None, default=0
         Seed of the draws. The generator's state is saved after every round, so a
         loaded session makes exactly the draws the uninterrupted one would have made.
@@ -188,6 +191,7 @@ class EvaluationSession:
         step_weights=None,
         random_state=0,
         directory=None,
+        dtype="float64",
     ):
         if isinstance(factor_model, (str, os.PathLike)):
             factor_model = load_factor_model(factor_model)
@@ -226,6 +230,8 @@ class EvaluationSession:
         }
         if step_weights is not None:  # stored only when used: older readers see the same format
             config["step_weights"] = [float(x) for x in np.asarray(step_weights, dtype=float).ravel()]
+        if dtype != "float64":
+            config["dtype"] = dtype
         notes = []
         config = _json_safe(config, "config", notes)  # numpy scalars -> plain JSON types
         if notes:
@@ -261,6 +267,7 @@ class EvaluationSession:
         interval="robust-t",
         step_weights=None,
         random_state=0,
+        dtype="float64",
     ):
         """Start a session saved in ``directory`` (created when missing); see the class parameters.
 
@@ -281,6 +288,7 @@ class EvaluationSession:
             step_weights=step_weights,
             random_state=random_state,
             directory=directory,
+            dtype=dtype,
         )
 
     @classmethod
@@ -365,6 +373,7 @@ class EvaluationSession:
             confidence_sequence=float(alpha) if track_cs else False,
             interval=config["interval"],
             step_weights=config.get("step_weights"),
+            dtype=config.get("dtype", "float64"),
         )
         self._run = self._est.new_run(fm.question_factors_.shape[0])
         cs_alpha = self._est._cs_alpha()

@@ -270,3 +270,32 @@ def test_effective_df_is_scale_free_and_never_underflows():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert effective_df(x * 1e-150) == pytest.approx(effective_df(x)) == pytest.approx(effective_df(x * 1e150))
+
+
+def test_float32_predictions_are_close_valid_and_resumable(tmp_path):
+    """dtype="float32": predictions from a float32 copy of the factors, within ~1e-6 of float64's;
+    the estimate is still unbiased by construction (any predictable predictions), so check the
+    arithmetic: same increments formula, a session stores and restores the setting."""
+    from faqstats.estimator import _FactorPosterior
+    from faqstats.session import EvaluationSession
+
+    bank = fq.make_synthetic_bank(n_models=60, n_questions=120, n_components=3, random_state=2)
+    fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
+    p64 = _FactorPosterior(fm.question_factors_, fm.prior_mean_, fm.prior_cov_)
+    p32 = _FactorPosterior(fm.question_factors_, fm.prior_mean_, fm.prior_cov_, dtype="float32")
+    for j, z in ((3, 1.0), (10, 0.0), (7, 1.0)):
+        p64.update(j, z)
+        p32.update(j, z)
+    assert p32.predictions.dtype == np.float64
+    np.testing.assert_allclose(p32.predictions, p64.predictions, atol=1e-6)
+    est = fq.PAIEstimator(fm, budget=30, dtype="float32", random_state=0).fit(bank.new_outcomes[0])
+    phi = est.queries_["increment"]
+    assert est.estimate_ == pytest.approx(phi.mean(), abs=1e-15)
+    s = EvaluationSession.create(tmp_path / "s", fm, budget=30, dtype="float32", random_state=0)
+    while not s.done:
+        ids, _ = s.next_questions()
+        s = EvaluationSession.load(tmp_path / "s")
+        s.record(ids, [float(bank.new_outcomes[0][int(i)]) for i in ids])
+    assert s.result() == est.result_
+    with pytest.raises(ValueError, match="dtype"):
+        fq.PAIEstimator(fm, budget=10, dtype="float16").fit(bank.new_outcomes[0])
