@@ -77,7 +77,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._inference import effective_df, wald_interval
 from ._validation import check_alpha, check_generator, check_outcome_values, check_scalar
-from .estimator import _FactorPosterior, _Oracle, draw_question, martingale_variance, within_round
+from .estimator import _FactorPosterior, _Oracle, draw_question, martingale_variance, resolve_bank_size, within_round
 
 __all__ = ["PairedPAIEstimator", "ComparisonResult", "compare", "maximal_coupling", "draw_coupled"]
 
@@ -578,14 +578,7 @@ class PairedPAIEstimator(BaseEstimator):
 
     def new_run(self, n_questions=None, reference=None):
         """A fresh :class:`PairedRun` for this configuration (used by ``fit`` and by tests)."""
-        n_fm = self._bank_size()
-        n_questions = n_fm if n_questions is None else n_questions
-        if n_questions is None:
-            raise ValueError("Without a factor model the bank size comes from the outcomes; pass n_questions.")
-        if n_fm is not None and n_questions != n_fm:
-            raise ValueError(
-                f"outcomes cover {n_questions} questions but the factor model was fitted on {n_fm} questions."
-            )
+        n_questions = resolve_bank_size(self._bank_size(), n_questions)
         self._check_params(n_questions)
         ref = None if reference is None else self._check_reference(reference, n_questions)
         return PairedRun(

@@ -672,14 +672,7 @@ class PAIEstimator(BaseEstimator):
 
     def new_run(self, n_questions=None, rng=None):
         """A fresh :class:`SequentialRun`/:class:`StreamRun` for this configuration (used by tests and replays)."""
-        n_fm = self._bank_size()
-        n_questions = n_fm if n_questions is None else n_questions
-        if n_questions is None:
-            raise ValueError("Without a factor model the bank size comes from the outcomes; pass n_questions.")
-        if n_fm is not None and n_questions != n_fm:
-            raise ValueError(
-                f"outcomes cover {n_questions} questions but the factor model was fitted on {n_fm} questions."
-            )
+        n_questions = resolve_bank_size(self._bank_size(), n_questions)
         sampler = self._check(n_questions)
         if isinstance(sampler, BernoulliAIPW):
             if sampler.order == "random":
@@ -854,6 +847,17 @@ class PAIEstimator(BaseEstimator):
     def summary(self, alpha=0.05):
         check_is_fitted(self, "result_")
         return self.result_.summary(alpha)
+
+
+def resolve_bank_size(n_factor_model, n_questions):
+    """The bank size: the factor model's (``n_factor_model``, None without one) and the
+    outcomes' (``n_questions``, None when unknown) must agree, and one must be known."""
+    n = n_factor_model if n_questions is None else n_questions
+    if n is None:
+        raise ValueError("Without a factor model the bank size comes from the outcomes; pass n_questions.")
+    if n_factor_model is not None and n != n_factor_model:
+        raise ValueError(f"outcomes cover {n} questions but the factor model was fitted on {n_factor_model} questions.")
+    return n
 
 
 def _weights_usable(weights, n):
