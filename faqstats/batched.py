@@ -184,8 +184,7 @@ def simulate(
     if factor_model is not None and factor_model.question_factors_.shape[0] != N:
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on "
                          f"{factor_model.question_factors_.shape[0]}.")
-    engine = _Engine(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
-    engine.step_weights = None if step_weights is None else np.asarray(step_weights, dtype=float)
+    engine = _Engine(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype], step_weights)
     if keep_increments and engine.stream:
         raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
     engine.keep_ranges = bool(keep_increments) and not engine.stream
@@ -226,9 +225,9 @@ def robust_df(phi):
 class _Engine:
     """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs."""
 
-    def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
+    def __init__(self, factor_model, sampler, budget, n_questions, device, dtype, step_weights=None):
         self.sampler, self.budget, self.N = sampler, budget, n_questions
-        self.step_weights = None
+        self.step_weights = None if step_weights is None else np.asarray(step_weights, dtype=float)
         self.keep_ranges, self.ranges = False, None
         self.device, self.dtype = device, dtype
         self.stream = isinstance(sampler, BernoulliAIPW)

@@ -649,12 +649,18 @@ def run_experiment(
                               stacklevel=2)
                 weighted = []
     for m in weighted:
-        for b in sizes:
-            fm_m, sampler_m, _ = specs[(m, int(b))]
-            sw = learn_step_weights(history, None, budget=int(b), sampler=sampler_m, random_state=random_state,
-                                    fitted_factor_model=cross_fm, **weight_cfg)
-            specs[(m, int(b))] = (fm_m, sampler_m, sw.weights)
-            weight_results[(m, int(b))] = sw
+        if m == "faq-tuned":  # a tuned sampler per budget: weights learned for each
+            per_budget = {int(b): learn_step_weights(history, None, budget=int(b), sampler=specs[(m, int(b))][1],
+                                                     random_state=random_state, fitted_factor_model=cross_fm,
+                                                     **weight_cfg) for b in sizes}
+        else:  # one sampler for every budget: one call (one split) for all of them
+            per_budget = learn_step_weights(history, None, budget=[int(b) for b in sizes],
+                                            sampler=specs[(m, int(sizes[0]))][1], random_state=random_state,
+                                            fitted_factor_model=cross_fm, **weight_cfg)
+        for b, sw in per_budget.items():
+            fm_m, sampler_m, _ = specs[(m, b)]
+            specs[(m, b)] = (fm_m, sampler_m, sw.weights)
+            weight_results[(m, b)] = sw
     chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
     tasks = (
         delayed(_run_chunk)(m, *specs[(m, int(b))], float(f), int(b), s, new, truths, new_rows, random_state,
