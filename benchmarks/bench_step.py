@@ -31,9 +31,9 @@ import numpy as np
 from scipy.special import expit
 
 import faqstats as fq
-from faqstats.estimator import SequentialRun, _FactorPosterior, draw_question, within_round
+from faqstats.estimator import SequentialRun, _FactorPosterior, draw_next, draw_question, within_round
 from faqstats.factor_model import _laplace_step
-from faqstats.sampling import PolicyState, Sampler, quadratic_forms_from_scratch
+from faqstats.sampling import PolicyState, Sampler, oracle_draw, oracle_scores, quadratic_forms_from_scratch
 
 
 def reference_step(V, mean, cov, z, rng, tau, rho_weight):
@@ -55,26 +55,34 @@ def reference_step(V, mean, cov, z, rng, tau, rho_weight):
 
 
 def time_library(V, prior_mean, prior_cov, z, steps, sampler, generic=False, dtype="float64"):
-    """The estimator's step (``PAIEstimator._loop_sequential`` with ``batch_size=1``);
-    ``generic=True``: the same step through the code paths before issue 7 (generic
-    ``probabilities``, ``within_round`` copies, ``Generator.choice``), same draws."""
+    """The estimator's step (``PAIEstimator._loop_sequential`` with ``batch_size=1``:
+    ``draw_next`` then ``record``); ``generic=True``: the same step through the code paths
+    before issue 7 (generic ``probabilities``, ``within_round`` copies, ``Generator.choice``,
+    scipy's ``expit``)."""
     post = _FactorPosterior(V, prior_mean, prior_cov, dtype=dtype)
+    if generic:
+        post._predict = lambda: _expit_predict(post)
+        post.predictions = post._predict()
     run = SequentialRun(V.shape[0], steps, sampler.replace, posterior=post)
     rng = np.random.default_rng(0)
     times, questions = [], []
     for _ in range(steps):
         t0 = time.perf_counter()
-        q = sampler.probabilities(run.state())
         if generic:
-            q = within_round(q, run.available.copy(), run.replace)
+            q = within_round(sampler.probabilities(run.state()), run.available.copy(), run.replace)
             j = int(rng.choice(q.size, p=q))
+            q_j = float(q[j])
         else:
-            q = within_round(q, run.available, run.replace, own=True)
-            j = draw_question(rng, q)
-        run.record(j, float(q[j]), float(z[j]))
+            j, q_j = draw_next(sampler, run, rng, fresh=True)
+        run.record(j, q_j, float(z[j]))
         times.append(time.perf_counter() - t0)
         questions.append(j)
     return np.array(times), questions
+
+
+def _expit_predict(post):
+    post._scores = None
+    return expit(post.V @ post.mean)
 
 
 @contextlib.contextmanager
@@ -183,33 +191,27 @@ def breakdown_default(V, prior_mean, prior_cov, z, sampler):
     run = SequentialRun(N, 200, sampler.replace, posterior=_FactorPosterior(V, prior_mean, prior_cov))
     rng = np.random.default_rng(0)
     for _ in range(20):
-        q = within_round(sampler.probabilities(run.state()), run.available, run.replace, own=True)
-        j = draw_question(rng, q)
-        run.record(j, float(q[j]), float(z[j]))
+        j, q_j = draw_next(sampler, run, rng)
+        run.record(j, q_j, float(z[j]))
     post, state = run.posterior, run.state()
     q = within_round(sampler.probabilities(state), run.available, run.replace, own=True)
     x = V @ post.mean
     parts = [
-        ("run.state()", run.state),
-        ("sampler.probabilities (fused oracle score)", lambda: sampler.probabilities(state)),
-        ("  generic path (before)", lambda: _generic_probabilities(sampler, state)),
-        ("within_round (in place)", lambda: within_round(q.copy(), run.available, False, own=True)),
-        ("draw_question (same draw as choice)", lambda: draw_question(rng, q)),
-        ("  rng.choice(N, p=q) (before)", lambda: rng.choice(N, p=q)),
-        ("  cumsum, numpy (no torch loaded)", lambda: np.cumsum(q)),
-        ("  cumsum, torch (torch loaded)", lambda: _torch_cumsum(q)),
+        ("draw_next (oracle_draw: two-level, no q)", lambda: draw_next(sampler, run, rng)),
+        ("  oracle_draw alone", lambda: oracle_draw(post.oracle_scores, run.asked, sampler.tau, rng)),
+        ("  oracle_scores from p (sqrt; posterior: h p)", lambda: oracle_scores(post.predictions)),
+        ("  before: probabilities (fused, full q)", lambda: sampler.probabilities(state)),
+        ("  before: generic probabilities", lambda: _generic_probabilities(sampler, state)),
+        ("  before: within_round (in place)", lambda: within_round(q.copy(), run.available, False, own=True)),
+        ("  before: draw_question (exact choice)", lambda: draw_question(rng, q)),
+        ("  before: rng.choice(N, p=q)", lambda: rng.choice(N, p=q)),
         ("record: sum of unasked predictions", run._base),
-        ("Laplace step (O(k^2))", lambda: _laplace_step(post.mean, post.cov, V[j], 1.0)),
-        ("V @ mean                 (pass over V)", lambda: V @ post.mean),
-        ("expit over N", lambda: expit(x)),
+        ("Laplace step (O(k^2))", lambda: _laplace_step(post.mean, post.cov, V[j], 1.0, symmetric=True)),
+        ("predictions (V @ mean, exp-based sigmoid)", post._predict),
+        ("  V @ mean                 (pass over V)", lambda: V @ post.mean),
+        ("  before: scipy expit over N", lambda: expit(x)),
     ]
     return {name: median_us(fn) for name, fn in parts}
-
-
-def _torch_cumsum(q):
-    import torch
-
-    return torch.cumsum(torch.from_numpy(q), 0).numpy()
 
 
 def _generic_probabilities(sampler, state):

@@ -33,6 +33,7 @@ from ._inference import effective_df
 from .estimator import weighted_martingale
 from ._validation import check_alpha, check_generator
 from .sampling import (
+    DRAW_BLOCK,
     ActiveLearningSampler,
     BernoulliAIPW,
     HybridSampler,
@@ -50,7 +51,7 @@ DEFAULT_MAX_ELEMENTS = 2**20
 # quadratic forms are recomputed from scratch after this many rank-one downdates
 _REFRESH_EVERY = 256
 # questions per block of the two-level inverse-CDF draw (about sqrt(N) for paper-scale banks)
-_BLOCK = 128
+_BLOCK = DRAW_BLOCK  # the estimator's oracle_draw uses the same blocks
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ which :func:`laplace_update` refines after each answer (paper Eqs. 9-10).
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -436,18 +437,27 @@ def laplace_update(mean, cov, v, z):
     return new_mean, new_cov
 
 
-def _laplace_step(mean, cov, v, z):
+def _laplace_step(mean, cov, v, z, symmetric=False):
     """:func:`laplace_update` plus its downdate ``cov' = cov - c (cov v)(cov v)^T``: returns
-    ``(mean', cov', cov v, c)`` so callers tracking functions of ``cov`` reuse them."""
-    p = float(_sigmoid(mean @ v))
+    ``(mean', cov', cov v, c)`` so callers tracking functions of ``cov`` reuse them.
+
+    The downdate is written ``cov - u u^T`` with ``u = sqrt(c) cov v``: ``u_i u_j`` and
+    ``u_j u_i`` are the same float, so an exactly symmetric ``cov`` stays exactly
+    symmetric. ``symmetric=True`` says ``cov`` is (the live posterior keeps it so) and
+    skips re-symmetrising.
+    """
+    x = float(mean @ v)
+    p = 1.0 / (1.0 + math.exp(-x)) if x > -700.0 else 0.0  # exp(700) is finite; beyond, p < 1e-304
     w = p * (1.0 - p)
     Sv = cov @ v
     denom = 1.0 + w * float(v @ Sv)
     c = w / denom
-    new_cov = cov - c * np.outer(Sv, Sv)
-    new_cov = 0.5 * (new_cov + new_cov.T)
+    u = Sv * math.sqrt(c)
+    new_cov = cov - np.outer(u, u)
+    if not symmetric:
+        new_cov = 0.5 * (new_cov + new_cov.T)
     # cov' v = cov v / denom (Sherman-Morrison), cheaper and more accurate than new_cov @ v
-    new_mean = mean + (Sv / denom) * (z - p)
+    new_mean = mean + Sv * ((z - p) / denom)
     return new_mean, new_cov, Sv, c
 
 

@@ -21,6 +21,7 @@ other policies.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field
 
@@ -38,6 +39,8 @@ __all__ = [
     "HybridSampler",
     "BernoulliAIPW",
     "active_learning_scores",
+    "oracle_draw",
+    "oracle_scores",
 ]
 
 
@@ -123,10 +126,11 @@ class Sampler(BaseEstimator):
         """Non-negative, unnormalised preference for each question (shape (N,))."""
         raise NotImplementedError
 
-    def _oracle_normalisations(self, state):
+    def _oracle_normalisations(self, step, budget):
         """How many times :meth:`probabilities` would normalise the oracle score
-        ``sqrt(p (1 - p))`` (1 or 2) when this state's scores are exactly that score;
-        0 otherwise. Selects the fused path (:func:`_oracle_probabilities`)."""
+        ``sqrt(p (1 - p))`` (1 or 2) when the scores at round ``step`` of ``budget`` are
+        exactly that score; 0 otherwise. Selects the fused paths
+        (:func:`_oracle_probabilities`, :func:`oracle_draw`)."""
         return 0
 
     def probabilities(self, state: PolicyState) -> np.ndarray:
@@ -135,7 +139,7 @@ class Sampler(BaseEstimator):
         n_avail = int(np.count_nonzero(avail))
         if n_avail == 0:
             raise RuntimeError("No question left to ask: the bank is exhausted.")
-        times = self._oracle_normalisations(state)
+        times = self._oracle_normalisations(state.step, state.budget)
         if times and _plain_float64(state.predictions, avail):
             q = _oracle_probabilities(state.predictions, avail, n_avail, self.tau, times)
             if q is not None:
@@ -188,7 +192,7 @@ class NeymanSampler(Sampler):
         p = state.predictions
         return np.sqrt(np.clip(p * (1.0 - p), 0.0, None))
 
-    def _oracle_normalisations(self, state):
+    def _oracle_normalisations(self, step, budget):
         return 1 if type(self).scores is NeymanSampler.scores else 0
 
 
@@ -276,9 +280,9 @@ class HybridSampler(Sampler):
         beta_t = self.beta0 * min(1.0, step / (self.gamma * budget)) if self.gamma > 0 else self.beta0
         return alpha_t, beta_t
 
-    def _oracle_normalisations(self, state):
+    def _oracle_normalisations(self, step, budget):
         # alpha_t == 0, beta_t == 1 (the default policy): scores() is the normalised oracle score
-        if type(self).scores is HybridSampler.scores and self.schedule(state.step, state.budget) == (0.0, 1.0):
+        if type(self).scores is HybridSampler.scores and self.schedule(step, budget) == (0.0, 1.0):
             return 2
         return 0
 
@@ -400,6 +404,85 @@ def _oracle_probabilities(p, available, n_avail, tau, times):
     if unavailable is not None:
         np.copyto(q, 0.0, where=unavailable)
     return q
+
+
+#: questions per block of the two-level inverse-CDF draw (:func:`oracle_draw`; the batched
+#: engine uses the same blocks)
+DRAW_BLOCK = 128
+
+
+def oracle_scores(predictions):
+    """``sqrt(p (1 - p))`` as a new float64 array (NaN for a prediction outside ``[0, 1]``)."""
+    s = np.multiply(predictions, predictions)
+    np.subtract(predictions, s, out=s)  # p - p^2 >= 0 for p in [0, 1]: fl(p * p) <= p
+    return np.sqrt(s, out=s)
+
+
+def oracle_draw(scores, asked, tau, rng):
+    """One draw from the oracle-score policy, in few passes (the live step's fast path).
+
+    ``q_j = tau / |R| + (1 - tau) s_j / S`` over the askable questions ``R`` (all but
+    ``asked``), with ``s_j = sqrt(p_j (1 - p_j))`` (``scores``, e.g. from
+    :func:`oracle_scores`) and ``S`` their sum over ``R``: the distribution of
+    :class:`NeymanSampler` and of the default :class:`HybridSampler`. It is drawn from by
+    the inverse CDF in two levels: the block of :data:`DRAW_BLOCK` questions holding
+    ``u sum(q)`` from the block sums, then the question inside that block from a
+    cumulative sum over the block alone. It consumes one ``rng.random()`` as
+    ``Generator.choice(p=q)`` does and picks the same question up to the rounding of the
+    cumulative sums (summed in another order), without ``choice``'s copies, checks and
+    length-N cumulative sum. The probability returned is the drawn question's share of
+    the masses the draw used, so it is exact for the draw made whatever the rounding.
+
+    Parameters
+    ----------
+    scores : float64 ndarray of shape (N,) (not modified)
+    asked : int ndarray
+        Indices no longer askable (empty when sampling with replacement).
+    tau : float
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    (question, probability) or None
+        ``None``, with ``rng`` untouched, when a score is NaN or infinite (a prediction
+        outside ``[0, 1]``): the generic path decides then.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([0.5, 0.9, 0.99, 0.2])
+    >>> j, q_j = oracle_draw(oracle_scores(p), np.array([3]), 0.1, np.random.default_rng(0))
+    >>> st = PolicyState(p, np.array([1, 1, 1, 0], bool), step=2, budget=3)
+    >>> bool(np.isclose(q_j, NeymanSampler(tau=0.1).probabilities(st)[j]))
+    True
+    """
+    N = scores.size
+    # the askable scores' sum: all of them less the few asked (a gather, not a pass over a mask)
+    total = float(scores.sum() - scores[asked].sum()) if asked.size else float(scores.sum())
+    if not math.isfinite(total):
+        return None
+    n_avail = N - asked.size
+    if total > 0:
+        q = scores * ((1.0 - tau) / total)
+        q += tau / n_avail
+    else:  # every askable score 0: uniform
+        q = np.full(N, 1.0 / n_avail)
+    if asked.size:
+        q[asked] = 0.0
+    cdf = np.cumsum(np.add.reduceat(q, np.arange(0, N, DRAW_BLOCK)))
+    mass = cdf[-1]
+    target = rng.random() * mass
+    # the first block whose cdf passes the target (past the end only by rounding: the
+    # last block with mass), then the first question inside it
+    blk = int(cdf.searchsorted(target, side="right"))
+    if blk == cdf.size:
+        blk = int(np.flatnonzero(np.diff(cdf, prepend=0.0))[-1])
+    lo = blk * DRAW_BLOCK
+    inside = q[lo : lo + DRAW_BLOCK]
+    j = int(np.cumsum(inside).searchsorted(target - (cdf[blk - 1] if blk else 0.0), side="right"))
+    if j == inside.size:
+        j = int(np.flatnonzero(inside)[-1])
+    return lo + j, float(inside[j] / mass)
 
 
 def _plain_float64(p, available):

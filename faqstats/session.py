@@ -57,7 +57,7 @@ import numpy as np
 from . import sampling
 from ._atomic import atomic_write, remove_stale_temporaries
 from .confseq import BettingConfidenceSequence
-from .estimator import PAIEstimator, _Oracle, draw_question, within_round
+from .estimator import PAIEstimator, _Oracle, draw_next, draw_question, within_round
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV
 from .io import (
     _json_safe,
@@ -558,9 +558,13 @@ class EvaluationSession:
     def _draw_round(self, size):
         """One round of draws from the current policy, as PAIEstimator._loop_sequential makes it."""
         run = self._run
+        round_index = self._draws[-1][2] + 1 if self._draws else 0
+        if size == 1 and self._cs is None:  # as the estimator: no q_t kept for later
+            question, probability = draw_next(self.sampler, run, self._rng)
+            self._draws.append((question, probability, round_index))
+            return
         self._q_round = self.sampler.probabilities(run.state())
         available = run.available.copy()
-        round_index = self._draws[-1][2] + 1 if self._draws else 0
         for _ in range(size):
             q = within_round(self._q_round, available, run.replace)
             question = draw_question(self._rng, q)

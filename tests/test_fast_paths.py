@@ -1,9 +1,11 @@
-"""The live step's fast paths give the generic code's numbers bit for bit (issue 7).
+"""The live step's fast paths against the generic code they replace (issue 7).
 
 The oracle-score policy's fused ``probabilities``, the in-place renormalisation of a
 round of one draw and ``draw_question`` (inverse CDF without ``Generator.choice``'s
-copies) must not change any ``q``, draw or estimate; each is compared with the generic
-path it replaces.
+copies) give the generic numbers bit for bit. The two-level draw ``oracle_draw`` (no
+``q``, no length-N cumulative sum) and the posterior's exp-based predictions sum in
+another order: they must ask the same questions with the same probabilities up to
+rounding, and never an unaskable one.
 """
 
 import sys
@@ -13,6 +15,7 @@ import pytest
 
 import faqstats as fq
 from faqstats import estimator as est_mod
+from faqstats import sampling
 from faqstats.estimator import draw_question
 from faqstats.sampling import PolicyState, Sampler
 
@@ -77,9 +80,10 @@ def test_fused_path_only_for_the_oracle_score():
 
     state = PolicyState(np.array([0.1, 0.5, 0.9]), np.ones(3, bool), 1, 10)
     np.testing.assert_array_equal(Custom(tau=0.5).probabilities(state), np.full(3, 1 / 3))
-    assert fq.HybridSampler(rho=0.5)._oracle_normalisations(state) == 0
-    assert fq.HybridSampler(gamma=0.5)._oracle_normalisations(state) == 0  # beta_1 < 1
-    assert fq.HybridSampler()._oracle_normalisations(state) == 2
+    assert fq.HybridSampler(rho=0.5)._oracle_normalisations(1, 10) == 0
+    assert fq.HybridSampler(gamma=0.5)._oracle_normalisations(1, 10) == 0  # beta_1 < 1
+    assert fq.HybridSampler()._oracle_normalisations(1, 10) == 2
+    assert Custom()._oracle_normalisations(1, 10) == 0
 
 
 @pytest.mark.parametrize("torch_loaded", [False, True])
@@ -122,15 +126,123 @@ def fitted():
 @pytest.mark.parametrize("sampler", [fq.HybridSampler(), fq.HybridSampler(replace=True, tau=0.05),
                                      fq.NeymanSampler(tau=0.2), fq.HybridSampler(rho=0.3)],
                          ids=lambda s: repr(s))
-def test_estimator_runs_equal_the_generic_loop_bit_for_bit(fitted, monkeypatch, sampler):
+def test_estimator_runs_match_the_generic_loop(fitted, monkeypatch, sampler):
+    """Fast draws (oracle_draw) and the generic loop (probabilities, choice): same
+    questions, probabilities and estimates up to rounding."""
     fm, Z = fitted
 
     def fit(seed):
         e = fq.PAIEstimator(fm, sampler, budget=120, random_state=seed).fit(Z[seed % len(Z)])
-        return e.queries_.tobytes(), e.estimate_, e.std_error_
+        return e.queries_, e.estimate_, e.std_error_
 
     fast = [fit(s) for s in range(4)]
     monkeypatch.setattr(type(sampler), "_oracle_normalisations", Sampler._oracle_normalisations)
     monkeypatch.setattr(est_mod, "draw_question", lambda rng, q: int(rng.choice(q.size, p=q)))
     monkeypatch.setattr(est_mod, "within_round", lambda q, a, r, own=False: q if r else np.where(a, q, 0.0) / np.where(a, q, 0.0).sum())
-    assert [fit(s) for s in range(4)] == fast
+    for (qa, ea, sa), (qb, eb, sb) in zip(fast, [fit(s) for s in range(4)]):
+        np.testing.assert_array_equal(qa["question"], qb["question"])
+        np.testing.assert_allclose(qa["probability"], qb["probability"], rtol=1e-12)
+        np.testing.assert_allclose([ea, sa], [eb, sb], rtol=1e-11)
+
+
+class _FixedUniform:
+    """A stand-in generator whose ``random()`` returns the given values in turn."""
+
+    def __init__(self, *values):
+        self.values = list(values)
+
+    def random(self):
+        return self.values.pop(0)
+
+
+def _generic_q(p, asked, tau):
+    avail = np.ones(p.size, bool)
+    avail[asked] = False
+    return fq.NeymanSampler(tau=tau).probabilities(PolicyState(p, avail, 1, 2))
+
+
+def test_oracle_draw_is_choice_up_to_rounding():
+    """The same question as ``Generator.choice(p=q)`` from the same generator, and ``q_j``
+    to rounding, on random banks (several blocks, partial blocks, asked questions,
+    scores exactly 0)."""
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        n = int(rng.integers(1, 1500))
+        p = 1.0 / (1.0 + np.exp(-rng.normal(size=n) * rng.uniform(0.1, 20)))
+        if trial % 4 == 0:
+            p[rng.random(n) < 0.3] = 1.0  # oracle score 0, still askable
+        asked = rng.choice(n, size=int(rng.integers(0, n)), replace=False) if trial % 3 else np.empty(0, np.intp)
+        tau = float(rng.uniform(0.01, 1.0))
+        q = _generic_q(p, asked, tau)
+        seed = int(rng.integers(2**32))
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        for _ in range(5):
+            j, q_j = sampling.oracle_draw(sampling.oracle_scores(p), asked, tau, a)
+            assert j == int(b.choice(n, p=q)), trial
+            assert q_j == pytest.approx(q[j], rel=1e-12)
+        assert a.random() == b.random()  # one uniform per draw, as choice
+
+
+def test_oracle_draw_never_asks_an_unaskable_question_at_the_edges():
+    n = 3 * sampling.DRAW_BLOCK + 5
+    p = np.full(n, 0.3)
+    last = np.nextafter(1.0, 0.0)
+    # the last blocks fully asked, u next to 1: rounding may pass the end of the cdf
+    asked = np.arange(sampling.DRAW_BLOCK + 7, n)
+    for u in (0.0, 0.5, last):
+        for scores in (sampling.oracle_scores(p), np.zeros(n)):  # all scores 0: uniform
+            j, q_j = sampling.oracle_draw(scores, asked, 0.5, _FixedUniform(u))
+            assert j not in set(asked.tolist()) and q_j == pytest.approx(1 / (n - asked.size))
+    j, _ = sampling.oracle_draw(sampling.oracle_scores(p), asked, 0.5, _FixedUniform(last))
+    assert j == asked[0] - 1  # the last askable question
+    # one askable question left, anywhere
+    for keep in (0, n // 2, n - 1):
+        asked = np.delete(np.arange(n), keep)
+        assert sampling.oracle_draw(sampling.oracle_scores(p), asked, 0.5, _FixedUniform(last)) == (keep, 1.0)
+
+
+def test_oracle_draw_leaves_nan_scores_to_the_generic_path():
+    p = np.array([0.2, np.nan, 0.7])
+    rng = np.random.default_rng(0)
+    assert sampling.oracle_draw(sampling.oracle_scores(p), np.empty(0, np.intp), 0.5, rng) is None
+    assert rng.random() == np.random.default_rng(0).random()  # untouched
+
+
+def test_posterior_predictions_and_oracle_scores():
+    """exp-based sigmoid and ``sqrt(p (1 - p)) = h p`` against scipy and the exact
+    ``1 / (2 cosh(x / 2))``, including logits that overflow ``exp``."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(0)
+    V = np.vstack([rng.normal(size=(500, 3)) * 5, np.diag([800.0, -800.0, -2000.0])])
+    post = est_mod._FactorPosterior(V, np.ones(3), np.eye(3))
+    x = V @ np.ones(3)
+    np.testing.assert_allclose(post.predictions, expit(x), rtol=1e-14, atol=0)
+    ok = x > -1400
+    exact = 0.5 / np.cosh(x[ok] / 2)  # below 1e-150 past |x| = 700, where p rounds to 0 or 1
+    np.testing.assert_allclose(post.oracle_scores[ok], exact, rtol=1e-13, atol=1e-150)
+    assert np.isnan(post.oracle_scores[~ok]).all() and np.isfinite(post.predictions).all()
+    assert not post.oracle_scores.flags.writeable
+
+
+def test_extreme_logits_fall_back_without_warnings(recwarn, monkeypatch):
+    """A logit below -1400 (NaN oracle score) sends the draw through the generic path."""
+    V = np.vstack([np.ones((40, 1)), [[-3000.0]]])
+    fm = fq.LogisticFactorModel.from_factors(V, model_factors=np.ones((5, 1)))
+    generic = []
+    monkeypatch.setattr(fq.HybridSampler, "probabilities",
+                        lambda self, st: generic.append(1) or Sampler.probabilities(self, st))
+    e = fq.PAIEstimator(fm, fq.HybridSampler(), budget=10, random_state=0).fit(np.ones(41))
+    assert len(generic) == 10 and np.isfinite(e.estimate_)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_posterior_covariance_stays_exactly_symmetric(fitted):
+    fm, Z = fitted
+    cov = fm.prior_cov_.copy()
+    cov[0, 1] += 1e-9  # not symmetric as given: symmetrised once
+    post = est_mod._FactorPosterior(fm.question_factors_, fm.prior_mean_, cov)
+    for j in range(60):
+        post.update(j, float(Z[0, j]))
+        assert np.array_equal(post.cov, post.cov.T)
+    assert np.linalg.eigvalsh(post.cov).min() > 0
