@@ -23,6 +23,7 @@ samplers, early stopping, batches) goes through the estimator itself
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,7 +137,9 @@ def simulate(
     dtype : {"float64", "float32"}
         float64 reproduces the sequential estimator to rounding; float32 is faster on GPUs.
     max_elements : int
-        Runs are processed in chunks of at most ``max_elements // N`` runs.
+        Runs are processed in chunks of at most ``max_elements // N`` runs. A chunk that
+        runs out of memory (host or GPU) is run again in halves from the same generator
+        states, with a ``ResourceWarning``: the results are those of any chunking.
     progress : callable or None
         Called with the number of runs finished after each chunk.
     keep_increments : bool, default=False
@@ -192,12 +195,30 @@ def simulate(
     range_parts = []
     chunk = max(1, int(max_elements) // max(N, 1))
     parts = []
-    for start in range(0, R, chunk):
+    start = 0
+    while start < R:
         sl = slice(start, min(R, start + chunk))
-        parts.append(engine.run(Z[rows[sl]], gens[sl]))
+        # a chunk that runs out of memory is run again in halves, from the same generator
+        # states, so the draws (and results) do not depend on where memory ran short
+        states = [g.bit_generator.state for g in gens[sl]]
+        try:
+            parts.append(engine.run(Z[rows[sl]], gens[sl]))
+        except Exception as exc:
+            if sl.stop - sl.start == 1 or not _out_of_memory(exc):
+                raise
+            for g, state in zip(gens[sl], states):
+                g.bit_generator.state = state
+            chunk = (sl.stop - sl.start) // 2
+            del exc
+            if engine.device.type == "cuda":
+                torch.cuda.empty_cache()
+            warnings.warn(f"simulate: out of memory with {sl.stop - sl.start} runs per chunk; going on with {chunk}.",
+                          ResourceWarning, stacklevel=2)
+            continue
         range_parts.append(engine.ranges if engine.keep_ranges else None)
         if progress is not None:
             progress(sl.stop - sl.start)
+        start = sl.stop
     if parts:
         est_, var_, df_, nq, inc = (np.concatenate(x) if x[0] is not None else None for x in zip(*parts))
     else:
@@ -216,6 +237,14 @@ def simulate(
     ranges = np.concatenate(range_parts) if keep_increments and range_parts else None
     return BatchedRuns(est_, se, df_, low, high, nq.astype(np.int64), engine.method,
                        inc if keep_increments else None, ranges)
+
+
+def _out_of_memory(exc):
+    """Whether ``exc`` is an allocation failure (host or device) that a smaller chunk may avoid."""
+    if isinstance(exc, MemoryError) or isinstance(exc, getattr(torch, "OutOfMemoryError", ())):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("out of memory" in text.lower() or "can't allocate memory" in text)
 
 
 def robust_df(phi):

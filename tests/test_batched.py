@@ -84,6 +84,51 @@ def test_chunking_and_intervals(bank, fm):
         np.testing.assert_allclose(np.column_stack([runs.low, runs.high]), want, atol=1e-8)
 
 
+@pytest.mark.parametrize("error", [MemoryError(), RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+                                   RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate")])
+def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error):
+    """A chunk that runs out of memory after drawing is retried in halves from the same
+    generator states: the same results as without memory trouble, and a warning."""
+    from faqstats import batched
+
+    Z = bank.new_outcomes
+    gens = lambda: [np.random.default_rng(s) for s in range(9)]  # noqa: E731
+    whole = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3)
+    run, sizes = batched._Engine.run, []
+
+    def short_of_memory(self, Zc, generators):
+        sizes.append(len(generators))
+        out = run(self, Zc, generators)  # the chunk's generators are consumed before the failure
+        if len(generators) > 2:
+            raise error
+        return out
+
+    monkeypatch.setattr(batched._Engine, "run", short_of_memory)
+    done = []
+    with pytest.warns(ResourceWarning, match="out of memory with 9 runs per chunk; going on with 4"):
+        runs = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3, progress=done.append)
+    np.testing.assert_array_equal(runs.estimate, whole.estimate)
+    np.testing.assert_allclose(runs.low, whole.low, rtol=1e-12)  # batched variances sum per chunk
+    assert sizes[:3] == [9, 4, 2] and sum(done) == 9 and max(done) <= 2
+
+
+def test_other_errors_and_single_run_chunks_are_not_retried(bank, fm, monkeypatch):
+    from faqstats import batched
+
+    def fail(error):
+        def run(self, Zc, generators):
+            raise error
+        return run
+
+    Z = bank.new_outcomes
+    monkeypatch.setattr(batched._Engine, "run", fail(ValueError("bad input")))
+    with pytest.raises(ValueError, match="bad input"):
+        simulate(Z, [np.random.default_rng(s) for s in range(4)], factor_model=fm, budget=12, rows=[0, 1, 2, 0])
+    monkeypatch.setattr(batched._Engine, "run", fail(MemoryError()))
+    with pytest.raises(MemoryError), pytest.warns(ResourceWarning):
+        simulate(Z, [np.random.default_rng(s) for s in range(4)], factor_model=fm, budget=12, rows=[0, 1, 2, 0])
+
+
 def test_float32_close_to_float64(bank, fm):
     Z = bank.new_outcomes
     a = simulate(Z, [np.random.default_rng(s) for s in range(6)], factor_model=fm, budget=20, dtype="float64")
