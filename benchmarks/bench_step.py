@@ -73,7 +73,7 @@ def time_library(V, prior_mean, prior_cov, z, steps, sampler, generic=False, dty
             j = int(rng.choice(q.size, p=q))
             q_j = float(q[j])
         else:
-            j, q_j = draw_next(sampler, run, rng, fresh=True)
+            j, q_j = draw_next(sampler, run, rng)
         run.record(j, q_j, float(z[j]))
         times.append(time.perf_counter() - t0)
         questions.append(j)

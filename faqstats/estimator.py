@@ -267,17 +267,19 @@ def _cumsum(q):
     return np.cumsum(q)
 
 
-def draw_next(sampler, run, rng, fresh=False):
+def draw_next(sampler, run, rng):
     """A round of one draw: ``(question, probability)`` for ``run`` (a :class:`SequentialRun`).
 
     The oracle-score policies (the default :class:`~faqstats.HybridSampler`,
-    :class:`~faqstats.NeymanSampler`) draw through :func:`~faqstats.sampling.oracle_draw`
-    without forming ``q_t``; every other policy through its ``probabilities`` and
+    :class:`~faqstats.NeymanSampler`, unless a subclass overrides ``scores`` or
+    ``probabilities``) draw through :func:`~faqstats.sampling.oracle_draw` without
+    forming ``q_t``; every other policy through its ``probabilities`` and
     :func:`draw_question`. Both consume one ``rng.random()`` and pick the same question
-    up to rounding. ``fresh``: ``sampler.probabilities`` returns a new array (renormalised
-    in place).
+    up to rounding.
     """
-    if sampler._oracle_normalisations(run.step, run.budget):
+    # the base class's probabilities() returns a new array, zero where unavailable
+    fresh = type(sampler).probabilities is Sampler.probabilities
+    if fresh and sampler._oracle_normalisations(run.step, run.budget):
         post = run.posterior
         scores = oracle_scores(run.predictions) if post is None else post.oracle_scores
         drawn = oracle_draw(scores, run.asked, sampler.tau, rng)
@@ -578,7 +580,7 @@ class PAIEstimator(BaseEstimator):
         over the increments: ``True`` for level 95%, or a float ``alpha``. Implied
         (at 95%) by ``stop_when_width``. Not available for ``BernoulliAIPW``.
     dtype : {"float64", "float32"}, default="float64"
-        Precision of the predictions ``expit(V m)`` recomputed after every answer (the
+        Precision of the predictions ``sigmoid(V m)`` recomputed after every answer (the
         one pass over all N x k question factors per answer). ``"float32"`` uses a float32
         copy of the factors: about half the time of that pass on large banks (the live
         step at N = 12,032, k = 64: ``docs/performance.md``), predictions within about 1e-6
@@ -800,7 +802,7 @@ class PAIEstimator(BaseEstimator):
         while run.step <= self.budget:
             size = min(self.batch_size, self.budget - run.step + 1)
             if size == 1 and cs is None:  # the usual case: no q_t kept for later
-                question, probability = draw_next(sampler, run, rng, fresh)
+                question, probability = draw_next(sampler, run, rng)
                 outcome = oracle.ask_one(question)
                 run.record(question, probability, outcome)
                 if bar is not None:

@@ -246,3 +246,14 @@ def test_posterior_covariance_stays_exactly_symmetric(fitted):
         post.update(j, float(Z[0, j]))
         assert np.array_equal(post.cov, post.cov.T)
     assert np.linalg.eigvalsh(post.cov).min() > 0
+
+
+def test_a_subclass_overriding_probabilities_is_not_bypassed(fitted):
+    class Uniformised(fq.HybridSampler):
+        def probabilities(self, state):
+            return state.available / state.available.sum()
+
+    fm, Z = fitted
+    e = fq.PAIEstimator(fm, Uniformised(), budget=30, random_state=0).fit(Z[0])
+    n = fm.question_factors_.shape[0]
+    np.testing.assert_allclose(e.queries_["probability"], 1.0 / (n - np.arange(30)), rtol=1e-12)
