@@ -415,7 +415,8 @@ def oracle_scores(predictions):
     """``sqrt(p (1 - p))`` as a new float64 array (NaN for a prediction outside ``[0, 1]``)."""
     s = np.multiply(predictions, predictions)
     np.subtract(predictions, s, out=s)  # p - p^2 >= 0 for p in [0, 1]: fl(p * p) <= p
-    return np.sqrt(s, out=s)
+    with np.errstate(invalid="ignore"):  # NaN is the answer there; callers check
+        return np.sqrt(s, out=s)
 
 
 def oracle_draw(scores, asked, tau, rng):
