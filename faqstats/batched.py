@@ -268,7 +268,8 @@ class _Engine:
             t = lambda a: torch.tensor(np.array(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
             self.V = t(factor_model.question_factors_)
             self.mean0 = t(factor_model.prior_mean_)
-            self.cov0 = t(factor_model.prior_cov_)
+            cov0 = t(factor_model.prior_cov_)
+            self.cov0 = 0.5 * (cov0 + cov0.T)  # exactly symmetric, as the estimator's posterior
         if self.stream:
             self.method = "aipw"
         elif factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace:
