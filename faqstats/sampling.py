@@ -236,7 +236,7 @@ class HybridSampler(Sampler):
     ``h = ((1 - alpha_t) Norm(s_o) + alpha_t Norm(s_a)) ** beta_t`` with the oracle score
     ``s_o = sqrt(p (1 - p))``, the active-learning score ``s_a = d``,
     ``alpha_t = max(0, 1 - t / (rho n_b))`` and ``beta_t = beta0 min(1, t / (gamma n_b))``;
-    then ``q_t = tau / N + (1 - tau) Norm(h)``.
+    then ``q_t = tau / |R| + (1 - tau) Norm(h)`` over the askable questions ``R``.
 
     Parameters
     ----------

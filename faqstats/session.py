@@ -27,7 +27,8 @@ Session directory, format ``faqstats.session`` version 1
     bytes), ``question_ids_sha256`` (:func:`~faqstats.io.question_ids_sha256` of the
     bank), ``n_questions``, ``question_id_type`` (``"str"`` or ``"int"``), ``config``
     (sampler class and parameters, ``budget``, ``batch_size``, ``stop_when_width``,
-    ``alpha``, ``confidence_sequence``, ``interval``, ``random_state``),
+    ``alpha``, ``confidence_sequence``, ``interval``, ``random_state``; ``step_weights``
+    and ``dtype`` only when not the defaults),
     ``rng_state`` (``numpy.random.Generator.bit_generator.state`` after the last
     draw), ``draws`` (``[question index, probability, round]`` for every draw made,
     pending ones included) and ``answers`` (``[question index, outcome]`` in arrival
