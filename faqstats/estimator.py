@@ -341,10 +341,12 @@ class _FactorPosterior:
         if self._V32 is None:
             # sigmoid(x) = 1 / (1 + h^2) with h = exp(-x / 2), numpy's vectorised exp (scipy's
             # expit takes 5x as long); h also gives the oracle score sqrt(p (1 - p)) = h p
-            # without a square root. exp overflowing to inf gives p = 0 (and a NaN score
-            # below x = -1400, where the policies take their generic path).
+            # without a square root or the cancellation in 1 - p. Logits below -1418 are
+            # clipped there (h stays finite, h^2 overflows: p = 0 and score 0, both exact to
+            # within 1e-300).
             h = self.V @ (-0.5 * self.mean)
-            with np.errstate(over="ignore", invalid="ignore"):
+            np.minimum(h, 709.0, out=h)
+            with np.errstate(over="ignore"):
                 np.exp(h, out=h)
                 p = np.multiply(h, h)
                 p += 1.0

@@ -40,6 +40,7 @@ __all__ = [
     "BernoulliAIPW",
     "active_learning_scores",
     "oracle_draw",
+    "oracle_masses",
     "oracle_scores",
 ]
 
@@ -77,6 +78,19 @@ class PolicyState:
     posterior_mean: np.ndarray | None = None
     posterior_cov: np.ndarray | None = None
     posterior: object | None = field(default=None, repr=False, compare=False)
+
+    def oracle_scores(self):
+        """The oracle score ``sqrt(p_j (1 - p_j))`` for every question (shape (N,), read-only).
+
+        Taken from the live posterior when it made this state's predictions (computed there
+        from the logits, accurate also where ``p`` rounds to 0 or 1), otherwise from the
+        predictions (:func:`oracle_scores`). Every oracle-score policy reads it here, so the
+        generic and the fast paths draw from the same scores.
+        """
+        post = self.posterior
+        if post is not None and getattr(post, "predictions", None) is self.predictions:
+            return post.oracle_scores
+        return oracle_scores(self.predictions)
 
     def quadratic_forms(self):
         """``v_j' Sigma v_j`` for every question (shape (N,)).
@@ -141,7 +155,7 @@ class Sampler(BaseEstimator):
             raise RuntimeError("No question left to ask: the bank is exhausted.")
         times = self._oracle_normalisations(state.step, state.budget)
         if times and _plain_float64(state.predictions, avail):
-            q = _oracle_probabilities(state.predictions, avail, n_avail, self.tau, times)
+            q = _oracle_probabilities(state.oracle_scores(), avail, n_avail, self.tau, times)
             if q is not None:
                 return q
         s = np.asarray(self.scores(state), dtype=float)
@@ -189,8 +203,7 @@ class NeymanSampler(Sampler):
     """
 
     def scores(self, state):
-        p = state.predictions
-        return np.sqrt(np.clip(p * (1.0 - p), 0.0, None))
+        return state.oracle_scores()
 
     def _oracle_normalisations(self, step, budget):
         return 1 if type(self).scores is NeymanSampler.scores else 0
@@ -289,7 +302,7 @@ class HybridSampler(Sampler):
     def scores(self, state):
         alpha_t, beta_t = self.schedule(state.step, state.budget)
         p = state.predictions
-        mix = _normalise(np.sqrt(np.clip(p * (1.0 - p), 0.0, None)), state.available)
+        mix = _normalise(state.oracle_scores(), state.available)
         if alpha_t > 0:
             _require_factors(self, state)
             d = active_learning_scores(p, state.question_factors, state.posterior_cov, state.quadratic_forms())
@@ -370,9 +383,10 @@ class BernoulliAIPW(Sampler):
         return float(min(1.0, max(pi, floor)))
 
 
-def _oracle_probabilities(p, available, n_avail, tau, times):
-    """``q_t`` for the oracle score ``sqrt(p (1 - p))``, bit for bit what the generic
-    path (``scores``, ``_normalise``, then the ``tau`` mix) computes, in one buffer.
+def _oracle_probabilities(scores, available, n_avail, tau, times):
+    """``q_t`` for the oracle scores ``sqrt(p (1 - p))`` (:meth:`PolicyState.oracle_scores`),
+    bit for bit what the generic path (``scores``, ``_normalise``, then the ``tau`` mix)
+    computes, in one buffer.
 
     ``times`` is how often the masked score is normalised (twice for
     :class:`HybridSampler`, whose ``scores`` normalise once already: folding the two
@@ -380,10 +394,7 @@ def _oracle_probabilities(p, available, n_avail, tau, times):
     where the generic path must decide (a NaN score, which it may report, or all
     scores zero).
     """
-    q = np.subtract(1.0, p)
-    np.multiply(p, q, out=q)
-    np.maximum(q, 0.0, out=q)  # == np.clip(., 0.0, None)
-    np.sqrt(q, out=q)
+    q = np.array(scores, dtype=float)
     unavailable = np.logical_not(available) if n_avail < q.size else None
     if unavailable is None:
         total = q.sum()
@@ -412,11 +423,12 @@ DRAW_BLOCK = 128
 
 
 def oracle_scores(predictions):
-    """``sqrt(p (1 - p))`` as a new float64 array (NaN for a prediction outside ``[0, 1]``)."""
-    s = np.multiply(predictions, predictions)
-    np.subtract(predictions, s, out=s)  # p - p^2 >= 0 for p in [0, 1]: fl(p * p) <= p
-    with np.errstate(invalid="ignore"):  # NaN is the answer there; callers check
-        return np.sqrt(s, out=s)
+    """``sqrt(p (1 - p))`` as a new float64 array: ``np.sqrt(np.clip(p * (1 - p), 0, None))``,
+    operation for operation (0 for a prediction outside ``[0, 1]``, NaN for NaN)."""
+    s = np.subtract(1.0, predictions)
+    np.multiply(predictions, s, out=s)
+    np.maximum(s, 0.0, out=s)  # == np.clip(., 0.0, None)
+    return np.sqrt(s, out=s)
 
 
 def oracle_draw(scores, asked, tau, rng):
@@ -457,20 +469,10 @@ def oracle_draw(scores, asked, tau, rng):
     >>> bool(np.isclose(q_j, NeymanSampler(tau=0.1).probabilities(st)[j]))
     True
     """
-    N = scores.size
-    # the askable scores' sum: all of them less the few asked (a gather, not a pass over a mask)
-    total = float(scores.sum() - scores[asked].sum()) if asked.size else float(scores.sum())
-    if not math.isfinite(total):
+    masses = oracle_masses(scores, asked, tau)
+    if masses is None:
         return None
-    n_avail = N - asked.size
-    if total > 0:
-        q = scores * ((1.0 - tau) / total)
-        q += tau / n_avail
-    else:  # every askable score 0: uniform
-        q = np.full(N, 1.0 / n_avail)
-    if asked.size:
-        q[asked] = 0.0
-    cdf = np.cumsum(np.add.reduceat(q, np.arange(0, N, DRAW_BLOCK)))
+    q, cdf = masses
     mass = cdf[-1]
     target = rng.random() * mass
     # the first block whose cdf passes the target (past the end only by rounding: the
@@ -484,6 +486,34 @@ def oracle_draw(scores, asked, tau, rng):
     if j == inside.size:
         j = int(np.flatnonzero(inside)[-1])
     return lo + j, float(inside[j] / mass)
+
+
+def oracle_masses(scores, asked, tau):
+    """The masses :func:`oracle_draw` draws from: ``(q, cdf)`` with ``q`` the unnormalised
+    ``q_t`` (zero where asked) and ``cdf`` the cumulative sums of its blocks of
+    :data:`DRAW_BLOCK` questions; question ``j`` is drawn with probability
+    ``q[j] / cdf[-1]``. ``None`` when a score is NaN or infinite."""
+    N = scores.size
+    # the askable scores' sum: all of them less the few asked (a gather, not a pass over a
+    # mask), summed directly when that subtraction cancels (the asked ones dominate)
+    full = float(scores.sum())
+    total = full - float(scores[asked].sum()) if asked.size else full
+    if not math.isfinite(total):
+        return None
+    if asked.size and total <= 1e-8 * full:
+        total = float(np.delete(scores, asked).sum())
+    n_avail = N - asked.size
+    with np.errstate(over="ignore", invalid="ignore"):  # only where asked, zeroed below
+        if total > 0:
+            # s / total first: <= 1 on the askable questions even for a subnormal total
+            q = np.divide(scores, total)
+            q *= 1.0 - tau
+            q += tau / n_avail
+        else:  # every askable score 0: uniform
+            q = np.full(N, 1.0 / n_avail)
+    if asked.size:
+        q[asked] = 0.0
+    return q, np.cumsum(np.add.reduceat(q, np.arange(0, N, DRAW_BLOCK)))
 
 
 def _plain_float64(p, available):

@@ -214,26 +214,54 @@ def test_posterior_predictions_and_oracle_scores():
     from scipy.special import expit
 
     rng = np.random.default_rng(0)
-    V = np.vstack([rng.normal(size=(500, 3)) * 5, np.diag([800.0, -800.0, -2000.0])])
+    V = np.vstack([rng.normal(size=(500, 3)) * 5, np.diag([800.0, -800.0, -2000.0]), [[1450.0, 0, 0]]])
     post = est_mod._FactorPosterior(V, np.ones(3), np.eye(3))
     x = V @ np.ones(3)
     np.testing.assert_allclose(post.predictions, expit(x), rtol=1e-14, atol=0)
-    ok = x > -1400
-    exact = 0.5 / np.cosh(x[ok] / 2)  # below 1e-150 past |x| = 700, where p rounds to 0 or 1
-    np.testing.assert_allclose(post.oracle_scores[ok], exact, rtol=1e-13, atol=1e-150)
-    assert np.isnan(post.oracle_scores[~ok]).all() and np.isfinite(post.predictions).all()
+    with np.errstate(over="ignore"):
+        exact = 0.5 / np.cosh(x / 2)  # below 1e-150 past |x| = 700, where p rounds to 0 or 1
+    np.testing.assert_allclose(post.oracle_scores, exact, rtol=1e-13, atol=1e-150)
+    assert np.isfinite(post.oracle_scores).all() and np.isfinite(post.predictions).all()
     assert not post.oracle_scores.flags.writeable
 
 
-def test_extreme_logits_fall_back_without_warnings(recwarn, monkeypatch):
-    """A logit below -1400 (NaN oracle score) sends the draw through the generic path."""
-    V = np.vstack([np.ones((40, 1)), [[-3000.0]]])
-    fm = fq.LogisticFactorModel.from_factors(V, model_factors=np.ones((5, 1)))
-    generic = []
-    monkeypatch.setattr(fq.HybridSampler, "probabilities",
-                        lambda self, st: generic.append(1) or Sampler.probabilities(self, st))
-    e = fq.PAIEstimator(fm, fq.HybridSampler(), budget=10, random_state=0).fit(np.ones(41))
-    assert len(generic) == 10 and np.isfinite(e.estimate_)
+@pytest.mark.parametrize("sampler", [fq.HybridSampler(), fq.NeymanSampler()], ids=repr)
+@pytest.mark.parametrize("logit", [-3000.0, 1450.0, 5000.0])
+def test_extreme_logits_without_warnings(recwarn, sampler, logit):
+    """Logits whose exp overflows or whose score is subnormal: finite, on-policy draws."""
+    V = np.vstack([np.ones((40, 1)), [[logit]]])
+    fm = fq.LogisticFactorModel.from_factors(V, prior_mean=np.ones(1), prior_cov=np.eye(1) * 1e-12)
+    e = fq.PAIEstimator(fm, sampler, budget=10, random_state=0).fit(np.ones(41))
+    assert np.isfinite(e.estimate_) and np.isfinite(e.std_error_)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    # the recorded probabilities are the policy's, as the generic path computes it
+    run = e.new_run()
+    for question, probability, outcome in e.queries_[["question", "probability", "outcome"]]:
+        q = sampler.probabilities(run.state())
+        assert probability == pytest.approx(q[question], rel=1e-12)
+        run.record(int(question), float(probability), float(outcome))
+
+
+def test_oracle_draw_with_subnormal_and_cancelling_scores(recwarn):
+    """A subnormal total (scale (1 - tau) / total would overflow) and askable scores far
+    below the asked ones (the sum less the asked ones cancels): exact probabilities."""
+    cases = [
+        (np.array([1e-310, 0.0, 0.0]), np.empty(0, np.intp)),
+        (np.array([3e-320, 3e-320, 3e-320, 0.0]), np.empty(0, np.intp)),
+        (np.array([1e300, 1e-300, 2e-300, 0.0]), np.array([0])),
+        (np.array([0.4, 1e-17, 3e-17, 0.4]), np.array([0, 3])),
+    ]
+    for scores, asked in cases:
+        tau = 0.3
+        avail = np.ones(scores.size, bool)
+        avail[asked] = False
+        s = np.where(avail, scores, 0.0)
+        want = tau * avail / avail.sum() + (1 - tau) * (s / s.sum())  # s / sum first: exact for subnormals
+        q, cdf = sampling.oracle_masses(scores, asked, tau)
+        np.testing.assert_allclose(q / cdf[-1], want, rtol=1e-12, atol=0)
+        for seed in range(20):
+            j, q_j = sampling.oracle_draw(scores, asked, tau, np.random.default_rng(seed))
+            assert avail[j] and q_j == pytest.approx(want[j], rel=1e-12)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 

@@ -504,3 +504,18 @@ def test_sigkill_from_outside_while_running(tmp_path, bank, fm, ids):
     est = fq.PAIEstimator(fm, fq.HybridSampler(), **kwargs).fit(z)
     assert_array_equal(s.queries(), est.queries_)
     assert s.result() == est.result_
+
+
+@pytest.mark.parametrize("sampler", [fq.HybridSampler(), fq.NeymanSampler(tau=0.2)], ids=repr)
+def test_confident_predictions_reload(tmp_path, sampler):
+    """Logits of 15-40 (p within 1e-7 of 1, where sqrt(p (1 - p)) from p loses precision):
+    the replay on load checks each stored probability against the same scores the draw used."""
+    V = np.linspace(15, 40, 300)[:, None]
+    fm = fq.LogisticFactorModel.from_factors(V, prior_mean=np.ones(1), prior_cov=np.eye(1) * 1e-4)
+    s = EvaluationSession.create(tmp_path / "s", fm, [f"q{j}" for j in range(300)], sampler=sampler, budget=20,
+                                 random_state=1)
+    for _ in range(5):
+        ids, _ = s.next_questions()
+        s.record(ids, [1.0] * len(ids))
+    again = EvaluationSession.load(tmp_path / "s")
+    assert again.result().estimate == s.result().estimate

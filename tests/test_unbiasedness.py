@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import faqstats as fq
 from faqstats.estimator import StreamRun, martingale_variance, weighted_martingale, within_round
+from faqstats.sampling import Sampler, oracle_masses, oracle_scores
 
 TOL = 1e-12
 
@@ -57,7 +58,9 @@ unit = st.floats(0.0, 1.0)
 
 @st.composite
 def sequential_samplers(draw, replace):
-    kind = draw(st.sampled_from(["uniform", "neyman", "active", "hybrid"]))
+    kind = draw(st.sampled_from(["uniform", "neyman", "active", "hybrid", "hybrid-default"]))
+    if kind == "hybrid-default":  # rho = gamma = 0, beta0 = 1: drawn through oracle_draw
+        return fq.HybridSampler(tau=draw(taus), replace=replace)
     if kind == "uniform":
         return fq.UniformSampler(replace=replace)
     if kind == "neyman":
@@ -85,7 +88,7 @@ def enumerate_sequential(estimator, z):
             leaves.append((prob, np.array(phis)))
             return
         size = min(estimator.batch_size, estimator.budget - len(phis))
-        q_round = sampler.probabilities(run.state())
+        q_round = draw_next_law(sampler, run) if size == 1 else sampler.probabilities(run.state())
         assert abs(q_round.sum() - 1.0) < 1e-12 and (q_round >= 0).all()
         draw(run, prob, phis, q_round, size, [])
 
@@ -106,6 +109,20 @@ def enumerate_sequential(estimator, z):
 
     walk(run, 1.0, [])
     return leaves
+
+
+def draw_next_law(sampler, run):
+    """The law of ``estimator.draw_next`` (a round of one draw): the oracle-score policies
+    draw from ``oracle_masses`` (two-level, no q formed), the others from ``probabilities``."""
+    fast = type(sampler).probabilities is Sampler.probabilities and sampler._oracle_normalisations(run.step, run.budget)
+    if fast:
+        post = run.posterior
+        scores = oracle_scores(run.predictions) if post is None else post.oracle_scores
+        masses = oracle_masses(scores, run.asked, sampler.tau)
+        if masses is not None:
+            q, cdf = masses
+            return q / cdf[-1]
+    return sampler.probabilities(run.state())
 
 
 def enumerate_stream(estimator, z):
