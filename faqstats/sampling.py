@@ -503,14 +503,19 @@ def oracle_masses(scores, asked, tau):
     if asked.size and total <= 1e-8 * full:
         total = float(np.delete(scores, asked).sum())
     n_avail = N - asked.size
-    with np.errstate(over="ignore", invalid="ignore"):  # only where asked, zeroed below
-        if total > 0:
-            # s / total first: <= 1 on the askable questions even for a subnormal total
+    scale = (1.0 - tau) / total if total > 0 else 0.0
+    if total > 0 and math.isfinite(scale) and full * scale < 1e300:  # the usual case: one pass
+        q = scores * scale
+        q += tau / n_avail
+    elif total > 0:
+        # a subnormal total or asked scores far above the askable ones: s / total first, <= 1
+        # on the askable questions (overflow only where asked, zeroed below)
+        with np.errstate(over="ignore", invalid="ignore"):
             q = np.divide(scores, total)
-            q *= 1.0 - tau
-            q += tau / n_avail
-        else:  # every askable score 0: uniform
-            q = np.full(N, 1.0 / n_avail)
+        q *= 1.0 - tau
+        q += tau / n_avail
+    else:  # every askable score 0: uniform
+        q = np.full(N, 1.0 / n_avail)
     if asked.size:
         q[asked] = 0.0
     return q, np.cumsum(np.add.reduceat(q, np.arange(0, N, DRAW_BLOCK)))
