@@ -29,7 +29,6 @@ import sys
 import warnings
 
 import numpy as np
-from scipy.special import expit
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 

@@ -19,7 +19,6 @@ import copy
 import itertools
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -33,8 +33,6 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
-
 from ._common import HarnessRecords, as_paths, as_score, check_question_id_list, split_question_id
 
 __all__ = ["read_inspect_logs", "read_inspect_outcomes", "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]

@@ -24,8 +24,6 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
-
 from ._common import HarnessRecords, as_paths, as_score, check_question_id_list, split_question_id
 
 __all__ = ["read_lm_eval_samples", "read_lm_eval_outcomes", "write_lm_eval_samples_arg"]
