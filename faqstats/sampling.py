@@ -456,8 +456,8 @@ def oracle_draw(scores, asked, tau, rng):
     Returns
     -------
     (question, probability) or None
-        ``None``, with ``rng`` untouched, when a score is NaN or infinite (a prediction
-        outside ``[0, 1]``): the generic path decides then.
+        ``None``, with ``rng`` untouched, when a score is NaN or infinite (a NaN
+        prediction): the generic path decides then.
 
     Examples
     --------
