@@ -210,6 +210,7 @@ def simulate(
                 g.bit_generator.state = state
             chunk = (sl.stop - sl.start) // 2
             del exc
+            engine.release()  # the failed chunk's blocks, before the smaller chunk allocates its own
             if engine.device.type == "cuda":
                 torch.cuda.empty_cache()
             warnings.warn(f"simulate: out of memory with {sl.stop - sl.start} runs per chunk; going on with {chunk}.",
@@ -282,6 +283,11 @@ class _Engine:
 
     def _tensor(self, a, dtype=None):
         return torch.as_tensor(a, dtype=self.dtype if dtype is None else dtype, device=self.device)
+
+    def release(self):
+        """Drop the current chunk's per-run tensors (predictions, posteriors, quadratic forms)."""
+        self.P = self.mean = self.cov = self.quad = None
+        self.ranges = None
 
     # -- the factor posteriors of a chunk ----------------------------------------
     def _init_posterior(self, R):

@@ -96,8 +96,11 @@ def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error
     whole = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3)
     run, sizes = batched._Engine.run, []
 
+    released = []
+
     def short_of_memory(self, Zc, generators):
         sizes.append(len(generators))
+        released.append(getattr(self, "P", None) is None)  # the failed chunk's blocks dropped
         out = run(self, Zc, generators)  # the chunk's generators are consumed before the failure
         if len(generators) > 2:
             raise error
@@ -110,6 +113,7 @@ def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error
     np.testing.assert_array_equal(runs.estimate, whole.estimate)
     np.testing.assert_allclose(runs.low, whole.low, rtol=1e-12)  # batched variances sum per chunk
     assert sizes[:3] == [9, 4, 2] and sum(done) == 9 and max(done) <= 2
+    assert released[:3] == [True, True, True]
 
 
 def test_other_errors_and_single_run_chunks_are_not_retried(bank, fm, monkeypatch):
