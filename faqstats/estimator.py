@@ -189,19 +189,16 @@ class _Oracle:
         with the not-yet-answered ones, so a batch can be answered in parallel."""
         questions = [int(q) for q in questions]
         new = list(dict.fromkeys(q for q in questions if q not in self.cache))
-        if new:
-            if self.array is not None:
-                got = self.array[new]
-                missing = [q for q, z in zip(new, got) if np.isnan(z)]
-                if missing:
-                    raise ValueError(f"outcomes[{missing[0]}] is NaN but question {missing[0]} was asked.")
-            else:
-                got = np.atleast_1d(check_outcome_values(self.fn(np.array(new)), f"outcomes returned for questions {new}"))
-                if got.shape != (len(new),):
-                    raise ValueError(
-                        "the outcomes callable must return one outcome per requested question; "
-                        f"asked for {len(new)} question(s), got shape {got.shape}."
-                    )
+        if new and self.array is not None:
+            for q in new:  # read (and NaN-checked) one at a time, as for a round of one draw
+                self.ask_one(q)
+        elif new:
+            got = np.atleast_1d(check_outcome_values(self.fn(np.array(new)), f"outcomes returned for questions {new}"))
+            if got.shape != (len(new),):
+                raise ValueError(
+                    "the outcomes callable must return one outcome per requested question; "
+                    f"asked for {len(new)} question(s), got shape {got.shape}."
+                )
             # the bank is fixed: a repeated question has the same answer, asked once
             self.cache.update(zip(new, map(float, got)))
         return np.array([self.cache[q] for q in questions])
