@@ -5,13 +5,13 @@ Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
 """
 
 from .cold_start import cold_start_factor_model, transfer_question_factors
-from .compare import ComparisonResult, PairedPAIEstimator, compare
+from .compare import PairedPAIEstimator, compare
 from .datasets import SyntheticBank, draw_bank_from_factors, load_response_matrix, make_synthetic_bank
 from .estimator import PAIEstimator, martingale_variance, paper_variance, weighted_martingale
 from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
-from .io import load_factor_model, save_factor_model
-from .results import AccuracyResult
+from .io import load_factor_model, load_step_weights, save_factor_model, save_step_weights
+from .results import AccuracyResult, ComparisonResult
 from .session import EvaluationSession
 from .sampling import (
     ActiveLearningSampler,
@@ -20,9 +20,10 @@ from .sampling import (
     NeymanSampler,
     PolicyState,
     Sampler,
+    StreamSampler,
     UniformSampler,
 )
-from .step_weights import StepWeights, learn_step_weights, load_step_weights, save_step_weights
+from .step_weights import StepWeights, learn_step_weights
 
 __version__ = "0.1.0"
 
@@ -41,6 +42,7 @@ __all__ = [
     "PolicyState",
     "Sampler",
     "StepWeights",
+    "StreamSampler",
     "SyntheticBank",
     "UniformSampler",
     "cold_start_factor_model",

@@ -1,22 +1,181 @@
-"""Interval helpers shared by every result class (cf. statsmodels' ``_zconfint_generic``)."""
+"""Inference from increments: every variance estimator, degrees-of-freedom rule and interval.
+
+One module serves the estimator, the paired estimator, the session and the batched
+engine alike (cf. statsmodels' ``_zconfint_generic``): each function takes one run's
+increments, shape ``(n,)``, or many runs' at once, shape ``(R, n)``, and returns a float
+or an array of ``R`` values accordingly.
+
+The estimators (see the user guide, "statistics"):
+
+* PAI: every increment ``phi_t`` has conditional mean theta, so the mean is unbiased and
+  ``sum_t (phi_t - mean)^2 / (n (n - 1))`` is exactly unbiased for its variance
+  (:func:`martingale_variance`); fixed weights keep both properties
+  (:func:`weighted_martingale`).
+* The uniform sample mean without replacement, with the finite-population correction
+  (:func:`fpc_mean`).
+* The seed paper's closed form (:func:`paper_variance`), kept for comparison.
+"""
 
 from __future__ import annotations
 
+import numpy as np
 from scipy import stats
 
 from ._validation import check_alpha
 
-import numpy as np
+__all__ = [
+    "INTERVALS",
+    "check_interval",
+    "effective_df",
+    "fpc_mean",
+    "interval_df",
+    "martingale_variance",
+    "paper_variance",
+    "pai_inference",
+    "wald_interval",
+    "weighted_martingale",
+]
 
+#: The quantile rules of the Wald-type intervals (see :func:`interval_df`).
+INTERVALS = ("robust-t", "t", "normal")
 _ALTERNATIVES = ("two-sided", "larger", "smaller")
-
 
 #: The excess kurtosis of the increments enters the degrees of freedom inflated by this
 #: factor. Sample kurtosis is biased low for heavy-tailed data at small n (it cannot
-#: exceed about n), and PAI increments are heavy-tailed (a few 1/q weights); without
-#: the inflation the interval covered 0.944 at 25 queries on openllm_v1, with it 0.950
-#: (docs/statistics.md, "Small budgets", has the table and the check on a second bank).
+#: exceed about n), and PAI increments are heavy-tailed (a few 1/q weights); the factor
+#: was calibrated on real data at 25-170 queries (user guide, "Small budgets").
 KURTOSIS_INFLATION = 1.5
+
+
+def check_interval(interval):
+    """``interval`` if it is one of :data:`INTERVALS`, else a ``ValueError``."""
+    if interval not in INTERVALS:
+        raise ValueError(f"interval must be 'robust-t', 't' or 'normal', got {interval!r}.")
+    return interval
+
+
+def _rows(x):
+    """``(x as a 2-D float array, whether it was 1-D)``."""
+    x = np.asarray(x, dtype=float)
+    return np.atleast_2d(x), x.ndim == 1
+
+
+def _out(value, one):
+    return float(value[0]) if one else value
+
+
+def martingale_variance(increments):
+    """``sum (phi_t - mean)^2 / (n (n - 1))``: exactly unbiased for ``Var(mean phi)``.
+
+    >>> round(martingale_variance([0.2, 0.4, 0.9]), 6)
+    0.043333
+    """
+    phi, one = _rows(increments)
+    n = phi.shape[1]
+    if n < 2:
+        raise ValueError("At least two increments are needed to estimate a variance.")
+    resid = phi - phi.mean(axis=1, keepdims=True)
+    return _out(np.sum(resid**2, axis=1) / (n * (n - 1)), one)
+
+
+def weighted_martingale(increments, weights):
+    """Estimate and exactly unbiased variance of ``sum_t lambda_t phi_t`` for fixed weights.
+
+    ``lambda_t = weights_t / sum_s weights_s`` over the ``n`` increments given. Weights
+    fixed before the run keep the estimate exactly unbiased (every ``phi_t`` has
+    conditional mean theta and the ``lambda_t`` sum to one whatever happens), and
+    ``Var = sum_t lambda_t^2 E[(phi_t - theta)^2]`` (martingale differences). The
+    estimator ``V_hat = sum_t c_t (phi_t - theta_hat)^2`` with
+    ``c_t = lambda_t^2 / ((1 - 2 lambda_t)(1 + K))``, ``K = sum_t lambda_t^2 / (1 - 2 lambda_t)``
+    has ``E[V_hat] = Var`` exactly (since ``E[(phi_t - theta_hat)^2] =
+    sigma_t^2 (1 - 2 lambda_t) + Var``); for equal weights it is
+    :func:`martingale_variance`. Needs ``lambda_t < 1/2``.
+
+    Parameters
+    ----------
+    increments : array-like of shape (n,) or (R, n)
+    weights : array-like of shape (>= n,)
+        Positive; only the first ``n`` are used.
+
+    Returns
+    -------
+    estimate, variance : float or ndarray of shape (R,)
+    scaled_residuals : ndarray like ``increments``
+        ``n lambda_t (phi_t - theta_hat)``: their spread and tails give the interval's
+        degrees of freedom (for equal weights, the increments' residuals).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> phi = np.array([0.2, 0.9, 0.4, 0.7])
+    >>> est, var, _ = weighted_martingale(phi, np.ones(4))
+    >>> bool(np.isclose(est, phi.mean()) and np.isclose(var, martingale_variance(phi)))
+    True
+    """
+    phi = np.asarray(increments, dtype=float)
+    n = phi.shape[-1]
+    if n < 2:
+        raise ValueError("At least two increments are needed to estimate a variance.")
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 1 or w.size < n:
+        raise ValueError(f"weights must be a 1-D array with at least {n} entries (one per increment).")
+    w = w[:n]
+    if not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError("weights must be finite and positive.")
+    lam = w / w.sum()
+    if lam.max() >= 0.5:
+        raise ValueError(
+            f"one increment would carry {lam.max():.0%} of the weight; the variance estimate needs every "
+            "normalised weight below 1/2 (use more queries or flatter weights)."
+        )
+    est = phi @ lam
+    resid = phi - np.expand_dims(est, -1)
+    K = np.sum(lam**2 / (1.0 - 2.0 * lam))
+    c = lam**2 / ((1.0 - 2.0 * lam) * (1.0 + K))
+    var = resid**2 @ c
+    return est, var, n * lam * resid
+
+
+def weights_usable(weights, n):
+    """Whether ``n`` increments can be weighted (every normalised weight below 1/2).
+
+    A final result always can (``budget`` is large enough in practice); a session's
+    running result after a few draws may not, and is then the plain mean.
+    """
+    if weights is None:
+        return False
+    w = np.asarray(weights, dtype=float)[:n]
+    return n >= 3 and w.max() < 0.5 * w.sum()
+
+
+def fpc_mean(outcomes, n_questions):
+    """The sample mean of ``n`` outcomes drawn uniformly without replacement from
+    ``n_questions``, and its unbiased variance ``(1 - n / N) s^2 / n``.
+
+    >>> fpc_mean([1.0, 0.0, 1.0, 1.0], 8)
+    (0.75, 0.03125)
+    """
+    z, one = _rows(outcomes)
+    n = z.shape[1]
+    if n < 2:
+        raise ValueError("At least two outcomes are needed to estimate a variance.")
+    var = (1.0 - n / n_questions) * z.var(axis=1, ddof=1) / n
+    return _out(z.mean(axis=1), one), _out(var, one)
+
+
+def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_questions):
+    """The seed paper's closed-form variance of ``theta_hat`` (Appendix A.2.2), i.e. ``sigma_hat^2 / n``.
+
+    ``sigma^2 = [sum_t (z - p)^2 / q^2 - sum_t (S - P_t)^2] / (n N^2)`` with
+    ``S = mean_s z_s / q_s`` and ``P_t = sum_j p_j^{(t-1)}``. The IPW total ``S`` is
+    noisy, so the estimate is biased downward on small banks; kept for comparison with
+    the paper.
+    """
+    z, p, q, P = (np.asarray(a, dtype=float) for a in (outcomes, predictions, probabilities, prediction_totals))
+    n = z.size
+    S = np.mean(z / q)
+    sigma2 = (np.sum((z - p) ** 2 / q**2) - np.sum((S - P) ** 2)) / (n * n_questions**2)
+    return float(sigma2 / n)
 
 
 def effective_df(increments):
@@ -36,9 +195,7 @@ def effective_df(increments):
     >>> effective_df(np.r_[np.zeros(30), 5.0]) < 5 < effective_df(np.linspace(0, 1, 31)) == 30
     True
     """
-    x = np.asarray(increments, dtype=float)
-    one = x.ndim == 1
-    x = np.atleast_2d(x)
+    x, one = _rows(increments)
     n = x.shape[1]
     if n < 2:
         raise ValueError("At least two increments are needed.")
@@ -54,33 +211,85 @@ def effective_df(increments):
         g2 = ((n + 1) * g2 + 6.0) * (n - 1) / ((n - 2) * (n - 3))
     kappa = KURTOSIS_INFLATION * np.maximum(g2, 0.0)
     df = np.minimum(n - 1, np.maximum(1.0, 2.0 / (2.0 / (n - 1) + kappa / n)))
-    df = np.where(spread, df, float(n - 1))
-    return float(df[0]) if one else df
+    return _out(np.where(spread, df, float(n - 1)), one)
+
+
+def interval_df(interval, residuals):
+    """Degrees of freedom of the t quantile for ``interval`` (``None``: the normal quantile).
+
+    ``"robust-t"``: :func:`effective_df` of the residuals (the increments, or the
+    weighted residuals of :func:`weighted_martingale`); ``"t"``: ``n - 1``;
+    ``"normal"``: ``None``. For 2-D residuals an array, ``inf`` meaning normal.
+    """
+    check_interval(interval)
+    x = np.asarray(residuals, dtype=float)
+    n = x.shape[-1]
+    if interval == "robust-t":
+        return effective_df(x)
+    value = float(n - 1) if interval == "t" else np.inf
+    if x.ndim == 1:
+        return None if interval == "normal" else value
+    return np.full(x.shape[0], value)
+
+
+def pai_inference(increments, *, interval="robust-t", weights=None):
+    """Estimate, variance, degrees of freedom and the variance method's name from PAI increments.
+
+    With ``weights`` (and enough increments to weight, see :func:`weights_usable`) the
+    weighted estimate of :func:`weighted_martingale`, else the mean and
+    :func:`martingale_variance`.
+
+    >>> est, var, df, method = pai_inference([0.2, 0.4, 0.9], interval="t")
+    >>> round(est, 4), df, method
+    (0.5, 2.0, 'martingale')
+    """
+    phi = np.asarray(increments, dtype=float)
+    if weights_usable(weights, phi.shape[-1]):
+        est, var, resid = weighted_martingale(phi, weights)
+        method = "weighted martingale"
+    else:
+        est, var, resid = phi.mean(axis=-1), martingale_variance(phi), phi
+        method = "martingale"
+    if phi.ndim == 1:
+        est, var = float(est), float(var)
+    return est, var, interval_df(interval, resid), method
+
+
+def _critical(alpha, alternative, df):
+    tail = alpha / 2.0 if alternative == "two-sided" else alpha
+    if df is None:
+        return stats.norm.ppf(1.0 - tail)
+    df = np.asarray(df, dtype=float)
+    normal = np.isinf(df)
+    crit = np.where(normal, stats.norm.ppf(1.0 - tail), stats.t.ppf(1.0 - tail, np.where(normal, 1.0, df)))
+    return float(crit) if crit.ndim == 0 else crit
 
 
 def wald_interval(estimate, std_error, alpha=0.05, alternative="two-sided", bounds=(0.0, 1.0), df=None):
     """Wald-type interval ``estimate -/+ c std_error``, clipped to ``bounds``.
 
     ``c`` is the normal quantile, or Student's t quantile with ``df`` degrees of
-    freedom when ``df`` is given (the small-sample calibration for a mean of ``df + 1``
-    increments).
+    freedom when ``df`` is given (``inf`` entries mean normal). Scalars give a tuple of
+    floats, arrays (many runs) a tuple of arrays.
 
     ``alternative="larger"`` gives ``[low, upper bound]`` (a lower confidence bound),
     ``"smaller"`` gives ``[lower bound, high]``. Clipping to the parameter space
     can only raise coverage, since the true accuracy lies in [0, 1].
+
+    >>> [round(x, 4) for x in wald_interval(0.5, 0.1)]
+    [0.304, 0.696]
+    >>> [round(x, 4) for x in wald_interval(0.5, 0.1, df=5)]
+    [0.2429, 0.7571]
     """
     alpha = check_alpha(alpha)
     if alternative not in _ALTERNATIVES:
         raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}.")
     lo_bound, hi_bound = bounds
-    dist = stats.norm if df is None else stats.t(df)
-    if alternative == "two-sided":
-        z = dist.ppf(1.0 - alpha / 2.0)
-        low, high = estimate - z * std_error, estimate + z * std_error
-    elif alternative == "larger":
-        z = dist.ppf(1.0 - alpha)
-        low, high = estimate - z * std_error, hi_bound
-    else:
-        z = dist.ppf(1.0 - alpha)
-        low, high = lo_bound, estimate + z * std_error
-    return float(min(max(low, lo_bound), hi_bound)), float(max(min(high, hi_bound), lo_bound))
+    crit = _critical(alpha, alternative, df)
+    est, se = np.asarray(estimate, dtype=float), np.asarray(std_error, dtype=float)
+    low = est - crit * se if alternative != "smaller" else np.full_like(est, lo_bound)
+    high = est + crit * se if alternative != "larger" else np.full_like(est, hi_bound)
+    low, high = np.clip(low, lo_bound, hi_bound), np.clip(high, lo_bound, hi_bound)
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high

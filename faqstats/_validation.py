@@ -32,6 +32,7 @@ __all__ = [
     "check_alpha",
     "check_scalar",
     "check_generator",
+    "check_seed",
 ]
 
 
@@ -211,3 +212,11 @@ def check_generator(random_state):
         "random_state must be None, a non-negative int (or a list of them), a SeedSequence or a numpy "
         f"Generator, got {type(random_state).__name__}."
     )
+
+
+def check_seed(random_state):
+    """An int seed from ``random_state``: an int as is, a fresh one for ``None``, one drawn
+    from a Generator (for functions whose seeds must be ints, e.g. to be stored or combined)."""
+    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+        return int(check_scalar(int(random_state), "random_state", kind=numbers.Integral, low=0))
+    return int(check_generator(random_state).integers(2**31 - 1))

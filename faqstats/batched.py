@@ -4,21 +4,21 @@ A simulation study evaluates the same policy on many new models and seeds. Run o
 at a time, each round of each run is a handful of small numpy calls, and the Python
 overhead dominates. :func:`simulate` advances ``R`` runs together: every round is a
 few tensor operations over an ``R x N`` block (predictions, scores, sampling
-distributions, cumulative sums for the draws) plus batched rank-one Laplace
-updates of the ``R`` factor posteriors (``R x k x k``). Memory is
-O(R (N + k^2)) per chunk of runs; no ``R x N x k`` intermediate is ever formed
-(the quadratic forms ``v_j' S_r v_j`` of the active-learning score are kept up to
-date by rank-one downdates, ``R x N``, and recomputed from scratch in chunks).
+distributions, cumulative sums for the draws) plus batched rank-one Laplace updates of
+the ``R`` factor posteriors (``R x k x k``). Memory is O(R (N + k^2)) per chunk of runs;
+no ``R x N x k`` intermediate is ever formed.
 
-It reproduces :class:`~faqstats.PAIEstimator` draw for draw: run ``r`` takes its
-uniforms from its own generator exactly as the estimator would (one ``random()``
-per draw through the same inverse-CDF rule as ``Generator.choice``; for
-:class:`~faqstats.BernoulliAIPW` a ``permutation`` then one ``random()`` per item),
-so in float64 the estimates agree with sequential runs to rounding (tested). It
-covers the built-in policies with ``batch_size=1``, a fixed budget, the martingale
-variance and the ``robust-t``/``t``/``normal`` intervals; anything else (custom
-samplers, early stopping, batches) goes through the estimator itself
-(:func:`supports` says which).
+It is the engine of :class:`~faqstats.PAIEstimator` in lockstep, with the same parts:
+the policy's own scores (the built-in policies' ``scores`` accept these torch states;
+any other policy's numpy scores are called run by run), the same Laplace step and
+quadratic-form cache (:mod:`faqstats.posterior`), increments and inference
+(:mod:`faqstats._engine`, :mod:`faqstats._inference`). Run ``r`` takes its uniforms
+from its own generator exactly as the estimator would (one ``random()`` per draw
+through the same two-level inverse CDF; for a stream design the order first, then one
+``random()`` per item), so in float64 it asks the estimator's questions up to rounding
+(tested). It covers every policy with ``batch_size=1``, a fixed budget, the martingale
+variance and the ``robust-t``/``t``/``normal`` intervals (:func:`supports`); early
+stopping and batches go through the estimator itself.
 """
 
 from __future__ import annotations
@@ -28,31 +28,20 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy import stats
 
-from ._inference import effective_df
-from .estimator import weighted_martingale
+from ._engine import des_raj_base, pai_increment, sample_mean_design
+from ._inference import fpc_mean, interval_df, pai_inference, wald_interval
 from ._validation import check_alpha, check_generator
-from .sampling import (
-    DRAW_BLOCK,
-    ActiveLearningSampler,
-    BernoulliAIPW,
-    HybridSampler,
-    NeymanSampler,
-    UniformSampler,
-)
+from .posterior import PosteriorView, QuadraticForms, laplace_step, oracle_scores
+from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf
 
 __all__ = ["BatchedRuns", "simulate", "supports"]
 
-_SEQUENTIAL = (UniformSampler, NeymanSampler, ActiveLearningSampler, HybridSampler)
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 #: elements of one ``R x N`` block; runs are processed in chunks of at most this size
 DEFAULT_MAX_ELEMENTS = 2**20
-# quadratic forms are recomputed from scratch after this many rank-one downdates
-_REFRESH_EVERY = 256
-# questions per block of the two-level inverse-CDF draw (about sqrt(N) for paper-scale banks)
-_BLOCK = DRAW_BLOCK  # the estimator's oracle_draw uses the same blocks
+_BLOCK = DRAW_BLOCK  # the estimator's draw uses the same blocks
 
 
 @dataclass(frozen=True)
@@ -73,6 +62,9 @@ class BatchedRuns:
     increments : ndarray of shape (R, budget) or None
         With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample
         mean), for studying other intervals on the same runs.
+    increment_ranges : ndarray of shape (R, budget, 2) or None
+        With ``keep_increments=True``: the range of each ``phi_t`` known before its draw
+        (what a confidence sequence uses).
     """
 
     estimate: np.ndarray
@@ -87,15 +79,14 @@ class BatchedRuns:
 
 
 def supports(sampler, *, batch_size=1, variance="martingale", stop_when_width=None, confidence_sequence=False):
-    """Whether :func:`simulate` reproduces ``PAIEstimator`` with these settings.
+    """Whether :func:`simulate` reproduces ``PAIEstimator`` with these settings (any policy
+    with one draw per round, the martingale variance and no early stopping).
 
     >>> from faqstats import HybridSampler
     >>> supports(HybridSampler()), supports(HybridSampler(), batch_size=4)
     (True, False)
     """
-    if batch_size != 1 or variance != "martingale" or stop_when_width is not None or confidence_sequence:
-        return False
-    return type(sampler) in _SEQUENTIAL + (BernoulliAIPW,)
+    return batch_size == 1 and variance == "martingale" and stop_when_width is None and not confidence_sequence
 
 
 def simulate(
@@ -124,8 +115,10 @@ def simulate(
     generators : sequence of numpy Generators (or seeds), length R
         One per run, used exactly as ``PAIEstimator(random_state=g)`` would use it.
     factor_model : fitted LogisticFactorModel or None
-    sampler : Sampler or None
-        A built-in sampler (see :func:`supports`); ``None`` is ``HybridSampler()``.
+    sampler : Sampler, StreamSampler or None
+        Any policy (``None`` is ``HybridSampler()``). The built-in ones run as tensor
+        operations; a policy whose ``scores`` are numpy-only is asked run by run, from
+        each run's :class:`~faqstats.sampling.PolicyState`.
     budget : int
     rows : array-like of int, shape (R,), or None
         Which row of ``outcomes`` run ``r`` evaluates; ``None`` means run ``r`` uses row ``r``.
@@ -143,7 +136,7 @@ def simulate(
     progress : callable or None
         Called with the number of runs finished after each chunk.
     keep_increments : bool, default=False
-        Also return every run's increments (sequential samplers only).
+        Also return every run's increments and their ranges (sequential samplers only).
     step_weights : array-like or None
         As in :class:`~faqstats.PAIEstimator` (weighted increments).
 
@@ -166,8 +159,6 @@ def simulate(
     from .estimator import PAIEstimator
 
     alpha = check_alpha(alpha)
-    if interval not in ("robust-t", "t", "normal"):
-        raise ValueError(f"interval must be 'robust-t', 't' or 'normal', got {interval!r}.")
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.")
     Z = np.asarray(outcomes, dtype=float)
@@ -180,19 +171,16 @@ def simulate(
     rows = np.arange(R) if rows is None else np.asarray(rows, dtype=np.int64)
     if rows.shape != (R,) or (R and (rows.min() < 0 or rows.max() >= Z.shape[0])):
         raise ValueError(f"rows must hold one row index of outcomes per generator ({R}).")
-    # the estimator's own checks (budget, sampler, factor model, bank size)
+    # the estimator's own checks (budget, sampler, factor model, bank size, interval)
     est = PAIEstimator(factor_model, sampler, budget=budget, interval=interval, step_weights=step_weights)
-    sampler = est._check(N)
-    if not supports(sampler):
-        raise ValueError(f"simulate does not cover {type(sampler).__name__}; use PAIEstimator.")
-    if factor_model is not None and factor_model.question_factors_.shape[0] != N:
-        raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on "
-                         f"{factor_model.question_factors_.shape[0]}.")
-    engine = _Engine(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype], step_weights)
+    n_fm = est.bank_size()
+    if n_fm is not None and n_fm != N:
+        raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on {n_fm}.")
+    sampler = est.validate(N)
+    engine = _Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
     if keep_increments and engine.stream:
         raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
-    engine.keep_ranges = bool(keep_increments) and not engine.stream
-    range_parts = []
+    engine.keep_ranges = bool(keep_increments)
     chunk = max(1, int(max_elements) // max(N, 1))
     parts = []
     start = 0
@@ -216,28 +204,25 @@ def simulate(
             warnings.warn(f"simulate: out of memory with {sl.stop - sl.start} runs per chunk; going on with {chunk}.",
                           ResourceWarning, stacklevel=2)
             continue
-        range_parts.append(engine.ranges if engine.keep_ranges else None)
         if progress is not None:
             progress(sl.stop - sl.start)
         start = sl.stop
-    if parts:
-        est_, var_, df_, nq, inc = (np.concatenate(x) if x[0] is not None else None for x in zip(*parts))
+    if not parts:
+        empty = np.empty(0)
+        return BatchedRuns(empty, empty, empty, empty, empty, np.empty(0, np.int64), engine.method)
+    n_queries, values, var_terms, ranges = (np.concatenate(x) if x[0] is not None else None for x in zip(*parts))
+    if engine.method == "aipw":
+        estimate, var, df = values.sum(1) / N, var_terms.sum(1) / N**2, np.full(R, np.inf)
+    elif engine.method == "sample_mean":
+        (estimate, var), df = fpc_mean(values, N), interval_df(interval, values)
     else:
-        est_, var_, df_, nq, inc = (np.empty(0), np.empty(0), np.empty(0), np.empty(0, np.int64), None)
-    if not (np.all(np.isfinite(est_)) and np.all(np.isfinite(var_))):
+        estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights)
+    if not (np.all(np.isfinite(estimate)) and np.all(np.isfinite(var))):
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
-    if engine.method == "aipw" or interval == "normal":
-        df_ = np.full(R, np.inf)
-    elif interval == "t":
-        df_ = np.full(R, float(budget - 1))
-    se = np.sqrt(var_)
-    normal = np.isinf(df_)
-    crit = np.where(normal, stats.norm.ppf(1 - alpha / 2), stats.t.ppf(1 - alpha / 2, np.where(normal, 1, df_)))
-    low = np.clip(est_ - crit * se, 0.0, 1.0)
-    high = np.clip(est_ + crit * se, 0.0, 1.0)
-    ranges = np.concatenate(range_parts) if keep_increments and range_parts else None
-    return BatchedRuns(est_, se, df_, low, high, nq.astype(np.int64), engine.method,
-                       inc if keep_increments else None, ranges)
+    se = np.sqrt(var)
+    low, high = wald_interval(estimate, se, alpha=alpha, df=df)
+    return BatchedRuns(estimate, se, df, low, high, n_queries.astype(np.int64), engine.method,
+                       values if keep_increments else None, ranges if keep_increments else None)
 
 
 def _out_of_memory(exc):
@@ -248,22 +233,58 @@ def _out_of_memory(exc):
     return isinstance(exc, RuntimeError) and ("out of memory" in text.lower() or "can't allocate memory" in text)
 
 
-def robust_df(phi):
-    """Row-wise :func:`faqstats._inference.effective_df` of increments ``phi`` (R, n)."""
-    return effective_df(np.asarray(phi, dtype=float).reshape(len(phi), -1))
+class _BatchedPosterior:
+    """The factor posteriors of ``R`` runs (or fixed zero predictions without a factor
+    model): what :class:`~faqstats.posterior.FactorPosterior` is for one run."""
+
+    def __init__(self, V, mean0, cov0, R, N, dtype, device):
+        self.question_factors = V
+        if V is None:
+            self.mean = self.cov = None
+            self.predictions = torch.zeros(R, N, dtype=dtype, device=device)
+            return
+        self.mean = mean0.expand(R, -1).clone()
+        self.cov = cov0.expand(R, -1, -1).clone()
+        self.predictions = (self.mean @ V.T).sigmoid_()
+        self._forms = QuadraticForms(V)
+
+    @property
+    def oracle_scores(self):
+        """``sqrt(p (1 - p))``, a new tensor: p - p^2 in one pass (fl(p * p) <= p in [0, 1])."""
+        P = self.predictions
+        return torch.addcmul(P, P, P, value=-1.0).sqrt_()
+
+    def quadratic_forms(self):
+        if self.question_factors is None:
+            raise ValueError("no factor model: no quadratic forms.")
+        return self._forms.get(self.cov)
+
+    def update(self, idx, questions, outcomes):
+        """One Laplace step for the runs ``idx`` (all runs when None)."""
+        V = self.question_factors
+        if V is None:
+            return
+        if idx is None:
+            self.mean, self.cov, Sv, c = laplace_step(self.mean, self.cov, V[questions], outcomes)
+            torch.mm(self.mean, V.T, out=self.predictions).sigmoid_()  # in place: the old ones are not needed
+            self._forms.updated(Sv, c)
+            return
+        mean, cov, _, _ = laplace_step(self.mean[idx], self.cov[idx], V[questions], outcomes)
+        self.mean[idx], self.cov[idx] = mean, cov
+        self.predictions[idx] = (mean @ V.T).sigmoid_()
+        self._forms.drop()  # the forms follow all runs or none
 
 
-class _Engine:
+class _Lockstep:
     """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs."""
 
-    def __init__(self, factor_model, sampler, budget, n_questions, device, dtype, step_weights=None):
+    def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
         self.sampler, self.budget, self.N = sampler, budget, n_questions
-        self.step_weights = None if step_weights is None else np.asarray(step_weights, dtype=float)
-        self.keep_ranges, self.ranges = False, None
+        self.keep_ranges = False
         self.device, self.dtype = device, dtype
-        self.stream = isinstance(sampler, BernoulliAIPW)
+        self.stream = sampler.design == "stream"
         if factor_model is None:
-            self.V = None
+            self.V = self.mean0 = self.cov0 = None
         else:
             # a copy: fitted attributes may be read-only arrays, which torch will not wrap
             t = lambda a: torch.tensor(np.array(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
@@ -271,125 +292,52 @@ class _Engine:
             self.mean0 = t(factor_model.prior_mean_)
             cov0 = t(factor_model.prior_cov_)
             self.cov0 = 0.5 * (cov0 + cov0.T)  # exactly symmetric, as the estimator's posterior
-        if self.stream:
-            self.method = "aipw"
-        elif factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace:
-            self.method = "sample_mean"
-        else:
-            self.method = "pai"
-        self.uses_al = isinstance(sampler, ActiveLearningSampler) or (
-            isinstance(sampler, HybridSampler) and sampler.rho > 0
-        )
+        self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
+        self.posterior = None
 
     def _tensor(self, a, dtype=None):
         return torch.as_tensor(a, dtype=self.dtype if dtype is None else dtype, device=self.device)
 
     def release(self):
         """Drop the current chunk's per-run tensors (predictions, posteriors, quadratic forms)."""
-        self.P = self.mean = self.cov = self.quad = None
-        self.ranges = None
+        self.posterior = None
 
-    # -- the factor posteriors of a chunk ----------------------------------------
-    def _init_posterior(self, R):
-        if self.V is None:
-            self.mean = self.cov = None
-            self.P = torch.zeros(R, self.N, dtype=self.dtype, device=self.device)
-            return
-        self.mean = self.mean0.expand(R, -1).clone()
-        self.cov = self.cov0.expand(R, -1, -1).clone()
-        self.P = torch.sigmoid(self.mean @ self.V.T)
-        self.quad = None
-        if self.uses_al:
-            q0 = torch.einsum("jk,kl,jl->j", self.V, self.cov0, self.V)
-            self.quad = q0.expand(R, -1).clone()
-            self.since_refresh = 0
-
-    def _laplace(self, idx, question, z):
-        """One Laplace step for the runs ``idx`` (all runs when None), as ``_laplace_step``."""
-        sel = (lambda x: x) if idx is None else (lambda x: x[idx])  # noqa: E731
-        mean, cov = sel(self.mean), sel(self.cov)
-        v = self.V[question]
-        p = torch.sigmoid((mean * v).sum(1))
-        w = p * (1.0 - p)
-        Sv = torch.bmm(cov, v.unsqueeze(2)).squeeze(2)
-        denom = 1.0 + w * (v * Sv).sum(1)
-        c = w / denom
-        # cov - (sqrt(c) Sv)(sqrt(c) Sv)': exactly symmetric as computed (a product of two
-        # factors commutes), so no re-symmetrising pass as in the estimator's update
-        h = Sv * c.sqrt()[:, None]
-        cov = cov - h.unsqueeze(2) * h.unsqueeze(1)
-        mean = mean + (Sv / denom[:, None]) * (z - p)[:, None]
-        if idx is None:  # predictions overwritten in place (the old ones are not needed any more)
-            self.mean, self.cov = mean, cov
-            torch.mm(mean, self.V.T, out=self.P).sigmoid_()
-        else:
-            P = (mean @ self.V.T).sigmoid_()
-            self.mean[idx], self.cov[idx], self.P[idx] = mean, cov, P
-        if self.quad is not None:  # idx is None here: only sequential policies use the score
-            u = Sv @ self.V.T
-            self.quad -= c[:, None] * (u * u)
-            self.since_refresh += 1
-            if self.since_refresh >= _REFRESH_EVERY:
-                self._refresh_quad()
-
-    def _refresh_quad(self):
-        R, k = self.cov.shape[0], self.V.shape[1]
-        step = max(1, DEFAULT_MAX_ELEMENTS // max(self.N * k, 1))
-        for s in range(0, R, step):  # chunked: the (runs, N, k) product stays bounded
-            self.quad[s : s + step] = torch.einsum("jk,rkl,jl->rj", self.V, self.cov[s : s + step], self.V)
-        self.since_refresh = 0
-
-    # -- one chunk -----------------------------------------------------------------
     def run(self, Z, generators):
-        R = len(generators)
-        self._init_posterior(R)
+        """``(distinct questions asked, increments or terms, variance terms, ranges)`` of one chunk."""
+        self.posterior = _BatchedPosterior(self.V, self.mean0, self.cov0, len(generators), self.N, self.dtype,
+                                           self.device)
         if self.stream:
             return self._run_stream(Z, generators)
         return self._run_sequential(Z, generators)
 
-    def _scores(self, A, step, drawn):
-        """Scores of the sequential policies, zero where ``A`` (0/1 availability) is 0.
+    # -- sequential designs --------------------------------------------------------
+    def _state(self, available, step, drawn):
+        post = self.posterior
+        return PolicyState(post.predictions, available, step, self.budget, post.question_factors, post.mean, post.cov,
+                           posterior=PosteriorView(post), asked=drawn)
 
-        The same numbers as the samplers' ``scores`` (up to rounding), written with few
-        passes over the ``R x N`` block: elementwise work dominates the loop. ``drawn``
-        (R, t) holds the questions asked so far (None with replacement): zeroing those
-        few entries is cheaper than a pass multiplying by ``A``.
-        """
-        s, P = self.sampler, self.P
-        if isinstance(s, UniformSampler):
-            return A.clone()
-        if isinstance(s, ActiveLearningSampler):
-            return self._al_scores().mul_(A)
-        # p - p^2 in one pass; no clamp: fl(p * p) <= p for p in [0, 1], so it is >= 0
-        neyman = torch.addcmul(P, P, P, value=-1.0).sqrt_()
-        if drawn is not None and drawn.shape[1]:
-            neyman.scatter_(1, drawn, 0.0)
-        if isinstance(s, NeymanSampler):
-            return neyman
-        alpha_t, beta_t = s.schedule(step, self.budget)
-        if alpha_t == 0 and beta_t == 1:
-            return neyman  # normalised later anyway
-        mix = _normalise(neyman, A)
-        if alpha_t > 0:
-            mix = (1.0 - alpha_t) * mix + alpha_t * _normalise(self._al_scores().mul_(A), A)
-        # x ** 0 == 1: beta_t == 0 is uniform over the askable questions
-        return mix.pow_(beta_t).mul_(A) if beta_t != 0 else A.clone()
-
-    def _al_scores(self):
-        P, V = self.P, self.V
-        w = P - P * P
-        g = (w @ V) / V.shape[0]
-        proj = torch.bmm(self.cov, g.unsqueeze(2)).squeeze(2) @ V.T
-        return w * proj**2 / (1.0 + w * self.quad)
+    def _numpy_laws(self, available, step, drawn):
+        """Each run's law from the policy's numpy scores (a policy without torch scores)."""
+        post = self.posterior
+        host = lambda x: None if x is None else x.detach().cpu().numpy().astype(float)  # noqa: E731
+        P, mean, cov, V = host(post.predictions), host(post.mean), host(post.cov), host(post.question_factors)
+        avail, asked = available.cpu().numpy(), drawn.cpu().numpy()
+        name = f"{type(self.sampler).__name__}.probabilities"
+        for r in range(P.shape[0]):
+            state = PolicyState(P[r], avail[r], step, self.budget, V, None if mean is None else mean[r],
+                                None if cov is None else cov[r], asked=asked[r])
+            yield check_law(self.sampler.probabilities(state), avail[r].shape, asked[r], name)
 
     def _run_sequential(self, Z, generators):
         R, N, budget = len(generators), self.N, self.budget
-        replace = self.sampler.replace
-        tau = self.sampler.tau
-        U = self._tensor(np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget)))
+        sampler, post = self.sampler, self.posterior
+        replace, tau = sampler.replace, sampler.tau
+        U = np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget))
+        Ut = self._tensor(U)
         Zt = self._tensor(Z)
         ar = torch.arange(R, device=self.device)
         A = torch.ones(R, N, dtype=self.dtype, device=self.device)  # 1 where askable
+        available = torch.ones(R, N, dtype=torch.bool, device=self.device)
         asked = torch.zeros(R, N, dtype=torch.bool, device=self.device)
         drawn = torch.zeros(R, budget, dtype=torch.int64, device=self.device)  # questions, in draw order
         asked_total = torch.zeros(R, dtype=self.dtype, device=self.device)
@@ -402,57 +350,58 @@ class _Engine:
         ranges = torch.empty(R, budget, 2, dtype=self.dtype, device=self.device) if self.keep_ranges else None
         for t in range(budget):
             n_avail = N if replace else N - t
-            done = None if replace else drawn[:, :t]
-            s = self._scores(A, t + 1, done)
-            block_s = _block_sums(s)
-            total = block_s.sum(1)
-            # q = tau * uniform + (1 - tau) * s / total, or uniform where every score is 0
-            pos = total > 0
-            # (python scalars in torch.where would make float32 tensors: keep the working dtype)
-            a = torch.full_like(total, 1.0 / n_avail).masked_fill_(pos, tau / n_avail)
-            b = ((1.0 - tau) / torch.where(pos, total, torch.ones_like(total))).masked_fill_(~pos, 0.0)
-            question = _draw(s, block_s, A, a, b, counts, U[:, t])
-            prob = a + b * s[ar, question]
+            done = drawn[:, :t]
+            asked_now = drawn[:, :0] if replace else done
+            if sampler.batched:
+                s = sampler.scores(self._state(available, t + 1, asked_now))
+                if not replace and t:
+                    s.scatter_(1, done, 0.0)
+                block_s = _block_sums(s)
+                total = block_s.sum(1)
+                # q = tau * uniform + (1 - tau) * s / total, or uniform where every score is 0
+                pos = total > 0
+                # (python scalars in torch.where would make float32 tensors: keep the working dtype)
+                a = torch.full_like(total, 1.0 / n_avail).masked_fill_(pos, tau / n_avail)
+                b = ((1.0 - tau) / torch.where(pos, total, torch.ones_like(total))).masked_fill_(~pos, 0.0)
+                question = _draw(s, block_s, A, a, b, counts, Ut[:, t])
+                prob = a + b * s[ar, question]
+                q_full = torch.addcmul(A * a[:, None], s, b[:, None]) if self.keep_ranges else None
+            else:
+                laws = list(self._numpy_laws(available, t + 1, asked_now))
+                picked = [inverse_cdf(q, u) for q, u in zip(laws, U[:, t])]
+                question = torch.as_tensor([j for j, _ in picked], dtype=torch.int64, device=self.device)
+                prob = self._tensor([p for _, p in picked])
+                q_full = self._tensor(np.stack(laws)) if self.keep_ranges and R else None
             z = Zt[ar, question]
-            P = self.P
+            P = post.predictions
             # unasked predictions: all of them less the few asked (a gather, not a pass over A)
-            base = P.sum(1) if replace else asked_total + (P.sum(1) - P.gather(1, done).sum(1))
-            phi[:, t] = (base + (z - P[ar, question]) / prob) / N
+            base = P.sum(1) if replace else des_raj_base(P.sum(1), P.gather(1, done).sum(1), asked_total)
+            phi[:, t] = pai_increment(base, z, P[ar, question], prob, N)
             if self.keep_ranges:  # SequentialRun.increment_range: phi_t's range before the draw
-                q = torch.addcmul(A * a[:, None], s, b[:, None])
                 inf = torch.full((), float("inf"), dtype=self.dtype)
-                ranges[:, t, 0] = (base + torch.where(A > 0, -P / q, inf).amin(1)) / N
-                ranges[:, t, 1] = (base + torch.where(A > 0, (1.0 - P) / q, -inf).amax(1)) / N
+                ranges[:, t, 0] = (base + torch.where(q_full > 0, -P / q_full, inf).amin(1)) / N
+                ranges[:, t, 1] = (base + torch.where(q_full > 0, (1.0 - P) / q_full, -inf).amax(1)) / N
             zs[:, t] = z
             asked[ar, question] = True
             drawn[:, t] = question
             if not replace:
                 A[ar, question] = 0.0
+                available[ar, question] = False
                 counts[ar, question // _BLOCK] -= 1.0
                 asked_total += z
-            if self.V is not None:
-                self._laplace(None, question, z)
-        phi, zs = phi.cpu().numpy(), zs.cpu().numpy()
-        self.ranges = None if ranges is None else ranges.cpu().numpy()
-        n_queries = asked.sum(1).cpu().numpy()
-        if self.method == "sample_mean":
-            n = budget
-            var = (1.0 - n / N) * zs.var(axis=1, ddof=1) / n
-            return zs.mean(1), var, robust_df(zs), n_queries, zs
-        if self.step_weights is not None:
-            est, var, resid = weighted_martingale(phi, self.step_weights)
-            return est, var, robust_df(resid), n_queries, phi
-        est = phi.mean(1)
-        var = ((phi - est[:, None]) ** 2).sum(1) / (budget * (budget - 1))
-        return est, var, robust_df(phi), n_queries, phi
+            post.update(None, question, z)
+        values = zs if self.method == "sample_mean" else phi
+        return (asked.sum(1).cpu().numpy(), values.cpu().numpy(), None,
+                None if ranges is None else ranges.cpu().numpy())
 
+    # -- nature's-order designs ----------------------------------------------------
     def _run_stream(self, Z, generators):
-        """Nature's-order label/skip runs (:class:`BernoulliAIPW`), one item per step."""
-        s_cfg = self.sampler
+        """Nature's-order label/skip runs (:class:`~faqstats.sampling.StreamSampler`), one item per step."""
+        sampler, post = self.sampler, self.posterior
         R, N, budget = len(generators), self.N, self.budget
         orders, coins = [], []
         for g in generators:  # the estimator draws the order first, then one coin per item
-            orders.append(g.permutation(N) if s_cfg.order == "random" else np.arange(N))
+            orders.append(sampler.stream_order(N, g))
             coins.append(g.random(N))
         order = torch.as_tensor(np.stack(orders) if R else np.empty((0, N), np.int64), device=self.device)
         U = self._tensor(np.stack(coins) if R else np.empty((0, N)))
@@ -460,30 +409,19 @@ class _Engine:
         ar = torch.arange(R, device=self.device)
         avail = torch.ones(R, N, dtype=torch.bool, device=self.device)
         zero = torch.zeros((), dtype=self.dtype)
-
-        def scores(P):
-            if s_cfg.score == "uniform":
-                return torch.ones_like(P)
-            if s_cfg.score == "neyman":
-                return torch.sqrt(torch.clamp(P * (1.0 - P), min=0.0))
-            return torch.minimum(P, 1.0 - P)
-
-        S = scores(self.P)
+        item_scores, inclusion = self._stream_policy()
+        S = item_scores(post.predictions)
         ssum = S.sum(1)
         labels = torch.zeros(R, dtype=self.dtype, device=self.device)
         total = torch.zeros(R, dtype=self.dtype, device=self.device)
         var_total = torch.zeros(R, dtype=self.dtype, device=self.device)
-        floor = s_cfg.pi_floor * budget / N
         for t in range(N):
             remaining = N - t
             j = order[:, t]
             s_j = S[ar, j]
-            mean_s = ssum / remaining
-            rel = torch.where(mean_s > 0, s_j / torch.where(mean_s > 0, mean_s, 1.0), torch.ones_like(s_j))
-            rate = torch.clamp(budget - labels, min=0.0) / remaining
-            pi = torch.clamp(torch.clamp(rate * ((1.0 - s_cfg.tau) * rel + s_cfg.tau), min=floor), max=1.0)
+            pi = inclusion(s_j, ssum / remaining, labels, remaining, budget, N)
             lab = U[:, t] < pi
-            p = self.P[ar, j]
+            p = post.predictions[ar, j]
             z = Zt[ar, j]
             total += torch.where(lab, p + (z - p) / pi, p)
             var_total += torch.where(lab, (z - p) ** 2 * (1.0 - pi) / pi**2, zero)
@@ -492,12 +430,29 @@ class _Engine:
             ssum = ssum - s_j
             idx = torch.nonzero(lab).squeeze(1)
             if self.V is not None and idx.numel():
-                self._laplace(idx, j[idx], z[idx])
-                S[idx] = scores(self.P[idx])
+                post.update(idx, j[idx], z[idx])
+                S[idx] = item_scores(post.predictions[idx])
                 ssum[idx] = torch.where(avail[idx], S[idx], zero).sum(1)
-        est = (total / N).cpu().numpy()
-        var = (var_total / N**2).cpu().numpy()
-        return est, var, np.full(R, np.inf), labels.cpu().numpy().astype(np.int64), None
+        return (labels.cpu().numpy().astype(np.int64), total.cpu().numpy()[:, None],
+                var_total.cpu().numpy()[:, None], None)
+
+    def _stream_policy(self):
+        """``(item_scores, inclusion_probability)`` on tensors: the sampler's own, or its
+        numpy methods called run by run."""
+        sampler = self.sampler
+        if sampler.batched:
+            return sampler.item_scores, sampler.inclusion_probability
+
+        def item_scores(P):
+            host = P.detach().cpu().numpy().astype(float)
+            return self._tensor(np.stack([np.asarray(sampler.item_scores(p), dtype=float) for p in host]))
+
+        def inclusion(s, mean_s, labels, remaining, budget, n):
+            args = zip(*(x.detach().cpu().numpy().astype(float).tolist() for x in (s, mean_s, labels)))
+            return self._tensor([float(sampler.inclusion_probability(a, m, l, remaining, budget, n))
+                                 for a, m, l in args])
+
+        return item_scores, inclusion
 
 
 def _block_sums(s):
@@ -511,14 +466,13 @@ def _block_sums(s):
 
 
 def _draw(s, block_s, A, a, b, counts, u):
-    """``Generator.choice(p=q)`` for every run, with ``q = a A + b s`` never formed.
+    """The two-level inverse-CDF draw for every run, with ``q = a A + b s`` never formed.
 
-    The inverse CDF in two levels: the block holding ``u * sum(q)`` from the block
-    masses ``a counts + b block_s`` (``block_s = _block_sums(s)``), then the question inside that block from a
-    cumulative sum over ``_BLOCK`` columns. Up to rounding (the masses are summed in
-    another order than one cumulative sum over N) this is the sequential draw; it saves
-    forming ``q`` and its R x N cumulative sum, two of the few passes over the block
-    each round makes.
+    The block holding ``u * sum(q)`` from the block masses ``a counts + b block_s``
+    (``block_s = _block_sums(s)``), then the question inside that block from a
+    cumulative sum over ``_BLOCK`` columns: the estimator's draw
+    (:func:`faqstats.sampling.draw_from`) up to rounding (the masses are summed in
+    another order), without forming ``q``.
     """
     R, N = s.shape
     mass = torch.addcmul(counts * a[:, None], block_s, b[:, None])
@@ -537,10 +491,3 @@ def _draw(s, block_s, A, a, b, counts, u):
     last = torch.where(q > 0, ar_q, -1).amax(1, keepdim=True)
     j = torch.minimum(torch.searchsorted(torch.cumsum(q, 1), target - before, right=True), last)
     return (blk * _BLOCK + j).squeeze(1)
-
-
-def _normalise(x, A):
-    """Rows of ``x`` (already zero where ``A`` is 0) scaled to sum 1; uniform over ``A`` if all 0."""
-    total = x.sum(1, keepdim=True)
-    pos = total > 0
-    return torch.where(pos, x / torch.where(pos, total, 1.0), A / A.sum(1, keepdim=True))

@@ -240,9 +240,10 @@ def _fit_history(args):
     out = save_factor_model(fm, args.out, question_ids=ids)
     weights_file = None
     if args.step_weights_budget is not None:  # cross-fitted on the history: a second fit on 75% of it
-        from .step_weights import learn_step_weights, save_step_weights
+        from .io import save_step_weights
+        from .step_weights import learn_step_weights
 
-        sw = learn_step_weights(matrix, fm, budget=args.step_weights_budget)
+        sw = learn_step_weights(matrix, fm, budget=args.step_weights_budget, random_state=args.seed)
         weights_file = save_step_weights(sw, Path(str(out)).with_suffix(".step_weights.json"))
     payload = {
         "model": str(out),
@@ -281,7 +282,7 @@ def _status_text(st):
 def _session_new(args):
     from .sampling import HybridSampler
     from .session import EvaluationSession
-    from .step_weights import load_step_weights
+    from .io import load_step_weights
 
     ids = _read_question_ids(args.question_ids) if args.question_ids is not None else None
     session = EvaluationSession.create(
@@ -378,12 +379,13 @@ def _session_report(args):
         result = session.result()
         if result.stop_reason is None:  # the table needs a string
             result = dataclasses.replace(result, stop_reason="(still running)")
-        text.append(result.summary(alpha=session.alpha))
+        text.append(str(result.summary(alpha=session.alpha)))
     payload["trajectory"] = session.trajectory().tolist()
     cs = session.confidence_sequence()
     payload["confidence_sequence"] = None if cs is None else cs.tolist()
     if args.png is not None:
-        payload["png"] = str(session.plot(args.png))
+        session.plot(args.png)
+        payload["png"] = str(args.png)
         text.append(f"Plot written to {payload['png']}")
     _emit(args, payload, "\n".join(text))
     return 0

@@ -24,8 +24,8 @@ updated with its own answers, 2 answers per step (as many as two independent
 evaluations of ``budget`` queries each):
 
 * ``design="coupled"`` (default): each model draws from its *own* single-model policy
-  ``q^M = tau uniform + (1 - tau) sqrt(p^M (1 - p^M)) / sum`` over its own askable
-  questions (exactly the policy of ``PAIEstimator(fm, HybridSampler(tau))``), and the two
+  ``q^M`` (the sampler's law for that model's state, over its own askable questions:
+  exactly the policy of ``PAIEstimator(fm, sampler)``), and the two
   draws are made from the **maximal coupling** of ``q^A`` and ``q^B``: with probability
   ``w = sum_j min(q^A_j, q^B_j)`` both get the same question ``J ~ min(q^A, q^B) / w``,
   otherwise ``J_A ~ (q^A - q^B)_+ / (1 - w)`` and ``J_B ~ (q^B - q^A)_+ / (1 - w)``
@@ -41,8 +41,10 @@ evaluations of ``budget`` queries each):
   correlated) plus a term that is small unless the surprises differ systematically
   between the shared and the residual parts.
 * ``design="shared"``: one question ``I ~ q_t`` per step, asked to both, from the
-  compromise policy ``q ~ tau uniform + (1 - tau) sqrt(p^A (1 - p^A) + p^B (1 - p^B))``
-  (the standard deviation of ``z^A - z^B`` for independent Bernoulli answers); ``d_t`` is
+  sampler's law for the difference: its oracle score is
+  ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))`` (the standard deviation of ``z^A - z^B`` for
+  independent Bernoulli answers), so the default policy is
+  ``q ~ tau uniform + (1 - tau) sqrt(p^A (1 - p^A) + p^B (1 - p^B))``; ``d_t`` is
   then the PAI increment of the differenced outcome ``y = z^A - z^B`` with the predicted
   difference ``p^A - p^B``. Always the same question, but for unrelated models the
   compromise costs more than the (small) covariance gains: by Minkowski,
@@ -52,32 +54,35 @@ A new model against a fully known reference (``fit(outcomes_a, reference=z_R)``)
 ``theta_R`` is known, and the reference's outcomes serve as the control for the new
 model's: the prediction of ``z^A_j`` is ``lambda z^R_j + (1 - lambda) p^A_j`` (the
 reference itself when ``lambda = 1``), with ``lambda`` fixed or re-fitted each round by
-least squares on the answers so far (predictable, so validity is untouched). The
-policy score is the root mean squared error of that prediction under the factor
-model, ``sqrt(p^A (1 - p^A) + (p^A - prediction)^2)``: for ``lambda = 1`` the square root of
-the predicted probability that the new model disagrees with the reference. (Only A
+least squares on the answers so far (predictable, so validity is untouched): a
+single-model PAI run with a better predictor. The oracle score the policy sees is the
+root mean squared error of that prediction under the factor model,
+``sqrt(p^A (1 - p^A) + (p^A - prediction)^2)``: for ``lambda = 1`` the square root of the
+predicted probability that the new model disagrees with the reference. (Only A
 answers; ``design`` does not apply.)
 
-Without a factor model both models' policies are uniform over the same questions, so
-the coupled draws always coincide and every design with sampling without replacement
-reduces to the uniform sample mean of the differences with finite-population
-correction.
+Every design is driven by the one query loop (:class:`faqstats._engine.QueryLoop`),
+and each model's increments are those of its own :class:`faqstats._engine.SequentialRun`.
+Without a factor model the default policy is uniform over the same questions for both
+models, so the coupled draws always coincide and every design reduces to the uniform
+sample mean of the differences with finite-population correction.
 """
 
 from __future__ import annotations
 
-import json
 import numbers
-from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._inference import effective_df, wald_interval
+from ._engine import Oracle, QueryLoop, SequentialRun, sample_mean_design
+from ._inference import check_interval, fpc_mean, interval_df, pai_inference
 from ._validation import check_alpha, check_generator, check_outcome_values, check_scalar
-from .estimator import _FactorPosterior, _Oracle, draw_question, martingale_variance, resolve_bank_size, within_round
+from .estimator import resolve_bank_size
+from .posterior import FixedPredictions, PosteriorView, oracle_scores
+from .results import ComparisonResult
+from .sampling import HybridSampler, PolicyState, Sampler, UniformSampler, draw_from, within_round
 
 __all__ = ["PairedPAIEstimator", "ComparisonResult", "compare", "maximal_coupling", "draw_coupled"]
 
@@ -94,103 +99,6 @@ PAIRED_QUERY_DTYPE = np.dtype(
         ("increment", np.float64),
     ]
 )
-
-
-@dataclass(frozen=True)
-class ComparisonResult:
-    """Estimated accuracy difference ``theta_A - theta_B`` with its uncertainty.
-
-    Attributes
-    ----------
-    estimate : float
-        Estimate of ``delta = theta_A - theta_B``.
-    std_error : float
-    estimate_a, estimate_b : float
-        The two accuracies (each unbiased); ``estimate_b`` is the exact reference
-        accuracy in the reference design.
-    n_queries : int
-        Distinct questions asked (to at least one model; to the new model only in the
-        reference design).
-    n_questions : int
-    method : {"coupled", "paired", "reference", "paired_sample_mean", "reference_sample_mean"}
-        ``"coupled"``: two new models, coupled design; ``"paired"``: shared design;
-        ``"*_sample_mean"``: no factor model, without replacement (the designs coincide).
-    variance_method : {"martingale", "finite-population"}
-    df : float or None
-        Degrees of freedom of the t quantile (``None``: normal quantile).
-
-    Examples
-    --------
-    >>> r = ComparisonResult(estimate=0.05, std_error=0.02, estimate_a=0.7, estimate_b=0.65,
-    ...                      n_queries=50, n_questions=500, method="paired",
-    ...                      variance_method="martingale", df=40.0)
-    >>> [round(x, 3) for x in r.conf_int()]
-    [0.01, 0.09]
-    >>> round(r.pvalue(), 4)
-    0.0166
-    """
-
-    estimate: float
-    std_error: float
-    estimate_a: float
-    estimate_b: float
-    n_queries: int
-    n_questions: int
-    method: str
-    variance_method: str
-    df: float | None = None
-
-    def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Wald-type interval for the difference (t quantile when ``df`` is set), clipped to [-1, 1]."""
-        return wald_interval(
-            self.estimate, self.std_error, alpha=alpha, alternative=alternative, bounds=(-1.0, 1.0), df=self.df
-        )
-
-    confint = conf_int
-
-    def pvalue(self, null=0.0, alternative="two-sided"):
-        """P-value of ``H0: delta = null`` (``alternative="larger"``: ``H1: delta > null``)."""
-        check_scalar(null, "null", low=-1.0, high=1.0)
-        if alternative not in ("two-sided", "larger", "smaller"):
-            raise ValueError(f"alternative must be 'two-sided', 'larger' or 'smaller', got {alternative!r}.")
-        dist = stats.norm if self.df is None else stats.t(self.df)
-        if self.std_error == 0:
-            stat = 0.0 if self.estimate == null else np.copysign(np.inf, self.estimate - null)
-        else:
-            stat = (self.estimate - null) / self.std_error
-        if alternative == "two-sided":
-            return float(2 * dist.sf(abs(stat)))
-        return float(dist.sf(stat) if alternative == "larger" else dist.cdf(stat))
-
-    def summary(self, alpha=0.05):
-        """A plain-text table of the comparison."""
-        low, high = self.conf_int(alpha)
-        rows = [
-            ("Design", self.method),
-            ("Variance estimator", self.variance_method),
-            ("Interval quantile", "normal" if self.df is None else f"t, {self.df:g} df"),
-            ("Questions in bank", f"{self.n_questions}"),
-            ("Questions asked", f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)"),
-            ("Accuracy A", f"{self.estimate_a:.4f}"),
-            ("Accuracy B" + (" (known)" if self.method.startswith("reference") else ""), f"{self.estimate_b:.4f}"),
-            ("Difference A - B", f"{self.estimate:+.4f}"),
-            ("Standard error", f"{self.std_error:.4f}"),
-            (f"{100 * (1 - alpha):g}% CI", f"[{low:+.4f}, {high:+.4f}]"),
-            ("p-value (no difference)", f"{self.pvalue():.4g}"),
-        ]
-        width = max(len(k) for k, _ in rows)
-        line = "=" * (width + 24)
-        body = "\n".join(f"{k:<{width}}  {v:>20}" for k, v in rows)
-        return f"{line}\nfaqstats paired comparison\n{line}\n{body}\n{line}"
-
-    def to_dict(self):
-        return asdict(self)
-
-    def to_json(self):
-        return json.dumps(self.to_dict())
-
-    def __str__(self):
-        return self.summary()
 
 
 def maximal_coupling(q_a, q_b):
@@ -238,10 +146,11 @@ def draw_coupled(rng, q_a, q_b):
     """Draw ``(J_A, J_B)`` from the maximal coupling of ``q_a`` and ``q_b``.
 
     Randomness used, in this order: when the coupling puts all its mass on the diagonal
-    (``q_a == q_b``), one ``rng.choice`` from the shared law (the call one draw of the shared
-    design makes, so without a factor model the two designs draw alike); otherwise one ``rng.random()`` coin (the same question when it is below
-    ``p_shared``), then one ``rng.choice`` from the shared law, or two, A's then B's, from
-    the residual laws. See :func:`maximal_coupling`.
+    (``q_a == q_b``), one draw (:func:`~faqstats.sampling.draw_from`) from the shared law
+    (what one draw of the shared design uses, so without a factor model the two designs
+    draw alike); otherwise one ``rng.random()`` coin (the same question when it is below
+    ``p_shared``), then one draw from the shared law, or two, A's then B's, from the
+    residual laws. See :func:`maximal_coupling`.
 
     Examples
     --------
@@ -253,170 +162,150 @@ def draw_coupled(rng, q_a, q_b):
     (0.5, [(0, 2), (1, 1)])
     """
     p_shared, shared, r_a, r_b = maximal_coupling(q_a, q_b)
-    if r_a is None:
-        j = draw_question(rng, shared)
+    if r_a is None or rng.random() < p_shared:
+        j = draw_from(shared, rng)[0]
         return j, j
-    if rng.random() < p_shared:
-        j = draw_question(rng, shared)
-        return j, j
-    return draw_question(rng, r_a), draw_question(rng, r_b)
+    return draw_from(r_a, rng)[0], draw_from(r_b, rng)[0]
 
 
-class PairedRun:
-    """State of one paired run; tests copy it (``copy.deepcopy``) to enumerate paths.
+class _DifferenceView(PosteriorView):
+    """The shared design's policy state: the difference of two models' answers, whose
+    oracle score is ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))``."""
 
-    A round starts with :meth:`begin_round`, which freezes the round's predictions and
-    returns its policy: ``q`` (shared and reference designs) or ``(q_a, q_b)`` (coupled
-    design). Draws inside the round use :func:`~faqstats.estimator.within_round`, with
-    ``available`` (A's askable questions, both models' outside the coupled design) and
-    ``available_b`` (B's); the coupled design couples each pair of within-round laws
-    with :func:`maximal_coupling`. :meth:`record` returns the difference increment
-    ``d_t``; :meth:`end_round` applies the Laplace updates (each model with its own answers).
-    """
+    __slots__ = ("_b",)
 
-    def __init__(self, n_questions, budget, replace, tau, policy, posterior_a=None, posterior_b=None,
-                 reference=None, reference_weight="auto", design="shared"):
-        if design not in ("shared", "coupled"):
-            raise ValueError(f"design must be 'coupled' or 'shared', got {design!r}.")
-        self.n_questions = n_questions
-        self.budget = budget
-        self.replace = replace
-        self.tau = tau
-        self.policy = policy
-        self.posterior_a = posterior_a
-        self.posterior_b = posterior_b
-        self.reference = reference
-        self.reference_weight = reference_weight
-        self.design = "shared" if reference is not None else design  # a reference is never asked
-        self.available = np.ones(n_questions, dtype=bool)  # A's askable questions
-        self.available_b = np.ones(n_questions, dtype=bool)  # B's (equal to A's unless coupled)
-        self.asked_a = 0.0  # sums of the outcomes of distinct asked questions (without replacement)
-        self.asked_b = 0.0
-        self.records = []
-        self.weights = []  # lambda of each round (reference design)
-        self.answers = {}  # question -> (z_a, z_b) of the distinct questions answered by both
-        self.step = 1
-        self._pred_a = self._pred_b = None
+    def __init__(self, a, b):
+        super().__init__(a)
+        self._b = b
+        self.question_factors = self.mean = self.cov = None
 
-    @property
-    def coupled(self):
-        return self.design == "coupled"
+    def oracle_scores(self):
+        return np.sqrt(PosteriorView.oracle_scores(self) ** 2 + self._b.view().oracle_scores() ** 2)
 
-    def _model_predictions(self, posterior):
-        return None if posterior is None else posterior.predictions
 
-    def _weight(self, p_a):
-        """``lambda`` for this round: fixed, or least squares of ``z^A - p^A`` on ``z^R - p^A`` so far."""
-        if p_a is None:
+class _ReferencePredictions:
+    """The reference design's predictor of A's outcomes: ``lambda z^R + (1 - lambda) p^A``,
+    ``lambda`` fixed or refitted by least squares on the answers so far."""
+
+    def __init__(self, model, reference, weight, informative):
+        self.model, self.reference, self.weight_param, self.informative = model, reference, weight, informative
+        self.answers = {}  # question -> A's answer
+        self._refresh()
+
+    def _weight(self):
+        if not self.informative:
             return 1.0
-        if self.reference_weight != "auto":
-            return float(self.reference_weight)
+        if self.weight_param != "auto":
+            return float(self.weight_param)
         if len(self.answers) < 2:
             return 0.5
         idx = np.fromiter(self.answers, dtype=np.int64)
-        z_a = np.array([self.answers[j][0] for j in idx])
+        z_a = np.fromiter(self.answers.values(), dtype=float)
+        p_a = self.model.predictions
         x = self.reference[idx] - p_a[idx]
         sxx = float(x @ x)
-        if sxx <= 0:
-            return 0.5
-        return float(np.clip(x @ (z_a - p_a[idx]) / sxx, 0.0, 1.0))
+        return 0.5 if sxx <= 0 else float(np.clip(x @ (z_a - p_a[idx]) / sxx, 0.0, 1.0))
 
-    def _mix(self, avail, score):
-        """``tau`` uniform over ``avail`` plus ``1 - tau`` of the normalised score (uniform when none)."""
-        n_avail = int(avail.sum())
-        if n_avail == 0:
-            raise RuntimeError("No question left to ask: the bank is exhausted.")
-        uniform = avail / n_avail
-        if self.policy == "uniform" or score is None:
-            return uniform
-        s = np.where(avail, score, 0.0)
-        total = s.sum()
-        if not total > 0:
-            return uniform
-        return self.tau * uniform + (1.0 - self.tau) * s / total
+    def _refresh(self):
+        self.weight = lam = self._weight()
+        p = self.model.predictions
+        pred = lam * self.reference + (1.0 - lam) * p
+        # the prediction's root mean squared error under the factor model (none without one)
+        score = np.sqrt(p * (1.0 - p) + (p - pred) ** 2) if self.informative else np.zeros_like(p)
+        self.predictions, self.oracle_scores = pred, score
+        for a in (pred, score):
+            a.flags.writeable = False
 
-    def begin_round(self):
-        """Freeze the round's predictions and return its policy (zero where unavailable):
-        ``q`` in the shared and reference designs, ``(q_a, q_b)`` in the coupled design."""
-        p_a = self._model_predictions(self.posterior_a)
-        if self.reference is None:
-            p_b = self._model_predictions(self.posterior_b)
-            self._pred_a = np.zeros(self.n_questions) if p_a is None else p_a
-            self._pred_b = np.zeros(self.n_questions) if p_b is None else p_b
-            if self.coupled:
-                # each model's own policy: what PAIEstimator(fm, HybridSampler(tau)) would use
-                score_a = None if p_a is None else np.sqrt(np.clip(p_a * (1 - p_a), 0.0, None))
-                score_b = None if p_b is None else np.sqrt(np.clip(p_b * (1 - p_b), 0.0, None))
-                return self._mix(self.available, score_a), self._mix(self.available_b, score_b)
-            score = None if p_a is None else np.sqrt(p_a * (1 - p_a) + p_b * (1 - p_b))
-        else:
-            lam = self._weight(p_a)
-            self.weights.append(lam)
-            ref = self.reference
-            self._pred_a = ref if p_a is None else lam * ref + (1.0 - lam) * p_a
-            self._pred_b = ref
-            score = None if p_a is None else np.sqrt(p_a * (1 - p_a) + (p_a - self._pred_a) ** 2)
-        return self._mix(self.available, score)
+    def update(self, question, outcome):
+        self.answers[int(question)] = float(outcome)
+        self.model.update(question, outcome)
+        self._refresh()
 
-    def _base(self, pred, asked, available):
-        return pred.sum() if self.replace else asked + pred[available].sum()
+    def view(self):
+        return PosteriorView(self)
 
-    def record(self, question, probability, outcome_a, outcome_b, question_b=None, probability_b=None):
-        """Record A's answer to ``question`` (drawn with ``probability``) and B's to
-        ``question_b`` (drawn with ``probability_b``; by default the same question and
-        probability, the only choice outside the coupled design); return ``d_t``."""
-        if question_b is None:
-            question_b, probability_b = question, probability
-        elif not self.coupled and (question_b != question or probability_b != probability):
-            raise ValueError("Outside the coupled design both models answer the same question.")
-        n = self.n_questions
-        phi_a = (self._base(self._pred_a, self.asked_a, self.available)
-                 + (outcome_a - self._pred_a[question]) / probability) / n
-        phi_b = (self._base(self._pred_b, self.asked_b, self.available_b)
-                 + (outcome_b - self._pred_b[question_b]) / probability_b) / n
-        d = phi_a - phi_b
-        self.records.append((question, probability, question_b, probability_b, outcome_a, outcome_b, phi_a, phi_b, d))
-        if question_b == question:
-            self.answers[int(question)] = (float(outcome_a), float(outcome_b))
-        if not self.replace:
-            self.available[question] = False
-            self.available_b[question_b] = False
-            self.asked_a += outcome_a
-            self.asked_b += outcome_b
-        self.step += 1
-        return d
 
-    def end_round(self, questions, outcomes_a, outcomes_b, questions_b=None):
-        """The Laplace updates of the round, in draw order, each model with its own answers
-        (B's questions are ``questions_b``, by default ``questions``)."""
-        questions_b = questions if questions_b is None else questions_b
-        for post, qs, outcomes in ((self.posterior_a, questions, outcomes_a),
-                                   (self.posterior_b, questions_b, outcomes_b)):
-            if post is not None:
-                for question, outcome in zip(qs, outcomes):
-                    post.update(question, outcome)
+class PairedRun:
+    """State of one paired run: one :class:`~faqstats._engine.SequentialRun` per new model
+    (the reference design has one run, whose predictor uses the reference's outcomes),
+    drawn together by the design. Tests copy it (``copy.deepcopy``) to enumerate paths.
 
-    def draw_round(self, policy, size, rng):
-        """Draw a round of ``size`` (A's, B's) questions and probabilities from ``policy``
-        (:meth:`begin_round`'s output) with ``rng``, successively without replacement
-        when sampling without replacement; B's equal A's outside the coupled design."""
-        avail_a, avail_b = self.available.copy(), self.available_b.copy()
-        qa_, pa_, qb_, pb_ = [], [], [], []
+    :meth:`law` is the round's policy: ``(q_a, q_b)`` in the coupled design, one ``q``
+    otherwise; a draw's question and probability are pairs (A's, B's), its outcome the
+    pair of answers; :meth:`record` returns the difference increment ``d_t``.
+    """
+
+    design = "paired"
+
+    def __init__(self, sampler, predictor_a, predictor_b, n_questions, budget, design="coupled", reference=None):
+        if design not in ("shared", "coupled"):
+            raise ValueError(f"design must be 'coupled' or 'shared', got {design!r}.")
+        self.sampler = sampler
+        self.reference = reference
+        self.kind = "reference" if reference is not None else design  # a reference is never asked
+        self.a = SequentialRun(sampler, predictor_a, n_questions, budget)
+        self.b = None if reference is not None else SequentialRun(sampler, predictor_b, n_questions, budget)
+        self.theta_reference = None if reference is None else float(reference.mean())
+        self.n_questions, self.budget, self.replace = self.a.n_questions, self.a.budget, self.a.replace
+        self.records = []
+        self.weights = []  # lambda of each round (reference design)
+
+    coupled = property(lambda self: self.kind == "coupled")
+    step = property(lambda self: self.a.step)
+    done = property(lambda self: self.a.done)
+    progress = property(lambda self: self.a.progress)
+
+    def round_size(self, requested):
+        return self.a.round_size(requested)
+
+    def law(self):
+        """The round's policy: ``(q_a, q_b)`` (coupled design) or ``q``."""
+        if self.kind == "coupled":
+            return self.a.law(), self.b.law()
+        if self.kind == "reference":
+            self.weights.append(self.a.predictor.weight)
+            return self.a.law()
+        state = self.a.state()
+        view = _DifferenceView(self.a.predictor, self.b.predictor)
+        state = PolicyState(state.predictions - self.b.predictions, state.available, state.step, state.budget,
+                            posterior=view, asked=state.asked)
+        return self.sampler.probabilities(state)
+
+    def draw_round(self, rng, size, keep_laws=False):
+        """``size`` draws ``((j_a, j_b), (q_a(j_a), q_b(j_b)), None)`` from the round's policy."""
+        laws = self.law()
+        avail_a = self.a.available.copy()
+        avail_b = avail_a if self.b is None else self.b.available.copy()
+        draws = []
         for _ in range(size):
             if self.coupled:
-                q_a = within_round(policy[0], avail_a, self.replace)
-                q_b = within_round(policy[1], avail_b, self.replace)
+                q_a = within_round(laws[0], avail_a, self.replace)
+                q_b = within_round(laws[1], avail_b, self.replace)
                 j_a, j_b = draw_coupled(rng, q_a, q_b)
             else:
-                q_a = q_b = within_round(policy, avail_a, self.replace)
-                j_a = j_b = int(rng.choice(q_a.size, p=q_a))
-            qa_.append(j_a)
-            pa_.append(float(q_a[j_a]))
-            qb_.append(j_b)
-            pb_.append(float(q_b[j_b]))
+                q_a = q_b = within_round(laws, avail_a, self.replace)
+                j_a = j_b = draw_from(q_a, rng)[0]
+            draws.append(((j_a, j_b), (float(q_a[j_a]), float(q_b[j_b])), None))
             if not self.replace:
                 avail_a[j_a] = avail_b[j_b] = False
-        return qa_, pa_, qb_, pb_
+        return draws
+
+    def record(self, question, probability, outcome):
+        """Record A's answer to ``question[0]`` and B's to ``question[1]``; return ``d_t``."""
+        (j_a, j_b), (p_a, p_b), (z_a, z_b) = question, probability, outcome
+        if not self.coupled and (j_a != j_b or p_a != p_b):
+            raise ValueError("Outside the coupled design both models answer the same question.")
+        phi_a = self.a.record(j_a, p_a, z_a)
+        phi_b = self.theta_reference if self.b is None else self.b.record(j_b, p_b, z_b)
+        d = phi_a - phi_b
+        self.records.append((j_a, p_a, j_b, p_b, z_a, z_b, phi_a, phi_b, d))
+        return d
+
+    def end_round(self, questions, outcomes):
+        """Each model's predictor learns its own answers of the round."""
+        self.a.end_round([q[0] for q in questions], [z[0] for z in outcomes])
+        if self.b is not None:
+            self.b.end_round([q[1] for q in questions], [z[1] for z in outcomes])
 
     def table(self):
         return np.array(self.records, dtype=PAIRED_QUERY_DTYPE)
@@ -436,26 +325,26 @@ class PairedPAIEstimator(BaseEstimator):
     ----------
     factor_model : fitted LogisticFactorModel (or LogisticFactorModelCV) or None
         Question factors and the prior shared by both models' factor posteriors.
-        ``None``: no predictions; with ``replace=False`` the result is the uniform
-        sample mean of the differences with finite-population correction.
+        ``None``: no predictions; with the default uniform policy without replacement
+        the result is the sample mean of the differences with finite-population
+        correction.
+    sampler : Sampler, default=HybridSampler() (UniformSampler() without a factor model)
+        The policy, any sequential sampler (``sampler.replace`` chooses with or without
+        replacement). Coupled design: each model's own law under it; shared design: its
+        law for the difference (its oracle score is
+        ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))``); reference design: its law for the new
+        model with the reference-informed predictions.
     budget : int, default=100
         Steps, each asking one question to each new model (``2 * budget`` answers in
         the two-model design, as many as two independent evaluations of ``budget``
         queries). At least 2; at most N without replacement.
-    tau : float in (0, 1], default=0.5
-        Weight of the uniform distribution mixed into the policy (bounds the weights).
-    policy : {"neyman", "uniform"}, default="neyman"
-        ``"neyman"``: the scores described in the module docstring (coupled design: each
-        model's own ``sqrt(p (1 - p))``, the policy of ``HybridSampler(tau)``); ``"uniform"``.
     design : {"coupled", "shared"}, default="coupled"
         Two-model design only (ignored with a reference). ``"coupled"``: each model
         draws from its own policy, the two draws maximally coupled (see
         :func:`maximal_coupling`); ``"shared"``: one question from a compromise policy,
-        asked to both. On openllm_v1 at 69 steps the coupled interval was narrower than
-        two independent evaluations also for unrelated models, where the shared one
-        was not (``docs/statistics.md``).
-    replace : bool, default=False
-        Sample with replacement, or without (Des Raj increments).
+        asked to both. For unrelated models the coupled design is as good as two
+        independent evaluations up to the (positive) covariance it gains, where the
+        shared one can be worse (user guide, "paired comparisons").
     reference_weight : "auto" or float in [0, 1], default="auto"
         Reference design only: ``lambda`` in the prediction
         ``lambda z^R + (1 - lambda) p^A`` of the new model's outcome. ``"auto"`` re-fits it
@@ -515,84 +404,77 @@ class PairedPAIEstimator(BaseEstimator):
     def __init__(
         self,
         factor_model=None,
+        sampler=None,
         budget=100,
-        tau=0.5,
-        policy="neyman",
         design="coupled",
-        replace=False,
         reference_weight="auto",
         batch_size=1,
         interval="robust-t",
         random_state=None,
     ):
         self.factor_model = factor_model
+        self.sampler = sampler
         self.budget = budget
-        self.tau = tau
-        self.policy = policy
         self.design = design
-        self.replace = replace
         self.reference_weight = reference_weight
         self.batch_size = batch_size
         self.interval = interval
         self.random_state = random_state
 
     # -- set-up ------------------------------------------------------------------
-    def _bank_size(self):
-        if self.factor_model is None:
-            return None
-        fm = self.factor_model
-        check_is_fitted(fm, "best_estimator_" if hasattr(fm, "best_estimator_") else "question_factors_")
-        return fm.question_factors_.shape[0]
+    def _sampler(self):
+        if self.sampler is not None:
+            sampler = self.sampler
+        else:
+            sampler = UniformSampler() if self.factor_model is None else HybridSampler()
+        if not isinstance(sampler, Sampler):
+            raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
+        return sampler.check_params()
 
-    def _posterior(self):
-        fm = self.factor_model
-        return None if fm is None else _FactorPosterior(fm.question_factors_, fm.prior_mean_, fm.prior_cov_)
-
-    def _check_params(self, n_questions):
+    def _validate(self, n_questions):
+        sampler = self._sampler()
         check_scalar(self.budget, "budget", kind=numbers.Integral, low=2)
         check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1)
-        check_scalar(self.tau, "tau", low=0.0, high=1.0, closed="right")
-        if self.policy not in ("neyman", "uniform"):
-            raise ValueError(f"policy must be 'neyman' or 'uniform', got {self.policy!r}.")
         if self.design not in ("coupled", "shared"):
             raise ValueError(f"design must be 'coupled' or 'shared', got {self.design!r}.")
-        if not isinstance(self.replace, (bool, np.bool_)):
-            raise TypeError(f"replace must be True or False, got {self.replace!r}.")
-        if self.interval not in ("robust-t", "t", "normal"):
-            raise ValueError(f"interval must be 'robust-t', 't' or 'normal', got {self.interval!r}.")
+        check_interval(self.interval)
         if not (isinstance(self.reference_weight, str) and self.reference_weight == "auto"):
             check_scalar(self.reference_weight, "reference_weight", low=0.0, high=1.0)
-        if not self.replace and self.budget > n_questions:
+        if self.factor_model is None and sampler.needs_factor_model:
+            raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
+        if not sampler.replace and self.budget > n_questions:
             raise ValueError(
                 f"budget={self.budget} exceeds the {n_questions} questions of the bank; sampling without "
                 "replacement can ask each question only once."
             )
+        return sampler
 
-    def _check_reference(self, reference, n_questions):
-        ref = check_outcome_values(reference, "reference")  # no NaN: the reference is fully known
-        if ref.ndim != 1 or (n_questions is not None and ref.size != n_questions):
-            raise ValueError(
-                f"reference must be a 1-D array with one outcome per question ({n_questions}), got shape {ref.shape}."
-            )
-        return ref
+    def _predictor(self, n_questions):
+        fm = self.factor_model
+        return FixedPredictions(np.zeros(n_questions)) if fm is None else fm.posterior()
 
-    def new_run(self, n_questions=None, reference=None):
-        """A fresh :class:`PairedRun` for this configuration (used by ``fit`` and by tests)."""
-        n_questions = resolve_bank_size(self._bank_size(), n_questions)
-        self._check_params(n_questions)
-        ref = None if reference is None else self._check_reference(reference, n_questions)
-        return PairedRun(
-            n_questions,
-            self.budget,
-            bool(self.replace),
-            float(self.tau),
-            self.policy,
-            posterior_a=self._posterior(),
-            posterior_b=None if ref is not None else self._posterior(),
-            reference=ref,
-            reference_weight=self.reference_weight,
-            design=self.design,
-        )
+    def new_loop(self, n_questions=None, reference=None):
+        """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`PairedRun` (used by
+        ``fit`` and by tests)."""
+        n_fm = None
+        if self.factor_model is not None:
+            check_is_fitted(self.factor_model)
+            n_fm = int(self.factor_model.n_features_in_)
+        n_questions = resolve_bank_size(n_fm, n_questions)
+        sampler = self._validate(n_questions)
+        predictor_a = self._predictor(n_questions)
+        ref = None
+        if reference is not None:
+            ref = check_outcome_values(reference, "reference")  # no NaN: the reference is fully known
+            if ref.ndim != 1 or ref.size != n_questions:
+                raise ValueError(
+                    f"reference must be a 1-D array with one outcome per question ({n_questions}), got shape "
+                    f"{ref.shape}."
+                )
+            predictor_a = _ReferencePredictions(predictor_a, ref, self.reference_weight, self.factor_model is not None)
+        predictor_b = None if ref is not None else self._predictor(n_questions)
+        run = PairedRun(sampler, predictor_a, predictor_b, n_questions, self.budget, self.design, ref)
+        return QueryLoop(run, batch_size=self.batch_size)
 
     # -- fitting -------------------------------------------------------------------
     def fit(self, outcomes_a, outcomes_b=None, *, reference=None):
@@ -615,68 +497,56 @@ class PairedPAIEstimator(BaseEstimator):
         """
         if (outcomes_b is None) == (reference is None):
             raise ValueError("Give exactly one of outcomes_b (a second new model) and reference (known outcomes).")
-        n_questions = self._bank_size()
-        if n_questions is None:
+        n_questions = None
+        if self.factor_model is None:
             sized = [x for x in (outcomes_a, outcomes_b, reference) if x is not None and not callable(x)]
             if not sized:
                 raise ValueError("Without a factor model the bank size is unknown: pass outcomes as arrays.")
             n_questions = int(np.size(sized[0]))
-        oracle_a = _Oracle(outcomes_a, n_questions)
-        oracle_b = None if outcomes_b is None else _Oracle(outcomes_b, n_questions)
-        run = self.new_run(n_questions, reference=reference)
+        loop = self.new_loop(n_questions, reference=reference)
+        run = loop.run
+        oracle_a = Oracle(outcomes_a, run.n_questions)
+        oracle_b = None if outcomes_b is None else Oracle(outcomes_b, run.n_questions)
         rng = check_generator(self.random_state)
-        while run.step <= self.budget:
-            size = min(self.batch_size, self.budget - run.step + 1)
+        while not loop.done:
             # draw the whole round first (it may be answered in parallel), then record it in draw order
-            questions, probabilities, questions_b, probabilities_b = run.draw_round(run.begin_round(), size, rng)
-            z_a = oracle_a.ask(questions)
-            z_b = run.reference[questions] if oracle_b is None else oracle_b.ask(questions_b)
-            for row in zip(questions, probabilities, z_a, z_b, questions_b, probabilities_b):
-                run.record(*row)
-            run.end_round(questions, z_a, z_b, questions_b)
-        self._finish(run, n_questions)
+            questions = [d.question for d in loop.draw_round(rng)]
+            z_a = oracle_a.ask([q[0] for q in questions])
+            z_b = run.reference[[q[1] for q in questions]] if oracle_b is None else oracle_b.ask(
+                [q[1] for q in questions])
+            for pair in zip(z_a, z_b):
+                loop.record(pair)
+        self._set_result(run)
         return self
 
-    def _finish(self, run, n_questions):
+    def _set_result(self, run):
         table = run.table()
-        design = "reference" if run.reference is not None else "coupled" if run.coupled else "paired"
-        if self.factor_model is None and not run.replace:
+        n_questions = run.n_questions
+        design = {"reference": "reference", "coupled": "coupled", "shared": "paired"}[run.kind]
+        if sample_mean_design(self.factor_model, run.sampler):
             # both policies uniform over the same questions: the coupled draws always coincide
             if not np.array_equal(table["question"], table["question_b"]):
                 raise RuntimeError("internal error: uniform coupled draws differed between the models.")
             design = "paired" if run.reference is None else design
-            y = table["outcome_a"] - table["outcome_b"]
-            n = y.size
+            increments = table["outcome_a"] - table["outcome_b"]
             method, variance_method = f"{design}_sample_mean", "finite-population"
-            estimate = float(y.mean())
-            var = (1.0 - n / n_questions) * float(y.var(ddof=1)) / n
-            est_a = float(table["outcome_a"].mean())
-            est_b = float(run.reference.mean()) if run.reference is not None else float(table["outcome_b"].mean())
-            if run.reference is not None:
-                est_a = est_b + estimate
-            increments = y
+            estimate, var = fpc_mean(increments, n_questions)
+            est_b = run.theta_reference if run.reference is not None else float(table["outcome_b"].mean())
+            est_a = est_b + estimate if run.reference is not None else float(table["outcome_a"].mean())
         else:
-            method, variance_method = design, "martingale"
-            increments = table["increment"]
-            estimate = float(increments.mean())
-            var = martingale_variance(increments)
+            method, increments = design, table["increment"]
+            estimate, var, _, variance_method = pai_inference(increments, interval=self.interval)
             est_a = float(table["increment_a"].mean())
-            # the reference's increments are theta_R up to rounding: report it exactly
-            est_b = float(table["increment_b"].mean()) if run.reference is None else float(run.reference.mean())
-        if self.interval == "normal":
-            df = None
-        elif self.interval == "t":
-            df = float(len(table) - 1)
-        else:
-            df = effective_df(increments)
+            # the reference's increments are theta_R: report it exactly
+            est_b = float(table["increment_b"].mean()) if run.reference is None else run.theta_reference
         self.queries_ = table
         self.n_queries_ = int(np.unique(np.r_[table["question"], table["question_b"]]).size)
-        self.estimate_ = estimate
+        self.estimate_ = float(estimate)
         self.std_error_ = float(np.sqrt(var))
         self.estimates_ = (est_a, est_b)
         self.reference_weights_ = None if run.reference is None else np.array(run.weights)
         self.result_ = ComparisonResult(
-            estimate=estimate,
+            estimate=self.estimate_,
             std_error=self.std_error_,
             estimate_a=est_a,
             estimate_b=est_b,
@@ -684,7 +554,7 @@ class PairedPAIEstimator(BaseEstimator):
             n_questions=n_questions,
             method=method,
             variance_method=variance_method,
-            df=df,
+            df=interval_df(self.interval, increments),
         )
 
     # -- inference ---------------------------------------------------------------
@@ -696,6 +566,7 @@ class PairedPAIEstimator(BaseEstimator):
     confint = conf_int
 
     def summary(self, alpha=0.05):
+        """The result's :meth:`ComparisonResult.summary` table."""
         check_is_fitted(self, "result_")
         return self.result_.summary(alpha)
 

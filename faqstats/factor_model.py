@@ -15,7 +15,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._progress import progress_bar
 from ._validation import check_generator, check_history, check_scalar, validate_history
+from .posterior import FactorPosterior, laplace_step
 
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
@@ -247,7 +249,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         newton = self.solver == "newton"
         # Newton with V frozen solves every row to convergence (quadratic: a few steps)
         max_iter = min(int(self.max_iter), _NEWTON_ROW_MAX_ITER) if newton and frozen else int(self.max_iter)
-        bar = _progress_bar(max_iter, "fitting factors", self.verbose)
+        bar = progress_bar(max_iter, "fitting factors", self.verbose)
         common = dict(
             n_components=question_factors.shape[1] if frozen else self.n_components,
             alpha=float(self.alpha),
@@ -258,15 +260,14 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
             seed=0 if frozen else self._seed(),
             question_factors=question_factors,
             init_model_factors=init_model_factors,
-            progress=None if bar is None else (lambda step: bar.update(1)),
+            progress=lambda step: bar.update(1),
         )
         try:
             if newton:
                 return backend.fit_factors_newton(H, tol=float(self.tol), **common)
             return backend.fit_factors(H, learning_rate=float(self.learning_rate), **common)
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
 
     # -- public API -------------------------------------------------------
     def fit(self, X, y=None):
@@ -352,6 +353,15 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
             )
         return _sigmoid(u @ self.question_factors_.T)
 
+    def posterior(self, dtype="float64"):
+        """A new model's factor posterior at the prior, ready to learn its answers.
+
+        Returns a :class:`~faqstats.posterior.FactorPosterior` (the predictor a query
+        loop updates after each round); ``dtype`` is the precision of its predictions.
+        """
+        check_is_fitted(self, "question_factors_")
+        return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype)
+
     def score(self, X, y=None):
         """Held-out mean log-likelihood on new models (higher is better).
 
@@ -412,8 +422,9 @@ def laplace_update(mean, cov, v, z):
     ``cov' = cov - w (cov v)(cov v)^T / (1 + w v^T cov v)``,
     ``mean' = mean + cov' v (z - p)``.
 
-    The covariance is re-symmetrised after the rank-one downdate; because ``w >= 0``
-    the downdate is a contraction and stays positive semi-definite.
+    The covariance is made symmetric first; the rank-one downdate keeps it exactly
+    symmetric, and because ``w >= 0`` it is a contraction and stays positive
+    semi-definite (see :func:`faqstats.posterior.laplace_step`).
 
     Parameters
     ----------
@@ -433,32 +444,11 @@ def laplace_update(mean, cov, v, z):
     >>> np.round(m, 3), np.round(np.diag(S), 3)
     (array([0.4, 0. ]), array([0.8, 1. ]))
     """
-    new_mean, new_cov, _, _ = _laplace_step(mean, cov, v, z)
+    cov = np.asarray(cov, dtype=float)
+    new_mean, new_cov, _, _ = laplace_step(
+        np.asarray(mean, dtype=float), 0.5 * (cov + cov.T), np.asarray(v, dtype=float), float(z)
+    )
     return new_mean, new_cov
-
-
-def _laplace_step(mean, cov, v, z, symmetric=False):
-    """:func:`laplace_update` plus its downdate ``cov' = cov - c (cov v)(cov v)^T``: returns
-    ``(mean', cov', cov v, c)`` so callers tracking functions of ``cov`` reuse them.
-
-    The downdate is written ``cov - u u^T`` with ``u = sqrt(c) cov v``: ``u_i u_j`` and
-    ``u_j u_i`` are the same float, so an exactly symmetric ``cov`` stays exactly
-    symmetric. ``symmetric=True`` says ``cov`` is (the live posterior keeps it so) and
-    skips re-symmetrising.
-    """
-    x = float(mean @ v)
-    p = 1.0 / (1.0 + math.exp(-x)) if x > -700.0 else 0.0  # exp(700) is finite; beyond, p < 1e-304
-    w = p * (1.0 - p)
-    Sv = cov @ v
-    denom = 1.0 + w * float(v @ Sv)
-    c = w / denom
-    u = Sv * math.sqrt(c)
-    new_cov = cov - np.outer(u, u)
-    if not symmetric:
-        new_cov = 0.5 * (new_cov + new_cov.T)
-    # cov' v = cov v / denom (Sherman-Morrison), cheaper and more accurate than new_cov @ v
-    new_mean = mean + Sv * ((z - p) / denom)
-    return new_mean, new_cov, Sv, c
 
 
 class LogisticFactorModelCV(BaseEstimator):
@@ -566,7 +556,7 @@ class LogisticFactorModelCV(BaseEstimator):
 
         candidates = [(k, a) for k in ks for a in alphas]
         scores = np.empty((len(candidates), self.cv))
-        bar = _progress_bar(len(candidates) * self.cv, "cross-validating", self.verbose)
+        bar = progress_bar(len(candidates) * self.cv, "cross-validating", self.verbose)
         for f in range(self.cv):
             held = np.zeros(H.shape, dtype=bool)
             held[rows[fold == f], cols[fold == f]] = True
@@ -578,10 +568,8 @@ class LogisticFactorModelCV(BaseEstimator):
                 logits[keep] = m.model_factors_ @ m.question_factors_.T
                 cells = held & keep[:, None]
                 scores[c, f] = _cv_score(H, logits, cells, self.scoring)
-                if bar is not None:
-                    bar.update(1)
-        if bar is not None:
-            bar.close()
+                bar.update(1)
+        bar.close()
 
         mean = scores.mean(axis=1)
         se = scores.std(axis=1, ddof=1) / np.sqrt(self.cv)
@@ -619,16 +607,13 @@ class LogisticFactorModelCV(BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_proba(model_factors)
 
+    def posterior(self, dtype="float64"):
+        """The refitted model's :meth:`LogisticFactorModel.posterior`."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.posterior(dtype=dtype)
+
 
 def _cv_score(H, logits, cells, scoring):
     if scoring == "log_loss":
         return -log_loss_on_cells(H, logits, cells)
     return float(np.mean((logits[cells] > 0) == (H[cells] > 0.5)))
-
-
-def _progress_bar(total, desc, enabled):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, leave=False)

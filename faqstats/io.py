@@ -1,9 +1,11 @@
-"""Safe save and load of fitted factor models: one ``.npz`` file, never a pickle.
+"""Every disk format of faqstats: factor models (``.npz``), step weights and session state
+(JSON). Never a pickle (which runs arbitrary code on load and breaks across library
+versions); every write is atomic (a crash leaves the old file or the new one, never a
+mix); every read checks the format name and version before using anything.
 
 A fitted :class:`~faqstats.LogisticFactorModel` is what FAQ needs to evaluate new
-models, and fitting it is the slow step; these functions store it so that it can be
-shared and reloaded without ``pickle`` (which runs arbitrary code on load and breaks
-across library versions).
+models, and fitting it is the slow step; :func:`save_factor_model` stores it so that it
+can be shared and reloaded.
 
 File format ``faqstats.factor_model``, format version 1
 --------------------------------------------------------
@@ -31,6 +33,27 @@ allow_pickle=False)`` reads; it holds no object arrays. Its entries:
 
 Question ids are hashed as SHA-256 of their UTF-8 JSON list encoding (no spaces),
 see :func:`question_ids_sha256`.
+
+File format ``faqstats-step-weights``, format version 1
+-------------------------------------------------------
+A UTF-8 JSON object: ``format``, ``format_version``, ``faqstats_version``, ``budget``,
+``weights``, ``step_variance`` and ``smoothed_variance`` (lists of ``budget`` floats),
+``n_validation``, ``n_runs``, ``variance_ratio``, ``seconds``
+(:class:`~faqstats.StepWeights`).
+
+File format ``faqstats.session``, format version 1
+--------------------------------------------------
+A session directory's ``session.json`` (:mod:`faqstats.session` describes the
+directory): a UTF-8 JSON object with ``format``, ``format_version``,
+``faqstats_version``, ``created_utc``, ``updated_utc``, ``revision`` (incremented by each
+write), ``factor_model_file``, ``factor_model_sha256`` (of the file's bytes),
+``question_ids_sha256`` (of the bank), ``n_questions``, ``question_id_type`` (``"str"`` or
+``"int"``), ``config`` (sampler class and parameters, ``budget``, ``batch_size``,
+``stop_when_width``, ``alpha``, ``confidence_sequence``, ``interval``, ``random_state``;
+``step_weights`` and ``dtype`` only when not the defaults), ``rng_state``
+(``numpy.random.Generator.bit_generator.state`` after the last draw), ``draws``
+(``[question index, probability, round]`` for every draw made, pending ones included)
+and ``answers`` (``[question index, outcome]`` in arrival order).
 """
 
 from __future__ import annotations
@@ -44,12 +67,21 @@ from pathlib import Path
 
 import numpy as np
 
-from ._atomic import atomic_write
+from ._atomic import atomic_write, remove_stale_temporaries
 from sklearn.utils.validation import check_is_fitted
 
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV
 
-__all__ = ["save_factor_model", "load_factor_model", "check_question_ids", "question_ids_sha256"]
+__all__ = [
+    "save_factor_model",
+    "load_factor_model",
+    "check_question_ids",
+    "question_ids_sha256",
+    "save_step_weights",
+    "load_step_weights",
+    "read_session_state",
+    "write_session_state",
+]
 
 FORMAT_NAME = "faqstats.factor_model"
 FORMAT_VERSION = 1
@@ -100,7 +132,7 @@ def _check_ids(ids, n_questions, name):
     return ids
 
 
-def _json_safe(value, name, notes):
+def json_safe(value, name, notes):
     """``value`` as plain JSON types; what cannot be stored becomes None with a note."""
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -117,9 +149,9 @@ def _json_safe(value, name, notes):
         notes.append(f"{name}={value!r} is not finite and is stored as null.")
         return None
     if isinstance(value, (list, tuple, np.ndarray)):
-        return [_json_safe(v, f"{name}[{i}]", notes) for i, v in enumerate(list(value))]
+        return [json_safe(v, f"{name}[{i}]", notes) for i, v in enumerate(list(value))]
     if isinstance(value, dict):
-        return {str(k): _json_safe(v, f"{name}[{k!r}]", notes) for k, v in value.items()}
+        return {str(k): json_safe(v, f"{name}[{k!r}]", notes) for k, v in value.items()}
     notes.append(
         f"{name} was a {type(value).__module__}.{type(value).__name__} (not storable as JSON) and is stored as "
         "null; a refit of the loaded model is not seeded the same way."
@@ -222,9 +254,9 @@ def save_factor_model(model, path, *, question_ids=None):
     cv_meta = None
     if cv is not None:
         cv_meta = {
-            "params": _json_safe(cv.get_params(deep=False), "cv.params", notes),
-            "best_params": _json_safe(cv.best_params_, "cv.best_params", notes),
-            "best_index": _json_safe(getattr(cv, "best_index_", None), "cv.best_index", notes),
+            "params": json_safe(cv.get_params(deep=False), "cv.params", notes),
+            "best_params": json_safe(cv.best_params_, "cv.best_params", notes),
+            "best_index": json_safe(getattr(cv, "best_index_", None), "cv.best_index", notes),
         }
         for name, values in cv.cv_results_.items():
             arrays[_CV_PREFIX + name] = np.asarray(values)
@@ -233,13 +265,13 @@ def save_factor_model(model, path, *, question_ids=None):
         "format_version": FORMAT_VERSION,
         "faqstats_version": __version__,
         "numpy_version": np.__version__,
-        "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created_utc": utc_now(),
         "estimator": type(cv if cv is not None else model).__name__,
-        "params": _json_safe(model.get_params(deep=False), "params", notes),
+        "params": json_safe(model.get_params(deep=False), "params", notes),
         "n_questions": n,
         "n_components": k,
         "n_models": None if "model_factors" not in arrays else int(arrays["model_factors"].shape[0]),
-        "fitted_device": _json_safe(getattr(model, "device_", None), "device_", notes),
+        "fitted_device": json_safe(getattr(model, "device_", None), "device_", notes),
         "question_ids_sha256": ids_hash,
         "cv": cv_meta,
         "notes": notes,
@@ -490,3 +522,113 @@ def check_question_ids(model, question_ids):
         raise ValueError(
             f"question ids are {how} (first difference at index {first}: {given[first]!r} != {expected[first]!r})."
         )
+
+
+# -- JSON documents ------------------------------------------------------------------
+def _read_json(path, what):
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a {what} JSON file, or not valid UTF-8 JSON ({exc}).") from exc
+
+
+def _write_json(path, doc, indent=None):
+    text = json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=indent,
+                      separators=None if indent else (",", ":"))
+    return atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def _header(format_name, format_version):
+    from . import __version__
+
+    return {"format": format_name, "format_version": format_version, "faqstats_version": __version__}
+
+
+# -- step weights ----------------------------------------------------------------------
+STEP_WEIGHTS_FORMAT = "faqstats-step-weights"
+STEP_WEIGHTS_FORMAT_VERSION = 1
+
+
+def save_step_weights(step_weights, path):
+    """Write :class:`~faqstats.StepWeights` as JSON (atomically); :func:`load_step_weights` reads it back.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from faqstats import StepWeights
+    >>> sw = StepWeights(np.ones(3), np.ones(3), np.ones(3), 10, 100, 1.0, 0.5)
+    >>> path = save_step_weights(sw, pathlib.Path(tempfile.mkdtemp()) / "w.json")
+    >>> load_step_weights(path).weights.tolist()
+    [1.0, 1.0, 1.0]
+    """
+    doc = _header(STEP_WEIGHTS_FORMAT, STEP_WEIGHTS_FORMAT_VERSION) | {
+        "budget": int(step_weights.weights.size),
+        "weights": step_weights.weights.tolist(),
+        "step_variance": step_weights.step_variance.tolist(),
+        "smoothed_variance": step_weights.smoothed_variance.tolist(),
+        "n_validation": int(step_weights.n_validation),
+        "n_runs": int(step_weights.n_runs),
+        "variance_ratio": float(step_weights.variance_ratio),
+        "seconds": float(step_weights.seconds),
+    }
+    return _write_json(path, doc, indent=1)
+
+
+def load_step_weights(path):
+    """Read a file written by :func:`save_step_weights` (a :class:`~faqstats.StepWeights`)."""
+    from .step_weights import StepWeights
+
+    path = Path(path)
+    doc = _read_json(path, "step-weights")
+    check_format_header(doc, path, format_name=STEP_WEIGHTS_FORMAT, max_version=STEP_WEIGHTS_FORMAT_VERSION,
+                        what="step-weights file")
+    try:
+        arrays = {k: np.asarray(doc[k], dtype=float) for k in ("weights", "step_variance", "smoothed_variance")}
+        budget, n_val, n_runs = int(doc["budget"]), int(doc["n_validation"]), int(doc["n_runs"])
+        ratio, seconds = float(doc["variance_ratio"]), float(doc["seconds"])
+    except KeyError as exc:
+        raise ValueError(f"{path}: step-weights file lacks {exc}.") from exc
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: step-weights file has a malformed entry ({exc}).") from exc
+    w = arrays["weights"]
+    if w.shape != (budget,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
+        raise ValueError(f"{path}: weights must be {budget} finite positive numbers.")
+    return StepWeights(w, arrays["step_variance"], arrays["smoothed_variance"], n_val, n_runs, ratio, seconds)
+
+
+# -- session state ---------------------------------------------------------------------
+SESSION_FORMAT = "faqstats.session"
+SESSION_FORMAT_VERSION = 1
+_SESSION_FIELDS = ("revision", "factor_model_file", "factor_model_sha256", "question_ids_sha256", "question_id_type",
+                   "config", "rng_state", "draws", "answers")
+
+
+def read_session_state(path):
+    """A session's state document (format ``faqstats.session``), checked field by field."""
+    state = _read_json(path, "session")
+    check_format_header(state, path, format_name=SESSION_FORMAT, max_version=SESSION_FORMAT_VERSION,
+                        what="session file", version_label="session format version")
+    missing = [key for key in _SESSION_FIELDS if key not in state]
+    if missing:
+        raise ValueError(f"{path}: missing field(s) {missing}.")
+    if state["question_id_type"] not in ("str", "int"):
+        raise ValueError(f"{path}: question_id_type must be 'str' or 'int', got {state['question_id_type']!r}.")
+    if not isinstance(state["factor_model_file"], str) or Path(state["factor_model_file"]).name != state[
+            "factor_model_file"]:
+        raise ValueError(f"{path}: factor_model_file must be a file name in the session directory.")
+    return state
+
+
+def write_session_state(path, fields):
+    """Write a session's state: the format header, ``updated_utc`` and ``fields``
+    (atomically; temporaries of a writer killed mid-write are removed first, so the
+    caller must hold the session's lock)."""
+    doc = _header(SESSION_FORMAT, SESSION_FORMAT_VERSION) | {"updated_utc": utc_now()} | fields
+    remove_stale_temporaries(path)
+    return _write_json(path, doc)
+
+
+def utc_now():
+    """The current UTC time, ISO 8601 to the second."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -1,17 +1,79 @@
-"""Result object of an evaluation: estimate, standard error, intervals, summary."""
+"""Result objects of an evaluation or a comparison, and the one table renderer.
+
+Results are small frozen objects with ``conf_int()`` and ``summary()`` (cf. statsmodels'
+``RankCompareResult``); ``summary()`` returns a statsmodels summary table
+(:class:`statsmodels.iolib.summary2.Summary`: ``print`` it, or let a notebook render
+its HTML). :func:`table_summary` and :func:`markdown_table` render any pandas table the
+same way (experiments, demo).
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
 
-from ._inference import wald_interval
+import numpy as np
+from scipy import stats
 
-__all__ = ["AccuracyResult"]
+from ._inference import wald_interval
+from ._validation import check_scalar
+
+__all__ = ["AccuracyResult", "ComparisonResult", "markdown_table", "table_summary"]
+
+
+def table_summary(title, table=None, items=None, float_format="%.4f", notes=()):
+    """A statsmodels :class:`~statsmodels.iolib.summary2.Summary`: ``title``, then the
+    ``items`` (a dict, two columns of name/value pairs) and/or ``table`` (a pandas
+    DataFrame), then ``notes`` (lines of text)."""
+    from statsmodels.iolib.summary2 import Summary
+
+    summary = Summary()
+    summary.add_title(title)
+    if items:
+        summary.add_dict({k: str(v) for k, v in items.items()}, ncols=2)
+    if table is not None:
+        summary.add_df(table, float_format=float_format)
+    for line in notes:
+        summary.add_text(line)
+    return summary
+
+
+def markdown_table(table, float_format="{:.4f}"):
+    """A pandas DataFrame as a Markdown table (floats with ``float_format``).
+
+    >>> import pandas as pd
+    >>> print(markdown_table(pd.DataFrame({"method": ["faq"], "coverage": [0.95]})))
+    | method | coverage |
+    |---|---:|
+    | faq | 0.9500 |
+    """
+    cols = list(table.columns)
+    from pandas.api.types import is_numeric_dtype
+
+    numeric = [is_numeric_dtype(table[c]) for c in cols]
+    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    for row in table.itertuples(index=False):
+        cells = [float_format.format(v) if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+class _Result:
+    """What both result classes share: JSON, and ``str`` as the summary's text."""
+
+    def to_dict(self):
+        d = asdict(self)
+        return {k: [float(x) for x in v] if isinstance(v, tuple) else v for k, v in d.items()}
+
+    def to_json(self):
+        return json.dumps(self.to_dict())
+
+    def __str__(self):
+        return str(self.summary())
 
 
 @dataclass(frozen=True)
-class AccuracyResult:
+class AccuracyResult(_Result):
     """Estimated accuracy of one model on a fixed bank, with its uncertainty.
 
     Attributes
@@ -45,6 +107,9 @@ class AccuracyResult:
     ...                    method="pai", variance_method="martingale")
     >>> [round(x, 3) for x in r.conf_int()]
     [0.561, 0.679]
+    >>> print(r.summary())  # doctest: +NORMALIZE_WHITESPACE
+                              faqstats accuracy estimate
+    ...
     """
 
     estimate: float
@@ -54,7 +119,7 @@ class AccuracyResult:
     method: str
     variance_method: str
     df: float | None = None
-    stop_reason: str = "budget"
+    stop_reason: str | None = "budget"
     anytime_interval: tuple | None = None
     anytime_alpha: float | None = None
 
@@ -80,36 +145,107 @@ class AccuracyResult:
     confint = conf_int
 
     def summary(self, alpha=0.05):
-        """A plain-text table of the result."""
+        """The result as a statsmodels summary table (text with ``print``, HTML in notebooks)."""
         low, high = self.conf_int(alpha)
-        level = f"{100 * (1 - alpha):g}%"
-        rows = [
-            ("Method", self.method),
-            ("Variance estimator", self.variance_method),
-            ("Interval quantile", "normal" if self.df is None else f"t, {self.df:g} df"),
-            ("Questions in bank", f"{self.n_questions}"),
-            ("Queries used", f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)"),
-            ("Estimated accuracy", f"{self.estimate:.4f}"),
-            ("Standard error", f"{self.std_error:.4f}"),
-            (f"{level} CI", f"[{low:.4f}, {high:.4f}]"),
-            ("Stopped because of", "(still running)" if self.stop_reason is None else self.stop_reason),
-        ]
+        items = {
+            "Method:": self.method,
+            "Variance estimator:": self.variance_method,
+            "Interval quantile:": "normal" if self.df is None else f"t, {self.df:g} df",
+            "Questions in bank:": self.n_questions,
+            "Queries used:": f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)",
+            "Stopped because of:": "(still running)" if self.stop_reason is None else self.stop_reason,
+            "Estimated accuracy:": f"{self.estimate:.4f}",
+            "Standard error:": f"{self.std_error:.4f}",
+            f"{100 * (1 - alpha):g}% CI:": f"[{low:.4f}, {high:.4f}]",
+        }
         if self.anytime_interval is not None:
             a_low, a_high = self.anytime_interval
-            rows.append((f"{100 * (1 - self.anytime_alpha):g}% anytime CS", f"[{a_low:.4f}, {a_high:.4f}]"))
-        width = max(len(k) for k, _ in rows)
-        line = "=" * (width + 24)
-        body = "\n".join(f"{k:<{width}}  {v:>20}" for k, v in rows)
-        return f"{line}\nfaqstats accuracy estimate\n{line}\n{body}\n{line}"
+            items[f"{100 * (1 - self.anytime_alpha):g}% anytime CS:"] = f"[{a_low:.4f}, {a_high:.4f}]"
+        return table_summary("faqstats accuracy estimate", items=items)
 
-    def to_dict(self):
-        d = asdict(self)
-        if d["anytime_interval"] is not None:
-            d["anytime_interval"] = [float(x) for x in d["anytime_interval"]]
-        return d
 
-    def to_json(self):
-        return json.dumps(self.to_dict())
+@dataclass(frozen=True)
+class ComparisonResult(_Result):
+    """Estimated accuracy difference ``theta_A - theta_B`` with its uncertainty.
 
-    def __str__(self):
-        return self.summary()
+    Attributes
+    ----------
+    estimate : float
+        Estimate of ``delta = theta_A - theta_B``.
+    std_error : float
+    estimate_a, estimate_b : float
+        The two accuracies (each unbiased); ``estimate_b`` is the exact reference
+        accuracy in the reference design.
+    n_queries : int
+        Distinct questions asked (to at least one model; to the new model only in the
+        reference design).
+    n_questions : int
+    method : {"coupled", "paired", "reference", "paired_sample_mean", "reference_sample_mean"}
+        ``"coupled"``: two new models, coupled design; ``"paired"``: shared design;
+        ``"*_sample_mean"``: no factor model, uniform without replacement (the designs
+        coincide).
+    variance_method : {"martingale", "finite-population"}
+    df : float or None
+        Degrees of freedom of the t quantile (``None``: normal quantile).
+
+    Examples
+    --------
+    >>> r = ComparisonResult(estimate=0.05, std_error=0.02, estimate_a=0.7, estimate_b=0.65,
+    ...                      n_queries=50, n_questions=500, method="paired",
+    ...                      variance_method="martingale", df=40.0)
+    >>> [round(x, 3) for x in r.conf_int()]
+    [0.01, 0.09]
+    >>> round(r.pvalue(), 4)
+    0.0166
+    """
+
+    estimate: float
+    std_error: float
+    estimate_a: float
+    estimate_b: float
+    n_queries: int
+    n_questions: int
+    method: str
+    variance_method: str
+    df: float | None = None
+
+    def conf_int(self, alpha=0.05, alternative="two-sided"):
+        """Wald-type interval for the difference (t quantile when ``df`` is set), clipped to [-1, 1]."""
+        return wald_interval(
+            self.estimate, self.std_error, alpha=alpha, alternative=alternative, bounds=(-1.0, 1.0), df=self.df
+        )
+
+    confint = conf_int
+
+    def pvalue(self, null=0.0, alternative="two-sided"):
+        """P-value of ``H0: delta = null`` (``alternative="larger"``: ``H1: delta > null``)."""
+        check_scalar(null, "null", low=-1.0, high=1.0)
+        if alternative not in ("two-sided", "larger", "smaller"):
+            raise ValueError(f"alternative must be 'two-sided', 'larger' or 'smaller', got {alternative!r}.")
+        dist = stats.norm if self.df is None else stats.t(self.df)
+        if self.std_error == 0:
+            stat = 0.0 if self.estimate == null else np.copysign(np.inf, self.estimate - null)
+        else:
+            stat = (self.estimate - null) / self.std_error
+        if alternative == "two-sided":
+            return float(2 * dist.sf(abs(stat)))
+        return float(dist.sf(stat) if alternative == "larger" else dist.cdf(stat))
+
+    def summary(self, alpha=0.05):
+        """The comparison as a statsmodels summary table."""
+        low, high = self.conf_int(alpha)
+        known = " (known)" if self.method.startswith("reference") else ""
+        items = {
+            "Design:": self.method,
+            "Variance estimator:": self.variance_method,
+            "Interval quantile:": "normal" if self.df is None else f"t, {self.df:g} df",
+            "Questions in bank:": self.n_questions,
+            "Questions asked:": f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)",
+            "Accuracy A:": f"{self.estimate_a:.4f}",
+            f"Accuracy B{known}:": f"{self.estimate_b:.4f}",
+            "Difference A - B:": f"{self.estimate:+.4f}",
+            "Standard error:": f"{self.std_error:.4f}",
+            f"{100 * (1 - alpha):g}% CI:": f"[{low:+.4f}, {high:+.4f}]",
+            "p-value (no difference):": f"{self.pvalue():.4g}",
+        }
+        return table_summary("faqstats paired comparison", items=items)

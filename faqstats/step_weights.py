@@ -5,8 +5,8 @@ the run give an exactly unbiased estimate ``sum_t lambda_t phi_t``
 (:func:`faqstats.estimator.weighted_martingale`). The increments are far from equally
 variable: the first ones use the prior's predictions, later ones a posterior that has
 seen the model's answers, and without replacement fewer questions remain unobserved.
-On openllm_v1 (default policy, 173 queries) the mean squared error of ``phi_t`` fell
-from about 4.3x its final value at the first query to 1x at the last. Weights
+On real data the mean squared error of ``phi_t`` falls several-fold from the first
+query to the last (user guide, "step weights"). Weights
 ``lambda_t`` proportional to ``1 / Var(phi_t)`` minimise the variance of the weighted
 mean; equal weights waste the later, better increments.
 
@@ -25,18 +25,15 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.isotonic import IsotonicRegression
 
-from ._validation import check_history, check_scalar
+from ._validation import check_history, check_scalar, check_seed
 
-__all__ = ["StepWeights", "learn_step_weights", "inverse_variance_weights", "save_step_weights", "load_step_weights"]
-
-FORMAT = "faqstats-step-weights"
-FORMAT_VERSION = 1
+__all__ = ["StepWeights", "learn_step_weights", "inverse_variance_weights", "validation_split"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +54,9 @@ class StepWeights:
         Predicted variance of the weighted mean relative to the plain mean (from the
         smoothed variances; below 1 means the weights help).
     seconds : float
+    factor_model : fitted estimator or None
+        The factor model refitted on the training part of the split (pass it as
+        ``fitted_factor_model`` to learn weights for other budgets on the same split).
     """
 
     weights: np.ndarray
@@ -66,13 +66,15 @@ class StepWeights:
     n_runs: int
     variance_ratio: float
     seconds: float
+    factor_model: object = field(default=None, repr=False, compare=False)
 
     def plot(self, ax=None):
-        """Measured and smoothed per-step variance, and the weights (matplotlib axes)."""
-        import matplotlib.pyplot as plt
-
+        """Measured and smoothed per-step variance, and the weights, on ``ax`` (a new
+        figure when None; the object API, the user's backend untouched). Returns the axes."""
         if ax is None:
-            _, ax = plt.subplots(figsize=(6, 3.5))
+            from matplotlib.figure import Figure
+
+            ax = Figure(figsize=(6, 3.5), layout="constrained").add_subplot()
         t = np.arange(1, self.weights.size + 1)
         ax.plot(t, self.step_variance, ".", ms=3, color="0.6", label="validation MSE of phi_t")
         ax.plot(t, self.smoothed_variance, color="C0", label="decreasing fit")
@@ -115,7 +117,7 @@ def learn_step_weights(
     sampler=None,
     validation_fraction=0.25,
     n_runs=2000,
-    random_state=0,
+    random_state=None,
     fitted_factor_model=None,
     device="cpu",
     dtype="float64",
@@ -130,8 +132,8 @@ def learn_step_weights(
     factor_model : unfitted estimator
         Cloned and fitted on the history without the validation models (ignored when
         ``fitted_factor_model`` is given).
-    budget : int or sequence of int
-        Queries of the run to weight; with several budgets a dict ``{budget: StepWeights}``.
+    budget : int
+        Queries of the run to weight.
     sampler : Sampler or None
         The policy the weights are for (``None``: ``HybridSampler()``).
     validation_fraction : float in (0, 1)
@@ -139,21 +141,22 @@ def learn_step_weights(
         Validation runs per budget (spread over the validation models, at least one each).
         The per-step variances are means of heavy-tailed squares: a few hundred runs
         leave visible noise in the fitted curve; 2,000 take seconds in the batched engine.
-    random_state : int
-        Seeds the split (the same split as :func:`~faqstats.experiments.tuning.tune_policy`)
-        and the runs.
+    random_state : int or None, default=None
+        Seeds the split (the same split as :func:`~faqstats.experiments.tuning.tune_policy`
+        for the same int) and the runs; ``None`` draws a fresh seed.
     fitted_factor_model : fitted estimator or None
         A factor model already fitted on the training part of this split (as
-        ``tune_policy`` returns), to skip the refit.
+        ``tune_policy`` returns, or an earlier call's ``factor_model``), to skip the
+        refit: weights for several budgets share one refit this way.
     device, dtype : str
         Of the batched engine (:func:`faqstats.batched.simulate`), which runs the
-        validation runs: a built-in sampler is needed. Their cost is that of ``n_runs``
-        evaluations of ``budget`` queries (seconds for openllm_v1's 693 questions; on a
-        bank of 10,000 questions with 1,000 queries, minutes: lower ``n_runs`` or use a GPU).
+        validation runs (any policy). Their cost is that of ``n_runs`` evaluations of
+        ``budget`` queries (seconds for a bank of a few hundred questions; on a bank of
+        10,000 questions with 1,000 queries, minutes: lower ``n_runs`` or use a GPU).
 
     Returns
     -------
-    StepWeights or dict
+    StepWeights
 
     Examples
     --------
@@ -167,31 +170,29 @@ def learn_step_weights(
     from .batched import simulate
 
     start = time.perf_counter()
-    budgets = [budget] if isinstance(budget, numbers.Integral) else list(budget)
-    for b in budgets:
-        check_scalar(b, "budget", kind=numbers.Integral, low=3)
+    random_state = check_seed(random_state)
+    check_scalar(budget, "budget", kind=numbers.Integral, low=3)
     check_scalar(n_runs, "n_runs", kind=numbers.Integral, low=1)
     train, Z = validation_split(history, validation_fraction, random_state)
     fm = fitted_factor_model if fitted_factor_model is not None else clone(factor_model).fit(train)
     n_val = Z.shape[0]
-    seeds = max(1, math.ceil(n_runs / n_val))
-    rows = np.repeat(np.arange(n_val), seeds)
+    rows = np.repeat(np.arange(n_val), max(1, math.ceil(n_runs / n_val)))
     truth = Z.mean(axis=1)[rows]
-    out = {}
-    for b in budgets:
-        gens = [np.random.default_rng([random_state, 4, int(b), r]) for r in range(rows.size)]
-        runs = simulate(Z, gens, factor_model=fm, sampler=sampler, budget=int(b), rows=rows, keep_increments=True,
-                        device=device, dtype=dtype)
-        v = np.mean((runs.increments - truth[:, None]) ** 2, axis=0)
-        w, smooth = inverse_variance_weights(v)
-        lam = w / w.sum()
-        ratio = float(np.sum(lam**2 * smooth) / (np.sum(smooth) / b**2))
-        out[int(b)] = StepWeights(w, v, smooth, n_val, rows.size, ratio, time.perf_counter() - start)
-    return out[int(budgets[0])] if isinstance(budget, numbers.Integral) else out
+    gens = [np.random.default_rng([random_state, 4, int(budget), r]) for r in range(rows.size)]
+    runs = simulate(Z, gens, factor_model=fm, sampler=sampler, budget=int(budget), rows=rows, keep_increments=True,
+                    device=device, dtype=dtype)
+    v = np.mean((runs.increments - truth[:, None]) ** 2, axis=0)
+    w, smooth = inverse_variance_weights(v)
+    lam = w / w.sum()
+    ratio = float(np.sum(lam**2 * smooth) / (np.sum(smooth) / budget**2))
+    return StepWeights(w, v, smooth, n_val, rows.size, ratio, time.perf_counter() - start, fm)
 
 
 def validation_split(history, validation_fraction=0.25, random_state=0):
-    """``(training history, validation models)``: a seeded share of the complete rows held out."""
+    """``(training history, validation models)``: a seeded share of the complete rows held out.
+
+    The split depends on the int ``random_state`` only.
+    """
     H = check_history(history, name="history")
     check_scalar(validation_fraction, "validation_fraction", low=0.0, high=1.0, closed="neither")
     complete = np.flatnonzero(~np.isnan(H).any(axis=1))
@@ -204,54 +205,3 @@ def validation_split(history, validation_fraction=0.25, random_state=0):
         )
     val_rows = np.sort(rng.choice(complete, n_val, replace=False))
     return np.delete(H, val_rows, axis=0), H[val_rows]
-
-
-def save_step_weights(step_weights, path):
-    """Write :class:`StepWeights` as JSON (atomically); :func:`load_step_weights` reads it back."""
-    import json
-
-    from ._atomic import atomic_write
-
-    from . import __version__
-
-    doc = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "faqstats_version": __version__,
-        "budget": int(step_weights.weights.size),
-        "weights": step_weights.weights.tolist(),
-        "step_variance": step_weights.step_variance.tolist(),
-        "smoothed_variance": step_weights.smoothed_variance.tolist(),
-        "n_validation": int(step_weights.n_validation),
-        "n_runs": int(step_weights.n_runs),
-        "variance_ratio": float(step_weights.variance_ratio),
-        "seconds": float(step_weights.seconds),
-    }
-    text = json.dumps(doc, indent=1)
-    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
-    return path
-
-
-def load_step_weights(path):
-    """Read a file written by :func:`save_step_weights`."""
-    import json
-    from pathlib import Path
-
-    from .io import check_format_header
-
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        check_format_header(doc, path, format_name=FORMAT, max_version=FORMAT_VERSION, what="step-weights file")
-        arrays = {k: np.asarray(doc[k], dtype=float) for k in ("weights", "step_variance", "smoothed_variance")}
-        meta = (int(doc["budget"]), int(doc["n_validation"]), int(doc["n_runs"]), float(doc["variance_ratio"]),
-                float(doc["seconds"]))
-    except KeyError as exc:
-        raise ValueError(f"{path}: step-weights file lacks {exc}.") from exc
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not a step-weights JSON file ({exc}).") from exc
-    budget, n_val, n_runs, ratio, seconds = meta
-    w = arrays["weights"]
-    if w.shape != (budget,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
-        raise ValueError(f"{path}: weights must be {budget} finite positive numbers.")
-    return StepWeights(w, arrays["step_variance"], arrays["smoothed_variance"], n_val, n_runs, ratio, seconds)

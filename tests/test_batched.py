@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import faqstats as fq
-from faqstats.batched import robust_df, simulate, supports
-from faqstats._inference import effective_df
+from faqstats.batched import simulate, supports
+from faqstats._inference import effective_df, interval_df
 from faqstats.experiments.runner import run_experiment
 
 
@@ -94,19 +94,19 @@ def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error
     Z = bank.new_outcomes
     gens = lambda: [np.random.default_rng(s) for s in range(9)]  # noqa: E731
     whole = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3)
-    run, sizes = batched._Engine.run, []
+    run, sizes = batched._Lockstep.run, []
 
     released = []
 
     def short_of_memory(self, Zc, generators):
         sizes.append(len(generators))
-        released.append(getattr(self, "P", None) is None)  # the failed chunk's blocks dropped
+        released.append(self.posterior is None)  # the failed chunk's blocks dropped
         out = run(self, Zc, generators)  # the chunk's generators are consumed before the failure
         if len(generators) > 2:
             raise error
         return out
 
-    monkeypatch.setattr(batched._Engine, "run", short_of_memory)
+    monkeypatch.setattr(batched._Lockstep, "run", short_of_memory)
     done = []
     with pytest.warns(ResourceWarning, match="out of memory with 9 runs per chunk; going on with 4"):
         runs = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3, progress=done.append)
@@ -125,10 +125,10 @@ def test_other_errors_and_single_run_chunks_are_not_retried(bank, fm, monkeypatc
         return run
 
     Z = bank.new_outcomes
-    monkeypatch.setattr(batched._Engine, "run", fail(ValueError("bad input")))
+    monkeypatch.setattr(batched._Lockstep, "run", fail(ValueError("bad input")))
     with pytest.raises(ValueError, match="bad input"):
         simulate(Z, [np.random.default_rng(s) for s in range(4)], factor_model=fm, budget=12, rows=[0, 1, 2, 0])
-    monkeypatch.setattr(batched._Engine, "run", fail(MemoryError()))
+    monkeypatch.setattr(batched._Lockstep, "run", fail(MemoryError()))
     with pytest.raises(MemoryError), pytest.warns(ResourceWarning):
         simulate(Z, [np.random.default_rng(s) for s in range(4)], factor_model=fm, budget=12, rows=[0, 1, 2, 0])
 
@@ -145,7 +145,7 @@ def test_robust_df_matches_effective_df():
     rng = np.random.default_rng(0)
     phi = rng.standard_t(3, size=(20, 30))
     phi[0] = 0.5  # zero variance row
-    np.testing.assert_allclose(robust_df(phi), [effective_df(row) for row in phi])
+    np.testing.assert_allclose(interval_df("robust-t", phi), [effective_df(row) for row in phi])
 
 
 def test_supports_and_errors(bank, fm):
@@ -153,11 +153,10 @@ def test_supports_and_errors(bank, fm):
         pass
 
     assert supports(fq.NeymanSampler())
-    assert not supports(MySampler())  # a subclass may override scores
+    assert supports(MySampler())  # every policy runs batched (issue 13)
     assert not supports(fq.HybridSampler(), stop_when_width=0.1)
+    assert not supports(fq.HybridSampler(), batch_size=2)
     Z = bank.new_outcomes
-    with pytest.raises(ValueError, match="does not cover"):
-        simulate(Z, [0], factor_model=fm, sampler=MySampler(), budget=5)
     with pytest.raises(ValueError, match="complete"):
         simulate(np.where(Z == 1, np.nan, Z), [0], factor_model=fm, budget=5)
     with pytest.raises(ValueError, match="rows"):
@@ -182,21 +181,19 @@ def test_experiment_engines_agree(bank):
 def test_kept_increments_and_ranges_match_the_sequential_run(bank, fm):
     import copy
 
-    from faqstats.estimator import SequentialRun
-    from faqstats.estimator import _FactorPosterior
+    from faqstats._engine import SequentialRun
 
     Z = bank.new_outcomes
     runs = simulate(Z, [np.random.default_rng(3)], factor_model=fm, budget=10, rows=[2], keep_increments=True)
     est = fq.PAIEstimator(fm, budget=10, random_state=np.random.default_rng(3)).fit(Z[2])
     np.testing.assert_allclose(runs.increments[0], est.queries_["increment"], atol=1e-12)
     # replay the run to get each round's announced range
-    run = SequentialRun(Z.shape[1], 10, replace=False, posterior=_FactorPosterior(
-        fm.question_factors_, fm.prior_mean_, fm.prior_cov_))
-    sampler = fq.HybridSampler()
+    run = SequentialRun(fq.HybridSampler(), fm.posterior(), Z.shape[1], 10)
     for t, row in enumerate(est.queries_):
-        q = sampler.probabilities(run.state())
+        q = run.law()
         np.testing.assert_allclose(runs.increment_ranges[0, t], run.increment_range(q), atol=1e-12)
         run.record(int(row["question"]), row["probability"], row["outcome"])
+        run.end_round([int(row["question"])], [row["outcome"]])
     assert copy.deepcopy(runs).increments.shape == (1, 10)
 
 

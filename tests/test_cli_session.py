@@ -193,7 +193,7 @@ def test_fit_history_learns_step_weights_that_a_session_uses(capsys, tmp_path):
     code, out, _ = run(capsys, "fit-history", "--data", hist, "--out", tmp_path / "m.npz", "--n-components", 2,
                        "--max-iter", 50, "--device", "cpu", "--step-weights-budget", 12, "--json")
     assert code == 0 and out["step_weights"].endswith("m.step_weights.json")
-    sw = fq.step_weights.load_step_weights(out["step_weights"])
+    sw = fq.load_step_weights(out["step_weights"])
     assert sw.weights.shape == (12,)
     code, out, _ = run(capsys, "session", "new", tmp_path / "s", "--model", tmp_path / "m.npz", "--budget", 10,
                        "--step-weights", tmp_path / "m.step_weights.json", "--json")
@@ -207,7 +207,7 @@ def test_fit_history_learns_step_weights_that_a_session_uses(capsys, tmp_path):
 
 
 def test_step_weights_file_round_trip_and_refusals(tmp_path):
-    from faqstats.step_weights import StepWeights, load_step_weights, save_step_weights
+    from faqstats import StepWeights, load_step_weights, save_step_weights
 
     sw = StepWeights(np.array([0.5, 1.0, 1.5]), np.array([3.0, 2.0, 1.0]), np.array([3.0, 2.0, 1.0]), 4, 40, 0.9, 1.0)
     save_step_weights(sw, tmp_path / "w.json")

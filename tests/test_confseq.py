@@ -78,7 +78,7 @@ def test_stop_when_width_stops_early_and_reports_the_anytime_interval(setting):
     low, high = est.confint()
     assert high - low <= 0.25
     assert (low, high) == tuple(est.confidence_sequence_[-1, 1:])
-    assert "anytime" in est.summary()
+    assert "anytime" in str(est.summary())
     with pytest.raises(ValueError, match="data-dependent"):
         est.confint(alpha=0.1)
     with pytest.raises(ValueError, match="BernoulliAIPW"):

@@ -34,7 +34,7 @@ def test_fit_exposes_estimate_interval_and_queries(bank, fm):
     assert est.estimate_ == pytest.approx(q["increment"].mean())
     assert est.n_queries_ == 30
     assert est.posterior_cov_.shape == (4, 4)
-    assert "95% CI" in est.summary() and f"{est.estimate_:.4f}" in est.summary()
+    assert "95% CI" in str(est.summary()) and f"{est.estimate_:.4f}" in str(est.summary())
 
 
 def test_same_seed_same_queries_and_callable_equals_array(bank, fm):
@@ -276,13 +276,13 @@ def test_float32_predictions_are_close_valid_and_resumable(tmp_path):
     """dtype="float32": predictions from a float32 copy of the factors, within ~1e-6 of float64's;
     the estimate is still unbiased by construction (any predictable predictions), so check the
     arithmetic: same increments formula, a session stores and restores the setting."""
-    from faqstats.estimator import _FactorPosterior
+    from faqstats.posterior import FactorPosterior
     from faqstats.session import EvaluationSession
 
     bank = fq.make_synthetic_bank(n_models=60, n_questions=120, n_components=3, random_state=2)
     fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
-    p64 = _FactorPosterior(fm.question_factors_, fm.prior_mean_, fm.prior_cov_)
-    p32 = _FactorPosterior(fm.question_factors_, fm.prior_mean_, fm.prior_cov_, dtype="float32")
+    p64 = FactorPosterior(fm.question_factors_, fm.prior_mean_, fm.prior_cov_)
+    p32 = FactorPosterior(fm.question_factors_, fm.prior_mean_, fm.prior_cov_, dtype="float32")
     for j, z in ((3, 1.0), (10, 0.0), (7, 1.0)):
         p64.update(j, z)
         p32.update(j, z)

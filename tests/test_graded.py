@@ -13,7 +13,8 @@ from scipy.special import expit
 
 import faqstats as fq
 from faqstats._validation import check_binary_values, check_outcome_values
-from faqstats.factor_model import _laplace_step, log_loss_on_cells
+from faqstats.factor_model import log_loss_on_cells
+from faqstats.posterior import laplace_step
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +103,7 @@ def test_laplace_step_is_the_newton_step_of_the_fractional_logistic_likelihood(z
     assert np.allclose(grad, (z - p) * v, atol=1e-7)
     assert np.allclose(hess, -p * (1 - p) * np.outer(v, v), atol=1e-4)
     precision = np.linalg.inv(S) + p * (1 - p) * np.outer(v, v)
-    new_mean, new_cov, _, _ = _laplace_step(m, S, v, z)
+    new_mean, new_cov, _, _ = laplace_step(m, S, v, z)
     assert np.allclose(new_cov, np.linalg.inv(precision), atol=1e-10)
     assert np.allclose(new_mean, m + np.linalg.solve(precision, (z - p) * v), atol=1e-10)
 

@@ -16,7 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import faqstats as fq
-from faqstats.estimator import SequentialRun, _FactorPosterior
+import faqstats.posterior as posterior_module
+from faqstats._engine import SequentialRun
+from faqstats.posterior import FactorPosterior
 from faqstats.sampling import PolicyState, active_learning_scores, quadratic_forms_from_scratch
 
 
@@ -37,13 +39,14 @@ def assert_matches_scratch(post, rtol=1e-10):
     ``||cov|| ||v_j||^2`` covers rows along directions where cov is at its rounding floor
     (there the recomputation itself has no correct digits)."""
     q = post.quadratic_forms()
-    ref = quadratic_forms_from_scratch(post.V, post.cov)
-    floor = 1e-13 * np.linalg.norm(post.cov, 2) * np.einsum("jk,jk->j", post.V, post.V)
+    V = post.question_factors
+    ref = quadratic_forms_from_scratch(V, post.cov)
+    floor = 1e-13 * np.linalg.norm(post.cov, 2) * np.einsum("jk,jk->j", V, V)
     np.testing.assert_array_less(np.abs(q - ref), rtol * np.abs(ref) + floor)
 
 
 def answer(post, rng, j=None):
-    j = int(rng.integers(post.V.shape[0])) if j is None else j
+    j = int(rng.integers(post.question_factors.shape[0])) if j is None else j
     post.update(j, float(rng.random() < post.predictions[j]))
     return j
 
@@ -54,7 +57,7 @@ def answer(post, rng, j=None):
 )
 def test_cache_matches_recomputation_after_many_updates(refresh_every, log10_cond, scale, aligned):
     rng, V, mean, cov = make_problem(0, log10_cond=log10_cond, scale=scale, aligned=aligned)
-    post = _FactorPosterior(V, mean, cov, refresh_every=refresh_every)
+    post = FactorPosterior(V, mean, cov, refresh_every=refresh_every)
     post.quadratic_forms()
     for t in range(600):
         answer(post, rng)
@@ -77,7 +80,7 @@ def test_cache_matches_recomputation_after_many_updates(refresh_every, log10_con
 )
 def test_cache_matches_recomputation_property(seed, k, log10_cond, scale, n_updates, ask_every):
     rng, V, mean, cov = make_problem(seed, n=60, k=k, log10_cond=log10_cond, scale=scale, aligned=5)
-    post = _FactorPosterior(V, mean, cov, refresh_every=int(rng.integers(1, 400)))
+    post = FactorPosterior(V, mean, cov, refresh_every=int(rng.integers(1, 400)))
     post.quadratic_forms()
     for t in range(n_updates):
         answer(post, rng)
@@ -88,56 +91,57 @@ def test_cache_matches_recomputation_property(seed, k, log10_cond, scale, n_upda
 
 def test_queued_updates_equal_one_by_one_and_refresh_resets():
     rng, V, mean, cov = make_problem(1, n=300, k=16)
-    one, batched = _FactorPosterior(V, mean, cov), _FactorPosterior(V, mean, cov, refresh_every=7)
+    one, batched = FactorPosterior(V, mean, cov), FactorPosterior(V, mean, cov, refresh_every=7)
     one.quadratic_forms()
     batched.quadratic_forms()
     for since in (3, 6, 0):  # the third batch would make 9 > 7 incremental updates: recomputed
         js = [answer(one, rng) for _ in range(3)]
         one.quadratic_forms()
         for j in js:
-            batched.update(j, float(one.V[j] @ one.mean > 0))  # any outcome: the forms do not depend on it
-        assert len(batched._queued) == 3
+            batched.update(j, float(one.question_factors[j] @ one.mean > 0))  # any outcome: the forms do not depend on it
+        assert len(batched._forms.queued) == 3
         np.testing.assert_allclose(batched.quadratic_forms(), one.quadratic_forms(), rtol=1e-12)
-        assert batched._queued == [] and batched._since_refresh == since
+        assert batched._forms.queued == [] and batched._forms.since_refresh == since
 
 
 def test_cache_is_lazy_and_dropped_when_no_longer_used(monkeypatch):
     calls = []
-    real = fq.sampling.quadratic_forms_from_scratch
-    monkeypatch.setattr(fq.sampling, "quadratic_forms_from_scratch", lambda *a: calls.append(1) or real(*a))
-    monkeypatch.setattr(fq.estimator, "quadratic_forms_from_scratch", fq.sampling.quadratic_forms_from_scratch)
+    real = posterior_module.quadratic_forms_from_scratch
+    monkeypatch.setattr(posterior_module, "quadratic_forms_from_scratch", lambda *a: calls.append(1) or real(*a))
     rng, V, mean, cov = make_problem(2, n=100, k=8)
     z = (rng.random(100) < 0.6).astype(float)
 
     def drive(sampler, steps):
-        run = SequentialRun(100, steps, sampler.replace, posterior=_FactorPosterior(V, mean, cov))
+        run = SequentialRun(sampler, FactorPosterior(V, mean, cov), 100, steps)
         for _ in range(steps):
-            q = sampler.probabilities(run.state())
+            q = run.law()
             j = int(rng.choice(q.size, p=q))
             run.record(j, float(q[j]), z[j])
-        return run.posterior
+            run.end_round([j], [z[j]])
+        return run.predictor
 
     for sampler in (fq.NeymanSampler(), fq.HybridSampler(rho=0.0), fq.UniformSampler()):
         post = drive(sampler, 30)
-        assert post._quad is None and post._queued == [] and not calls
+        assert post._forms.forms is None and post._forms.queued == [] and not calls
     # active learning: one recomputation, then O(N k) updates
     post = drive(fq.ActiveLearningSampler(replace=True), 40)
-    assert len(calls) == 1 and post._quad is not None
+    assert len(calls) == 1 and post._forms.forms is not None
     # hybrid with rho=0.5: the score is used for 15 of 30 rounds, then the cache is dropped
     calls.clear()
     post = drive(fq.HybridSampler(rho=0.5, replace=True), 30)
-    assert len(calls) == 1 and post._quad is None and post._queued == []
+    assert len(calls) == 1 and post._forms.forms is None and post._forms.queued == []
 
 
 def test_state_held_across_an_update_does_not_see_the_new_cache():
     rng, V, mean, cov = make_problem(3, n=50, k=4)
-    run = SequentialRun(50, 10, True, posterior=_FactorPosterior(V, mean, cov))
+    run = SequentialRun(fq.ActiveLearningSampler(replace=True), FactorPosterior(V, mean, cov), 50, 10)
     old = run.state()
     old.quadratic_forms()
     run.record(7, 0.1, 1.0)
+    run.end_round([7], [1.0])
     np.testing.assert_allclose(old.quadratic_forms(), quadratic_forms_from_scratch(V, old.posterior_cov), rtol=1e-12)
     new = run.state()
-    assert new.quadratic_forms() is run.posterior.quadratic_forms()
+    assert new.quadratic_forms() is run.predictor.quadratic_forms()
     np.testing.assert_allclose(new.quadratic_forms(), quadratic_forms_from_scratch(V, new.posterior_cov), rtol=1e-12)
     # a hand-built state (no posterior) computes from scratch
     bare = PolicyState(**{**new.__dict__, "posterior": None})
@@ -146,17 +150,22 @@ def test_state_held_across_an_update_does_not_see_the_new_cache():
 
 def test_deepcopied_runs_stay_self_consistent():
     rng, V, mean, cov = make_problem(4, n=80, k=5)
-    run = SequentialRun(80, 20, False, posterior=_FactorPosterior(V, mean, cov))
+    run = SequentialRun(fq.ActiveLearningSampler(), FactorPosterior(V, mean, cov), 80, 20)
     run.state().quadratic_forms()
-    run.record(3, 0.1, 1.0, update=True)  # one queued update
+
+    def answer(r, j, z):
+        r.record(j, 0.1, z)
+        r.end_round([j], [z])
+
+    answer(run, 3, 1.0)  # one queued update
     twin = copy.deepcopy(run)
-    run.record(5, 0.1, 0.0)
-    twin.record(6, 0.1, 1.0)
-    twin.record(9, 0.1, 1.0)
+    answer(run, 5, 0.0)
+    answer(twin, 6, 1.0)
+    answer(twin, 9, 1.0)
     for r in (run, twin):
-        assert r.state().quadratic_forms() is r.posterior.quadratic_forms()
-        assert_matches_scratch(r.posterior)
-    assert not np.allclose(run.posterior.quadratic_forms(), twin.posterior.quadratic_forms())
+        assert r.state().quadratic_forms() is r.predictor.quadratic_forms()
+        assert_matches_scratch(r.predictor)
+    assert not np.allclose(run.predictor.quadratic_forms(), twin.predictor.quadratic_forms())
 
 
 def test_scores_with_cached_forms_equal_the_paper_formula():

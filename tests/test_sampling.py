@@ -86,7 +86,7 @@ def test_active_learning_score_is_the_delta_method_variance_reduction():
 )
 def test_bad_hybrid_parameters_are_named(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
-        fq.HybridSampler(**kwargs)._check_params()
+        fq.HybridSampler(**kwargs).check_params()
 
 
 def test_bernoulli_aipw_spends_the_budget_in_expectation():
@@ -104,10 +104,11 @@ def test_bernoulli_aipw_spends_the_budget_in_expectation():
 def test_bernoulli_aipw_probability_rules():
     state = make_state(n=10)
     s = fq.BernoulliAIPW(score="min", tau=0.5, pi_floor=0.1)
-    pi = s.inclusion_probability(state, 0, labels_used=0)
     m = np.minimum(state.predictions, 1 - state.predictions)
+    np.testing.assert_allclose(s.item_scores(state.predictions), m)
+    pi = s.inclusion_probability(m[0], m.mean(), 0, 10, state.budget, 10)
     assert pi == pytest.approx(min(1, (10 / 10) * (0.5 * m[0] / m.mean() + 0.5)))
     # budget spent: falls to the floor, never to zero (unbiasedness needs pi > 0)
-    assert s.inclusion_probability(state, 0, labels_used=10) == pytest.approx(0.1 * 10 / 10)
+    assert s.inclusion_probability(m[0], m.mean(), 10, 10, state.budget, 10) == pytest.approx(0.1 * 10 / 10)
     with pytest.raises(ValueError, match="score"):
-        fq.BernoulliAIPW(score="bad")._check_params()
+        fq.BernoulliAIPW(score="bad").check_params()

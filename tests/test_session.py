@@ -135,23 +135,9 @@ def test_integer_ids_and_default_ids(bank, fm):
 def test_graded_outcomes_follow_the_estimator(bank, fm, ids):
     z = bank.new_outcomes[0] * 0.75 + 0.125  # graded scores strictly between 0 and 1
     s = EvaluationSession(fm, ids, budget=12, batch_size=2, random_state=0)
-    if not session_module._graded_outcomes_supported():
-        qids, _ = s.next_questions()
-        with pytest.raises(ValueError, match="must be 0 or 1"):
-            s.record(qids[:1], [0.5])
-        return
     _drive(s, z)
     est = fq.PAIEstimator(fm, fq.HybridSampler(), budget=12, batch_size=2, random_state=0).fit(z)
     assert s.result() == est.result_
-
-
-def test_graded_outcomes_refused_when_the_estimator_is_binary(fm, ids, monkeypatch):
-    monkeypatch.setattr(session_module, "_graded_outcomes_supported", lambda: False)
-    s = EvaluationSession(fm, ids, budget=5, random_state=0)
-    (qid,), _ = s.next_questions()
-    with pytest.raises(ValueError, match="must be 0 or 1"):
-        s.record(qid, 0.5)
-    s.record(qid, 1)
 
 
 def test_result_and_status_while_running(bank, fm, ids):

@@ -121,7 +121,7 @@ def test_batched_engine_matches_the_estimator_with_weights(bank, fm, sampler):
 # ---------------------------------------------------------------- learning them
 def test_learn_step_weights_cross_fits_on_the_history(bank):
     unfitted = fq.LogisticFactorModel(n_components=3, max_iter=300, random_state=0)
-    out = learn_step_weights(bank.history, unfitted, budget=[10, 40], n_runs=200)
+    out = {b: learn_step_weights(bank.history, unfitted, budget=b, n_runs=200, random_state=0) for b in (10, 40)}
     assert set(out) == {10, 40}
     sw = out[40]
     assert isinstance(sw, StepWeights)

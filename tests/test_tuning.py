@@ -17,7 +17,9 @@ FM = fq.LogisticFactorModel(n_components=2, max_iter=150, random_state=0)
 
 def test_winner_is_the_narrowest_qualifying_point(bank):
     grid = {"tau": (0.05, 0.5), "rho": (0.0, 0.5)}
-    res = tune_policy(bank.history, FM, budget=[8, 12], grid=grid, seeds=2)
+    res = {8: tune_policy(bank.history, FM, budget=8, grid=grid, seeds=2, random_state=0)}
+    res[12] = tune_policy(bank.history, FM, budget=12, grid=grid, seeds=2, random_state=0,
+                          fitted_factor_model=res[8].factor_model)  # the same split: one refit
     assert set(res) == {8, 12}
     for b, r in res.items():
         t = r.table

@@ -11,8 +11,8 @@ sampling probability, and check to 1e-12:
 with and without replacement, for batches of 1-3 draws per round, for 0/1 outcomes and
 for graded outcomes in [0, 1] (the identities never use that outcomes are binary).
 
-The walk drives the estimator's own run objects (``new_run``/``record``), so it tests
-the arithmetic users get, not a re-implementation.
+The walk drives the estimator's own run objects (``new_loop().run``: ``law``,
+``record``, ``end_round``), so it tests the arithmetic users get, not a re-implementation.
 """
 
 import copy
@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import faqstats as fq
-from faqstats.estimator import StreamRun, martingale_variance, weighted_martingale, within_round
-from faqstats.sampling import Sampler, oracle_masses, oracle_scores
+from faqstats._engine import StreamRun
+from faqstats.estimator import martingale_variance, weighted_martingale
+from faqstats.sampling import within_round
 
 TOL = 1e-12
 
@@ -58,7 +59,7 @@ unit = st.floats(0.0, 1.0)
 @st.composite
 def sequential_samplers(draw, replace):
     kind = draw(st.sampled_from(["uniform", "neyman", "active", "hybrid", "hybrid-default"]))
-    if kind == "hybrid-default":  # rho = gamma = 0, beta0 = 1: drawn through oracle_draw
+    if kind == "hybrid-default":  # rho = gamma = 0, beta0 = 1: the raw oracle scores
         return fq.HybridSampler(tau=draw(taus), replace=replace)
     if kind == "uniform":
         return fq.UniformSampler(replace=replace)
@@ -73,12 +74,12 @@ def sequential_samplers(draw, replace):
 def enumerate_sequential(estimator, z):
     """Leaves ``(probability, increments)`` of every path; asserts the martingale property.
 
-    Rounds of ``estimator.batch_size`` draws share the round's policy; inside a round
-    each draw is a node of the tree (successive draws without replacement), and the
-    posterior moves only when the round ends, as in ``PAIEstimator.fit``.
+    Rounds of ``estimator.batch_size`` draws share the round's policy (``run.law()``, the
+    law every draw is made from); inside a round each draw is a node of the tree
+    (successive draws without replacement), and the posterior moves only when the round
+    ends, as in ``PAIEstimator.fit``.
     """
-    sampler = estimator._sampler()
-    run = estimator.new_run(z.size)
+    run = estimator.new_loop(z.size).run
     theta = z.mean()
     leaves = []
 
@@ -87,20 +88,20 @@ def enumerate_sequential(estimator, z):
             leaves.append((prob, np.array(phis)))
             return
         size = min(estimator.batch_size, estimator.budget - len(phis))
-        q_round = draw_next_law(sampler, run) if size == 1 else sampler.probabilities(run.state())
+        q_round = run.law()
         assert abs(q_round.sum() - 1.0) < 1e-12 and (q_round >= 0).all()
         draw(run, prob, phis, q_round, size, [])
 
     def draw(run, prob, phis, q_round, left, drawn):
         if left == 0:
-            run.update_posterior(drawn, z[drawn])
+            run.end_round(drawn, z[drawn])
             walk(run, prob, phis)
             return
         q = within_round(q_round, run.available, run.replace)
         conditional_mean = 0.0
         for j in np.flatnonzero(q > 0):
             child = copy.deepcopy(run)
-            phi = child.record(int(j), float(q[j]), float(z[j]), update=False)
+            phi = child.record(int(j), float(q[j]), float(z[j]))
             conditional_mean += q[j] * phi
             draw(child, prob * q[j], phis + [phi], q_round, left - 1, drawn + [int(j)])
         # martingale property: E[phi_t - theta | F_{t-1}] = 0 at this node
@@ -110,37 +111,27 @@ def enumerate_sequential(estimator, z):
     return leaves
 
 
-def draw_next_law(sampler, run):
-    """The law of ``estimator.draw_next`` (a round of one draw): the oracle-score policies
-    draw from ``oracle_masses`` (two-level, no q formed), the others from ``probabilities``."""
-    fast = type(sampler).probabilities is Sampler.probabilities and sampler._oracle_normalisations(run.step, run.budget)
-    if fast:
-        post = run.posterior
-        scores = oracle_scores(run.predictions) if post is None else post.oracle_scores
-        masses = oracle_masses(scores, run.asked, sampler.tau)
-        if masses is not None:
-            q, cdf = masses
-            return q / cdf[-1]
-    return sampler.probabilities(run.state())
-
-
 def enumerate_stream(estimator, z):
     """Leaves ``(probability, estimate, variance estimate)`` of a nature's-order AIPW run."""
-    sampler = estimator._sampler()
-    run = estimator.new_run(z.size)
+    run = estimator.new_loop(z.size).run
     leaves = []
 
     def walk(run, prob):
         if run.done:
             leaves.append((prob, np.mean(run.terms), np.sum(run.variance_terms) / z.size**2))
             return
-        pi = sampler.inclusion_probability(run.state(), run.item, run.labels_used)
+        pi = run.inclusion_probability()
         assert 0 < pi <= 1
         for labelled, p_branch in ((True, pi), (False, 1.0 - pi)):
             if p_branch == 0:
                 continue
             child = copy.deepcopy(run)
-            child.record(pi, labelled, float(z[child.item]) if labelled else None)
+            if labelled:
+                item = child.item
+                child.record(item, pi, float(z[item]))
+                child.end_round([item], [float(z[item])])
+            else:
+                child.skip()
             walk(child, prob * p_branch)
 
     walk(run, 1.0)
@@ -221,7 +212,7 @@ def test_bernoulli_aipw_unbiased_and_design_variance_exact(data):
     use_factors = data.draw(st.booleans())
     budget = data.draw(st.integers(2, min(3, z.size)))
     est = fq.PAIEstimator(fm if use_factors else None, sampler, budget=budget)
-    run = est.new_run(z.size)
+    run = est.new_loop(z.size).run
     assert isinstance(run, StreamRun)
     leaves = enumerate_stream(est, z)
     p = np.array([w for w, _, _ in leaves])
@@ -248,7 +239,7 @@ def test_sample_mean_fpc_is_unbiased_with_exact_variance(z, data):
     assert np.allclose([w for w, _ in leaves], 1 / len(leaves))  # uniform over ordered samples
     estimates, variances = [], []
     for path in itertools.permutations(range(N), n):
-        est = fq.PAIEstimator(None, fq.UniformSampler(replace=False), budget=n, random_state=_ScriptedRng(path))
+        est = fq.PAIEstimator(None, fq.UniformSampler(replace=False), budget=n, random_state=_ScriptedRng(path, N))
         est.fit(z)
         assert list(est.queries_["question"]) == list(path)
         estimates.append(est.estimate_)
@@ -260,16 +251,20 @@ def test_sample_mean_fpc_is_unbiased_with_exact_variance(z, data):
 
 
 class _ScriptedRng(np.random.Generator):
-    """A Generator whose ``choice`` follows a given path (to replay one branch through ``fit``)."""
+    """A Generator whose uniforms make a uniform draw without replacement from ``n``
+    questions follow ``path`` (to replay one branch through ``fit``): the inverse CDF
+    gives the r-th askable question (in index order) the interval [r, r + 1) / |R|, so
+    ``u`` is its midpoint."""
 
-    def __init__(self, path):
+    def __init__(self, path, n):
         super().__init__(np.random.PCG64(0))
-        self._path = list(path)
+        self._path, self._askable = list(path), list(range(n))
 
-    def choice(self, a, p=None, **kwargs):
+    def random(self, *args, **kwargs):
         j = self._path.pop(0)
-        assert p is None or p[j] > 0
-        return j
+        u = (self._askable.index(j) + 0.5) / len(self._askable)
+        self._askable.remove(j)
+        return u
 
 
 def test_enumeration_detects_a_biased_increment():
@@ -278,11 +273,11 @@ def test_enumeration_detects_a_biased_increment():
     z = np.array([1.0, 0.0, 0.0])
     fm = fq.LogisticFactorModel.from_factors(np.array([[2.0], [-1.0], [0.5]]), np.array([1.0]), np.eye(1))
     est = fq.PAIEstimator(fm, fq.NeymanSampler(tau=0.2, replace=False), budget=2)
-    run = est.new_run(3)
+    run = est.new_loop(3).run
     run.replace = True  # phi as with replacement, q restricted to the unasked questions
     run_available = run.available
 
-    sampler = est._sampler()
+    sampler = run.sampler
     total = 0.0
 
     def walk(run, prob, phis):
@@ -291,11 +286,12 @@ def test_enumeration_detects_a_biased_increment():
             total += prob * np.mean(phis)
             return
         st_ = run.state()
-        st_ = fq.PolicyState(**{**st_.__dict__, "available": run.available.copy()})
+        st_ = fq.PolicyState(**{**st_.__dict__, "available": run.available.copy(), "asked": None})
         q = sampler.probabilities(st_)
         for j in np.flatnonzero(q > 0):
             child = copy.deepcopy(run)
             phi = child.record(int(j), float(q[j]), float(z[j]))
+            child.end_round([int(j)], [float(z[j])])
             child.available[j] = False
             walk(child, prob * q[j], phis + [phi])
 
@@ -353,7 +349,7 @@ def test_graded_outcomes_sample_mean_fpc_unbiased_with_exact_variance(z, data):
     N, n = z.size, data.draw(st.integers(2, min(3, z.size)))
     estimates, variances = [], []
     for path in itertools.permutations(range(N), n):
-        est = fq.PAIEstimator(None, fq.UniformSampler(replace=False), budget=n, random_state=_ScriptedRng(path))
+        est = fq.PAIEstimator(None, fq.UniformSampler(replace=False), budget=n, random_state=_ScriptedRng(path, N))
         est.fit(z)
         estimates.append(est.estimate_)
         variances.append(est.std_error_**2)
@@ -369,8 +365,8 @@ def test_graded_enumeration_detects_a_biased_increment():
     z = np.array([0.9, 0.2, 0.4])
     fm = fq.LogisticFactorModel.from_factors(np.array([[2.0], [-1.0], [0.5]]), np.array([1.0]), np.eye(1))
     est = fq.PAIEstimator(fm, fq.NeymanSampler(tau=0.2, replace=True), budget=2)
-    run = est.new_run(3)
-    sampler = est._sampler()
+    run = est.new_loop(3).run
+    sampler = run.sampler
     total = 0.0
 
     def walk(run, prob, phis):
@@ -378,10 +374,12 @@ def test_graded_enumeration_detects_a_biased_increment():
         if len(phis) == 2:
             total += prob * np.mean(phis)
             return
-        q = sampler.probabilities(fq.PolicyState(**{**run.state().__dict__, "available": run.available.copy()}))
+        state = fq.PolicyState(**{**run.state().__dict__, "available": run.available.copy(), "asked": None})
+        q = sampler.probabilities(state)
         for j in np.flatnonzero(q > 0):
             child = copy.deepcopy(run)
             phi = child.record(int(j), float(q[j]), float(z[j]))
+            child.end_round([int(j)], [float(z[j])])
             child.available[j] = False  # restrict the next draw, keep the with-replacement phi
             walk(child, prob * q[j], phis + [phi])
 

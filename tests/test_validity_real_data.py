@@ -62,7 +62,10 @@ def learned_weights(setting):
     matrix, _ = fq.load_response_matrix(DATA)
     history, _, _ = split_matrix(matrix, history_fraction=0.75, split_seed=0, complete_rows=True)
     fm, _ = setting
-    return fq.learn_step_weights(history, fm, budget=[25, 70, 170])
+    out = {25: fq.learn_step_weights(history, fm, budget=25, random_state=0)}
+    for b in (70, 170):  # the same split and refit
+        out[b] = fq.learn_step_weights(history, fm, budget=b, random_state=0, fitted_factor_model=out[25].factor_model)
+    return out
 
 
 @pytest.mark.parametrize("budget", [25, 70, 170])

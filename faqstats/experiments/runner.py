@@ -413,7 +413,7 @@ def _method_spec(name, fitted):
     if params:
         try:
             sampler.set_params(**params)
-            sampler._check_params()
+            sampler.check_params()
         except (ValueError, TypeError) as exc:
             raise ValueError(f"method {name!r}: {exc}") from exc
     return fm, sampler
@@ -631,10 +631,11 @@ def run_experiment(
     if "faq-tuned" in methods:
         from .tuning import tune_policy
 
-        tuning_results = tune_policy(history, unfitted, budget=[int(b) for b in sizes], alpha=alpha,
-                                     random_state=random_state, verbose=verbose, **(tuning or {}))
-        for b, res in tuning_results.items():
-            specs[("faq-tuned", b)] = (fitted, res.sampler(), None)
+        for b in sizes:  # one split and one refit, shared by every budget
+            res = tune_policy(history, unfitted, budget=int(b), alpha=alpha, random_state=random_state,
+                              fitted_factor_model=cross_fm, verbose=verbose, **(tuning or {}))
+            tuning_results[int(b)] = res
+            specs[("faq-tuned", int(b))] = (fitted, res.sampler(), None)
             cross_fm = res.factor_model
     weight_cfg = dict(step_weights or {})
     weighted = [m for m in methods if parse_method(m)[0] in WEIGHTED_METHODS]
@@ -649,18 +650,12 @@ def run_experiment(
                               stacklevel=2)
                 weighted = []
     for m in weighted:
-        if m == "faq-tuned":  # a tuned sampler per budget: weights learned for each
-            per_budget = {int(b): learn_step_weights(history, None, budget=int(b), sampler=specs[(m, int(b))][1],
-                                                     random_state=random_state, fitted_factor_model=cross_fm,
-                                                     **weight_cfg) for b in sizes}
-        else:  # one sampler for every budget: one call (one split) for all of them
-            per_budget = learn_step_weights(history, None, budget=[int(b) for b in sizes],
-                                            sampler=specs[(m, int(sizes[0]))][1], random_state=random_state,
-                                            fitted_factor_model=cross_fm, **weight_cfg)
-        for b, sw in per_budget.items():
-            fm_m, sampler_m, _ = specs[(m, b)]
-            specs[(m, b)] = (fm_m, sampler_m, sw.weights)
-            weight_results[(m, b)] = sw
+        for b in sizes:
+            fm_m, sampler_m, _ = specs[(m, int(b))]
+            sw = learn_step_weights(history, None, budget=int(b), sampler=sampler_m, random_state=random_state,
+                                    fitted_factor_model=cross_fm, **weight_cfg)
+            specs[(m, int(b))] = (fm_m, sampler_m, sw.weights)
+            weight_results[(m, int(b))] = sw
     chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
     tasks = (
         delayed(_run_chunk)(m, *specs[(m, int(b))], float(f), int(b), s, new, truths, new_rows, random_state,

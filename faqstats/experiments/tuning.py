@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import clone
 
-from .._validation import check_alpha, check_history, check_scalar
+from .._progress import progress_bar
+from .._validation import check_alpha, check_history, check_scalar, check_seed
 from ..batched import simulate
 from ..sampling import HybridSampler
 from ..step_weights import validation_split
@@ -95,7 +96,8 @@ def tune_policy(
     seeds=3,
     alpha=0.05,
     guard=0.01,
-    random_state=0,
+    random_state=None,
+    fitted_factor_model=None,
     verbose=False,
 ):
     """Choose ``HybridSampler`` parameters on validation models from the history.
@@ -107,9 +109,8 @@ def tune_policy(
         validation models.
     factor_model : unfitted estimator
         Cloned and fitted on the training part.
-    budget : int or sequence of int
-        Queries per validation run (the budget being tuned for). With several budgets
-        the factor model is fitted once and a dict ``{budget: TuningResult}`` is returned.
+    budget : int
+        Queries per validation run (the budget being tuned for).
     grid : dict of sequences or None
         Values of ``tau``, ``beta0``, ``rho``, ``gamma`` to cross; missing keys keep the
         ``HybridSampler`` default. ``None`` is :data:`PAPER_GRID`.
@@ -120,8 +121,12 @@ def tune_policy(
         Runs per validation model and grid point.
     alpha, guard : float
         Intervals at level ``1 - alpha``; the coverage guard is ``1 - alpha - guard``.
-    random_state : int
-        Seeds the split and the runs.
+    random_state : int or None, default=None
+        Seeds the split (the same as :func:`~faqstats.learn_step_weights`' for the same
+        int) and the runs; ``None`` draws a fresh seed.
+    fitted_factor_model : fitted estimator or None
+        A factor model already fitted on the training part of this split (an earlier
+        call's ``factor_model``), to skip the refit when tuning several budgets.
 
     Returns
     -------
@@ -137,12 +142,11 @@ def tune_policy(
     (['beta0', 'gamma', 'replace', 'rho', 'tau'], 2)
     """
     start = time.perf_counter()
+    random_state = check_seed(random_state)
     H = check_history(history, name="history")
     check_scalar(validation_fraction, "validation_fraction", low=0.0, high=1.0, closed="neither")
     check_scalar(seeds, "seeds", kind=numbers.Integral, low=1)
-    budgets = [budget] if isinstance(budget, numbers.Integral) else list(budget)
-    for b in budgets:
-        check_scalar(b, "budget", kind=numbers.Integral, low=2)
+    check_scalar(budget, "budget", kind=numbers.Integral, low=2)
     alpha = check_alpha(alpha)
     check_scalar(guard, "guard", low=0.0, high=1.0)
     grid = dict(PAPER_GRID if grid is None else grid)
@@ -150,16 +154,9 @@ def tune_policy(
     if unknown:
         raise ValueError(f"grid keys must be among tau, beta0, rho, gamma; got {sorted(unknown)}.")
     train, Z = validation_split(H, validation_fraction, random_state)
-    n_val = Z.shape[0]
-    fm = clone(factor_model).fit(train)
-
-    fit_seconds = time.perf_counter() - start
-    out = {}
-    for b in budgets:
-        t0 = time.perf_counter()
-        table, best_params = _sweep(Z, fm, int(b), grid, replace, seeds, alpha, guard, random_state, verbose)
-        out[int(b)] = TuningResult(best_params, table, fm, n_val, fit_seconds + time.perf_counter() - t0)
-    return out[int(budgets[0])] if isinstance(budget, numbers.Integral) else out
+    fm = fitted_factor_model if fitted_factor_model is not None else clone(factor_model).fit(train)
+    table, best_params = _sweep(Z, fm, int(budget), grid, replace, seeds, alpha, guard, random_state, verbose)
+    return TuningResult(best_params, table, fm, Z.shape[0], time.perf_counter() - start)
 
 
 def _sweep(Z, fm, budget, grid, replace, seeds, alpha, guard, random_state, verbose):
@@ -172,11 +169,7 @@ def _sweep(Z, fm, budget, grid, replace, seeds, alpha, guard, random_state, verb
     truth = np.repeat(Z.mean(axis=1), seeds)
     model_rows = np.repeat(np.arange(n_val), seeds)
     points = list(itertools.product(*axes))
-    bar = None
-    if verbose:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(points), desc="tuning", unit="point")
+    bar = progress_bar(len(points), "tuning", verbose, unit="point")
     for values in points:
         params = dict(zip(names, (float(v) for v in values)), replace=bool(replace))
         sampler = HybridSampler(**params)
@@ -185,10 +178,8 @@ def _sweep(Z, fm, budget, grid, replace, seeds, alpha, guard, random_state, verb
         covered = (runs.low <= truth) & (truth <= runs.high)
         rows.append((*params.values(), covered.size, covered.mean(), np.mean(runs.high - runs.low),
                      np.sqrt(np.mean((runs.estimate - truth) ** 2)), covered.mean() >= 1 - alpha - guard))
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+        bar.update(1)
+    bar.close()
     table = np.array(rows, dtype=TUNING_DTYPE)
     ok = np.flatnonzero(table["qualifies"])
     best = ok[np.argmin(table["mean_width"][ok])] if ok.size else int(np.argmax(table["coverage"]))

@@ -1,52 +1,23 @@
 """A resumable evaluation: ask a new model a few questions at a time, across processes and crashes.
 
-:class:`PAIEstimator` runs the whole query loop in one call, against an array or a
-callable. Real evaluations are slower and messier: answers come from an API or from
-human graders, arrive out of order, and the process running the loop may be stopped.
-An :class:`EvaluationSession` is the same loop turned inside out: it hands out the
-questions to ask (:meth:`~EvaluationSession.next_questions`), takes answers whenever
-they come (:meth:`~EvaluationSession.record`) and keeps everything it needs on disk,
-so that :meth:`EvaluationSession.load` carries on exactly where it stopped.
+:class:`~faqstats.PAIEstimator` runs the whole query loop in one call, against an array
+or a callable. Real evaluations are slower and messier: answers come from an API or
+from human graders, arrive out of order, and the process running the loop may be
+stopped. An :class:`EvaluationSession` is the same loop
+(:class:`faqstats._engine.QueryLoop`) driven from outside: it hands out the questions
+to ask (:meth:`~EvaluationSession.next_questions`), takes answers whenever they come
+(:meth:`~EvaluationSession.record`) and keeps everything it needs on disk
+(:class:`~faqstats.session.SessionStore`), so that :meth:`EvaluationSession.load`
+carries on exactly where it stopped: it replays the stored rounds through the same
+loop, checking every stored draw against the policy.
 
 Driven to the end against the same outcomes, a session asks exactly the questions
 ``PAIEstimator(factor_model, sampler, budget, batch_size=..., stop_when_width=...,
-random_state=seed).fit(outcomes)`` asks, and reports the same estimate and interval:
-it draws from the same generator in the same order, records the increments in draw
-order and updates the factor posterior between rounds only.
-
-Session directory, format ``faqstats.session`` version 1
---------------------------------------------------------
-``factor_model.npz``
-    The factor model and the bank's question ids, written by
-    :func:`~faqstats.io.save_factor_model` (never a pickle).
-``session.json``
-    A UTF-8 JSON object, rewritten atomically (temporary file, ``fsync``, rename,
-    ``fsync`` of the directory) after every change: ``format``, ``format_version``,
-    ``faqstats_version``, ``created_utc``, ``updated_utc``, ``revision`` (incremented
-    by each write), ``factor_model_file``, ``factor_model_sha256`` (of the file's
-    bytes), ``question_ids_sha256`` (:func:`~faqstats.io.question_ids_sha256` of the
-    bank), ``n_questions``, ``question_id_type`` (``"str"`` or ``"int"``), ``config``
-    (sampler class and parameters, ``budget``, ``batch_size``, ``stop_when_width``,
-    ``alpha``, ``confidence_sequence``, ``interval``, ``random_state``; ``step_weights``
-    and ``dtype`` only when not the defaults),
-    ``rng_state`` (``numpy.random.Generator.bit_generator.state`` after the last
-    draw), ``draws`` (``[question index, probability, round]`` for every draw made,
-    pending ones included) and ``answers`` (``[question index, outcome]`` in arrival
-    order). Everything else (increments, factor posterior, confidence sequence) is
-    recomputed from these on load, with the same arithmetic in the same order.
-``.session.lock``
-    An advisory lock held while ``session.json`` is written; a write also refuses to
-    overwrite a revision it did not load (two writers on one session would lose answers).
+random_state=seed).fit(outcomes)`` asks, and reports the same estimate and interval.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import datetime
-import functools
-import hashlib
-import json
 import math
 import numbers
 import os
@@ -55,28 +26,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import sampling
-from ._atomic import atomic_write, remove_stale_temporaries
-from .confseq import BettingConfidenceSequence
-from .estimator import PAIEstimator, _Oracle, draw_next, draw_question, within_round
-from .factor_model import LogisticFactorModel, LogisticFactorModelCV
-from .io import (
-    _json_safe,
-    check_format_header,
-    check_question_ids,
-    load_factor_model,
-    question_ids_sha256,
-    save_factor_model,
-)
-from .sampling import BernoulliAIPW, HybridSampler, Sampler
+from .. import sampling
+from ..estimator import PAIEstimator
+from ..factor_model import LogisticFactorModel, LogisticFactorModelCV
+from ..io import check_question_ids, json_safe, load_factor_model, question_ids_sha256, utc_now
+from ..sampling import HybridSampler, Sampler
+from ._store import SessionStore
 
 __all__ = ["EvaluationSession", "NextQuestions"]
-
-FORMAT_NAME = "faqstats.session"
-FORMAT_VERSION = 1
-STATE_FILE = "session.json"
-MODEL_FILE = "factor_model.npz"
-LOCK_FILE = ".session.lock"
 
 
 class NextQuestions(NamedTuple):
@@ -103,10 +60,11 @@ class EvaluationSession:
         integers. Defaults to the ids stored with the model, else ``0 .. N-1``. When
         the model carries ids, ``question_ids`` must be the same ids in the same order.
     sampler : Sampler, default=None
-        A sequential policy (``HybridSampler()`` when None); ``BernoulliAIPW`` is not
-        supported. Samplers from :mod:`faqstats.sampling` are stored by class name and
-        parameters; another class is stored by name and must be passed again to
-        :meth:`load`.
+        A sequential policy (``HybridSampler()`` when None), built-in or your own
+        :class:`~faqstats.Sampler` subclass; nature's-order designs (``BernoulliAIPW``)
+        are not supported. Samplers from :mod:`faqstats.sampling` are stored by class
+        name and parameters; another class is stored by name and must be passed again
+        to :meth:`load`.
     budget : int, default=100
         Maximum number of draws (queries), as in :class:`PAIEstimator`.
     batch_size : int, default=1
@@ -129,10 +87,10 @@ class EvaluationSession:
     dtype : {"float64", "float32"}, default="float64"
         Precision of the predictions recomputed after each answer, as in
         :class:`PAIEstimator` (``"float32"``: a faster step on large banks).
-    random_state : int or None, default=0
-        Seed of the draws. The generator's state is saved after every round, so a
+    random_state : int or None, default=None
+        Seed of the draws. ``None`` draws a fresh seed, stored with the session (see
+        :attr:`random_state`). The generator's state is saved after every round, so a
         loaded session makes exactly the draws the uninterrupted one would have made.
-        ``None`` draws a fresh seed (stored with the session).
     directory : str or os.PathLike or None, default=None
         Where the session lives; it is written there at once (refused if a session is
         already there: use :meth:`load`). ``None`` keeps the session in memory only.
@@ -190,10 +148,12 @@ class EvaluationSession:
         confidence_sequence=False,
         interval="robust-t",
         step_weights=None,
-        random_state=0,
+        random_state=None,
         directory=None,
         dtype="float64",
     ):
+        if directory is not None:
+            SessionStore.refuse_existing(directory)
         if isinstance(factor_model, (str, os.PathLike)):
             factor_model = load_factor_model(factor_model)
         if isinstance(factor_model, LogisticFactorModelCV):
@@ -234,63 +194,30 @@ class EvaluationSession:
         if dtype != "float64":
             config["dtype"] = dtype
         notes = []
-        config = _json_safe(config, "config", notes)  # numpy scalars -> plain JSON types
+        config = json_safe(config, "config", notes)  # numpy scalars -> plain JSON types
         if notes:
             raise ValueError(f"session parameters must be storable as JSON: {notes[0]}")
-        directory = None if directory is None else Path(os.fspath(directory))
-        if directory is not None and (directory / STATE_FILE).exists():
-            raise FileExistsError(
-                f"{directory} already holds a faqstats session; resume it with EvaluationSession.load."
-            )
-        self._setup(factor_model, ids, id_type, config, sampler)
+        self._setup(factor_model, ids, id_type, config, sampler)  # checks every parameter first
         self._rng = np.random.default_rng(config["random_state"])
-        self._created = _now()
-        self._revision = 0
-        self._model_sha256 = None
-        self.directory = None
+        self._created = utc_now()
+        self._store = None
         if directory is not None:
-            self._create_files(directory)
+            self._store, stored_model = SessionStore.create(directory, factor_model, ids)
+            # compute with the model as stored, as a loaded session will
+            self._setup(stored_model, ids, id_type, config, sampler)
+            self._save()
 
     # -- construction ------------------------------------------------------------
     @classmethod
-    def create(
-        cls,
-        directory,
-        factor_model,
-        question_ids=None,
-        *,
-        sampler=None,
-        budget=100,
-        batch_size=1,
-        stop_when_width=None,
-        alpha=0.05,
-        confidence_sequence=False,
-        interval="robust-t",
-        step_weights=None,
-        random_state=0,
-        dtype="float64",
-    ):
-        """Start a session saved in ``directory`` (created when missing); see the class parameters.
+    def create(cls, directory, factor_model, question_ids=None, **params):
+        """Start a session saved in ``directory`` (created when missing); ``params`` are the
+        class's keyword parameters.
 
         Raises ``FileExistsError`` if ``directory`` already holds a session.
         """
         if directory is None:
             raise ValueError("directory must be a path; for a session kept in memory use EvaluationSession(...).")
-        return cls(
-            factor_model,
-            question_ids,
-            sampler=sampler,
-            budget=budget,
-            batch_size=batch_size,
-            stop_when_width=stop_when_width,
-            alpha=alpha,
-            confidence_sequence=confidence_sequence,
-            interval=interval,
-            step_weights=step_weights,
-            random_state=random_state,
-            directory=directory,
-            dtype=dtype,
-        )
+        return cls(factor_model, question_ids, directory=directory, **params)
 
     @classmethod
     def load(cls, directory, *, sampler=None):
@@ -311,28 +238,7 @@ class EvaluationSession:
         FileNotFoundError
             If ``directory`` holds no session.
         """
-        directory = Path(os.fspath(directory))
-        state_path = directory / STATE_FILE
-        if not state_path.is_file():
-            raise FileNotFoundError(f"No faqstats session in {directory} ({STATE_FILE} is missing).")
-        state = _read_state(state_path)
-        model_path = directory / state["factor_model_file"]
-        if not model_path.is_file():
-            raise FileNotFoundError(f"{directory}: the session's factor model file {model_path.name} is missing.")
-        fm = load_factor_model(model_path)
-        model_ids_hash = fm.metadata_.get("question_ids_sha256")
-        if model_ids_hash != state["question_ids_sha256"]:
-            raise ValueError(
-                f"{directory}: the bank's question ids (sha256 {str(state['question_ids_sha256'])[:12]}...) differ "
-                f"from those of the factor model file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); "
-                "the session and the model describe different banks."
-            )
-        model_sha = _file_sha256(model_path)
-        if model_sha != state["factor_model_sha256"]:
-            raise ValueError(
-                f"{directory}: {model_path.name} is not the factor model this session started with (its SHA-256 "
-                "changed); restore it or start a new session."
-            )
+        store, state, fm = SessionStore.open(directory)
         ids = fm.question_ids_
         id_type = state["question_id_type"]
         if id_type == "int":
@@ -344,17 +250,15 @@ class EvaluationSession:
         try:
             self._rng.bit_generator.state = state["rng_state"]
         except (TypeError, ValueError, KeyError) as exc:
-            raise ValueError(f"{state_path}: rng_state is not a valid generator state ({exc}).") from exc
+            raise ValueError(f"{store.state_path}: rng_state is not a valid generator state ({exc}).") from exc
         self._created = state.get("created_utc")
-        self._revision = state["revision"]
-        self._model_sha256 = model_sha
-        self.directory = directory
-        self._replay(state["draws"], state["answers"], str(state_path))
+        self._store = store
+        self._replay(state["draws"], state["answers"], str(store.state_path))
         return self
 
     def _setup(self, fm, ids, id_type, config, sampler):
-        """Validate the configuration and build an empty run (shared by __init__ and load)."""
-        if isinstance(sampler, BernoulliAIPW):
+        """Validate the configuration and start an empty loop (shared by __init__ and load)."""
+        if getattr(sampler, "design", None) == "stream":
             raise ValueError("A session needs a sequential sampler; BernoulliAIPW (nature's order) is not supported.")
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
@@ -364,8 +268,8 @@ class EvaluationSession:
         if not isinstance(config["confidence_sequence"], (bool, np.bool_)):
             raise TypeError(f"confidence_sequence must be True or False, got {config['confidence_sequence']!r}.")
         track_cs = bool(config["confidence_sequence"]) or config["stop_when_width"] is not None
-        # The estimator checks every parameter and builds the run; its _finish makes the result.
-        self._est = PAIEstimator(
+        # the estimator checks every parameter, starts the loop and makes the result
+        self._estimator = PAIEstimator(
             factor_model=fm,
             sampler=sampler,
             budget=config["budget"],
@@ -376,14 +280,7 @@ class EvaluationSession:
             step_weights=config.get("step_weights"),
             dtype=config.get("dtype", "float64"),
         )
-        self._run = self._est.new_run(fm.question_factors_.shape[0])
-        cs_alpha = self._est._cs_alpha()
-        # the same sequence PAIEstimator._loop_sequential tracks
-        self._cs = (
-            None
-            if cs_alpha is None
-            else BettingConfidenceSequence(alpha=cs_alpha, truncation=0.9, horizon=config["budget"])
-        )
+        self._loop = self._estimator.new_loop(fm.question_factors_.shape[0])
         self._config = config
         self.factor_model = fm
         self.sampler = sampler
@@ -391,49 +288,32 @@ class EvaluationSession:
         self._id_type = id_type
         self._index = {str(q): j for j, q in enumerate(ids)}
         self._ids_sha256 = question_ids_sha256(list(self._index))
-        self._draws = []  # (question, probability, round) of every draw made
         self._answers = {}  # question -> outcome, in arrival order
-        self._n_recorded = 0  # draws whose increments are in the run
-        self._round_start = 0  # index in _draws of the round being recorded
-        self._q_round = None  # the policy's q for that round
-        self._cs_rows = []
-        self.stop_reason = None
 
     # -- parameters ----------------------------------------------------------------
-    @property
-    def budget(self):
-        return self._config["budget"]
-
-    @property
-    def batch_size(self):
-        return self._config["batch_size"]
-
-    @property
-    def stop_when_width(self):
-        return self._config["stop_when_width"]
-
-    @property
-    def alpha(self):
-        return self._config["alpha"]
-
-    @property
-    def random_state(self):
-        return self._config["random_state"]
-
-    @property
-    def n_questions(self):
-        return self._run.n_questions
+    budget = property(lambda self: self._config["budget"])
+    batch_size = property(lambda self: self._config["batch_size"])
+    stop_when_width = property(lambda self: self._config["stop_when_width"])
+    alpha = property(lambda self: self._config["alpha"])
+    random_state = property(lambda self: self._config["random_state"], doc="The seed of the draws (stored).")
+    n_questions = property(lambda self: self._loop.run.n_questions)
+    directory = property(lambda self: None if self._store is None else self._store.directory)
 
     # -- state ---------------------------------------------------------------------
     @property
+    def stop_reason(self):
+        """Why querying stopped (``"budget"`` or ``"width"``), None while running."""
+        return self._loop.stop_reason
+
+    @property
     def done(self):
         """Whether querying has stopped (``stop_reason`` is set)."""
-        return self.stop_reason is not None
+        return self._loop.done
 
     @property
     def n_draws(self):
         """Draws whose answers are recorded (with replacement a question may be drawn again)."""
-        return self._n_recorded
+        return self._loop.n_recorded
 
     @property
     def n_answers(self):
@@ -443,22 +323,22 @@ class EvaluationSession:
     @property
     def n_queries(self):
         """Distinct questions whose answers are recorded."""
-        return len({q for q, _, _ in self._draws[: self._n_recorded]})
+        return len({d.question for d in self._loop.draws[: self._loop.n_recorded]})
 
     @property
     def pending(self):
         """:class:`NextQuestions` drawn and still waiting for an answer (empty when none)."""
         ids, probabilities, seen = [], [], set()
-        for question, probability, _ in self._draws[self._n_recorded :]:
-            if question not in self._answers and question not in seen:
-                seen.add(question)
-                ids.append(self.question_ids[question])
-                probabilities.append(probability)
+        for draw in self._loop.pending:
+            if draw.question not in self._answers and draw.question not in seen:
+                seen.add(draw.question)
+                ids.append(self.question_ids[draw.question])
+                probabilities.append(draw.probability)
         return NextQuestions(ids, probabilities)
 
     def queries(self):
         """One row per recorded draw, as :attr:`PAIEstimator.queries_` (structured ndarray)."""
-        return self._run.table()
+        return self._loop.run.table()
 
     # -- the loop ------------------------------------------------------------------
     def next_questions(self, n=None):
@@ -466,12 +346,11 @@ class EvaluationSession:
 
         When no round is pending, a new round of ``n`` draws (default ``batch_size``,
         at most the budget left) is made from the current policy exactly as
-        :class:`PAIEstimator` makes it (without replacement, later draws of a round
-        from the round's ``q`` renormalised over the questions not yet drawn), and
-        saved before it is returned. While a round is pending, its unanswered
-        questions are returned again (``n`` is then ignored), so a crash between
-        asking and recording re-serves the same questions. With replacement, a
-        question drawn again is answered from its earlier answer and not handed out.
+        :class:`PAIEstimator` makes it, and saved before it is returned. While a round
+        is pending, its unanswered questions are returned again (``n`` is then
+        ignored), so a crash between asking and recording re-serves the same questions.
+        With replacement, a question drawn again is answered from its earlier answer and
+        not handed out.
 
         Parameters
         ----------
@@ -486,19 +365,15 @@ class EvaluationSession:
         """
         if n is not None and (isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1):
             raise ValueError(f"n must be a positive integer or None, got {n!r}.")
-        if self.done or self._n_recorded < len(self._draws):
+        if self.done or self._loop.pending:
             return self.pending
-        before = self._snapshot()
-        try:
-            while not self.done and self._n_recorded == len(self._draws):
-                size = min(self.batch_size if n is None else int(n), self.budget - self._run.step + 1)
-                self._draw_round(size)
-                self._advance()  # with replacement, repeats of answered questions fill in at once
-            self._save()
-        except BaseException:
-            self._restore(before)
-            raise
+        self._change(self._draw_rounds, n)
         return self.pending
+
+    def _draw_rounds(self, n):
+        while not self.done and not self._loop.pending:
+            self._loop.draw_round(self._rng, n)
+            self._advance()  # with replacement, repeats of answered questions fill in at once
 
     def record(self, ids, outcomes):
         """Record answers to pending questions, in any order and any number at a time.
@@ -513,8 +388,7 @@ class EvaluationSession:
         ----------
         ids : sequence of question ids (or one id)
         outcomes : sequence of float in [0, 1] (or one), same length
-            1 correct, 0 wrong; graded scores in between when this faqstats version's
-            estimator accepts them.
+            1 correct, 0 wrong; graded scores in between.
 
         Raises
         ------
@@ -531,7 +405,7 @@ class EvaluationSession:
             raise ValueError(f"ids and outcomes must have the same length, got {len(ids)} and {len(outcomes)}.")
         if self.done:
             raise ValueError(f"The session is done ({self.stop_reason}); no question is pending.")
-        waiting = {q for q, _, _ in self._draws[self._n_recorded :]} - set(self._answers)
+        waiting = {d.question for d in self._loop.pending} - set(self._answers)
         new = {}
         for qid, value in zip(ids, outcomes):
             question = self._index_of(qid)
@@ -545,70 +419,35 @@ class EvaluationSession:
             if question not in waiting:
                 raise ValueError(f"question id {qid!r} is not pending: it was not handed out by next_questions.")
             new[question] = _check_outcome(value, qid)
-        if not new:
-            return
-        before = self._snapshot()
-        try:
-            self._answers.update(new)
-            self._advance()
-            self._save()
-        except BaseException:
-            self._restore(before)
-            raise
+        if new:
+            self._change(self._take_answers, new)
 
-    def _draw_round(self, size):
-        """One round of draws from the current policy, as PAIEstimator._loop_sequential makes it."""
-        run = self._run
-        round_index = self._draws[-1][2] + 1 if self._draws else 0
-        if size == 1 and self._cs is None:  # as the estimator: no q_t kept for later
-            question, probability = draw_next(self.sampler, run, self._rng)
-            self._draws.append((question, probability, round_index))
-            return
-        self._q_round = self.sampler.probabilities(run.state())
-        available = run.available.copy()
-        for _ in range(size):
-            q = within_round(self._q_round, available, run.replace)
-            question = draw_question(self._rng, q)
-            self._draws.append((question, float(q[question]), round_index))
-            if not run.replace:
-                available[question] = False
+    def _take_answers(self, new):
+        self._answers.update(new)
+        self._advance()
 
     def _advance(self):
-        """Record, in draw order, every draw whose answer (and earlier draws' answers) is in."""
-        run, cs = self._run, self._cs
-        while not self.done and self._n_recorded < len(self._draws):
-            question, probability, _ = self._draws[self._n_recorded]
-            if question not in self._answers:
-                return
-            outcome = self._answers[question]
-            # run.available is the round's availability after the earlier draws of the round,
-            # so this is the q the draw was made from (the confidence sequence's range needs it)
-            if cs is not None:
-                bounds = run.increment_range(within_round(self._q_round, run.available, run.replace))
-            phi = run.record(question, probability, outcome, update=False)
-            if cs is not None:
-                cs.update(phi, *bounds)
-            self._n_recorded += 1
-            if self._n_recorded == len(self._draws):  # rounds are drawn whole: this one is complete
-                self._end_round()
+        """Record, in draw order, every pending draw whose answer is in."""
+        loop = self._loop
+        while not loop.done and loop.pending and loop.pending[0].question in self._answers:
+            loop.record(self._answers[loop.pending[0].question])
 
-    def _end_round(self):
-        run = self._run
-        draws = self._draws[self._round_start :]
-        run.update_posterior([q for q, _, _ in draws], [self._answers[q] for q, _, _ in draws])
-        self._round_start, self._q_round = self._n_recorded, None
-        width = self.stop_when_width
-        if self._cs is not None:
-            low, high = self._cs.interval()
-            self._cs_rows.append((run.step - 1, low, high))
-            if width is not None and high - low <= width and run.step > 2:
-                self.stop_reason = "width"
-                return
-        if run.step > self.budget:
-            self.stop_reason = "budget"
+    def _change(self, change, arg):
+        """Apply ``change(arg)`` and save; on any failure go back to the state before."""
+        draws = [(d.question, d.probability, d.round) for d in self._loop.draws]
+        answers, rng_state = dict(self._answers), self._rng.bit_generator.state
+        try:
+            change(arg)
+            self._save()
+        except BaseException:
+            # rebuild the loop from the snapshot by replaying it
+            self._setup(self.factor_model, self.question_ids, self._id_type, self._config, self.sampler)
+            self._rng.bit_generator.state = rng_state
+            self._replay(draws, list(answers.items()), "session")
+            raise
 
     def _replay(self, draws, answers, where):
-        """Rebuild the run from stored draws and answers, round by round, as it was computed live."""
+        """Rebuild the loop from stored draws and answers, round by round, as it was computed live."""
         n = self.n_questions
         for question, value in answers:
             if not (isinstance(question, int) and 0 <= question < n) or question in self._answers:
@@ -616,29 +455,18 @@ class EvaluationSession:
             self._answers[question] = _check_outcome(value, question)
         rounds = {}
         for draw in draws:
-            if not (isinstance(draw, list) and len(draw) == 3 and isinstance(draw[0], int) and 0 <= draw[0] < n):
+            if not (isinstance(draw, (list, tuple)) and len(draw) == 3 and isinstance(draw[0], int)
+                    and 0 <= draw[0] < n):
                 raise ValueError(f"{where}: invalid draw {draw!r}.")
-            rounds.setdefault(draw[2], []).append((draw[0], float(draw[1]), draw[2]))
+            rounds.setdefault(draw[2], []).append((draw[0], float(draw[1])))
         if list(rounds) != list(range(len(rounds))):
             raise ValueError(f"{where}: draws are not in consecutive rounds.")
         for r, round_draws in rounds.items():
-            if self.done or self._n_recorded < len(self._draws):
+            if self.done or self._loop.pending:
                 raise ValueError(f"{where}: round {r} was drawn before the previous rounds were complete.")
-            run = self._run
-            self._q_round = self.sampler.probabilities(run.state())
-            available = run.available.copy()
-            for question, probability, _ in round_draws:
-                q = within_round(self._q_round, available, run.replace)
-                if not math.isclose(q[question], probability, rel_tol=1e-9):
-                    raise ValueError(
-                        f"{where}: round {r} drew question {question} with probability {probability!r}, but the policy "
-                        f"now gives {float(q[question])!r}: the state does not match the factor model or sampler."
-                    )
-                if not run.replace:
-                    available[question] = False
-            self._draws.extend(round_draws)
+            self._loop.replay_round(round_draws, where=f"{where}, round {r}")
             self._advance()
-        drawn = {q for q, _, _ in self._draws}
+        drawn = {d.question for d in self._loop.draws}
         if any(q not in drawn for q in self._answers):
             raise ValueError(f"{where}: answers hold a question that was never drawn.")
 
@@ -653,18 +481,9 @@ class EvaluationSession:
         stop on the width, use ``stop_when_width``, whose anytime-valid interval is then
         reported.
         """
-        return self._result(self._run)
-
-    def _result(self, run):
-        if len(run.records) < 2:
-            raise ValueError(f"A result needs at least two recorded answers; {len(run.records)} recorded so far.")
-        est = self._est
-        est.stop_reason_ = self.stop_reason
-        est.confidence_sequence_ = np.array(self._cs_rows, dtype=float).reshape(-1, 3) if self._cs is not None else None
-        if est.confidence_sequence_ is not None and not len(est.confidence_sequence_):
-            est.confidence_sequence_ = None
-        est._finish(run, self.sampler, self.n_questions)
-        return est.result_
+        if self.n_draws < 2:
+            raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
+        return self._estimator.result_of(self._loop)
 
     def trajectory(self):
         """The running estimate and interval after each recorded draw (from the second on).
@@ -676,31 +495,25 @@ class EvaluationSession:
             low and high, computed as :meth:`result` would have at that point.
         """
         rows = []
-        for t in range(2, self._n_recorded + 1):
-            prefix = copy.copy(self._run)
-            prefix.records = self._run.records[:t]
-            saved = self.stop_reason
-            self.stop_reason = None
-            try:
-                res = self._result(prefix)
-            finally:
-                self.stop_reason = saved
+        for t in range(2, self.n_draws + 1):
+            res = self._estimator.result_of(self._loop, t)
             rows.append((t, res.estimate, *res.conf_int(alpha=self.alpha)))
         return np.array(rows, dtype=float).reshape(-1, 4)
 
     def confidence_sequence(self):
         """``(draws so far, low, high)`` of the anytime-valid sequence after each round, or None."""
-        return None if self._cs is None else np.array(self._cs_rows, dtype=float).reshape(-1, 3)
+        loop = self._loop
+        return None if loop.cs is None else np.array(loop.confidence_rows, dtype=float).reshape(-1, 3)
 
-    def plot(self, path):
-        """Write a PNG of the running estimate and its interval as draws accumulate.
+    def plot(self, path=None, ax=None):
+        """Plot the running estimate and its interval as draws accumulate.
 
         The band is the ``1 - alpha`` Wald-type interval after each draw (see
         :meth:`trajectory`); the anytime-valid confidence sequence is drawn too when
-        the session tracks one. Uses matplotlib's Agg canvas (no display needed).
-        Returns the path written.
+        the session tracks one. Draws on ``ax`` when given, else on a new figure (the
+        object API: no pyplot, the user's backend untouched); writes a PNG to ``path``
+        when given. Returns the axes.
         """
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
         traj = self.trajectory()
@@ -708,9 +521,8 @@ class EvaluationSession:
             raise ValueError(
                 f"Nothing to plot yet: a plot needs at least two recorded answers ({self.n_draws} so far)."
             )
-        fig = Figure(figsize=(6.4, 4.0), layout="constrained")
-        FigureCanvasAgg(fig)
-        ax = fig.add_subplot()
+        if ax is None:
+            ax = Figure(figsize=(6.4, 4.0), layout="constrained").add_subplot()
         level = f"{100 * (1 - self.alpha):g}%"
         ax.fill_between(traj[:, 0], traj[:, 2], traj[:, 3], alpha=0.25, color="C0", label=f"{level} interval")
         ax.plot(traj[:, 0], traj[:, 1], color="C0", label="estimate")
@@ -722,9 +534,9 @@ class EvaluationSession:
         state = self.stop_reason or "running"
         ax.set_title(f"{self.n_queries} of {self.n_questions} questions asked ({state})", fontsize=10)
         ax.legend(loc="lower right", fontsize=8)
-        path = Path(os.fspath(path))
-        fig.savefig(path, dpi=120)
-        return path
+        if path is not None:
+            ax.figure.savefig(Path(os.fspath(path)), dpi=120)
+        return ax
 
     def status(self):
         """A JSON-serialisable summary: progress, pending ids, and the estimate so far."""
@@ -748,13 +560,14 @@ class EvaluationSession:
             "conf_int": None,
             "anytime_interval": None,
         }
-        if self._n_recorded >= 2:
+        if self.n_draws >= 2:
             res = self.result()
             out["estimate"] = res.estimate
             out["std_error"] = res.std_error
             out["conf_int"] = list(res.conf_int(alpha=self.alpha))
-        if self._cs_rows:
-            out["anytime_interval"] = [float(self._cs_rows[-1][1]), float(self._cs_rows[-1][2])]
+        rows = self._loop.confidence_rows
+        if rows:
+            out["anytime_interval"] = [float(rows[-1][1]), float(rows[-1][2])]
         return out
 
     def __repr__(self):
@@ -773,85 +586,22 @@ class EvaluationSession:
             raise ValueError(f"question id {qid!r} is not a question of the bank.")
         return question
 
-    def _snapshot(self):
-        return {
-            "draws": [list(d) for d in self._draws],
-            "answers": [[q, v] for q, v in self._answers.items()],
-            "rng_state": self._rng.bit_generator.state,
-            "revision": self._revision,
-        }
-
-    def _restore(self, snap):
-        """Back to a snapshot (after a failed change): rebuild the run by replaying it."""
-        self._setup(self.factor_model, self.question_ids, self._id_type, self._config, self.sampler)
-        self._rng.bit_generator.state = snap["rng_state"]
-        self._revision = snap["revision"]
-        self._replay(snap["draws"], snap["answers"], "session")
-
-    def _state(self):
-        from . import __version__
-
-        return {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "faqstats_version": __version__,
+    def _save(self):
+        if self._store is None:
+            return
+        self._store.save({
             "created_utc": self._created,
-            "updated_utc": _now(),
-            "revision": self._revision + 1,
-            "factor_model_file": MODEL_FILE,
-            "factor_model_sha256": self._model_sha256,
             "question_ids_sha256": self._ids_sha256,
             "n_questions": self.n_questions,
             "question_id_type": self._id_type,
             "config": self._config,
             "rng_state": self._rng.bit_generator.state,
-            "draws": [list(d) for d in self._draws],
+            "draws": [[d.question, d.probability, d.round] for d in self._loop.draws],
             "answers": [[q, v] for q, v in self._answers.items()],
-        }
-
-    def _create_files(self, directory):
-        directory.mkdir(parents=True, exist_ok=True)
-        ids = [str(q) for q in self.question_ids]
-        model_path = save_factor_model(self.factor_model, directory / MODEL_FILE, question_ids=ids)
-        # compute with the model as stored, as a loaded session will
-        self._setup(load_factor_model(model_path), self.question_ids, self._id_type, self._config, self.sampler)
-        self._model_sha256 = _file_sha256(model_path)
-        self.directory = directory
-        self._save()
-
-    def _save(self):
-        if self.directory is None:
-            return
-        state = self._state()
-        text = json.dumps(state, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        path = self.directory / STATE_FILE
-        with _locked(self.directory / LOCK_FILE):
-            if path.exists():
-                on_disk = _read_state(path).get("revision")
-                if on_disk != self._revision:
-                    raise RuntimeError(
-                        f"{path} was changed by another process (revision {on_disk}, this session loaded "
-                        f"{self._revision}); nothing was written. Load the session again to continue."
-                    )
-            _atomic_write_text(path, text)
-        self._revision = state["revision"]
+        })
 
 
 # -- helpers -------------------------------------------------------------------------
-def _now():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-@functools.cache
-def _graded_outcomes_supported():
-    """Whether this faqstats version's estimator accepts outcomes strictly between 0 and 1."""
-    try:
-        _Oracle(np.array([0.5]), 1)
-    except ValueError:
-        return False
-    return True
-
-
 def _check_outcome(value, qid):
     if isinstance(value, (bool, np.bool_)):
         value = float(value)
@@ -863,10 +613,6 @@ def _check_outcome(value, qid):
     value = float(value)
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"outcome for question id {qid!r} must be in [0, 1] (1 correct, 0 wrong), got {value!r}.")
-    if value not in (0.0, 1.0) and not _graded_outcomes_supported():
-        raise ValueError(
-            f"outcome for question id {qid!r} must be 0 or 1 (graded outcomes are not supported), got {value!r}."
-        )
     return value
 
 
@@ -900,14 +646,16 @@ def _check_question_ids(question_ids, fm, n_questions):
 
 
 def _sampler_spec(sampler):
-    if not isinstance(sampler, Sampler):
+    if not isinstance(sampler, (Sampler, sampling.StreamSampler)):
         raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
     notes = []
-    params = _json_safe(sampler.get_params(deep=False), "sampler", notes)
+    params = json_safe(sampler.get_params(deep=False), "sampler", notes)
     if notes:
         raise ValueError(f"sampler parameters must be storable as JSON: {notes[0]}")
     cls = type(sampler)
-    return {"class": cls.__name__, "module": cls.__module__, "params": params}
+    # faqstats' own samplers by their public module, whatever file defines them
+    module = sampling.__name__ if getattr(sampling, cls.__name__, None) is cls else cls.__module__
+    return {"class": cls.__name__, "module": module, "params": params}
 
 
 def _sampler_from_spec(spec, sampler=None):
@@ -924,53 +672,3 @@ def _sampler_from_spec(spec, sampler=None):
             f"instance with parameters {spec['params']} as EvaluationSession.load(directory, sampler=...)."
         )
     return cls(**spec["params"])
-
-
-def _read_state(path):
-    try:
-        state = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} is not valid UTF-8 JSON ({exc}).") from exc
-    check_format_header(state, path, format_name=FORMAT_NAME, max_version=FORMAT_VERSION, what="session file",
-                        version_label="session format version")
-    required = ("revision", "factor_model_file", "factor_model_sha256", "question_ids_sha256", "question_id_type",
-                "config", "rng_state", "draws", "answers")
-    missing = [key for key in required if key not in state]
-    if missing:
-        raise ValueError(f"{path}: missing field(s) {missing}.")
-    if state["question_id_type"] not in ("str", "int"):
-        raise ValueError(f"{path}: question_id_type must be 'str' or 'int', got {state['question_id_type']!r}.")
-    if Path(state["factor_model_file"]).name != state["factor_model_file"]:
-        raise ValueError(f"{path}: factor_model_file must be a file name in the session directory.")
-    return state
-
-
-def _file_sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-@contextlib.contextmanager
-def _locked(path):
-    """An exclusive advisory lock on ``path`` (a no-op where ``fcntl`` is missing)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock (the kernel releases it too if the process dies)
-
-
-def _atomic_write_text(path, text):
-    """Write ``text`` to ``path`` crash-safely (:func:`faqstats._atomic.atomic_write`), first
-    removing temporaries of a writer killed mid-write (the caller holds the lock)."""
-    remove_stale_temporaries(path)
-    return atomic_write(path, lambda f: f.write(text.encode("utf-8")))

@@ -1,0 +1,45 @@
+"""Arithmetic written once for numpy arrays and torch tensors.
+
+The policies' scores, the Laplace step and the quadratic-form cache serve both a single
+run (numpy, the live loop) and many runs in lockstep (torch tensors with a leading run
+axis, :mod:`faqstats.batched`). They are written with operators and the few functions
+below, which exist under the same name in both libraries, so there is one copy of each
+formula. torch is never imported here: a tensor can only come from code that did.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from scipy.special import expit
+
+__all__ = ["namespace", "is_torch", "sigmoid"]
+
+
+def is_torch(x):
+    """Whether ``x`` is a torch tensor (without importing torch)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def namespace(x):
+    """The module whose functions apply to ``x``: ``torch`` for a tensor, else ``numpy``.
+
+    Both provide ``where``, ``sqrt``, ``clip``, ``ones_like`` and ``zeros_like`` with the
+    same positional arguments.
+
+    >>> namespace(np.zeros(2)) is np
+    True
+    """
+    return sys.modules["torch"] if is_torch(x) else np
+
+
+def sigmoid(x):
+    """``1 / (1 + exp(-x))``, exact in both tails and without overflow warnings."""
+    return x.sigmoid() if is_torch(x) else expit(x)
+
+
+def matvec(A, x):
+    """``A @ x`` over leading (run) axes: ``A`` (..., m, k), ``x`` (..., k) -> (..., m)."""
+    return (A @ x[..., None])[..., 0]

@@ -1,0 +1,477 @@
+"""The query loop: one engine under :class:`~faqstats.PAIEstimator`, the session and the paired estimator.
+
+A *run* holds one evaluation's state and arithmetic; a :class:`QueryLoop` drives it:
+
+    draw a round from the policy  ->  answers, recorded in draw order  ->  the predictor
+    learns the round's answers  ->  stopping rules (budget, confidence-sequence width)
+
+``PAIEstimator.fit`` turns the crank against an array or a callable,
+:class:`~faqstats.EvaluationSession` from outside (answers arrive whenever, the loop
+is replayed from disk), :class:`~faqstats.PairedPAIEstimator` with a run of two models.
+
+The increments (see the user guide, "statistics"):
+
+* with replacement (the seed paper, Eq. 3) ``phi_t = [ sum_j p_j + (z_I - p_I) / q_t(I) ] / N``;
+* without replacement (a Des Raj-type increment over the not-yet-asked set R_{t-1})
+  ``phi_t = [ sum_{j asked} z_j + sum_{j in R_{t-1}} p_j + (z_I - p_I) / q_t(I) ] / N``.
+
+Both satisfy ``E[phi_t | F_{t-1}] = theta`` for any predictable policy and predictions,
+so their mean is unbiased and ``phi_t - theta`` are martingale differences (the
+variance estimators are in :mod:`faqstats._inference`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ._validation import check_outcome_values
+from .sampling import PolicyState, check_law, draw_from, within_round
+
+__all__ = [
+    "QUERY_DTYPE",
+    "Draw",
+    "Oracle",
+    "QueryLoop",
+    "SequentialRun",
+    "StreamRun",
+    "des_raj_base",
+    "pai_increment",
+    "sample_mean_design",
+    "start_run",
+]
+
+QUERY_DTYPE = np.dtype(
+    [
+        ("question", np.int64),
+        ("probability", np.float64),
+        ("outcome", np.float64),
+        ("increment", np.float64),
+        ("prediction", np.float64),
+        ("prediction_total", np.float64),
+    ]
+)
+
+
+def des_raj_base(prediction_sum, asked_prediction_sum, asked_outcome_sum):
+    """The prediction part of an increment times N without replacement: the answers of
+    the asked questions plus the predictions of the others (numpy or torch)."""
+    return asked_outcome_sum + (prediction_sum - asked_prediction_sum)
+
+
+def pai_increment(base, outcome, prediction, probability, n_questions):
+    """``phi_t = [base + (z_I - p_I) / q_t(I)] / N`` (numpy or torch)."""
+    return (base + (outcome - prediction) / probability) / n_questions
+
+
+class Draw(NamedTuple):
+    """One draw of a round: the question (a pair of questions for a paired run), the
+    probability it was drawn with, the round's index and, when a confidence sequence
+    needs it, the law it was drawn from."""
+
+    question: object
+    probability: object
+    round: int
+    law: np.ndarray | None = None
+
+
+class Oracle:
+    """Answers questions from an array or a callable; validates and caches answers."""
+
+    def __init__(self, outcomes, n_questions):
+        self.n_questions = n_questions
+        self.cache = {}
+        if callable(outcomes):
+            self.fn = outcomes
+            self.array = None
+        else:
+            arr = check_outcome_values(outcomes, "outcomes", allow_nan=True)  # in [0, 1] or NaN
+            if arr.ndim != 1 or arr.size != n_questions:
+                raise ValueError(
+                    f"outcomes must be a 1-D array with one entry per question ({n_questions}), got shape {arr.shape}."
+                )
+            self.fn = None
+            self.array = arr
+
+    def ask(self, questions):
+        """Outcomes of ``questions`` (a sequence of indices); the callable is called once
+        with the not-yet-answered ones, so a round can be answered in parallel."""
+        questions = [int(q) for q in questions]
+        new = list(dict.fromkeys(q for q in questions if q not in self.cache))
+        if new and self.array is not None:
+            got = self.array[new]
+            if np.isnan(got).any():
+                q = new[int(np.flatnonzero(np.isnan(got))[0])]
+                raise ValueError(f"outcomes[{q}] is NaN but question {q} was asked.")
+            self.cache.update(zip(new, got.tolist()))
+        elif new:
+            got = np.atleast_1d(check_outcome_values(self.fn(np.array(new)), f"outcomes returned for questions {new}"))
+            if got.shape != (len(new),):
+                raise ValueError(
+                    "the outcomes callable must return one outcome per requested question; "
+                    f"asked for {len(new)} question(s), got shape {got.shape}."
+                )
+            # the bank is fixed: a repeated question has the same answer, asked once
+            self.cache.update(zip(new, map(float, got)))
+        return [self.cache[q] for q in questions]
+
+
+class SequentialRun:
+    """State of one sequential PAI run: its predictor, the askable questions, the records.
+
+    A round's law is the policy's :meth:`law` at the round's start; its draws are
+    successive (without replacement each later draw renormalises the law over the
+    questions not yet drawn); :meth:`record` takes the answers in draw order and
+    :meth:`end_round` lets the predictor learn them. The tests copy a run
+    (``copy.deepcopy``) at every node to enumerate all sampling paths exactly.
+    """
+
+    design = "sequential"
+
+    def __init__(self, sampler, predictor, n_questions, budget):
+        self.sampler = sampler
+        self.predictor = predictor
+        self.n_questions = int(n_questions)
+        self.budget = int(budget)
+        self.replace = bool(sampler.replace)
+        self.available = np.ones(self.n_questions, dtype=bool)
+        self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
+        self._asked = np.empty(max(self.budget, 1), dtype=np.intp)  # those questions, in order
+        self._n_asked = 0
+        self.records = []
+        self.step = 1
+
+    @property
+    def predictions(self):
+        return self.predictor.predictions
+
+    @property
+    def asked(self):
+        """Indices of the questions no longer askable (empty with replacement), in draw order."""
+        view = self._asked[: self._n_asked]
+        view.flags.writeable = False
+        return view
+
+    @property
+    def done(self):
+        return self.step > self.budget
+
+    @property
+    def progress(self):
+        """Draws recorded (for progress bars)."""
+        return self.step - 1
+
+    def round_size(self, requested):
+        return min(int(requested), self.budget - self.step + 1)
+
+    def state(self):
+        """The read-only :class:`~faqstats.sampling.PolicyState` the policy sees now."""
+        view = self.predictor.view()
+        return PolicyState(
+            predictions=self.predictions,
+            available=self.available.copy(),
+            step=self.step,
+            budget=self.budget,
+            question_factors=view.question_factors,
+            posterior_mean=view.mean,
+            posterior_cov=view.cov,
+            posterior=view,
+            asked=self.asked,
+        )
+
+    def law(self):
+        """``q_t`` of the round's first draw: the policy's probabilities, checked."""
+        state = self.state()
+        q = self.sampler.probabilities(state)
+        return check_law(q, state.available.shape, state.asked, f"{type(self.sampler).__name__}.probabilities")
+
+    def draw_round(self, rng, size, keep_laws=False):
+        """``size`` draws ``(question, probability, law)`` from the current policy."""
+        return self._round(size, lambda q, i: draw_from(q, rng), keep_laws)
+
+    def replay_round(self, draws, keep_laws=False, where="session"):
+        """The draws ``(question, probability)`` of a stored round, checked against the
+        policy: each must have the probability the policy gives it now."""
+
+        def check(q, i):
+            question, probability = draws[i]
+            expected = float(q[question] / q.sum())
+            if not math.isclose(expected, probability, rel_tol=1e-9):
+                raise ValueError(
+                    f"{where}: question {question} was drawn with probability {probability!r}, but the policy now "
+                    f"gives {expected!r}: the state does not match the factor model or sampler."
+                )
+            return question, probability
+
+        return self._round(len(draws), check, keep_laws)
+
+    def _round(self, size, pick, keep_laws):
+        q_round = self.law()
+        available = self.available.copy() if size > 1 and not self.replace else self.available
+        draws = []
+        for i in range(size):
+            q = q_round if i == 0 or self.replace else within_round(q_round, available, False)
+            if keep_laws:  # normalised, and the probability read from it: inside its increment's range
+                q = q / q.sum()
+                question = pick(q, i)[0]
+                draws.append((question, float(q[question]), q))
+            else:
+                question, probability = pick(q, i)
+                draws.append((question, probability, None))
+            if size > 1 and not self.replace:
+                available[question] = False
+        return draws
+
+    def base(self):
+        """The prediction part of the next increment times N: sum p, or asked z + unasked p."""
+        p = self.predictions
+        if self.replace:
+            return p.sum()
+        # all predictions less the few asked: a gather, not a pass over a mask
+        return des_raj_base(p.sum(), p[self.asked].sum(), self.asked_total)
+
+    def increment_range(self, q):
+        """``[L, U]`` containing ``phi_t`` whichever question ``q`` draws and whatever its
+        outcome in [0, 1]; known before the draw (used by confidence sequences)."""
+        support = q > 0
+        p, qs = self.predictions[support], q[support]
+        base = self.base()
+        return (base + np.min(-p / qs)) / self.n_questions, (base + np.max((1.0 - p) / qs)) / self.n_questions
+
+    def record(self, question, probability, outcome):
+        """Record the answer to ``question`` (drawn with ``probability``); return ``phi_t``.
+
+        The predictor does not move until :meth:`end_round`.
+        """
+        base = self.base()
+        prediction = self.predictions[question]
+        phi = pai_increment(base, outcome, prediction, probability, self.n_questions)
+        self.records.append((question, probability, outcome, phi, prediction, base))
+        if not self.replace:
+            self.available[question] = False
+            self.asked_total += outcome
+            if self._n_asked == self._asked.size:
+                self._asked = np.concatenate([self._asked, np.empty_like(self._asked)])
+            self._asked[self._n_asked] = question
+            self._n_asked += 1
+        self.step += 1
+        return phi
+
+    def end_round(self, questions, outcomes):
+        """The predictor learns the round's answers, in draw order."""
+        for question, outcome in zip(questions, outcomes):
+            self.predictor.update(question, outcome)
+
+    def table(self):
+        return np.array(self.records, dtype=QUERY_DTYPE)
+
+
+class StreamRun:
+    """State of one nature's-order run (:class:`~faqstats.sampling.StreamSampler`).
+
+    Items are visited in the sampler's stream order; each gets a coin with probability
+    :meth:`inclusion_probability`. A skipped item contributes its prediction
+    (:meth:`skip`), a labelled one ``p + (z - p) / pi`` (:meth:`record`), after which
+    the predictor learns the answer (:meth:`end_round`). The scores of the items not
+    yet visited and their sum are kept up to date.
+    """
+
+    design = "stream"
+
+    def __init__(self, sampler, predictor, n_questions, budget, order):
+        self.sampler = sampler
+        self.predictor = predictor
+        self.n_questions = int(n_questions)
+        self.budget = int(budget)
+        self.order = np.asarray(order)
+        self.available = np.ones(self.n_questions, dtype=bool)  # not yet visited
+        self.position = 0
+        self.labels_used = 0
+        self.terms = []  # psi_t = p_t + (z_t - p_t) xi_t / pi_t, one per visited item
+        self.variance_terms = []  # xi_t (z_t - p_t)^2 (1 - pi_t) / pi_t^2
+        self.records = []
+        self._rescore()
+
+    def _rescore(self):
+        self.scores = np.asarray(self.sampler.item_scores(self.predictor.predictions), dtype=float)
+        self.score_sum = float(np.where(self.available, self.scores, 0.0).sum())
+
+    @property
+    def item(self):
+        return int(self.order[self.position])
+
+    @property
+    def done(self):
+        return self.position >= self.n_questions
+
+    @property
+    def progress(self):
+        """Items visited (for progress bars)."""
+        return self.position
+
+    def round_size(self, requested):
+        return 1
+
+    def inclusion_probability(self):
+        """``pi_t`` of the current item."""
+        remaining = self.n_questions - self.position
+        pi = self.sampler.inclusion_probability(
+            self.scores[self.item], self.score_sum / remaining, self.labels_used, remaining, self.budget,
+            self.n_questions,
+        )
+        return float(pi)
+
+    def _advance(self, item):
+        self.available[item] = False
+        self.score_sum -= self.scores[item]
+        self.position += 1
+
+    def skip(self):
+        """The coin said skip: the item contributes its prediction."""
+        item = self.item
+        self.terms.append(self.predictor.predictions[item])
+        self._advance(item)
+
+    def draw_round(self, rng, size=1, keep_laws=False):
+        """Toss coins along the stream until one says label: ``[(item, pi, None)]``, or
+        ``[]`` at the end of the stream."""
+        while not self.done:
+            pi = self.inclusion_probability()
+            if rng.random() < pi:
+                return [(self.item, pi, None)]
+            self.skip()
+        return []
+
+    def record(self, question, probability, outcome):
+        """The labelled current item's answer; returns its term."""
+        p = self.predictor.predictions[question]
+        term = p + (outcome - p) / probability
+        self.terms.append(term)
+        self.variance_terms.append((outcome - p) ** 2 * (1.0 - probability) / probability**2)
+        self.records.append((question, probability, outcome, term, p, np.nan))
+        self.labels_used += 1
+        self._advance(question)
+        return term
+
+    def end_round(self, questions, outcomes):
+        for question, outcome in zip(questions, outcomes):
+            self.predictor.update(question, outcome)
+        self._rescore()
+
+    def table(self):
+        return np.array(self.records, dtype=QUERY_DTYPE)
+
+
+def sample_mean_design(factor_model, sampler):
+    """Whether a configuration is simple random sampling without replacement with no
+    predictions: then the FPC sample mean is reported (it beats the increments' mean there)."""
+    from .sampling import UniformSampler
+
+    return factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace
+
+
+def start_run(sampler, predictor, n_questions, budget, rng):
+    """A fresh run of the kind the sampler's design needs (``rng`` draws a stream's order)."""
+    if sampler.design == "stream":
+        return StreamRun(sampler, predictor, n_questions, budget, sampler.stream_order(n_questions, rng))
+    return SequentialRun(sampler, predictor, n_questions, budget)
+
+
+class QueryLoop:
+    """Drives a run: rounds of draws, answers recorded in draw order, stopping rules.
+
+    Parameters
+    ----------
+    run : SequentialRun, StreamRun or a paired run
+    batch_size : int
+        Draws per round (a round's draws share the predictor; it learns between rounds).
+    confidence_sequence : BettingConfidenceSequence or None
+        Updated with every increment and its range (sequential runs).
+    stop_when_width : float or None
+        Stop after a round once the confidence sequence is at most this wide.
+
+    Attributes
+    ----------
+    draws : list of Draw
+        Every draw made, in order; ``draws[n_recorded:]`` wait for their answers.
+    outcomes : list
+        The answers recorded, in draw order.
+    stop_reason : {"budget", "width"} or None
+    confidence_rows : list of (draws so far, low, high)
+        The confidence sequence after each round.
+    """
+
+    def __init__(self, run, *, batch_size=1, confidence_sequence=None, stop_when_width=None):
+        self.run = run
+        self.batch_size = batch_size
+        self.cs = confidence_sequence
+        self.stop_when_width = stop_when_width
+        self.draws = []
+        self.outcomes = []
+        self.stop_reason = "budget" if run.done else None
+        self.confidence_rows = []
+        self._round_start = 0
+
+    @property
+    def done(self):
+        return self.stop_reason is not None
+
+    @property
+    def n_recorded(self):
+        return len(self.outcomes)
+
+    @property
+    def pending(self):
+        """The draws waiting for their answers (the current round's unrecorded ones)."""
+        return self.draws[self.n_recorded :]
+
+    def draw_round(self, rng, size=None):
+        """Draw a round (``batch_size`` draws unless ``size`` says otherwise) and return it."""
+        return self._add_round(self.run.draw_round(rng, self._size(size), self.cs is not None))
+
+    def replay_round(self, draws, where="session"):
+        """Take a stored round's ``(question, probability)`` draws, checked against the policy."""
+        return self._add_round(self.run.replay_round(list(draws), self.cs is not None, where))
+
+    def _size(self, size):
+        if self.done:
+            raise RuntimeError(f"The loop is done ({self.stop_reason}): nothing left to draw.")
+        if self.pending:
+            raise RuntimeError("The previous round is still waiting for answers.")
+        return self.run.round_size(self.batch_size if size is None else size)
+
+    def _add_round(self, draws):
+        index = self.draws[-1].round + 1 if self.draws else 0
+        self.draws.extend(Draw(q, p, index, law) for q, p, law in draws)
+        if not draws:  # a stream that ended without another label
+            self.stop_reason = "budget"
+        return self.pending
+
+    def record(self, outcome):
+        """Record the answer to the first pending draw; a completed round ends (the
+        predictor learns, the stopping rules are checked)."""
+        draw = self.draws[self.n_recorded]
+        run, cs = self.run, self.cs
+        bounds = run.increment_range(draw.law) if cs is not None else None
+        phi = run.record(draw.question, draw.probability, outcome)
+        if cs is not None:
+            cs.update(phi, *bounds)
+        self.outcomes.append(outcome)
+        if self.n_recorded == len(self.draws):  # rounds are drawn whole: this one is complete
+            self._end_round()
+        return phi
+
+    def _end_round(self):
+        run = self.run
+        start, self._round_start = self._round_start, self.n_recorded
+        run.end_round([d.question for d in self.draws[start:]], self.outcomes[start:])
+        if self.cs is not None:
+            low, high = self.cs.interval()
+            self.confidence_rows.append((run.progress, low, high))
+            if self.stop_when_width is not None and high - low <= self.stop_when_width and run.progress > 1:
+                self.stop_reason = "width"
+                return
+        if run.done:
+            self.stop_reason = "budget"

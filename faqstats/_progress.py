@@ -1,0 +1,14 @@
+"""The one progress-bar helper: a tqdm bar that is simply disabled when not wanted."""
+
+from __future__ import annotations
+
+__all__ = ["progress_bar"]
+
+
+def progress_bar(total, desc, enabled=True, **kwargs):
+    """``tqdm(total=total, desc=desc, disable=not enabled)``; use it as a context manager
+    or call ``update``/``close`` unconditionally (a disabled bar does nothing)."""
+    from tqdm.auto import tqdm
+
+    kwargs.setdefault("leave", False)
+    return tqdm(total=total, desc=desc, disable=not enabled, **kwargs)

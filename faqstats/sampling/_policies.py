@@ -1,0 +1,169 @@
+"""The built-in sequential policies: uniform, Neyman (oracle score), active learning, hybrid.
+
+Their scores are written once for one run (numpy) and for many runs in lockstep (the
+torch states of :func:`faqstats.batched.simulate`, with a leading run axis), so the
+batched engine runs exactly these policies.
+"""
+
+from __future__ import annotations
+
+from .._backend import matvec, namespace
+from .._validation import check_scalar
+from ..posterior import quadratic_forms_from_scratch
+from ._base import Sampler
+
+__all__ = ["UniformSampler", "NeymanSampler", "ActiveLearningSampler", "HybridSampler", "active_learning_scores"]
+
+
+class UniformSampler(Sampler):
+    """Every askable question equally likely.
+
+    With ``replace=False`` and no factor model, ``PAIEstimator`` reports the plain
+    sample mean with the finite-population correction: the honest baseline.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats.sampling import UniformSampler, PolicyState
+    >>> st = PolicyState(predictions=np.full(4, .5), available=np.array([1, 1, 0, 1], bool), step=2, budget=3)
+    >>> UniformSampler().probabilities(st).round(3)
+    array([0.333, 0.333, 0.   , 0.333])
+    """
+
+    needs_factor_model = False
+    batched = True
+
+    def __init__(self, replace=False):
+        super().__init__(tau=1.0, replace=replace)
+
+    def scores(self, state):
+        return namespace(state.predictions).ones_like(state.predictions)
+
+
+class NeymanSampler(Sampler):
+    """``q_t(j)`` proportional to ``sqrt(p_j (1 - p_j))`` of the current predictions.
+
+    The variance-minimising policy when the predictions are the true probabilities
+    (paper Theorem 3.2); ``tau`` mixes in the uniform floor.
+    """
+
+    batched = True
+
+    def scores(self, state):
+        return state.oracle_scores()
+
+
+def active_learning_scores(predictions, question_factors, posterior_cov, quadratic_forms=None):
+    """The paper's d(j) (Appendix A.2.3): posterior-variance reduction of theta from asking j.
+
+    ``d(j) = w_j (v_j' S g)^2 / (1 + w_j v_j' S v_j)`` with ``w_j = p_j (1 - p_j)`` and
+    ``g = mean_j' w_j' v_j'``. The projections ``v_j' S g`` cost O(N k); the quadratic
+    forms ``v_j' S v_j`` cost O(N k^2) unless given (``quadratic_forms``, e.g.
+    :meth:`PolicyState.quadratic_forms`, which the factor posterior keeps up to date in
+    O(N k) per answer). Leading run axes (predictions (R, N), covariances (R, k, k))
+    give the scores of every run.
+    """
+    p = predictions
+    w = p * (1.0 - p)
+    V = question_factors
+    g = (w @ V) / V.shape[0]
+    proj = matvec(posterior_cov, g) @ V.T
+    quad = quadratic_forms_from_scratch(V, posterior_cov) if quadratic_forms is None else quadratic_forms
+    return w * proj**2 / (1.0 + w * quad)
+
+
+class ActiveLearningSampler(Sampler):
+    """``q_t(j)`` proportional to the active-learning score d(j) of the paper (Appendix A.2.3)."""
+
+    batched = True
+
+    def scores(self, state):
+        _require_factors(self, state)
+        return active_learning_scores(
+            state.predictions, state.question_factors, state.posterior_cov, state.quadratic_forms()
+        )
+
+
+class HybridSampler(Sampler):
+    """The FAQ hybrid policy (paper Eqs. 6-7).
+
+    ``h = ((1 - a_t) Norm(s_o) + a_t Norm(s_a)) ** b_t`` with the oracle score
+    ``s_o = sqrt(p (1 - p))``, the active-learning score ``s_a = d``, the active-learning
+    weight ``a_t = max(0, 1 - t / (rho n_b))`` and the tempering exponent
+    ``b_t = beta0 min(1, t / (gamma n_b))`` (the paper's alpha_t and beta_t); then
+    ``q_t = tau / |R| + (1 - tau) Norm(h)`` over the askable questions ``R``.
+
+    Parameters
+    ----------
+    tau : float in (0, 1], default=0.5
+        Uniform mixing weight (the paper tuned 0.05 or 0.25; see :class:`Sampler`).
+    beta0 : float in [0, 1], default=1.0
+        Final tempering exponent (0 gives uniform sampling, 1 no tempering).
+    rho : float in [0, 1], default=0.0
+        Fraction of the budget over which the active-learning weight decays from 1 to 0
+        (0: never use active learning, the paper's usual tuned choice).
+    gamma : float in [0, 1], default=0.0
+        Fraction of the budget over which the tempering exponent rises to ``beta0``
+        (0: ``beta0`` from the start).
+    replace : bool, default=False
+        Without replacement by default; ``True`` is the paper's with-replacement policy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import HybridSampler
+    >>> from faqstats.sampling import PolicyState
+    >>> st = PolicyState(predictions=np.array([.5, .9, .99]), available=np.ones(3, bool), step=1, budget=2)
+    >>> HybridSampler(tau=0.1).probabilities(st).round(3)
+    array([0.534, 0.334, 0.133])
+    """
+
+    batched = True
+
+    def __init__(self, tau=0.5, beta0=1.0, rho=0.0, gamma=0.0, replace=False):
+        super().__init__(tau=tau, replace=replace)
+        self.beta0 = beta0
+        self.rho = rho
+        self.gamma = gamma
+
+    def check_params(self):
+        super().check_params()
+        for name in ("beta0", "rho", "gamma"):
+            check_scalar(getattr(self, name), name, low=0.0, high=1.0)
+        return self
+
+    def schedule(self, step, budget):
+        """``(a_t, b_t)``: the active-learning weight and the tempering exponent at round ``step``."""
+        weight = max(0.0, 1.0 - step / (self.rho * budget)) if self.rho > 0 else 0.0
+        exponent = self.beta0 * min(1.0, step / (self.gamma * budget)) if self.gamma > 0 else self.beta0
+        return weight, exponent
+
+    def scores(self, state):
+        weight, exponent = self.schedule(state.step, state.budget)
+        s = state.oracle_scores()
+        if weight == 0 and exponent == 1:
+            return s  # the mixture normalises over the askable questions anyway
+        xp, available = namespace(s), state.available
+        mix = _normalise(s, available)
+        if weight > 0:
+            _require_factors(self, state)
+            d = active_learning_scores(
+                state.predictions, state.question_factors, state.posterior_cov, state.quadratic_forms()
+            )
+            mix = (1.0 - weight) * mix + weight * _normalise(d, available)
+        # x ** 0 == 1 also for x == 0: b_t == 0 means uniform over the askable questions
+        return xp.where(available, mix**exponent, 0.0)
+
+
+def _normalise(x, available):
+    """``x`` on the askable questions scaled to sum 1 (per run); uniform there if all 0."""
+    xp = namespace(x)
+    x = xp.where(available, x, 0.0)
+    total = x.sum(-1)[..., None]
+    ones = xp.where(available, xp.ones_like(x), 0.0)
+    return xp.where(total > 0, x / xp.where(total > 0, total, 1.0), ones / ones.sum(-1)[..., None])
+
+
+def _require_factors(sampler, state):
+    if state.question_factors is None or state.posterior_cov is None:
+        raise ValueError(f"{type(sampler).__name__} needs a fitted factor model (its question factors and posterior).")

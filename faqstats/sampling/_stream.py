@@ -1,0 +1,133 @@
+"""Nature's-order designs: every item visited once, in a stream, labelled or skipped by a coin.
+
+The estimate is the AIPW mean ``(1/N) sum_t [p_t + (z_t - p_t) xi_t / pi_t]`` with
+``xi_t`` the coin (labelled or not) and ``pi_t`` its probability, known before the coin
+is tossed; its design-based variance ``sum_t xi_t (z_t - p_t)^2 (1 - pi_t) / pi_t^2 / N^2``
+is exactly unbiased.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._backend import namespace
+from .._validation import check_scalar
+
+__all__ = ["StreamSampler", "BernoulliAIPW"]
+
+
+class StreamSampler(BaseEstimator):
+    """Base class of nature's-order designs (label or skip each item of a stream).
+
+    A subclass defines :meth:`item_scores` and :meth:`inclusion_probability`; the loop
+    visits the items in :meth:`stream_order`, keeps the scores of the items not yet
+    visited and their sum up to date, and tosses one coin per item.
+    """
+
+    design = "stream"
+    needs_factor_model = False
+    replace = False  # every item is visited exactly once
+    #: whether both methods accept torch arrays with a leading run axis (batched engine)
+    batched = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if ("item_scores" in vars(cls) or "inclusion_probability" in vars(cls)) and "batched" not in vars(cls):
+            cls.batched = False
+
+    def check_params(self):
+        """Raise for invalid parameters; return ``self``."""
+        return self
+
+    def stream_order(self, n_items, rng):
+        """The order in which the items are visited."""
+        return np.arange(n_items)
+
+    def item_scores(self, predictions):
+        """Non-negative preference of each item, from the current predictions."""
+        raise NotImplementedError
+
+    def inclusion_probability(self, item_score, mean_score, labels_used, remaining, budget, n_items):
+        """``pi_t`` of the current item, given its score, the mean score of the items not
+        yet visited (itself included), the labels used so far and the items left."""
+        raise NotImplementedError
+
+
+class BernoulliAIPW(StreamSampler):
+    """Nature's-order active inference (Zrnic & Candes, 2024): label or skip each item.
+
+    Items are visited once, in ``order``; item ``t`` is labelled with probability
+    ``pi_t``, and the estimate is the AIPW mean
+    ``(1/N) sum_t [p_t + (z_t - p_t) xi_t / pi_t]``.
+
+    Budget stabilisation: with ``B_t`` labels left and ``R_t`` items left,
+
+    ``pi_t = min(1, (B_t / R_t) * [(1 - tau) s_t / mean_{remaining} s + tau])``,
+
+    so the expected number of labels tracks the budget whatever the scores, labelling
+    speeds up when the budget is under-spent and slows down when over-spent. Once the
+    budget is spent, ``pi_t`` falls to a floor ``pi_floor`` (a fraction of the initial
+    rate) rather than 0, which keeps the estimator exactly unbiased; the number of
+    labels is therefore random with mean close to ``budget``.
+
+    Parameters
+    ----------
+    score : {"uniform", "neyman", "min"}, default="neyman"
+        ``"neyman"``: ``sqrt(p (1 - p))``; ``"min"``: ``min(p, 1 - p)`` (Zrnic & Candes);
+        ``"uniform"``: constant (Bernoulli sampling; with no factor model this is the
+        paper's Horvitz-Thompson "uniform" baseline).
+    tau : float in (0, 1], default=0.5
+    order : {"random", "natural"}, default="random"
+        Stream order: a seeded random permutation, or question index order.
+    pi_floor : float in (0, 1], default=0.5
+        Floor of ``pi_t`` as a fraction of ``budget / N``. The floor only binds once the
+        budget is spent, which with this rule happens about ``N / budget`` items before
+        the end of the stream, so it costs about ``pi_floor`` extra labels on average;
+        a high floor keeps the inverse-probability weights below ``N / (pi_floor budget)``
+        (at 0.05 a late label could weigh ``20 N / budget``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = BernoulliAIPW(tau=0.5)
+    >>> scores = s.item_scores(np.array([0.5, 0.9]))
+    >>> float(s.inclusion_probability(scores[0], scores.mean(), 0, 2, 1, 2))  # (1/2) (0.5 * 0.5/0.4 + 0.5)
+    0.5625
+    """
+
+    batched = True
+
+    def __init__(self, score="neyman", tau=0.5, order="random", pi_floor=0.5):
+        self.score = score
+        self.tau = tau
+        self.order = order
+        self.pi_floor = pi_floor
+
+    def check_params(self):
+        check_scalar(self.tau, "tau", low=0.0, high=1.0, closed="right")
+        check_scalar(self.pi_floor, "pi_floor", low=0.0, high=1.0, closed="right")
+        if self.score not in ("uniform", "neyman", "min"):
+            raise ValueError(f"score must be 'uniform', 'neyman' or 'min', got {self.score!r}.")
+        if self.order not in ("random", "natural"):
+            raise ValueError(f"order must be 'random' or 'natural', got {self.order!r}.")
+        return self
+
+    def stream_order(self, n_items, rng):
+        return rng.permutation(n_items) if self.order == "random" else np.arange(n_items)
+
+    def item_scores(self, predictions):
+        p = predictions
+        xp = namespace(p)
+        if self.score == "uniform":
+            return xp.ones_like(p)
+        if self.score == "neyman":
+            return xp.sqrt(xp.clip(p * (1.0 - p), 0.0, None))
+        return xp.minimum(p, 1.0 - p)
+
+    def inclusion_probability(self, item_score, mean_score, labels_used, remaining, budget, n_items):
+        xp = namespace(mean_score)
+        positive = mean_score > 0
+        rel = xp.where(positive, item_score / xp.where(positive, mean_score, 1.0), 1.0)
+        rate = xp.clip(budget - labels_used, 0.0, None) / remaining
+        return xp.clip(rate * ((1.0 - self.tau) * rel + self.tau), self.pi_floor * budget / n_items, 1.0)

@@ -1,0 +1,130 @@
+"""Where a session lives: its directory, the factor model file, the state file, the lock.
+
+Directory layout: ``factor_model.npz`` (the factor model and the bank's question ids,
+:func:`~faqstats.io.save_factor_model`), ``session.json`` (the state, format
+``faqstats.session``: :mod:`faqstats.io`) and ``.session.lock``, an advisory lock held
+while the state is written. A write also refuses to overwrite a revision it did not
+load: two writers on one session would lose answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from pathlib import Path
+
+from ..io import load_factor_model, read_session_state, save_factor_model, write_session_state
+
+__all__ = ["SessionStore"]
+
+STATE_FILE = "session.json"
+MODEL_FILE = "factor_model.npz"
+LOCK_FILE = ".session.lock"
+
+
+class SessionStore:
+    """A session directory: reads and writes its files, one revision after another.
+
+    Attributes
+    ----------
+    directory : pathlib.Path
+    revision : int
+        The revision of the state on disk that this store last read or wrote.
+    model_sha256 : str
+        SHA-256 of the factor model file's bytes.
+    """
+
+    def __init__(self, directory, revision, model_sha256):
+        self.directory = Path(directory)
+        self.revision = revision
+        self.model_sha256 = model_sha256
+
+    @property
+    def state_path(self):
+        return self.directory / STATE_FILE
+
+    @staticmethod
+    def refuse_existing(directory):
+        """Raise ``FileExistsError`` if ``directory`` already holds a session."""
+        directory = Path(os.fspath(directory))
+        if (directory / STATE_FILE).exists():
+            raise FileExistsError(f"{directory} already holds a faqstats session; resume it with EvaluationSession.load.")
+        return directory
+
+    @classmethod
+    def create(cls, directory, factor_model, question_ids):
+        """A new session directory holding ``factor_model`` with the bank's ids; returns the
+        store and the model as stored (what a loaded session will compute with)."""
+        directory = cls.refuse_existing(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        model_path = save_factor_model(factor_model, directory / MODEL_FILE, question_ids=[str(q) for q in question_ids])
+        return cls(directory, 0, _file_sha256(model_path)), load_factor_model(model_path)
+
+    @classmethod
+    def open(cls, directory):
+        """``(store, state, factor model)`` of an existing session, checked against each other."""
+        directory = Path(os.fspath(directory))
+        state_path = directory / STATE_FILE
+        if not state_path.is_file():
+            raise FileNotFoundError(f"No faqstats session in {directory} ({STATE_FILE} is missing).")
+        state = read_session_state(state_path)
+        model_path = directory / state["factor_model_file"]
+        if not model_path.is_file():
+            raise FileNotFoundError(f"{directory}: the session's factor model file {model_path.name} is missing.")
+        fm = load_factor_model(model_path)
+        model_ids_hash = fm.metadata_.get("question_ids_sha256")
+        if model_ids_hash != state["question_ids_sha256"]:
+            raise ValueError(
+                f"{directory}: the bank's question ids (sha256 {str(state['question_ids_sha256'])[:12]}...) differ "
+                f"from those of the factor model file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); "
+                "the session and the model describe different banks."
+            )
+        model_sha = _file_sha256(model_path)
+        if model_sha != state["factor_model_sha256"]:
+            raise ValueError(
+                f"{directory}: {model_path.name} is not the factor model this session started with (its SHA-256 "
+                "changed); restore it or start a new session."
+            )
+        return cls(directory, state["revision"], model_sha), state, fm
+
+    def save(self, fields):
+        """Write the state (``fields`` plus the header and the next revision) under the lock,
+        refusing if another process wrote a revision this store did not read."""
+        path = self.state_path
+        fields = fields | {"revision": self.revision + 1, "factor_model_file": MODEL_FILE,
+                           "factor_model_sha256": self.model_sha256}
+        with _locked(self.directory / LOCK_FILE):
+            if path.exists():
+                on_disk = read_session_state(path).get("revision")
+                if on_disk != self.revision:
+                    raise RuntimeError(
+                        f"{path} was changed by another process (revision {on_disk}, this session loaded "
+                        f"{self.revision}); nothing was written. Load the session again to continue."
+                    )
+            write_session_state(path, fields)
+        self.revision = fields["revision"]
+
+
+def _file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(path):
+    """An exclusive advisory lock on ``path`` (a no-op where ``fcntl`` is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock (the kernel releases it too if the process dies)
