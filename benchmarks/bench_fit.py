@@ -131,7 +131,8 @@ def main(argv=None):
     ap.add_argument("--questions", type=int, default=None, help="column subset (default: all 9574)")
     ap.add_argument("--components", type=int, default=None, help="k (default 64; 16 with --quick)")
     ap.add_argument("--reference-steps", type=int, default=2000)
-    ap.add_argument("--newton-alphas", default="3,10", help="comma-separated alphas for solver='newton'")
+    ap.add_argument("--newton-regularization", default="3,10",
+                    help="comma-separated regularization values for solver='newton'")
     ap.add_argument("--tol", type=float, default=1e-3, help="tol of solver='newton'")
     ap.add_argument("--threads", type=int, default=None, help="torch threads per fit (default: all cores; 1 with --quick)")
     ap.add_argument("--seed", type=int, default=0)
@@ -164,12 +165,13 @@ def main(argv=None):
 
     # Newton fits first (minutes), the long reference last; the table lists the reference first.
     fits = [
-        (f"newton, alpha {a:g}, tol {args.tol:g}", dict(solver="newton", alpha=a, max_iter=100, tol=args.tol))
-        for a in (float(x) for x in args.newton_alphas.split(","))
+        (f"newton, regularization {a:g}, tol {args.tol:g}",
+         dict(solver="newton", regularization=a, max_iter=100, tol=args.tol))
+        for a in (float(x) for x in args.newton_regularization.split(","))
     ]
-    fits.append((f"reference: AdamW lr 1e-2, {args.reference_steps} steps, alpha 0.1",
+    fits.append((f"reference: AdamW lr 1e-2, {args.reference_steps} steps, regularization 0.1",
                  # a progress bar (stderr) for the long full-size run
-                 dict(solver="adamw", alpha=0.1, learning_rate=1e-2, max_iter=args.reference_steps,
+                 dict(solver="adamw", regularization=0.1, learning_rate=1e-2, max_iter=args.reference_steps,
                       verbose=not args.quick)))
 
     rows = []
@@ -216,9 +218,9 @@ def write_docs(header, table, args):
         "resident memory above the process's size before it.\n\n"
         "```\n" + "\n".join(header + [""] + table) + "\n```\n\n"
         "The two solvers do not minimise the same function. AdamW's decoupled weight decay is not an L2 "
-        "penalty (it shrinks each entry by `lr * alpha` per step whatever the gradient's scale), so the "
+        "penalty (it shrinks each entry by `lr * regularization` per step whatever the gradient's scale), so the "
         "reference is defined by its trajectory (N(0, 1) start, 2000 steps); `solver=\"newton\"` minimises "
-        "the explicit MAP objective mean BCE + `alpha / (2 n_obs)` (||U||^2 + ||V||^2) to a relative "
+        "the explicit MAP objective mean BCE + `regularization / (2 n_obs)` (||U||^2 + ||V||^2) to a relative "
         "tolerance. They are compared by what matters downstream, the held-out log-loss.\n"
     )
     text = DOCS.read_text() if DOCS.exists() else "# Performance\n"

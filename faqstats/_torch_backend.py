@@ -2,7 +2,7 @@
 
 The loss is the mean binary cross-entropy over observed cells (the paper's
 objective divided by the number of observed cells), optimised full-batch with
-AdamW whose decoupled weight decay ``alpha`` regularises both factor matrices,
+AdamW whose decoupled weight decay ``regularization`` regularises both factor matrices,
 as in the paper's reference code.
 """
 
@@ -41,7 +41,7 @@ def fit_factors(
     H: np.ndarray,
     *,
     n_components: int,
-    alpha: float,
+    regularization: float,
     learning_rate: float,
     max_iter: int,
     device: str,
@@ -126,7 +126,7 @@ def fit_factors(
             cell = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
             return (cell * weight).sum()
 
-    optimizer = torch.optim.AdamW(params, lr=learning_rate, weight_decay=alpha)
+    optimizer = torch.optim.AdamW(params, lr=learning_rate, weight_decay=regularization)
     losses = np.empty(max_iter)
     for step in range(max_iter):
         optimizer.zero_grad(set_to_none=True)
@@ -138,7 +138,7 @@ def fit_factors(
             progress(step + 1)
     if not np.isfinite(losses[-1]):
         raise FloatingPointError(
-            "The factor-model loss diverged (non-finite). Lower learning_rate or raise alpha."
+            "The factor-model loss diverged (non-finite). Lower learning_rate or raise regularization."
         )
     U_np = U.detach().to("cpu", torch.float64).numpy()
     V_np = V.detach().to("cpu", torch.float64).numpy()
@@ -150,8 +150,8 @@ def fit_factors(
 # ----------------------------------------------------------------------------------
 #
 # Objective (sum form):  L(U, V) = sum_{(i,j) observed} BCE(u_i . v_j, H_ij)
-#                                  + (alpha / 2) (||U||_F^2 + ||V||_F^2),
-# i.e. MAP estimation under independent N(0, 1/alpha) priors on every factor entry. With
+#                                  + (regularization / 2) (||U||_F^2 + ||V||_F^2),
+# i.e. MAP estimation under independent N(0, 1/regularization) priors on every factor entry. With
 # V fixed the problem splits into one strongly convex k-dim ridge-logistic regression
 # per row u_i, and with U fixed into one per column v_j; each half-sweep takes one
 # damped Newton step for all of them at once (per-row gradients, k x k Hessians from a
@@ -200,7 +200,7 @@ def _newton_directions(G, hess_tri_block, n_rows, ridge, pairs):
         Hs = pairs.hessians(hess_tri_block(r0, r1), ridge)
         L, info = torch.linalg.cholesky_ex(Hs)
         if bool((info != 0).any()):  # pragma: no cover - ridge > 0 keeps H positive definite
-            raise FloatingPointError("A Newton Hessian was not positive definite; raise alpha.")
+            raise FloatingPointError("A Newton Hessian was not positive definite; raise regularization.")
         g = G[r0:r1].to(torch.float64).unsqueeze(-1)
         D[r0:r1] = -torch.cholesky_solve(g, L).squeeze(-1).to(G.dtype)
     return D
@@ -362,7 +362,7 @@ def fit_factors_newton(
     H: np.ndarray,
     *,
     n_components: int,
-    alpha: float,
+    regularization: float,
     max_iter: int,
     tol: float,
     device: str,
@@ -379,8 +379,8 @@ def fit_factors_newton(
     ----------
     H : ndarray of shape (n_models, n_questions)
         Outcomes in [0, 1], NaN where not observed.
-    alpha : float
-        Prior precision of every factor entry (``(alpha/2) ||.||^2`` penalty added to the
+    regularization : float
+        Prior precision of every factor entry (``(regularization/2) ||.||^2`` penalty added to the
         *sum* of cross-entropies). Must be positive: it keeps each Newton system
         positive definite.
     max_iter : int
@@ -402,8 +402,8 @@ def fit_factors_newton(
     U, V : float64 ndarrays
     losses : float64 ndarray, the mean cross-entropy over observed cells after each sweep
     """
-    if not alpha > 0:
-        raise ValueError(f"solver='newton' needs alpha > 0 (it is the ridge of every Newton system), got {alpha!r}.")
+    if not regularization > 0:
+        raise ValueError(f"solver='newton' needs regularization > 0 (it is the ridge of every Newton system), got {regularization!r}.")
     tdtype = resolve_dtype(dtype)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     n_models, n_questions = H.shape
@@ -438,7 +438,7 @@ def fit_factors_newton(
             n_questions,
         )
     pairs = _TriuPairs(k, device)
-    ridge = float(alpha)
+    ridge = float(regularization)
     X = by_row.logits(U, V)
     losses = []
 
@@ -483,5 +483,5 @@ def fit_factors_newton(
             previous = current
     losses = np.asarray(losses, dtype=float)
     if not (np.isfinite(losses).all() and bool(torch.isfinite(U).all()) and bool(torch.isfinite(V).all())):
-        raise FloatingPointError("The Newton factor fit produced non-finite values; raise alpha or use dtype='float64'.")
+        raise FloatingPointError("The Newton factor fit produced non-finite values; raise regularization or use dtype='float64'.")
     return U.to("cpu", torch.float64).numpy(), V.to("cpu", torch.float64).numpy(), losses

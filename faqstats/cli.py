@@ -22,7 +22,8 @@ def _demo(args):
         f"Synthetic bank: {bank.history.shape[0]} historical models x {bank.history.shape[1]} questions "
         f"({100 * (1 - (bank.history == bank.history).mean()):.0f}% missing), {len(bank.new_accuracy)} new models."
     )
-    print(f"Factor model: k={fm.n_components}, alpha={fm.alpha}, final training loss {fm.loss_curve_[-1]:.4f}.\n")
+    print(f"Factor model: k={fm.n_components}, regularization={fm.regularization}, final training loss "
+          f"{fm.loss_curve_[-1]:.4f}.\n")
     print(format_examples(rows, budget=args.budgets[len(args.budgets) // 2]))
     print()
     print(format_summary(rows))
@@ -41,19 +42,21 @@ def _experiment(args):
 
     start = time.perf_counter()
     matrix, _ = load_response_matrix(args.data)
-    fm_params = {k: v for k, v in (("n_components", args.n_components), ("alpha", args.alpha),
+    fm_params = {k: v for k, v in (("n_components", args.n_components), ("regularization", args.regularization),
                                    ("max_iter", args.max_iter), ("solver", args.solver),
                                    ("prior_scale", args.prior_scale)) if v is not None}
     factor_model = fm_params or None
-    if args.cv_components or args.cv_alphas:  # (k, alpha) by cell cross-validation on the history
+    if args.cv_components or args.cv_regularization:  # by cell cross-validation on the history
         from .factor_model import LogisticFactorModelCV
 
-        if args.n_components is not None or args.alpha is not None:
-            raise ValueError("--cv-components/--cv-alphas choose k and alpha: drop --n-components/--alpha.")
+        if args.n_components is not None or args.regularization is not None:
+            raise ValueError("--cv-components/--cv-regularization choose k and the regularization: drop "
+                             "--n-components/--regularization.")
         if args.prior_scale is not None:
             raise ValueError("--prior-scale is not passed to the cross-validated factor model; drop one of them.")
         factor_model = LogisticFactorModelCV(
-            n_components_grid=tuple(args.cv_components or (16,)), alphas=tuple(args.cv_alphas or (0.1,)),
+            n_components_grid=tuple(args.cv_components or (16,)),
+            regularization_grid=tuple(args.cv_regularization or (0.1,)),
             cv=args.cv_folds, max_iter=args.max_iter or 2000, solver=args.solver or "adamw", random_state=0,
             verbose=not args.quiet,
         )
@@ -179,18 +182,19 @@ def _add_experiment_parser(sub):
                      "keep the data's own missingness)")
     exp.add_argument("--n-full-obs", type=int, default=None, help="history rows kept fully observed with --p-obs")
     exp.add_argument("--n-components", type=int, default=None, help="factor model rank (default 16)")
-    exp.add_argument("--alpha", type=float, default=None, help="factor model weight decay (default 0.1)")
+    exp.add_argument("--regularization", type=float, default=None,
+                     help="factor model regularization: AdamW's weight decay, Newton's prior precision (default 0.1)")
     exp.add_argument("--max-iter", type=int, default=None, help="factor model optimiser steps (default 2000)")
     exp.add_argument("--solver", choices=["adamw", "newton"], default=None,
                      help="factor model solver (default adamw, the paper's; newton is much faster on large banks "
-                          "and reads --alpha as a prior precision)")
+                          "and reads --regularization as a prior precision)")
     exp.add_argument("--seed", type=int, default=0, help="root seed of the runs (default 0)")
     exp.add_argument("--n-jobs", type=int, default=1, help="joblib workers (default 1; -1: all cores)")
     exp.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask once registered...)")
     exp.add_argument("--cv-components", type=int, nargs="+", default=None,
                      help="choose the factor rank by cell cross-validation among these values")
-    exp.add_argument("--cv-alphas", type=float, nargs="+", default=None,
-                     help="choose the factor model's alpha by cell cross-validation among these values")
+    exp.add_argument("--cv-regularization", type=float, nargs="+", default=None,
+                     help="choose the factor model's regularization by cell cross-validation among these values")
     exp.add_argument("--cv-folds", type=int, default=5, help="cross-validation folds (default 5)")
     exp.add_argument("--prior-scale", type=float, default=None,
                      help="scale of the new model's prior covariance (LogisticFactorModel prior_scale, default 1)")
@@ -231,7 +235,8 @@ def _fit_history(args):
     else:
         key = next((k for k in ("question_ids", "items") if k in meta), None)
         ids = None if key is None else [str(q) for q in meta[key].tolist()]
-    params = {k: v for k, v in (("n_components", args.n_components), ("alpha", args.alpha), ("max_iter", args.max_iter),
+    params = {k: v for k, v in (("n_components", args.n_components), ("regularization", args.regularization),
+                                 ("max_iter", args.max_iter),
                                  ("learning_rate", args.learning_rate), ("prior_scale", args.prior_scale))
               if v is not None}
     verbose = not (args.quiet or args.json)
@@ -251,7 +256,7 @@ def _fit_history(args):
         "n_questions": int(matrix.shape[1]),
         "observed_fraction": float(np.mean(~np.isnan(matrix))),
         "n_components": fm.n_components,
-        "alpha": fm.alpha,
+        "regularization": fm.regularization,
         "max_iter": fm.max_iter,
         "final_loss": float(fm.loss_curve_[-1]),
         "question_ids": ids is not None,
@@ -401,7 +406,8 @@ def _add_fit_history_parser(sub):
                      help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")
     fit.add_argument("--out", required=True, help="where to write the fitted model (.npz)")
     fit.add_argument("--n-components", type=int, default=None, help="rank k (default 16)")
-    fit.add_argument("--alpha", type=float, default=None, help="weight decay (default 0.1)")
+    fit.add_argument("--regularization", type=float, default=None,
+                     help="regularization: AdamW's weight decay (default 0.1)")
     fit.add_argument("--max-iter", type=int, default=None, help="optimiser steps (default 2000)")
     fit.add_argument("--learning-rate", type=float, default=None, help="AdamW learning rate (default 0.01)")
     fit.add_argument("--question-ids", default=None,

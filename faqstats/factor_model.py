@@ -35,16 +35,16 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
 
     ``solver="adamw"`` (default; the seed paper's optimiser)
         ``max_iter`` full-batch AdamW steps on the mean binary cross-entropy over the
-        observed cells, with decoupled weight decay ``alpha`` on both factor matrices,
+        observed cells, with decoupled weight decay ``regularization`` on both factor matrices,
         from N(0, 1) draws. Decoupled decay is *not* an L2 penalty on the loss (it
-        shrinks every entry by ``learning_rate * alpha`` per step, whatever the
+        shrinks every entry by ``learning_rate * regularization`` per step, whatever the
         gradient's scale), so this solver minimises no fixed objective: its result is
         that of the trajectory (start, step count, learning rate).
     ``solver="newton"`` (alternating Newton, much faster on large banks)
         Minimises the explicit MAP objective
-        ``(1/n_obs) [sum_{observed} BCE(u_i . v_j, H_ij) + (alpha/2)(||U||^2 + ||V||^2)]``,
-        the mean cross-entropy plus an L2 penalty, i.e. independent N(0, 1/alpha)
-        priors on every factor entry (``alpha > 0``). Each sweep takes one damped
+        ``(1/n_obs) [sum_{observed} BCE(u_i . v_j, H_ij) + (r/2)(||U||^2 + ||V||^2)]``
+        with ``r = regularization``, the mean cross-entropy plus an L2 penalty, i.e.
+        independent N(0, 1/r) priors on every factor entry (``r > 0``). Each sweep takes one damped
         Newton step for every row ``u_i`` with V fixed (a k-dimensional ridge-logistic
         regression each: batched k x k Hessians and Cholesky solves, per-row
         backtracking, so the objective never increases), then the same for every
@@ -52,21 +52,20 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         (relative) or after ``max_iter`` sweeps. Memory: the dense logits
         (models x questions) when at least 20% of cells are observed, else
         O(observed cells + (models + questions) k^2); never models x questions x k.
-        Same ``alpha`` name, different role: the two solvers' ``alpha`` are not
-        interchangeable. ``alpha`` of 1-10 suits Newton (3 matched or beat the
-        reference's held-out log-loss on the paper-scale bank, on openllm_v1 and on
-        the planted test banks, about 10x faster at paper scale); AdamW's default 0.1
-        overfits with it. ``docs/performance.md``, "Factor fit", has the measurements.
+        Same ``regularization`` name, different role: the two solvers' values are not
+        interchangeable. 1-10 suits Newton (3 matched or beat AdamW's held-out log-loss
+        on the banks measured, in a tenth of the time at paper scale); AdamW's default
+        0.1 overfits with it (user guide, "performance").
         Works on ``device="cuda"`` as well.
 
     Parameters
     ----------
     n_components : int, default=16
         Latent dimension ``k``.
-    alpha : float, default=0.1
+    regularization : float, default=0.1
         Regularisation of model and question factors: AdamW's decoupled weight decay
         (``solver="adamw"``), or the prior precision of every factor entry, the
-        ``(alpha/2) ||.||^2`` penalty on the summed cross-entropy
+        ``(regularization/2) ||.||^2`` penalty on the summed cross-entropy
         (``solver="newton"``, must be > 0).
     learning_rate : float, default=1e-2
         AdamW learning rate (unused by ``solver="newton"``).
@@ -126,7 +125,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    LogisticFactorModelCV : chooses ``n_components`` and ``alpha`` by cross-validation.
+    LogisticFactorModelCV : chooses ``n_components`` and ``regularization`` by cross-validation.
     PAIEstimator : uses a fitted model to choose questions for a new model.
 
     References
@@ -143,7 +142,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     ((80, 3), (3, 3))
     >>> fm.predict_proba(fm.prior_mean_).shape
     (80,)
-    >>> fast = LogisticFactorModel(n_components=3, solver="newton", alpha=3.0, random_state=0).fit(bank.history)
+    >>> fast = LogisticFactorModel(n_components=3, solver="newton", regularization=3.0,
+    ...                            random_state=0).fit(bank.history)
     >>> fast.n_iter_ < fast.max_iter  # stopped on tol after a few sweeps
     True
     """
@@ -151,7 +151,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     def __init__(
         self,
         n_components=16,
-        alpha=0.1,
+        regularization=0.1,
         learning_rate=1e-2,
         max_iter=2000,
         solver="adamw",
@@ -163,7 +163,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         prior_scale=1.0,
     ):
         self.n_components = n_components
-        self.alpha = alpha
+        self.regularization = regularization
         self.learning_rate = learning_rate
         self.max_iter = max_iter
         self.solver = solver
@@ -219,19 +219,19 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         return fm
 
     # -- parameter checks -------------------------------------------------
-    def _check_params(self):
+    def check_params(self):
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
-        check_scalar(self.alpha, "alpha", low=0.0)
+        check_scalar(self.regularization, "regularization", low=0.0)
         check_scalar(self.learning_rate, "learning_rate", low=0.0, closed="neither")
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1)
         check_scalar(self.tol, "tol", low=0.0)
         check_scalar(self.prior_scale, "prior_scale", low=0.0, closed="right")
         if self.solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {list(_SOLVERS)}, got {self.solver!r}.")
-        if self.solver == "newton" and not self.alpha > 0:
+        if self.solver == "newton" and not self.regularization > 0:
             raise ValueError(
-                "solver='newton' needs alpha > 0 (the prior precision that keeps every Newton system "
-                f"positive definite), got alpha={self.alpha!r}."
+                "solver='newton' needs regularization > 0 (the prior precision that keeps every Newton system "
+                f"positive definite), got regularization={self.regularization!r}."
             )
         if not isinstance(self.device, str):
             raise TypeError(f"device must be a string, got {type(self.device).__name__}.")
@@ -252,7 +252,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         bar = progress_bar(max_iter, "fitting factors", self.verbose)
         common = dict(
             n_components=question_factors.shape[1] if frozen else self.n_components,
-            alpha=float(self.alpha),
+            regularization=float(self.regularization),
             max_iter=max_iter,
             device=device,
             dtype=self.dtype,
@@ -288,7 +288,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         """
         from . import _torch_backend as backend
 
-        self._check_params()
+        self.check_params()
         H = validate_history(self, X, reset=True)
         self.device_ = backend.resolve_device(self.device)
         U, V, losses = self._solve(H, self.device_)
@@ -314,7 +314,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         The same solver as ``fit`` with ``question_factors_`` fixed, started at
         ``prior_mean_``; every row is fitted on its own (its factor does not depend on
         the other rows). With ``solver="newton"`` each row's
-        ``sum_j BCE(u . v_j, X_ij) + (alpha/2) ||u||^2`` (the fit's row subproblem) is
+        ``sum_j BCE(u . v_j, X_ij) + (regularization/2) ||u||^2`` (the fit's row subproblem) is
         minimised to convergence. Rows with no observed cell get ``prior_mean_``.
 
         Parameters
@@ -452,18 +452,18 @@ def laplace_update(mean, cov, v, z):
 
 
 class LogisticFactorModelCV(BaseEstimator):
-    """Choose ``(n_components, alpha)`` by K-fold cross-validation over observed cells.
+    """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
     The observed cells of ``H`` are split into ``cv`` folds at random (MCAR); for every
     candidate the model is fitted with one fold hidden and scored on it. Following the
     paper (Section 4) the one-standard-error rule then picks the *simplest* candidate
-    (fewest components, then largest ``alpha``) whose mean score is within one standard
+    (fewest components, then largest ``regularization``) whose mean score is within one standard
     error of the best; the winner is refitted on all of ``H``.
 
     Parameters
     ----------
     n_components_grid : sequence of int, default=(4, 8, 16, 32)
-    alphas : sequence of float, default=(1e-3, 1e-2, 1e-1, 1.0)
+    regularization_grid : sequence of float, default=(1e-3, 1e-2, 1e-1, 1.0)
     cv : int, default=5
         Number of cell folds.
     scoring : {"log_loss", "accuracy"}, default="log_loss"
@@ -472,13 +472,13 @@ class LogisticFactorModelCV(BaseEstimator):
     one_standard_error : bool, default=True
         Apply the 1-SE rule; otherwise take the best mean score.
     learning_rate, max_iter, solver, tol, device, dtype, random_state, verbose
-        Passed to every :class:`LogisticFactorModel` (``alphas`` mean what ``alpha``
+        Passed to every :class:`LogisticFactorModel` (the grid means what ``regularization``
         means for the chosen ``solver``).
 
     Attributes
     ----------
     cv_results_ : dict of ndarrays
-        ``n_components``, ``alpha``, ``mean_score``, ``std_error`` and per-fold scores
+        ``n_components``, ``regularization``, ``mean_score``, ``std_error`` and per-fold scores
         ``fold_scores`` (shape (n_candidates, cv)); scores are higher-is-better.
     best_params_ : dict
     best_estimator_ : LogisticFactorModel
@@ -489,16 +489,16 @@ class LogisticFactorModelCV(BaseEstimator):
     --------
     >>> from faqstats import LogisticFactorModelCV, make_synthetic_bank
     >>> bank = make_synthetic_bank(n_models=40, n_questions=50, n_components=2, random_state=0)
-    >>> cv = LogisticFactorModelCV(n_components_grid=(1, 2), alphas=(0.01,), cv=3,
+    >>> cv = LogisticFactorModelCV(n_components_grid=(1, 2), regularization_grid=(0.01,), cv=3,
     ...                            max_iter=200, random_state=0).fit(bank.history)
     >>> sorted(cv.best_params_)
-    ['alpha', 'n_components']
+    ['n_components', 'regularization']
     """
 
     def __init__(
         self,
         n_components_grid=(4, 8, 16, 32),
-        alphas=(1e-3, 1e-2, 1e-1, 1.0),
+        regularization_grid=(1e-3, 1e-2, 1e-1, 1.0),
         cv=5,
         scoring="log_loss",
         one_standard_error=True,
@@ -512,7 +512,7 @@ class LogisticFactorModelCV(BaseEstimator):
         verbose=False,
     ):
         self.n_components_grid = n_components_grid
-        self.alphas = alphas
+        self.regularization_grid = regularization_grid
         self.cv = cv
         self.scoring = scoring
         self.one_standard_error = one_standard_error
@@ -525,10 +525,10 @@ class LogisticFactorModelCV(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _model(self, k, alpha, seed):
+    def _model(self, k, regularization, seed):
         return LogisticFactorModel(
             n_components=int(k),
-            alpha=float(alpha),
+            regularization=float(regularization),
             learning_rate=self.learning_rate,
             max_iter=self.max_iter,
             solver=self.solver,
@@ -544,9 +544,9 @@ class LogisticFactorModelCV(BaseEstimator):
             raise ValueError(f"scoring must be 'log_loss' or 'accuracy', got {self.scoring!r}.")
         H = check_history(X, name="X")
         ks = [check_scalar(k, "n_components_grid entries", kind=numbers.Integral, low=1) for k in self.n_components_grid]
-        alphas = [check_scalar(a, "alphas entries", low=0.0) for a in self.alphas]
-        if not ks or not alphas:
-            raise ValueError("n_components_grid and alphas must be non-empty.")
+        regs = [check_scalar(a, "regularization_grid entries", low=0.0) for a in self.regularization_grid]
+        if not ks or not regs:
+            raise ValueError("n_components_grid and regularization_grid must be non-empty.")
         rng = check_generator(self.random_state)
         seed = int(rng.integers(2**31 - 1))
         rows, cols = np.nonzero(~np.isnan(H))
@@ -554,7 +554,7 @@ class LogisticFactorModelCV(BaseEstimator):
             raise ValueError(f"Only {rows.size} observed cells: too few for {self.cv}-fold cross-validation.")
         fold = rng.permutation(np.arange(rows.size) % self.cv)
 
-        candidates = [(k, a) for k in ks for a in alphas]
+        candidates = [(k, a) for k in ks for a in regs]
         scores = np.empty((len(candidates), self.cv))
         bar = progress_bar(len(candidates) * self.cv, "cross-validating", self.verbose)
         for f in range(self.cv):
@@ -582,14 +582,14 @@ class LogisticFactorModelCV(BaseEstimator):
             chosen = best
         self.cv_results_ = {
             "n_components": np.array([c[0] for c in candidates]),
-            "alpha": np.array([c[1] for c in candidates], dtype=float),
+            "regularization": np.array([c[1] for c in candidates], dtype=float),
             "mean_score": mean,
             "std_error": se,
             "fold_scores": scores,
         }
         k, a = candidates[chosen]
         self.best_index_ = chosen
-        self.best_params_ = {"n_components": int(k), "alpha": float(a)}
+        self.best_params_ = {"n_components": int(k), "regularization": float(a)}
         self.best_estimator_ = self._model(k, a, seed).fit(H)
         return self
 

@@ -440,9 +440,12 @@ def load_factor_model(path):
 
     fm = LogisticFactorModel()
     known = fm.get_params(deep=False)
-    fm.set_params(**{name: value for name, value in meta["params"].items() if name in known})
+    params = dict(meta["params"])
+    if "alpha" in params and "regularization" not in params:  # files written before faqstats renamed it
+        params["regularization"] = params.pop("alpha")
+    fm.set_params(**{name: value for name, value in params.items() if name in known})
     try:
-        fm._check_params()
+        fm.check_params()
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: invalid estimator parameters in metadata: {exc}") from exc
     if fm.n_components != k:

@@ -125,7 +125,7 @@ def test_informative_embeddings_beat_uniform_and_random_embeddings():
     Tolerances: informative > 1.15 and informative > random + 0.25."""
     bank = fq.make_synthetic_bank(n_models=80, n_questions=400, n_new=8, n_components=3, random_state=0)
     src, tgt = np.arange(250), np.arange(250, 400)
-    old = fq.LogisticFactorModel(n_components=3, alpha=0.01, max_iter=300, device="cpu", random_state=0).fit(
+    old = fq.LogisticFactorModel(n_components=3, regularization=0.01, max_iter=300, device="cpu", random_state=0).fit(
         bank.history[:, src]
     )
     rng = np.random.default_rng(1)

@@ -438,7 +438,7 @@ def _report(label, cols, designs=("coupled", "shared")):
 def synthetic():
     """Synthetic bank (300 questions, planted k=3), factor model on the history; the 12 new models."""
     bank = fq.make_synthetic_bank(n_models=120, n_questions=300, n_new=12, n_components=3, random_state=1)
-    fm = fq.LogisticFactorModel(n_components=3, alpha=0.01, max_iter=300, device="cpu", random_state=0).fit(
+    fm = fq.LogisticFactorModel(n_components=3, regularization=0.01, max_iter=300, device="cpu", random_state=0).fit(
         bank.history
     )
     return fm, bank.new_outcomes.astype(float)
@@ -518,7 +518,7 @@ def test_paired_on_openllm_v1_coverage_and_width_ratio():
     perm = np.random.default_rng(0).permutation(complete.shape[0])
     n_history = int(round(0.75 * complete.shape[0]))
     history, new = complete[perm[:n_history]], complete[perm[n_history:]]
-    fm = fq.LogisticFactorModel(n_components=16, alpha=0.1, max_iter=2000, random_state=0).fit(history)
+    fm = fq.LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0).fit(history)
     order = np.random.default_rng(1).permutation(new.shape[0])
     pairings = {"random": list(zip(order[0::2], order[1::2])), "similar": _most_similar_pairs(new)}
     ratios = {}

@@ -17,7 +17,7 @@ def bank():
 
 @pytest.fixture(scope="module")
 def fm(bank):
-    return fq.LogisticFactorModel(n_components=4, alpha=0.01, max_iter=600, random_state=0).fit(bank.history)
+    return fq.LogisticFactorModel(n_components=4, regularization=0.01, max_iter=600, random_state=0).fit(bank.history)
 
 
 # ------------------------------------------------------------------ API

@@ -42,7 +42,7 @@ def _one_torch_thread():
 
 def _model(**params):
     """A model that fits the planted banks below well in a few hundred steps."""
-    defaults = dict(n_components=3, alpha=0.3, learning_rate=0.05, max_iter=300, device="cpu", random_state=0)
+    defaults = dict(n_components=3, regularization=0.3, learning_rate=0.05, max_iter=300, device="cpu", random_state=0)
     return LogisticFactorModel(**{**defaults, **params})
 
 
@@ -350,8 +350,8 @@ def test_factor_model_rejects_bad_history(X, error, match):
     [
         (dict(n_components=2.0), TypeError, "n_components must be an integer"),
         (dict(n_components=0), ValueError, r"n_components must be in \[1, inf\]"),
-        (dict(alpha=-0.1), ValueError, r"alpha must be in \[0.0, inf\]"),
-        (dict(alpha=np.nan), ValueError, "alpha must be finite"),
+        (dict(regularization=-0.1), ValueError, r"regularization must be in \[0.0, inf\]"),
+        (dict(regularization=np.nan), ValueError, "regularization must be finite"),
         (dict(learning_rate=0.0), ValueError, "learning_rate"),
         (dict(max_iter=0), ValueError, "max_iter"),
         (dict(dtype="float16"), ValueError, "dtype must be one of"),
@@ -463,7 +463,7 @@ def test_factor_model_float32_float64_consistent():
 def tiny_cv():
     bank = make_synthetic_bank(n_models=40, n_questions=50, n_components=2, missing_rate=0.2, random_state=0)
     cv = LogisticFactorModelCV(
-        n_components_grid=(1, 2, 4), alphas=(0.01, 0.3), cv=3, max_iter=100, learning_rate=0.05,
+        n_components_grid=(1, 2, 4), regularization_grid=(0.01, 0.3), cv=3, max_iter=100, learning_rate=0.05,
         device="cpu", random_state=0,
     )
     return bank, cv.fit(bank.history)
@@ -475,7 +475,7 @@ def _one_se_choice(results):
     mean, se = results["mean_score"], results["std_error"]
     best = int(np.argmax(mean))
     ok = [c for c in range(len(mean)) if mean[c] >= mean[best] - se[best]]
-    return min(ok, key=lambda c: (results["n_components"][c], -results["alpha"][c]))
+    return min(ok, key=lambda c: (results["n_components"][c], -results["regularization"][c]))
 
 
 def test_factor_model_cv_results_and_one_se_rule(tiny_cv):
@@ -483,7 +483,7 @@ def test_factor_model_cv_results_and_one_se_rule(tiny_cv):
     res = cv.cv_results_
     grid = list(itertools.product((1, 2, 4), (0.01, 0.3)))
     assert_array_equal(res["n_components"], [k for k, _ in grid])
-    assert_array_equal(res["alpha"], [a for _, a in grid])
+    assert_array_equal(res["regularization"], [a for _, a in grid])
     assert res["fold_scores"].shape == (6, 3) and np.isfinite(res["fold_scores"]).all()
     assert (res["fold_scores"] < 0).all()  # negative log-losses
     assert_allclose(res["mean_score"], res["fold_scores"].mean(axis=1))
@@ -492,10 +492,10 @@ def test_factor_model_cv_results_and_one_se_rule(tiny_cv):
     chosen = cv.best_index_
     assert chosen == _one_se_choice(res)
     assert res["mean_score"][chosen] >= res["mean_score"].max() - res["std_error"][np.argmax(res["mean_score"])]
-    assert cv.best_params_ == {"n_components": int(res["n_components"][chosen]), "alpha": float(res["alpha"][chosen])}
+    assert cv.best_params_ == {"n_components": int(res["n_components"][chosen]), "regularization": float(res["regularization"][chosen])}
 
     best = cv.best_estimator_
-    assert (best.n_components, best.alpha) == (cv.best_params_["n_components"], cv.best_params_["alpha"])
+    assert (best.n_components, best.regularization) == (cv.best_params_["n_components"], cv.best_params_["regularization"])
     assert best.model_factors_.shape == (40, best.n_components)  # refitted on all rows
     assert cv.question_factors_ is best.question_factors_
     assert cv.prior_cov_ is best.prior_cov_ and cv.n_features_in_ == 50
@@ -524,10 +524,10 @@ def test_factor_model_cv_one_se_rule_on_planted_scores(monkeypatch):
 
     monkeypatch.setattr(factor_model, "_cv_score", fake_score)
     H = _small_history(n_models=12, n_questions=8)
-    kw = dict(n_components_grid=(1, 2, 4), alphas=(0.01, 0.1), cv=3, max_iter=2, device="cpu", random_state=0)
+    kw = dict(n_components_grid=(1, 2, 4), regularization_grid=(0.01, 0.1), cv=3, max_iter=2, device="cpu", random_state=0)
     cv = LogisticFactorModelCV(**kw).fit(H)
     assert_array_equal(cv.cv_results_["fold_scores"], designed)
-    assert cv.best_index_ == 3 and cv.best_params_ == {"n_components": 2, "alpha": 0.1}
+    assert cv.best_index_ == 3 and cv.best_params_ == {"n_components": 2, "regularization": 0.1}
     calls.clear()
     assert LogisticFactorModelCV(**kw, one_standard_error=False).fit(H).best_index_ == 4
 
@@ -540,7 +540,7 @@ def test_factor_model_cv_one_se_rule_on_planted_scores(monkeypatch):
         (dict(scoring="auc"), ValueError, "scoring must be 'log_loss' or 'accuracy'"),
         (dict(n_components_grid=()), ValueError, "must be non-empty"),
         (dict(n_components_grid=(0, 2)), ValueError, "n_components_grid entries"),
-        (dict(alphas=(-1.0,)), ValueError, "alphas entries"),
+        (dict(regularization_grid=(-1.0,)), ValueError, "regularization_grid entries"),
         (dict(cv=50), ValueError, "too few for 50-fold"),
     ],
 )
@@ -574,8 +574,8 @@ def test_factor_model_grid_search_prefers_planted_rank():
 
 # ------------------------------------------------------------ Newton solver
 def _newton(**params):
-    """The alternating-Newton solver; alpha=3 is its recommended prior precision."""
-    defaults = dict(n_components=3, alpha=3.0, solver="newton", device="cpu", random_state=0)
+    """The alternating-Newton solver; regularization=3 is its recommended prior precision."""
+    defaults = dict(n_components=3, regularization=3.0, solver="newton", device="cpu", random_state=0)
     return LogisticFactorModel(**{**defaults, **params})
 
 
@@ -603,7 +603,7 @@ def test_newton_minimises_the_stated_objective():
     """At convergence (float64, tiny tol) the gradient of the stated MAP objective is
     zero: sum BCE + (alpha/2)(|U|^2 + |V|^2), relative to the objective's scale."""
     H = _small_history(missing_rate=0.3)
-    fm = _newton(n_components=2, alpha=1.0, dtype="float64", tol=1e-12, max_iter=500).fit(H)
+    fm = _newton(n_components=2, regularization=1.0, dtype="float64", tol=1e-12, max_iter=500).fit(H)
     gU, gV = _objective_gradients(H, fm.model_factors_, fm.question_factors_, 1.0)
     assert max(np.abs(gU).max(), np.abs(gV).max()) < 1e-4
     # the objective never increased from sweep to sweep (per-row backtracking)
@@ -629,7 +629,7 @@ def test_newton_transform_solves_each_row_on_its_own():
     subproblem) to convergence: zero gradient, independent of the batch (1e-10), and
     equal to the jointly fitted factors when refitting the training rows."""
     H = _small_history(missing_rate=0.5)
-    fm = _newton(n_components=2, alpha=1.0, dtype="float64", tol=1e-12, max_iter=500).fit(H)
+    fm = _newton(n_components=2, regularization=1.0, dtype="float64", tol=1e-12, max_iter=500).fit(H)
     new = _small_history(n_models=8, missing_rate=0.5, seed=1)
     new[3] = np.nan
     U = fm.transform(new)
@@ -693,7 +693,7 @@ def test_newton_very_sparse_history_never_allocates_dense_blocks():
     "params, error, match",
     [
         (dict(solver="lbfgs"), ValueError, r"solver must be one of \['adamw', 'newton'\]"),
-        (dict(solver="newton", alpha=0.0), ValueError, "needs alpha > 0"),
+        (dict(solver="newton", regularization=0.0), ValueError, "needs regularization > 0"),
         (dict(tol=-1e-3), ValueError, r"tol must be in \[0.0, inf\]"),
     ],
 )
@@ -705,7 +705,7 @@ def test_factor_model_rejects_bad_solver_parameters(params, error, match):
 def test_factor_model_cv_passes_the_solver_on():
     bank = make_synthetic_bank(n_models=40, n_questions=50, n_components=2, missing_rate=0.2, random_state=0)
     cv = LogisticFactorModelCV(
-        n_components_grid=(1, 2), alphas=(1.0,), cv=2, solver="newton", device="cpu", random_state=0
+        n_components_grid=(1, 2), regularization_grid=(1.0,), cv=2, solver="newton", device="cpu", random_state=0
     ).fit(bank.history)
     assert cv.best_estimator_.solver == "newton" and cv.best_estimator_.n_iter_ < cv.max_iter
     assert np.isfinite(cv.cv_results_["fold_scores"]).all()

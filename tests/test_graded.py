@@ -126,7 +126,7 @@ def test_factor_model_fits_graded_targets_better_than_one_binary_draw_of_them():
     errors = {}
     for name, H in {"graded": P, "binary": bank.history}.items():
         fm = fq.LogisticFactorModel(
-            n_components=2, alpha=1e-3, learning_rate=0.05, max_iter=400, device="cpu", dtype="float64", random_state=0
+            n_components=2, regularization=1e-3, learning_rate=0.05, max_iter=400, device="cpu", dtype="float64", random_state=0
         ).fit(H)
         errors[name] = np.abs(expit(fm.model_factors_ @ fm.question_factors_.T) - P).mean()
     assert errors["graded"] < 0.02 < errors["binary"], errors
@@ -146,7 +146,7 @@ def test_graded_outcomes_seeded_coverage_and_gain_over_uniform():
     history = (rng.random((4,) + P_hist.shape) < P_hist).mean(axis=0)
     new = (rng.random((4,) + P_new.shape) < P_new).mean(axis=0)
     assert len(np.unique(new)) == 5  # 0, .25, .5, .75, 1
-    fm = fq.LogisticFactorModel(n_components=3, alpha=0.01, max_iter=300, device="cpu", random_state=0).fit(history)
+    fm = fq.LogisticFactorModel(n_components=3, regularization=0.01, max_iter=300, device="cpu", random_state=0).fit(history)
     covered, var_pai, var_uniform = [], [], []
     for i, z in enumerate(new):
         theta = z.mean()

@@ -45,7 +45,7 @@ def bank():
 
 @pytest.fixture(scope="module")
 def fitted(bank):
-    return LogisticFactorModel(n_components=2, alpha=0.1, learning_rate=0.05, max_iter=100, device="cpu", random_state=0).fit(
+    return LogisticFactorModel(n_components=2, regularization=0.1, learning_rate=0.05, max_iter=100, device="cpu", random_state=0).fit(
         bank.history
     )
 
@@ -53,7 +53,7 @@ def fitted(bank):
 @pytest.fixture(scope="module")
 def fitted_cv(bank):
     return LogisticFactorModelCV(
-        n_components_grid=(1, 2), alphas=(0.1,), cv=2, learning_rate=0.05, max_iter=60, device="cpu", random_state=0
+        n_components_grid=(1, 2), regularization_grid=(0.1,), cv=2, learning_rate=0.05, max_iter=60, device="cpu", random_state=0
     ).fit(bank.history)
 
 

@@ -2,7 +2,7 @@
 
 Setting of ``../shared/NOTES.md`` fact 1: complete rows of ``openllm_v1.npz`` (2461
 models x 693 items), a seeded random 75% of them as history for a
-``LogisticFactorModel(k=16, alpha=0.1, 2000 AdamW steps)``, the remaining 615 as new
+``LogisticFactorModel(k=16, regularization=0.1, 2000 AdamW steps)``, the remaining 615 as new
 models, budget 10% of the bank (69 queries), hybrid policy beta0=1, rho=gamma=0.
 
 The data live outside the repository (``<repo>/../shared/data``) and are never
@@ -59,7 +59,7 @@ def factor_model(openllm_split):
     """The NOTES fact 1 fit: k=16, alpha=0.1, 2000 full-batch AdamW steps (tens of seconds on 2 CPUs)."""
     history, _ = openllm_split
     start = time.perf_counter()
-    fm = fq.LogisticFactorModel(n_components=16, alpha=0.1, max_iter=2000, random_state=0).fit(history)
+    fm = fq.LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0).fit(history)
     print(f"\n[openllm_v1] factor fit, 2000 steps on {history.shape}: {time.perf_counter() - start:.1f} s")
     return fm
 
@@ -68,7 +68,7 @@ def factor_model(openllm_split):
 def quick_factor_model(openllm_split):
     """Same model with 500 steps (about 8 s on 2 idle CPUs) so the smoke test stays fast."""
     history, _ = openllm_split
-    return fq.LogisticFactorModel(n_components=16, alpha=0.1, max_iter=500, random_state=0).fit(history)
+    return fq.LogisticFactorModel(n_components=16, regularization=0.1, max_iter=500, random_state=0).fit(history)
 
 
 def test_split_shape(openllm_split):

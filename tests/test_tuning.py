@@ -82,9 +82,9 @@ def test_cli_chooses_k_and_alpha_by_cross_validation(bank, tmp_path, capsys):
     np.savez(tmp_path / "m.npz", outcomes=matrix)
     argv = ["experiment", "--data", str(tmp_path / "m.npz"), "--out", str(tmp_path / "out"), "--methods", "faq",
             "uniform-fpc", "--seeds", "1", "--budgets", "0.1", "--max-models", "3", "--cv-components", "1", "2",
-            "--cv-alphas", "0.01", "--cv-folds", "2", "--max-iter", "40", "--quiet"]
+            "--cv-regularization", "0.01", "--cv-folds", "2", "--max-iter", "40", "--quiet"]
     assert main(argv) == 0
     assert "Cross-validated factor model" in capsys.readouterr().out
     cfg = json.loads((tmp_path / "out" / "config.json").read_text())
-    assert cfg["factor_model_cv"]["n_components"] in (1, 2) and cfg["factor_model_cv"]["alpha"] == 0.01
+    assert cfg["factor_model_cv"]["n_components"] in (1, 2) and cfg["factor_model_cv"]["regularization"] == 0.01
     assert main(argv + ["--n-components", "2"]) == 2  # both ways of choosing k is refused

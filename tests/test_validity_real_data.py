@@ -30,7 +30,7 @@ pytestmark = [
 def setting():
     matrix, _ = fq.load_response_matrix(DATA)
     history, new, _ = split_matrix(matrix, history_fraction=0.75, split_seed=0, complete_rows=True)
-    fm = fq.LogisticFactorModel(n_components=16, alpha=0.1, max_iter=2000, random_state=0).fit(history)
+    fm = fq.LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0).fit(history)
     return fm, new
 
 

@@ -66,7 +66,8 @@ def run_demo(
         n_models=n_models, n_questions=n_questions, n_new=n_new, n_components=4, missing_rate=0.3,
         random_state=random_state,
     )
-    fm = LogisticFactorModel(n_components=4, alpha=0.01, max_iter=1000, random_state=random_state, verbose=verbose)
+    fm = LogisticFactorModel(n_components=4, regularization=0.01, max_iter=1000, random_state=random_state,
+                             verbose=verbose)
     fm.fit(bank.history)
     rows = []
     jobs = [(name, b, i, s) for name in _methods(fm) for b in budgets for i in range(n_new) for s in range(seeds)]

@@ -425,7 +425,7 @@ def _uses_factor_model(name):
 
 
 def _default_factor_model(verbose):
-    return LogisticFactorModel(n_components=16, alpha=0.1, max_iter=2000, random_state=0, verbose=verbose)
+    return LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0, verbose=verbose)
 
 
 def _is_fitted(estimator):
@@ -548,7 +548,7 @@ def run_experiment(
         Names in :data:`METHODS`. ``summarize`` needs "uniform-fpc" (and "ht-uniform")
         among them for its ESS columns.
     factor_model : None, dict or estimator
-        ``None``: ``LogisticFactorModel(n_components=16, alpha=0.1, max_iter=2000,
+        ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000,
         random_state=0)`` (the setting of ``../shared/NOTES.md`` fact 1); a dict
         overrides some of those parameters; an unfitted estimator is cloned. It is
         fitted on the history, and only when some method needs it. An already

@@ -165,7 +165,8 @@ def mixture(scores, tau, asked, name="scores"):
     ``asked``), zero elsewhere; uniform over ``R`` when every askable score is 0.
 
     In one pass over the bank in the usual case: the askable sum is the whole sum less
-    the few asked scores (summed directly when that subtraction cancels), and
+    the few asked scores (summed directly when the asked ones hold most of the sum, where
+    the subtraction would lose digits), and
     ``s (1 - tau) / sum`` is one multiplication (``s / sum`` first when the scale would
     overflow, e.g. for a subnormal sum). Scores only need to be finite and non-negative
     where askable.
@@ -180,7 +181,7 @@ def mixture(scores, tau, asked, name="scores"):
     full = float(scores.sum())
     total = full - float(scores[asked].sum()) if asked.size else full
     valid = math.isfinite(full) and float(scores.min()) >= 0.0
-    if not valid or (asked.size and total <= 1e-8 * full):
+    if not valid or (asked.size and total <= 0.01 * full):
         askable = np.delete(scores, asked) if asked.size else scores
         if not (np.all(np.isfinite(askable)) and askable.min() >= 0.0):
             raise FloatingPointError(f"{name} returned negative or non-finite values.")
