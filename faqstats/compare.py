@@ -267,8 +267,9 @@ class PairedRun:
             return self.a.law()
         state = self.a.state()
         view = _DifferenceView(self.a.predictor, self.b.predictor)
-        state = PolicyState(state.predictions - self.b.predictions, state.available, state.step, state.budget,
-                            posterior=view, asked=state.asked)
+        mean_prediction = 0.5 * (state.predictions + self.b.predictions)
+        state = PolicyState(mean_prediction, state.available, state.step, state.budget, posterior=view,
+                            asked=state.asked)
         return self.sampler.probabilities(state)
 
     def draw_round(self, rng, size, keep_laws=False):
@@ -331,9 +332,9 @@ class PairedPAIEstimator(BaseEstimator):
     sampler : Sampler, default=HybridSampler() (UniformSampler() without a factor model)
         The policy, any sequential sampler (``sampler.replace`` chooses with or without
         replacement). Coupled design: each model's own law under it; shared design: its
-        law for the difference (its oracle score is
-        ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))``); reference design: its law for the new
-        model with the reference-informed predictions.
+        law for the pair (the state's predictions are the two models' mean, its oracle
+        score that of the difference, ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))``); reference
+        design: its law for the new model with the reference-informed predictions.
     budget : int, default=100
         Steps, each asking one question to each new model (``2 * budget`` answers in
         the two-model design, as many as two independent evaluations of ``budget``

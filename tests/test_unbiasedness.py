@@ -56,9 +56,18 @@ taus = st.floats(0.01, 1.0)
 unit = st.floats(0.0, 1.0)
 
 
+class UncertaintyFirst(fq.Sampler):
+    """A user's policy, defined by its scores alone: prefer predictions near 1/2."""
+
+    def scores(self, state):
+        return 1.0 - np.abs(2.0 * np.asarray(state.predictions) - 1.0)
+
+
 @st.composite
 def sequential_samplers(draw, replace):
-    kind = draw(st.sampled_from(["uniform", "neyman", "active", "hybrid", "hybrid-default"]))
+    kind = draw(st.sampled_from(["uniform", "neyman", "active", "hybrid", "hybrid-default", "custom"]))
+    if kind == "custom":
+        return UncertaintyFirst(tau=draw(taus), replace=replace)
     if kind == "hybrid-default":  # rho = gamma = 0, beta0 = 1: the raw oracle scores
         return fq.HybridSampler(tau=draw(taus), replace=replace)
     if kind == "uniform":
