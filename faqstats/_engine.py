@@ -27,7 +27,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validation import check_outcome_values
+import numbers
+
+from ._validation import check_outcome_values, check_scalar
 from .sampling import PolicyState, check_law, draw_from, within_round
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "QueryLoop",
     "SequentialRun",
     "StreamRun",
+    "check_design",
     "des_raj_base",
     "pai_increment",
     "sample_mean_design",
@@ -370,6 +373,24 @@ def sample_mean_design(factor_model, sampler):
     from .sampling import UniformSampler
 
     return factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace
+
+
+def check_design(sampler, factor_model, n_questions, budget, batch_size, interval):
+    """The checks every estimator makes of its design; returns the (checked) sampler."""
+    from ._inference import check_interval
+
+    sampler.check_params()
+    check_scalar(budget, "budget", kind=numbers.Integral, low=2)
+    check_scalar(batch_size, "batch_size", kind=numbers.Integral, low=1)
+    check_interval(interval)
+    if factor_model is None and sampler.needs_factor_model:
+        raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
+    if not sampler.replace and budget > n_questions:
+        raise ValueError(
+            f"budget={budget} exceeds the {n_questions} questions of the bank; sampling without "
+            "replacement can ask each question only once."
+        )
+    return sampler
 
 
 def start_run(sampler, predictor, n_questions, budget, rng):

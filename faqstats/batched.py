@@ -32,7 +32,7 @@ import torch
 from ._engine import des_raj_base, pai_increment, sample_mean_design
 from ._inference import fpc_mean, interval_df, pai_inference, wald_interval
 from ._validation import check_alpha, check_generator
-from .posterior import PosteriorView, QuadraticForms, laplace_step, oracle_scores
+from .posterior import PosteriorView, QuadraticForms, laplace_step
 from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf
 
 __all__ = ["BatchedRuns", "simulate", "supports"]

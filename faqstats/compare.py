@@ -70,17 +70,15 @@ sample mean of the differences with finite-population correction.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._engine import Oracle, QueryLoop, SequentialRun, sample_mean_design
-from ._inference import check_interval, fpc_mean, interval_df, pai_inference
+from ._engine import Oracle, QueryLoop, SequentialRun, check_design, sample_mean_design
+from ._inference import fpc_mean, interval_df, pai_inference
 from ._validation import check_alpha, check_generator, check_outcome_values, check_scalar
 from .estimator import resolve_bank_size
-from .posterior import FixedPredictions, PosteriorView, oracle_scores
+from .posterior import FixedPredictions, PosteriorView
 from .results import ComparisonResult
 from .sampling import HybridSampler, PolicyState, Sampler, UniformSampler, draw_from, within_round
 
@@ -430,24 +428,15 @@ class PairedPAIEstimator(BaseEstimator):
             sampler = UniformSampler() if self.factor_model is None else HybridSampler()
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
-        return sampler.check_params()
+        return sampler
 
     def _validate(self, n_questions):
-        sampler = self._sampler()
-        check_scalar(self.budget, "budget", kind=numbers.Integral, low=2)
-        check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1)
+        sampler = check_design(self._sampler(), self.factor_model, n_questions, self.budget, self.batch_size,
+                               self.interval)
         if self.design not in ("coupled", "shared"):
             raise ValueError(f"design must be 'coupled' or 'shared', got {self.design!r}.")
-        check_interval(self.interval)
         if not (isinstance(self.reference_weight, str) and self.reference_weight == "auto"):
             check_scalar(self.reference_weight, "reference_weight", low=0.0, high=1.0)
-        if self.factor_model is None and sampler.needs_factor_model:
-            raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
-        if not sampler.replace and self.budget > n_questions:
-            raise ValueError(
-                f"budget={self.budget} exceeds the {n_questions} questions of the bank; sampling without "
-                "replacement can ask each question only once."
-            )
         return sampler
 
     def _predictor(self, n_questions):

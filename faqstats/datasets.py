@@ -116,11 +116,11 @@ def make_synthetic_bank(
     )
 
 
-def draw_bank_from_factors(model_factors, question_factors, *, random_state=0):
+def draw_bank_from_factors(model_factors, question_factors, *, random_state=None):
     """A fixed semi-synthetic bank ``z_ij ~ Bernoulli(sigmoid(u_i . v_j))`` from published factors.
 
-    For paper-scale studies (e.g. ``../shared/data/paper_factors_bbh.npz``, 2,211 x 9,574,
-    k = 64): draw once, keep it as the finite bank. The factor model is well specified
+    For paper-scale studies (e.g. the factors published with the FAQ paper, thousands of
+    models and questions): draw once, keep it as the finite bank. The factor model is well specified
     for such a bank, so its efficiency figures are optimistic. Rows are drawn in chunks
     (no models x questions float matrix beyond one chunk).
 
@@ -135,7 +135,7 @@ def draw_bank_from_factors(model_factors, question_factors, *, random_state=0):
     V = np.asarray(question_factors, dtype=np.float64)
     if U.ndim != 2 or V.ndim != 2 or U.shape[1] != V.shape[1]:
         raise ValueError(f"model_factors (M, k) and question_factors (N, k) must share k; got {U.shape}, {V.shape}.")
-    rng = np.random.default_rng(random_state)
+    rng = check_generator(random_state)
     out = np.empty((U.shape[0], V.shape[0]), dtype=np.int8)
     for s in range(0, U.shape[0], 256):
         p = expit(U[s : s + 256] @ V.T)
@@ -146,7 +146,7 @@ def draw_bank_from_factors(model_factors, question_factors, *, random_state=0):
 def load_response_matrix(path):
     """Load a models x items matrix saved as ``.npz`` with an ``outcomes`` array.
 
-    Entries ``-1`` (the convention of ``openllm_v1.npz``) become NaN. Returns
+    Entries ``-1`` (a common convention for "not observed") become NaN. Returns
     ``(matrix, metadata)`` where metadata holds the other arrays of the file.
     """
     path = Path(path)

@@ -16,16 +16,14 @@ the answers, which changes the predictions and the policy from the next round on
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._engine import Oracle, QueryLoop, sample_mean_design, start_run
+from ._engine import Oracle, QueryLoop, check_design, sample_mean_design, start_run
 from ._inference import (
-    check_interval,
     fpc_mean,
     interval_df,
     martingale_variance,
@@ -200,26 +198,16 @@ class PAIEstimator(BaseEstimator):
         sampler = HybridSampler() if self.sampler is None else self.sampler
         if not isinstance(sampler, (Sampler, StreamSampler)):
             raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
-        sampler.check_params()
         stream = sampler.design == "stream"
         if self.dtype not in ("float64", "float32"):
             raise ValueError(f"dtype must be 'float64' or 'float32', got {self.dtype!r}.")
-        check_scalar(self.budget, "budget", kind=numbers.Integral, low=2)
-        check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1)
         if self.variance not in ("martingale", "paper"):
             raise ValueError(f"variance must be 'martingale' or 'paper', got {self.variance!r}.")
         if self.stop_when_width is not None:
             check_scalar(self.stop_when_width, "stop_when_width", low=0.0, high=1.0, closed="right")
         if self._cs_alpha() is not None and stream:
             raise ValueError("Confidence sequences and stop_when_width need a sequential sampler, not BernoulliAIPW.")
-        check_interval(self.interval)
-        if self.factor_model is None and sampler.needs_factor_model:
-            raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
-        if not sampler.replace and self.budget > n_questions:
-            raise ValueError(
-                f"budget={self.budget} exceeds the {n_questions} questions of the bank; sampling without "
-                "replacement can ask each question only once."
-            )
+        check_design(sampler, self.factor_model, n_questions, self.budget, self.batch_size, self.interval)
         if self.variance == "paper" and (not sampler.replace or stream):
             raise ValueError("variance='paper' is defined for with-replacement sequential sampling only.")
         if self.step_weights is not None:

@@ -8,7 +8,6 @@ which :func:`laplace_update` refines after each answer (paper Eqs. 9-10).
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
@@ -89,11 +88,9 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     prior_scale : float > 0, default=1.0
         The new model's prior covariance is ``prior_scale`` times the covariance of the
         fitted ``model_factors_``. The fitted factors are noisy estimates, so their spread
-        overstates that of the true factors (errors in variables); on openllm_v1 (k=16,
-        615 test models, the same draws) ``prior_scale=0.5`` lowered the mean variance
-        of the default PAI estimate by 6-7% at 17, 69 and 173 queries, with the same
-        coverage (``docs/statistics.md``, "Default policy"). The default keeps the
-        paper's prior.
+        overstates that of the true factors (errors in variables), and a tighter prior
+        can lower the variance of the PAI estimate (user guide, "default policy"). The
+        default keeps the paper's prior.
 
     Attributes
     ----------
@@ -130,7 +127,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
 
     References
     ----------
-    The FAQ seed paper, Section 3.1 and Appendix A.1 (``../shared/paper/faq-paper.tex``).
+    S. Wu, Y. Nair and E. J. Candès, "Efficient Evaluation of LLM Performance with
+    Statistical Guarantees" (the FAQ paper), Section 3.1 and Appendix A.1.
 
     Examples
     --------

@@ -59,7 +59,16 @@ def markdown_table(table, float_format="{:.4f}"):
 
 
 class _Result:
-    """What both result classes share: JSON, and ``str`` as the summary's text."""
+    """What both result classes share: JSON, ``str`` as the summary's text, the design rows."""
+
+    def _design_items(self, method_label, queries_label):
+        return {
+            method_label: self.method,
+            "Variance estimator:": self.variance_method,
+            "Interval quantile:": "normal" if self.df is None else f"t, {self.df:g} df",
+            "Questions in bank:": self.n_questions,
+            queries_label: f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)",
+        }
 
     def to_dict(self):
         d = asdict(self)
@@ -147,12 +156,7 @@ class AccuracyResult(_Result):
     def summary(self, alpha=0.05):
         """The result as a statsmodels summary table (text with ``print``, HTML in notebooks)."""
         low, high = self.conf_int(alpha)
-        items = {
-            "Method:": self.method,
-            "Variance estimator:": self.variance_method,
-            "Interval quantile:": "normal" if self.df is None else f"t, {self.df:g} df",
-            "Questions in bank:": self.n_questions,
-            "Queries used:": f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)",
+        items = self._design_items("Method:", "Queries used:") | {
             "Stopped because of:": "(still running)" if self.stop_reason is None else self.stop_reason,
             "Estimated accuracy:": f"{self.estimate:.4f}",
             "Standard error:": f"{self.std_error:.4f}",
@@ -235,12 +239,7 @@ class ComparisonResult(_Result):
         """The comparison as a statsmodels summary table."""
         low, high = self.conf_int(alpha)
         known = " (known)" if self.method.startswith("reference") else ""
-        items = {
-            "Design:": self.method,
-            "Variance estimator:": self.variance_method,
-            "Interval quantile:": "normal" if self.df is None else f"t, {self.df:g} df",
-            "Questions in bank:": self.n_questions,
-            "Questions asked:": f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)",
+        items = self._design_items("Design:", "Questions asked:") | {
             "Accuracy A:": f"{self.estimate_a:.4f}",
             f"Accuracy B{known}:": f"{self.estimate_b:.4f}",
             "Difference A - B:": f"{self.estimate:+.4f}",

@@ -188,11 +188,12 @@ def learn_step_weights(
     return StepWeights(w, v, smooth, n_val, rows.size, ratio, time.perf_counter() - start, fm)
 
 
-def validation_split(history, validation_fraction=0.25, random_state=0):
+def validation_split(history, validation_fraction=0.25, random_state=None):
     """``(training history, validation models)``: a seeded share of the complete rows held out.
 
-    The split depends on the int ``random_state`` only.
+    The split depends on the int ``random_state`` only (``None``: a fresh seed).
     """
+    random_state = check_seed(random_state)
     H = check_history(history, name="history")
     check_scalar(validation_fraction, "validation_fraction", low=0.0, high=1.0, closed="neither")
     complete = np.flatnonzero(~np.isnan(H).any(axis=1))
