@@ -2,11 +2,13 @@
 
 The reference is the seed paper's formulation written plainly: at every round it forms
 ``V @ Sigma`` and the quadratic forms ``v_j' Sigma v_j`` from scratch, O(N k^2). The
-library's step is timed in the same process on the same inputs, and the ratio is
-reported (ratios, not absolute times, are what compare across machines). The library
-keeps the quadratic forms up to date with one O(N k) downdate per answer; the row
-"scores from scratch" times the library with that cache bypassed (its behaviour before
-the cache), on the same draws.
+library's step is one round of the query loop ``PAIEstimator.fit`` runs
+(``QueryLoop.draw_round`` then ``QueryLoop.record``: the policy's law, the two-level
+draw, the increment, the Laplace update and new predictions), timed in the same process
+on the same inputs, and the ratio is reported (ratios, not absolute times, are what
+compare across machines). The library keeps the quadratic forms up to date with one
+O(N k) downdate per answer; the row "scores from scratch" times the library with that
+cache bypassed (its behaviour before the cache), on the same draws.
 
 A breakdown of the active-learning step follows: each part timed alone on the same data
 (median over repeats), to show what dominates. Every pass over ``V`` (N x k float64,
@@ -31,9 +33,9 @@ import numpy as np
 from scipy.special import expit
 
 import faqstats as fq
-from faqstats.estimator import SequentialRun, _FactorPosterior, draw_next, draw_question, within_round
-from faqstats.factor_model import _laplace_step
-from faqstats.sampling import PolicyState, Sampler, oracle_draw, oracle_scores, quadratic_forms_from_scratch
+from faqstats._engine import QueryLoop, SequentialRun
+from faqstats.posterior import FactorPosterior, laplace_step
+from faqstats.sampling import PolicyState, draw_from, oracle_scores, quadratic_forms_from_scratch
 
 
 def reference_step(V, mean, cov, z, rng, tau, rho_weight):
@@ -54,48 +56,19 @@ def reference_step(V, mean, cov, z, rng, tau, rho_weight):
     return mean, cov
 
 
-def time_library(V, prior_mean, prior_cov, z, steps, sampler, generic=False, dtype="float64"):
-    """The estimator's step (``PAIEstimator._loop_sequential`` with ``batch_size=1``:
-    ``draw_next`` then ``record``); ``generic=True``: the same step through the code paths
-    before issue 7 (generic ``probabilities``, ``within_round`` copies, ``Generator.choice``,
-    scipy's ``expit``)."""
-    post = _FactorPosterior(V, prior_mean, prior_cov, dtype=dtype)
-    if generic:
-        post._predict = lambda: _expit_predict(post)
-        post.predictions = post._predict()
-    run = SequentialRun(V.shape[0], steps, sampler.replace, posterior=post)
+def time_library(V, prior_mean, prior_cov, z, steps, sampler, dtype="float64"):
+    """One round of one draw of the estimator's query loop per step (``PAIEstimator.fit``
+    with ``batch_size=1``): ``draw_round`` then ``record``."""
+    loop = QueryLoop(SequentialRun(sampler, FactorPosterior(V, prior_mean, prior_cov, dtype=dtype), V.shape[0], steps))
     rng = np.random.default_rng(0)
     times, questions = [], []
     for _ in range(steps):
         t0 = time.perf_counter()
-        if generic:
-            q = within_round(sampler.probabilities(run.state()), run.available.copy(), run.replace)
-            j = int(rng.choice(q.size, p=q))
-            q_j = float(q[j])
-        else:
-            j, q_j = draw_next(sampler, run, rng)
-        run.record(j, q_j, float(z[j]))
+        (draw,) = loop.draw_round(rng)
+        loop.record(float(z[draw.question]))
         times.append(time.perf_counter() - t0)
-        questions.append(j)
+        questions.append(draw.question)
     return np.array(times), questions
-
-
-def _expit_predict(post):
-    post._scores = None
-    return expit(post.V @ post.mean)
-
-
-@contextlib.contextmanager
-def generic_select():
-    """Bypass the fused oracle-score path of ``Sampler.probabilities`` (before issue 7)."""
-    fused = {cls: cls.__dict__["_oracle_normalisations"] for cls in (fq.HybridSampler, fq.NeymanSampler)}
-    for cls in fused:
-        cls._oracle_normalisations = Sampler._oracle_normalisations
-    try:
-        yield
-    finally:
-        for cls, fn in fused.items():
-            cls._oracle_normalisations = fn
 
 
 def time_reference(V, prior_mean, prior_cov, z, steps, rho_weight):
@@ -137,31 +110,32 @@ def median_us(fn, repeat=200):
     return 1e6 * float(np.median(times))
 
 
+def _warm_run(V, prior_mean, prior_cov, z, sampler, answers=20):
+    """A run after ``answers`` answers of ``sampler``'s draws, and its generator."""
+    run = SequentialRun(sampler, FactorPosterior(V, prior_mean, prior_cov), V.shape[0], 200)
+    rng = np.random.default_rng(0)
+    for _ in range(answers):
+        ((j, q_j, _),) = run.draw_round(rng, 1)
+        run.record(j, q_j, float(z[j]))
+        run.end_round([j], [float(z[j])])
+    return run, rng
+
+
 def breakdown(V, prior_mean, prior_cov, z, sampler):
     """Median time of each part of one active-learning step, after 20 warm-up answers."""
     N = V.shape[0]
-    run = SequentialRun(N, 200, sampler.replace, posterior=_FactorPosterior(V, prior_mean, prior_cov))
-    rng = np.random.default_rng(0)
-    for _ in range(20):
-        q = sampler.probabilities(run.state())
-        j = int(rng.choice(q.size, p=q))
-        run.record(j, float(q[j]), float(z[j]))
-    post, state = run.posterior, run.state()
+    run, rng = _warm_run(V, prior_mean, prior_cov, z, sampler)
+    post, state = run.predictor, run.state()
     p, S, mean = post.predictions, post.cov, post.mean
     w = p * (1 - p)
     g = (w @ V) / N
     q = sampler.probabilities(state)
+    j = int(np.argmax(q))
     Sv = S @ V[j]
-    cdf_rng = np.random.default_rng(1)
-
-    def inverse_cdf():
-        cdf = q.cumsum()
-        cdf /= cdf[-1]
-        return int(cdf.searchsorted(cdf_rng.random(), side="right"))
 
     def update_copy():
-        clone = _FactorPosterior.__new__(_FactorPosterior)
-        clone.__dict__.update(post.__dict__, _queued=[])
+        clone = FactorPosterior(V, post.mean, post.cov)
+        clone.quadratic_forms()
         clone.update(j, float(z[j]))
         clone.quadratic_forms()
 
@@ -171,10 +145,10 @@ def breakdown(V, prior_mean, prior_cov, z, sampler):
         ("  g = w @ V / N            (pass over V)", lambda: (w @ V) / N),
         ("  V @ (S g)                (pass over V)", lambda: V @ (S @ g)),
         ("  rest of select (by difference)", None),
-        ("rng.choice(N, p=q)", lambda: rng.choice(N, p=q)),
-        ("  inverse-CDF draw (cumsum+searchsorted)", inverse_cdf),
-        ("update + quad downdate (whole)", update_copy),
-        ("  laplace_update (O(k^2))", lambda: fq.laplace_update(mean, S, V[j], 1.0)),
+        ("draw_from (two-level inverse CDF)", lambda: draw_from(q, rng)),
+        ("  rng.choice(N, p=q), for comparison", lambda: rng.choice(N, p=q)),
+        ("update + quad downdate (incl. a fresh cache)", update_copy),
+        ("  laplace_step (O(k^2))", lambda: laplace_step(mean, S, V[j], 1.0)),
         ("  V @ mean                 (pass over V)", lambda: V @ mean),
         ("  expit over N", lambda: expit(V[:, 0])),
         ("  V @ (S v)                (pass over V)", lambda: V @ Sv),
@@ -188,42 +162,31 @@ def breakdown(V, prior_mean, prior_cov, z, sampler):
 def breakdown_default(V, prior_mean, prior_cov, z, sampler):
     """Median time of each part of one default-policy step, after 20 warm-up answers."""
     N = V.shape[0]
-    run = SequentialRun(N, 200, sampler.replace, posterior=_FactorPosterior(V, prior_mean, prior_cov))
-    rng = np.random.default_rng(0)
-    for _ in range(20):
-        j, q_j = draw_next(sampler, run, rng)
-        run.record(j, q_j, float(z[j]))
-    post, state = run.posterior, run.state()
-    q = within_round(sampler.probabilities(state), run.available, run.replace, own=True)
-    x = V @ post.mean
+    run, rng = _warm_run(V, prior_mean, prior_cov, z, sampler)
+    post, state = run.predictor, run.state()
+    q = run.law()
     parts = [
-        ("draw_next (oracle_draw: two-level, no q)", lambda: draw_next(sampler, run, rng)),
-        ("  oracle_draw alone", lambda: oracle_draw(post.oracle_scores, run.asked, sampler.tau, rng)),
-        ("  oracle_scores from p (sqrt; posterior: h p)", lambda: oracle_scores(post.predictions)),
-        ("  before: probabilities (fused, full q)", lambda: sampler.probabilities(state)),
-        ("  before: generic probabilities", lambda: _generic_probabilities(sampler, state)),
-        ("  before: within_round (in place)", lambda: within_round(q.copy(), run.available, False, own=True)),
-        ("  before: draw_question (exact choice)", lambda: draw_question(rng, q)),
-        ("  before: rng.choice(N, p=q)", lambda: rng.choice(N, p=q)),
-        ("record: sum of unasked predictions", run._base),
-        ("Laplace step (O(k^2))", lambda: _laplace_step(post.mean, post.cov, V[j], 1.0, symmetric=True)),
+        ("run.draw_round(rng, 1) (law + draw)", lambda: run.draw_round(rng, 1)),
+        ("  run.state()", run.state),
+        ("  run.law() (scores, mixture, checks)", run.law),
+        ("    sampler.probabilities (mixture)", lambda: sampler.probabilities(state)),
+        ("  draw_from (two-level inverse CDF)", lambda: draw_from(q, rng)),
+        ("  rng.choice(N, p=q), for comparison", lambda: rng.choice(N, p=q)),
+        ("  oracle_scores from p (posterior: h p)", lambda: oracle_scores(post.predictions)),
+        ("record: sum of unasked predictions", run.base),
+        ("Laplace step (O(k^2))", lambda: laplace_step(post.mean, post.cov, V[0], 1.0)),
         ("predictions (V @ mean, exp-based sigmoid)", post._predict),
         ("  V @ mean                 (pass over V)", lambda: V @ post.mean),
-        ("  before: scipy expit over N", lambda: expit(x)),
+        ("  scipy expit over N, for comparison", lambda: expit(V @ post.mean)),
     ]
     return {name: median_us(fn) for name, fn in parts}
 
 
-def _generic_probabilities(sampler, state):
-    with generic_select():
-        return sampler.probabilities(state)
-
-
-def same_stream_as_choice(q, draws=2000):
-    """Whether the inverse-CDF draw consumes a Generator exactly as ``Generator.choice(p=...)``."""
+def same_as_choice(q, draws=2000):
+    """Whether ``draw_from`` picks ``Generator.choice(p=q)``'s questions from the same generator."""
     a, b = np.random.default_rng(7), np.random.default_rng(7)
     picks_a = [int(a.choice(q.size, p=q)) for _ in range(draws)]
-    picks_b = [draw_question(b, q) for _ in range(draws)]
+    picks_b = [draw_from(q, b)[0] for _ in range(draws)]
     return picks_a == picks_b and a.random() == b.random()
 
 
@@ -264,22 +227,20 @@ def run_benchmark(args):
     al = fq.HybridSampler(rho=1.0, replace=True)
     default = fq.HybridSampler()
     rows = [
-        ("default: HybridSampler() (rho=0, no replace)", default, 0.0, contextlib.nullcontext, False),
+        ("default: HybridSampler() (rho=0, no replace)", default, 0.0, contextlib.nullcontext, "float64"),
         ("  same, dtype='float32' predictions (opt-in)", default, 0.0, contextlib.nullcontext, "float32"),
-        ("  same, generic select and choice (before)", default, 0.0, generic_select, True),
         ("hybrid, oracle score only (rho=0, replace)", fq.HybridSampler(replace=True), 0.0, contextlib.nullcontext,
-         False),
-        ("hybrid, with active learning (rho=1)", al, 1.0, contextlib.nullcontext, False),
-        ("  same, scores from scratch (no cache)", al, 1.0, scores_from_scratch, False),
+         "float64"),
+        ("hybrid, with active learning (rho=1)", al, 1.0, contextlib.nullcontext, "float64"),
+        ("  same, scores from scratch (no cache)", al, 1.0, scores_from_scratch, "float64"),
     ]
     ref_cache = {}
     picked = {}
-    for name, sampler, rho_weight, ctx, generic in rows:
+    for name, sampler, rho_weight, ctx, dtype in rows:
         lib_medians, ref_medians = [], []
         for _ in range(args.repeats):
             with ctx():
-                lib, picked[name] = time_library(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, sampler,
-                                                 generic is True, "float32" if generic == "float32" else "float64")
+                lib, picked[name] = time_library(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, sampler, dtype)
             lib_medians.append(np.median(lib))
             if rho_weight not in ref_cache:
                 ref = time_reference(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, rho_weight)
@@ -290,11 +251,9 @@ def run_benchmark(args):
             peak = peak_mib(lambda: time_library(V, fm.prior_mean_, fm.prior_cov_, z, 20, sampler))
         ml, mr = 1e3 * min(lib_medians), 1e3 * ref_cache[rho_weight]
         print(f"{name:<44} {ml:>10.3f} {mr:>12.3f} {mr / ml:>6.2f} {peak:>9.1f}")
-    same = picked[rows[0][0]] == picked[rows[2][0]]
-    print(f"fused and generic select/draw asked the same {args.steps} questions: {same}")
     agree = np.mean(np.array(picked[rows[0][0]]) == np.array(picked[rows[1][0]]))
     print(f"float32 predictions asked the same question as float64 at {agree:.0%} of the {args.steps} steps")
-    same = picked[rows[4][0]] == picked[rows[5][0]]
+    same = picked[rows[3][0]] == picked[rows[4][0]]
     print(f"cached and from-scratch scores asked the same {args.steps} questions: {same}")
     print(f"\nbreakdown of one default-policy step (median us, parts timed alone with warm caches)")
     for part, us in breakdown_default(V, fm.prior_mean_, fm.prior_cov_, z, default).items():
@@ -303,7 +262,7 @@ def run_benchmark(args):
     for part, us in breakdown(V, fm.prior_mean_, fm.prior_cov_, z, al).items():
         print(f"  {part:<44} {us:>8.0f}")
     q = np.random.default_rng(3).random(N)
-    print(f"draw_question consumes the generator exactly like Generator.choice: {same_stream_as_choice(q / q.sum())}")
+    print(f"draw_from asks what Generator.choice asks, with one uniform per draw: {same_as_choice(q / q.sum())}")
 
 
 if __name__ == "__main__":

@@ -143,6 +143,7 @@ class SequentialRun:
         self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
         self._asked = np.empty(max(self.budget, 1), dtype=np.intp)  # those questions, in order
         self._n_asked = 0
+        self._asked_view = self._asked[:0]
         self.records = []
         self.step = 1
 
@@ -152,10 +153,8 @@ class SequentialRun:
 
     @property
     def asked(self):
-        """Indices of the questions no longer askable (empty with replacement), in draw order."""
-        view = self._asked[: self._n_asked]
-        view.flags.writeable = False
-        return view
+        """Indices of the questions no longer askable (empty with replacement), in draw order (read-only)."""
+        return self._asked_view
 
     @property
     def done(self):
@@ -259,6 +258,8 @@ class SequentialRun:
                 self._asked = np.concatenate([self._asked, np.empty_like(self._asked)])
             self._asked[self._n_asked] = question
             self._n_asked += 1
+            self._asked_view = self._asked[: self._n_asked]
+            self._asked_view.flags.writeable = False
         self.step += 1
         return phi
 

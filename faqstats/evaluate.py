@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from ._progress import progress_bar
 from ._validation import check_scalar
 from .session import EvaluationSession
 
@@ -108,7 +109,7 @@ def evaluate(
     def delay(attempt):
         return float(backoff(attempt)) if callable(backoff) else min(max_backoff, backoff * 2.0**attempt)
 
-    bar = _bar(session, progress)
+    bar = progress_bar(session.budget, "evaluating", progress, initial=session.n_draws, unit="draw", leave=True)
     pool = cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="faqstats-evaluate")
     wait = True
     try:
@@ -123,8 +124,7 @@ def evaluate(
         raise
     finally:
         pool.shutdown(wait=wait, cancel_futures=True)
-        if bar is not None:
-            bar.close()
+        bar.close()
     return session.result()
 
 
@@ -159,8 +159,7 @@ def _collect(futures, session, bar):
                 # recorded even after another call failed: answers already paid for are kept
                 before = session.n_draws
                 session.record(futures[future], outcomes)
-                if bar is not None:
-                    bar.update(session.n_draws - before)
+                bar.update(session.n_draws - before)
             except Exception as exc:  # noqa: BLE001 - re-raised below, after the others finish
                 if failure is None:
                     failure = exc
@@ -183,11 +182,3 @@ def _note(exc, session):
         else "the session object holds them; evaluate(fn, session) resumes"
     )
     exc.add_note(f"faqstats: {session.n_answers} answer(s) recorded in the session before the failure; {where}.")
-
-
-def _bar(session, enabled):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=session.budget, initial=session.n_draws, desc="evaluating", unit="draw")

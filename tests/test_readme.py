@@ -25,3 +25,10 @@ def test_ci_runs_the_readme_test_command():
     test_cmd = setup[1].split("#")[0].strip()
     ci = (README.parent / ".ci" / "run").read_text()
     assert test_cmd.replace("python ", "python3 ") in ci
+
+
+def test_architecture_page_example_runs(capsys):
+    """docs/architecture.md's custom policy runs through every path as the page says."""
+    (code,) = _python_blocks((README.parent / "docs" / "architecture.md").read_text())
+    exec(compile(code, "architecture.md", "exec"), {})
+    assert "faqstats accuracy estimate" in capsys.readouterr().out
