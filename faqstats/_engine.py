@@ -35,6 +35,7 @@ from .sampling import PolicyState, check_law, draw_from, within_round
 __all__ = [
     "QUERY_DTYPE",
     "Draw",
+    "aipw_terms",
     "Oracle",
     "QueryLoop",
     "SequentialRun",
@@ -67,6 +68,13 @@ def des_raj_base(prediction_sum, asked_prediction_sum, asked_outcome_sum):
 def pai_increment(base, outcome, prediction, probability, n_questions):
     """``phi_t = [base + (z_I - p_I) / q_t(I)] / N`` (numpy or torch)."""
     return (base + (outcome - prediction) / probability) / n_questions
+
+
+def aipw_terms(prediction, outcome, probability):
+    """A labelled item's AIPW term ``p + (z - p) / pi`` and its design-variance term
+    ``(z - p)^2 (1 - pi) / pi^2`` (numpy or torch)."""
+    residual = outcome - prediction
+    return prediction + residual / probability, residual**2 * (1.0 - probability) / probability**2
 
 
 class Draw(NamedTuple):
@@ -351,9 +359,9 @@ class StreamRun:
     def record(self, question, probability, outcome):
         """The labelled current item's answer; returns its term."""
         p = self.predictor.predictions[question]
-        term = p + (outcome - p) / probability
+        term, variance_term = aipw_terms(p, outcome, probability)
         self.terms.append(term)
-        self.variance_terms.append((outcome - p) ** 2 * (1.0 - probability) / probability**2)
+        self.variance_terms.append(variance_term)
         self.records.append((question, probability, outcome, term, p, np.nan))
         self.labels_used += 1
         self._advance(question)

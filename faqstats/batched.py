@@ -29,11 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._engine import des_raj_base, pai_increment, sample_mean_design
+from ._engine import aipw_terms, des_raj_base, pai_increment, sample_mean_design
 from ._inference import fpc_mean, interval_df, pai_inference, wald_interval
 from ._validation import check_alpha, check_generator
-from .posterior import PosteriorView, QuadraticForms, laplace_step
-from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf
+from .posterior import PosteriorView, QuadraticForms, laplace_step, oracle_scores
+from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf, mixture_coefficients
 
 __all__ = ["BatchedRuns", "simulate", "supports"]
 
@@ -250,9 +250,8 @@ class _BatchedPosterior:
 
     @property
     def oracle_scores(self):
-        """``sqrt(p (1 - p))``, a new tensor: p - p^2 in one pass (fl(p * p) <= p in [0, 1])."""
-        P = self.predictions
-        return torch.addcmul(P, P, P, value=-1.0).sqrt_()
+        """``sqrt(p (1 - p))`` of every run, a new tensor (the engine zeroes asked questions in it)."""
+        return oracle_scores(self.predictions)
 
     def quadratic_forms(self):
         if self.question_factors is None:
@@ -357,12 +356,7 @@ class _Lockstep:
                 if not replace and t:
                     s.scatter_(1, done, 0.0)
                 block_s = _block_sums(s)
-                total = block_s.sum(1)
-                # q = tau * uniform + (1 - tau) * s / total, or uniform where every score is 0
-                pos = total > 0
-                # (python scalars in torch.where would make float32 tensors: keep the working dtype)
-                a = torch.full_like(total, 1.0 / n_avail).masked_fill_(pos, tau / n_avail)
-                b = ((1.0 - tau) / torch.where(pos, total, torch.ones_like(total))).masked_fill_(~pos, 0.0)
+                a, b = mixture_coefficients(block_s.sum(1), tau, n_avail)
                 question = _draw(s, block_s, A, a, b, counts, Ut[:, t])
                 prob = a + b * s[ar, question]
                 q_full = torch.addcmul(A * a[:, None], s, b[:, None]) if self.keep_ranges else None
@@ -423,8 +417,9 @@ class _Lockstep:
             lab = U[:, t] < pi
             p = post.predictions[ar, j]
             z = Zt[ar, j]
-            total += torch.where(lab, p + (z - p) / pi, p)
-            var_total += torch.where(lab, (z - p) ** 2 * (1.0 - pi) / pi**2, zero)
+            term, variance_term = aipw_terms(p, z, pi)
+            total += torch.where(lab, term, p)
+            var_total += torch.where(lab, variance_term, zero)
             labels += lab.to(self.dtype)
             avail[ar, j] = False
             ssum = ssum - s_j

@@ -16,7 +16,17 @@ coin.
 """
 
 from ..posterior import oracle_scores, quadratic_forms_from_scratch
-from ._base import DRAW_BLOCK, PolicyState, Sampler, check_law, draw_from, inverse_cdf, mixture, within_round
+from ._base import (
+    DRAW_BLOCK,
+    PolicyState,
+    Sampler,
+    check_law,
+    draw_from,
+    inverse_cdf,
+    mixture,
+    mixture_coefficients,
+    within_round,
+)
 from ._policies import ActiveLearningSampler, HybridSampler, NeymanSampler, UniformSampler, active_learning_scores
 from ._stream import BernoulliAIPW, StreamSampler
 
@@ -35,6 +45,7 @@ __all__ = [
     "draw_from",
     "inverse_cdf",
     "mixture",
+    "mixture_coefficients",
     "oracle_scores",
     "quadratic_forms_from_scratch",
     "within_round",

@@ -23,10 +23,21 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._backend import is_torch
 from .._validation import check_scalar
 from ..posterior import PosteriorView, oracle_scores, quadratic_forms_from_scratch
 
-__all__ = ["DRAW_BLOCK", "PolicyState", "Sampler", "check_law", "draw_from", "inverse_cdf", "mixture", "within_round"]
+__all__ = [
+    "DRAW_BLOCK",
+    "PolicyState",
+    "Sampler",
+    "check_law",
+    "draw_from",
+    "inverse_cdf",
+    "mixture",
+    "mixture_coefficients",
+    "within_round",
+]
 
 #: Questions per block of the two-level inverse-CDF draw (:func:`draw_from`; the batched
 #: engine draws in the same blocks).
@@ -188,20 +199,33 @@ def mixture(scores, tau, asked, name="scores"):
         if not np.all(np.isfinite(askable)):
             raise FloatingPointError(f"{name} returned non-finite values.")
         total = float(askable.sum())
-    scale = (1.0 - tau) / total if total > 0 else 0.0
-    if total > 0 and math.isfinite(scale) and valid and full * scale < 1e300:  # the usual case
-        q = scores * scale
-        q += tau / n_avail
-    elif total > 0:  # s / total first: at most 1 where askable (what overflows is zeroed below)
+    with np.errstate(over="ignore"):
+        a, b = mixture_coefficients(total, tau, n_avail)
+    if b == 0:  # every askable score 0: uniform
+        q = np.full(N, a)
+    elif math.isfinite(b) and valid and full * b < 1e300:  # the usual case: one pass
+        q = scores * b
+        q += a
+    else:  # s / total first: at most 1 where askable (what overflows is zeroed below)
         with np.errstate(over="ignore", invalid="ignore"):
             q = np.divide(scores, total)
         q *= 1.0 - tau
-        q += tau / n_avail
-    else:  # every askable score 0: uniform
-        q = np.full(N, 1.0 / n_avail)
+        q += a
     if asked.size:
         q[asked] = 0.0
     return q
+
+
+def mixture_coefficients(total, tau, n_avail):
+    """``(a, b)`` of the law ``q_j = a + b s_j`` on the askable questions: ``tau / |R|`` and
+    ``(1 - tau) / total``, or the uniform ``(1 / |R|, 0)`` where every score is 0. ``total``
+    is the askable scores' sum: a float, or a tensor of one per run (batched engine)."""
+    if is_torch(total):
+        positive = total > 0  # (python scalars in torch.where would make float32: keep the dtype)
+        a = total.new_full(total.shape, 1.0 / n_avail).masked_fill_(positive, tau / n_avail)
+        b = ((1.0 - tau) / total.where(positive, total.new_ones(()))).masked_fill_(~positive, 0.0)
+        return a, b
+    return (tau / n_avail, (1.0 - tau) / total) if total > 0 else (1.0 / n_avail, 0.0)
 
 
 def check_law(q, shape, asked, name):
