@@ -9,6 +9,7 @@ formula. torch is never imported here: a tensor can only come from code that did
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -36,10 +37,23 @@ def namespace(x):
 
 
 def sigmoid(x):
-    """``1 / (1 + exp(-x))``, exact in both tails and without overflow warnings."""
+    """``1 / (1 + exp(-x))``, exact in both tails and without overflow warnings (a Python
+    float gives a Python float: the one-answer Laplace step stays in fast scalar arithmetic)."""
+    if isinstance(x, float):
+        return 1.0 / (1.0 + math.exp(-x)) if x > -700.0 else 0.0  # exp(700) is finite; beyond, p < 1e-304
     return x.sigmoid() if is_torch(x) else expit(x)
 
 
 def matvec(A, x):
     """``A @ x`` over leading (run) axes: ``A`` (..., m, k), ``x`` (..., k) -> (..., m)."""
-    return (A @ x[..., None])[..., 0]
+    return A @ x if x.ndim == 1 else (A @ x[..., None])[..., 0]
+
+
+def dot(a, b):
+    """``a . b`` along the last axis (over leading run axes; a Python float for vectors)."""
+    return float(a @ b) if a.ndim == 1 else (a * b).sum(-1)
+
+
+def column(x):
+    """``x`` broadcast against a trailing axis: a scalar as is, ``x[..., None]`` otherwise."""
+    return x[..., None] if getattr(x, "ndim", 0) else x

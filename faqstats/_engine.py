@@ -47,6 +47,8 @@ __all__ = [
     "start_run",
 ]
 
+_sum = np.add.reduce  # ndarray.sum without its Python wrapper (the live step calls it several times)
+
 QUERY_DTYPE = np.dtype(
     [
         ("question", np.int64),
@@ -110,14 +112,10 @@ class Oracle:
         """Outcomes of ``questions`` (a sequence of indices); the callable is called once
         with the not-yet-answered ones, so a round can be answered in parallel."""
         questions = [int(q) for q in questions]
+        if self.array is not None:  # one at a time: a round is a few questions, mostly one
+            return [self._read(q) for q in questions]
         new = list(dict.fromkeys(q for q in questions if q not in self.cache))
-        if new and self.array is not None:
-            got = self.array[new]
-            if np.isnan(got).any():
-                q = new[int(np.flatnonzero(np.isnan(got))[0])]
-                raise ValueError(f"outcomes[{q}] is NaN but question {q} was asked.")
-            self.cache.update(zip(new, got.tolist()))
-        elif new:
+        if new:
             got = np.atleast_1d(check_outcome_values(self.fn(np.array(new)), f"outcomes returned for questions {new}"))
             if got.shape != (len(new),):
                 raise ValueError(
@@ -127,6 +125,15 @@ class Oracle:
             # the bank is fixed: a repeated question has the same answer, asked once
             self.cache.update(zip(new, map(float, got)))
         return [self.cache[q] for q in questions]
+
+    def _read(self, question):
+        z = self.cache.get(question)
+        if z is None:
+            z = float(self.array[question])
+            if math.isnan(z):
+                raise ValueError(f"outcomes[{question}] is NaN but question {question} was asked.")
+            self.cache[question] = z
+        return z
 
 
 class SequentialRun:
@@ -148,6 +155,8 @@ class SequentialRun:
         self.budget = int(budget)
         self.replace = bool(sampler.replace)
         self.available = np.ones(self.n_questions, dtype=bool)
+        self._available_view = self.available.view()
+        self._available_view.flags.writeable = False
         self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
         self._asked = np.empty(max(self.budget, 1), dtype=np.intp)  # those questions, in order
         self._n_asked = 0
@@ -177,11 +186,12 @@ class SequentialRun:
         return min(int(requested), self.budget - self.step + 1)
 
     def state(self):
-        """The read-only :class:`~faqstats.sampling.PolicyState` the policy sees now."""
+        """The read-only :class:`~faqstats.sampling.PolicyState` the policy sees now (valid
+        for the round it is made for: its ``available`` is a read-only view of the run's)."""
         view = self.predictor.view()
         return PolicyState(
             predictions=self.predictions,
-            available=self.available.copy(),
+            available=self._available_view,
             step=self.step,
             budget=self.budget,
             question_factors=view.question_factors,
@@ -192,10 +202,13 @@ class SequentialRun:
         )
 
     def law(self):
-        """``q_t`` of the round's first draw: the policy's probabilities, checked."""
+        """``q_t`` of the round's first draw: the policy's probabilities (checked when the
+        policy computes them itself, see :class:`~faqstats.Sampler`)."""
         state = self.state()
         q = self.sampler.probabilities(state)
-        return check_law(q, state.available.shape, state.asked, f"{type(self.sampler).__name__}.probabilities")
+        if self.sampler.checks_law:
+            q = check_law(q, state.available.shape, state.asked, f"{type(self.sampler).__name__}.probabilities")
+        return q
 
     def draw_round(self, rng, size, keep_laws=False):
         """``size`` draws ``(question, probability, law)`` from the current policy."""
@@ -238,9 +251,9 @@ class SequentialRun:
         """The prediction part of the next increment times N: sum p, or asked z + unasked p."""
         p = self.predictions
         if self.replace:
-            return p.sum()
+            return _sum(p)
         # all predictions less the few asked: a gather, not a pass over a mask
-        return des_raj_base(p.sum(), p[self.asked].sum(), self.asked_total)
+        return des_raj_base(_sum(p), _sum(p[self.asked]), self.asked_total)
 
     def increment_range(self, q):
         """``[L, U]`` containing ``phi_t`` whichever question ``q`` draws and whatever its
@@ -440,17 +453,15 @@ class QueryLoop:
         self.stop_when_width = stop_when_width
         self.draws = []
         self.outcomes = []
+        self.n_recorded = 0
         self.stop_reason = "budget" if run.done else None
         self.confidence_rows = []
         self._round_start = 0
+        self._rounds = 0
 
     @property
     def done(self):
         return self.stop_reason is not None
-
-    @property
-    def n_recorded(self):
-        return len(self.outcomes)
 
     @property
     def pending(self):
@@ -466,18 +477,19 @@ class QueryLoop:
         return self._add_round(self.run.replay_round(list(draws), self.cs is not None, where))
 
     def _size(self, size):
-        if self.done:
+        if self.stop_reason is not None:
             raise RuntimeError(f"The loop is done ({self.stop_reason}): nothing left to draw.")
-        if self.pending:
+        if self.n_recorded < len(self.draws):
             raise RuntimeError("The previous round is still waiting for answers.")
         return self.run.round_size(self.batch_size if size is None else size)
 
     def _add_round(self, draws):
-        index = self.draws[-1].round + 1 if self.draws else 0
-        self.draws.extend(Draw(q, p, index, law) for q, p, law in draws)
-        if not draws:  # a stream that ended without another label
+        index, self._rounds = self._rounds, self._rounds + 1
+        new = [Draw(q, p, index, law) for q, p, law in draws]
+        self.draws.extend(new)
+        if not new:  # a stream that ended without another label
             self.stop_reason = "budget"
-        return self.pending
+        return new
 
     def record(self, outcome):
         """Record the answer to the first pending draw; a completed round ends (the
@@ -489,6 +501,7 @@ class QueryLoop:
         if cs is not None:
             cs.update(phi, *bounds)
         self.outcomes.append(outcome)
+        self.n_recorded += 1
         if self.n_recorded == len(self.draws):  # rounds are drawn whole: this one is complete
             self._end_round()
         return phi

@@ -325,7 +325,8 @@ class _Lockstep:
         for r in range(P.shape[0]):
             state = PolicyState(P[r], avail[r], step, self.budget, V, None if mean is None else mean[r],
                                 None if cov is None else cov[r], asked=asked[r])
-            yield check_law(self.sampler.probabilities(state), avail[r].shape, asked[r], name)
+            q = self.sampler.probabilities(state)
+            yield check_law(q, avail[r].shape, asked[r], name) if self.sampler.checks_law else q
 
     def _run_sequential(self, Z, generators):
         R, N, budget = len(generators), self.N, self.budget

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._backend import is_torch, matvec, namespace, sigmoid
+from ._backend import column, dot, is_torch, matvec, namespace, sigmoid
 
 __all__ = [
     "FactorPosterior",
@@ -59,15 +59,14 @@ def laplace_step(mean, cov, v, z):
         ``Sv = cov v`` and ``c`` let callers downdate functions of ``cov`` (see
         :class:`QuadraticForms`).
     """
-    xp = namespace(cov)
-    p = sigmoid((mean * v).sum(-1))
+    p = sigmoid(dot(mean, v))
     w = p * (1.0 - p)
     Sv = matvec(cov, v)
-    denom = 1.0 + w * (v * Sv).sum(-1)
+    denom = 1.0 + w * dot(v, Sv)
     c = w / denom
-    u = Sv * xp.sqrt(c)[..., None]
+    u = Sv * column(c**0.5)
     new_cov = cov - u[..., :, None] * u[..., None, :]
-    new_mean = mean + Sv * ((z - p) / denom)[..., None]
+    new_mean = mean + Sv * column((z - p) / denom)
     return new_mean, new_cov, Sv, c
 
 
@@ -137,7 +136,7 @@ class QuadraticForms:
         elif queued:
             for Sv, c in self.queued:
                 u = V @ Sv if Sv.ndim == 1 else Sv @ V.T
-                self.forms = self.forms - c[..., None] * (u * u)
+                self.forms = self.forms - column(c) * (u * u)
             self.since_refresh += queued
         self.queued = []
         if not is_torch(self.forms):
@@ -194,6 +193,14 @@ class PosteriorView:
         if self._of.cov is self.cov:
             return self._of.quadratic_forms()
         return quadratic_forms_from_scratch(self.question_factors, self.cov)
+
+
+def _sigmoid_from_half_logits(h):
+    """``sigmoid(x)`` for ``h = -x / 2``, overwriting ``h`` with ``exp(h)`` (see ``_predict``)."""
+    np.exp(h, out=h)
+    p = np.multiply(h, h)
+    p += 1.0
+    return np.reciprocal(p, out=p)
 
 
 def _read_only(a):
@@ -285,17 +292,17 @@ class FactorPosterior:
         if self._V32 is None:
             # sigmoid(x) = 1 / (1 + h^2) with h = exp(-x / 2), numpy's vectorised exp (scipy's
             # expit takes 5x as long); h also gives the oracle score sqrt(p (1 - p)) = h p
-            # without a square root or the cancellation in 1 - p. Logits below -1418 are
-            # clipped there (h stays finite, h^2 overflows: p = 0 and score 0, both exact to
-            # within 1e-300).
+            # without a square root or the cancellation in 1 - p. Where a logit is below -709
+            # (rare: checked by one reduction), h^2 overflows: then logits below -1418 are
+            # clipped (h stays finite; p = 0 and score 0, both exact to within 1e-300).
             h = self.question_factors @ (-0.5 * self.mean)
-            np.minimum(h, 709.0, out=h)
-            with np.errstate(over="ignore"):
-                np.exp(h, out=h)
-                p = np.multiply(h, h)
-                p += 1.0
-                np.reciprocal(p, out=p)
-                scores = np.multiply(h, p, out=h)
+            if h.max() < 354.0:  # exp(2 * 354) is finite: nothing overflows
+                p = _sigmoid_from_half_logits(h)
+            else:
+                np.minimum(h, 709.0, out=h)
+                with np.errstate(over="ignore"):
+                    p = _sigmoid_from_half_logits(h)
+            scores = _read_only(np.multiply(h, p, out=h))
         else:
             # sigmoid(x) = (1 + tanh(x / 2)) / 2 with numpy's SIMD float32 tanh: no overflow,
             # within 1e-7 of float64 expit on the same float32 logits
@@ -310,8 +317,8 @@ class FactorPosterior:
     def oracle_scores(self):
         """``sqrt(p_j (1 - p_j))`` for the current predictions (read-only)."""
         if self._scores is None:
-            self._scores = oracle_scores(self.predictions)
-        return _read_only(self._scores)
+            self._scores = _read_only(oracle_scores(self.predictions))
+        return self._scores
 
     def quadratic_forms(self):
         """``v_j' cov v_j`` for every question, for the current ``cov`` (read-only)."""

@@ -39,6 +39,8 @@ __all__ = [
     "within_round",
 ]
 
+_sum = np.add.reduce
+
 #: Questions per block of the two-level inverse-CDF draw (:func:`draw_from`; the batched
 #: engine draws in the same blocks).
 DRAW_BLOCK = 128
@@ -129,7 +131,10 @@ class Sampler(BaseEstimator):
     ``batched`` says whether :meth:`scores` also works on the torch states of
     :func:`faqstats.batched.simulate`; a subclass that overrides ``scores`` or
     ``probabilities`` without saying so runs there through its numpy scores, one run
-    at a time.
+    at a time. ``checks_law`` says whether the loops check the law :meth:`probabilities`
+    returns before drawing from it (non-negative, zero where not askable): the mixture
+    the base class computes is one by construction, a law a subclass computes itself
+    is checked.
     """
 
     #: which loop runs this policy: one question at a time from a law over the bank
@@ -138,12 +143,16 @@ class Sampler(BaseEstimator):
     needs_factor_model = True
     #: whether ``scores`` accepts the batched engine's torch states (see Notes)
     batched = False
+    #: whether the law ``probabilities`` returns is checked before each draw (see Notes)
+    checks_law = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # scores written for numpy only unless the subclass says otherwise
         if ("scores" in vars(cls) or "probabilities" in vars(cls)) and "batched" not in vars(cls):
             cls.batched = False
+        if "probabilities" in vars(cls) and "checks_law" not in vars(cls):
+            cls.checks_law = True
 
     def __init__(self, tau=0.5, replace=False):
         self.tau = tau
@@ -165,7 +174,7 @@ class Sampler(BaseEstimator):
         s = np.asarray(self.scores(state), dtype=float)
         if s.shape != state.available.shape:
             raise RuntimeError(f"{type(self).__name__}.scores returned shape {s.shape}, expected {state.available.shape}.")
-        return mixture(s, self.tau, state.asked_indices(), name=f"{type(self).__name__}.scores")
+        return mixture(s, self.tau, state.asked_indices(), name=type(self).__name__ + ".scores")
 
     def draw(self, state: PolicyState, rng):
         """One question from :meth:`probabilities`: ``(question, probability)`` (see :func:`draw_from`)."""
@@ -191,16 +200,15 @@ def mixture(scores, tau, asked, name="scores"):
     n_avail = N - asked.size
     if n_avail <= 0:
         raise RuntimeError("No question left to ask: the bank is exhausted.")
-    full = float(scores.sum())
-    total = full - float(scores[asked].sum()) if asked.size else full
+    full = float(_sum(scores))  # (the ufunc itself: ndarray.sum's wrapper costs a microsecond a call)
+    total = full - float(_sum(scores[asked])) if asked.size else full
     valid = math.isfinite(full)
     if not valid or (asked.size and not 0.01 * full < total <= full):
         askable = np.delete(scores, asked) if asked.size else scores
         if not np.all(np.isfinite(askable)):
             raise FloatingPointError(f"{name} returned non-finite values.")
         total = float(askable.sum())
-    with np.errstate(over="ignore"):
-        a, b = mixture_coefficients(total, tau, n_avail)
+    a, b = mixture_coefficients(total, tau, n_avail)  # Python floats: inf, not an error, on overflow
     if b == 0:  # every askable score 0: uniform
         q = np.full(N, a)
     elif math.isfinite(b) and valid and full * b < 1e300:  # the usual case: one pass
@@ -220,7 +228,7 @@ def mixture_coefficients(total, tau, n_avail):
     """``(a, b)`` of the law ``q_j = a + b s_j`` on the askable questions: ``tau / |R|`` and
     ``(1 - tau) / total``, or the uniform ``(1 / |R|, 0)`` where every score is 0. ``total``
     is the askable scores' sum: a float, or a tensor of one per run (batched engine)."""
-    if is_torch(total):
+    if not isinstance(total, float) and is_torch(total):
         positive = total > 0  # (python scalars in torch.where would make float32: keep the dtype)
         a = total.new_full(total.shape, 1.0 / n_avail).masked_fill_(positive, tau / n_avail)
         b = ((1.0 - tau) / total.where(positive, total.new_ones(()))).masked_fill_(~positive, 0.0)
@@ -265,7 +273,7 @@ def draw_from(q, rng):
 
 def inverse_cdf(q, u):
     """:func:`draw_from` with the uniform ``u`` in [0, 1) given."""
-    cdf = np.cumsum(np.add.reduceat(q, _block_starts(q.size)))
+    cdf = np.add.reduceat(q, _block_starts(q.size)).cumsum()
     mass = cdf[-1]
     if not (math.isfinite(mass) and mass > 0):
         raise FloatingPointError(f"cannot draw from a law of total mass {mass!r}.")
@@ -277,7 +285,7 @@ def inverse_cdf(q, u):
         blk = int(np.flatnonzero(np.diff(cdf, prepend=0.0))[-1])
     lo = blk * DRAW_BLOCK
     inside = q[lo : lo + DRAW_BLOCK]
-    j = int(np.cumsum(inside).searchsorted(target - (cdf[blk - 1] if blk else 0.0), side="right"))
+    j = int(inside.cumsum().searchsorted(target - (cdf[blk - 1] if blk else 0.0), side="right"))
     if j == inside.size:
         j = int(np.flatnonzero(inside)[-1])
     return lo + j, float(inside[j] / mass)
