@@ -19,8 +19,10 @@ allow_pickle=False)`` reads; it holds no object arrays. Its entries:
     ``params`` (``get_params()`` of the saved :class:`LogisticFactorModel`, made
     JSON-safe), ``n_questions``, ``n_components``, ``n_models`` (or null),
     ``fitted_device`` (or null), ``question_ids_sha256`` (or null), ``notes`` (list of
-    str) and ``cv`` (null, or for a :class:`LogisticFactorModelCV`: its ``params``,
-    ``best_params`` and ``best_index``).
+    str), ``cv`` (null, or for a :class:`LogisticFactorModelCV`: its ``params``,
+    ``best_params`` and ``best_index``) and ``array_sha256`` (the SHA-256 of every other
+    entry, :func:`array_sha256`: a file whose arrays were edited or damaged is refused;
+    files written before faqstats stored it load without the check).
 ``question_factors`` : float64 (n_questions, n_components)
 ``prior_mean`` : float64 (n_components,)
 ``prior_cov`` : float64 (n_components, n_components)
@@ -52,8 +54,12 @@ write), ``factor_model_file``, ``factor_model_sha256`` (of the file's bytes),
 ``stop_when_width``, ``alpha``, ``confidence_sequence``, ``interval``, ``random_state``;
 ``step_weights`` and ``dtype`` only when not the defaults), ``rng_state``
 (``numpy.random.Generator.bit_generator.state`` after the last draw), ``draws``
-(``[question index, probability, round]`` for every draw made, pending ones included)
-and ``answers`` (``[question index, outcome]`` in arrival order).
+(``[question index, probability, round]`` for every draw made, pending ones included),
+``answers`` (``[question index, outcome]`` in arrival order) and ``checksums``: the
+SHA-256 of each part of the state (``settings``, ``draws``, ``answers``, ``rng_state``;
+:func:`session_checksums`), checked on every load, so that a hand edit or a damaged file
+is refused with the parts named (sessions written before faqstats stored them load
+without the check).
 """
 
 from __future__ import annotations
@@ -63,6 +69,8 @@ import hashlib
 import json
 import numbers
 import os
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -77,9 +85,11 @@ __all__ = [
     "load_factor_model",
     "check_question_ids",
     "question_ids_sha256",
+    "array_sha256",
     "save_step_weights",
     "load_step_weights",
     "read_session_state",
+    "session_checksums",
     "write_session_state",
 ]
 
@@ -276,6 +286,7 @@ def save_factor_model(model, path, *, question_ids=None):
         "cv": cv_meta,
         "notes": notes,
     }
+    metadata["array_sha256"] = {key: array_sha256(arr) for key, arr in arrays.items()}
     text = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
     arrays[_METADATA_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     for key, arr in arrays.items():
@@ -289,6 +300,18 @@ def save_factor_model(model, path, *, question_ids=None):
 
 def _atomic_savez(path, arrays):
     atomic_write(path, lambda f: np.savez(f, **arrays))
+
+
+def array_sha256(arr):
+    """SHA-256 (hex) of an array's dtype, shape and C-order bytes.
+
+    >>> array_sha256(np.zeros(2))[:12]
+    'bb5f1d6a4b87'
+    """
+    arr = np.ascontiguousarray(arr)
+    h = hashlib.sha256(f"{arr.dtype.str}{arr.shape}".encode())
+    h.update(arr.tobytes())
+    return h.hexdigest()
 
 
 def check_format_header(doc, path, *, format_name, max_version, what, version_label="format version"):
@@ -335,7 +358,28 @@ def _read_array(data, key, path):
     try:
         return data[key]
     except ValueError as exc:  # object arrays need pickle, which is refused
-        raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load it.") from exc
+        if "pickle" in str(exc):
+            raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load it.") from exc
+        raise ValueError(f"{path}: entry {key!r} is damaged ({exc}).") from exc
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:  # a flipped byte, a truncated file
+        raise ValueError(f"{path}: entry {key!r} is damaged ({type(exc).__name__}: {exc}).") from exc
+
+
+def _array_hash_error(data, meta, path):
+    """The error for entries whose bytes differ from the SHA-256 written with them (edited or
+    damaged), or None."""
+    stored = meta.get("array_sha256")
+    if stored is None:  # written before faqstats stored the hashes
+        return None
+    if not isinstance(stored, dict):
+        return ValueError(f"{path}: metadata 'array_sha256' must be a JSON object.")
+    changed = sorted(key for key in set(stored) | (set(data.files) - {_METADATA_KEY})
+                     if key not in data.files or stored.get(key) != array_sha256(_read_array(data, key, path)))
+    if not changed:
+        return None
+    what = f"entry {changed[0]!r} differs" if len(changed) == 1 else f"entries {changed} differ"
+    return ValueError(f"{path}: {what} from the SHA-256 written with the model: the file was edited or damaged; "
+                      "refit or restore it.")
 
 
 def _read_float(data, key, shape, path):
@@ -419,6 +463,9 @@ def load_factor_model(path):
         cov = _read_float(data, "prior_cov", (k, k), path)
         if not np.allclose(cov, cov.T):
             raise ValueError(f"{path}: 'prior_cov' is not symmetric.")
+        eig = np.linalg.eigvalsh(0.5 * (cov + cov.T))
+        if eig.min() < -1e-10 * max(1.0, float(np.abs(eig).max())):
+            raise ValueError(f"{path}: 'prior_cov' is not positive semi-definite (eigenvalue {eig.min():.3g}).")
         observed = _read_array(data, "observed_questions", path)
         if observed.dtype != np.bool_ or observed.shape != (n,):
             raise ValueError(
@@ -431,12 +478,15 @@ def load_factor_model(path):
         cv_results = {
             key[len(_CV_PREFIX) :]: _read_array(data, key, path) for key in data.files if key.startswith(_CV_PREFIX)
         }
+        hash_error = _array_hash_error(data, meta, path)  # raised last: the specific checks name what is wrong
 
     stored_hash = meta.get("question_ids_sha256")
     if ids is not None and stored_hash != question_ids_sha256(ids):
         raise ValueError(f"{path}: the stored question ids do not match their SHA-256 in the metadata (file altered?).")
     if ids is None and stored_hash is not None:
         raise ValueError(f"{path}: metadata has a question-id hash but entry 'question_ids' is missing.")
+    if hash_error is not None:
+        raise hash_error
 
     fm = LogisticFactorModel()
     known = fm.get_params(deep=False)
@@ -607,14 +657,49 @@ _SESSION_FIELDS = ("revision", "factor_model_file", "factor_model_sha256", "ques
                    "config", "rng_state", "draws", "answers")
 
 
+_SETTINGS = ("config", "n_questions", "question_id_type", "question_ids_sha256", "factor_model_sha256")
+
+
+_PARTS = ("draws", "answers", "rng_state", "checksums", "updated_utc")  # the header: all else but these
+
+
+def session_checksums(state):
+    """SHA-256 of each part of a session state: its ``settings`` (configuration, bank and
+    model hashes), ``draws``, ``answers``, ``rng_state`` and the rest (``header``)."""
+    parts = {"settings": {key: state.get(key) for key in _SETTINGS}, "draws": state.get("draws"),
+             "answers": state.get("answers"), "rng_state": state.get("rng_state"),
+             "header": {key: value for key, value in state.items() if key not in _SETTINGS + _PARTS}}
+    return {name: hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                            allow_nan=False).encode("utf-8")).hexdigest()
+            for name, value in parts.items()}
+
+
 def read_session_state(path):
-    """A session's state document (format ``faqstats.session``), checked field by field."""
+    """A session's state document (format ``faqstats.session``), checked field by field and
+    against its checksums."""
     state = _read_json(path, "session")
     check_format_header(state, path, format_name=SESSION_FORMAT, max_version=SESSION_FORMAT_VERSION,
                         what="session file", version_label="session format version")
     missing = [key for key in _SESSION_FIELDS if key not in state]
     if missing:
         raise ValueError(f"{path}: missing field(s) {missing}.")
+    stored = state.get("checksums")
+    if stored is not None:  # absent from sessions written before faqstats stored them
+        try:
+            now = session_checksums(state)
+        except (TypeError, ValueError) as exc:  # e.g. NaN written by hand
+            raise ValueError(f"{path}: not a valid session state ({exc}).") from exc
+        changed = [name for name in now if not isinstance(stored, dict) or stored.get(name) != now[name]]
+        if changed:
+            raise ValueError(
+                f"{path}: the session's {', '.join(changed)} differ from the checksums written with them: the file "
+                "was edited by hand or damaged; restore it (a session cannot be changed after the fact)."
+            )
+    kinds = {"config": dict, "rng_state": dict, "draws": list, "answers": list, "revision": int,
+             "n_questions": int}
+    wrong = [key for key, kind in kinds.items() if key in state and not isinstance(state[key], kind)]
+    if wrong:
+        raise ValueError(f"{path}: field(s) {wrong} have the wrong type (the file was edited or damaged).")
     if state["question_id_type"] not in ("str", "int"):
         raise ValueError(f"{path}: question_id_type must be 'str' or 'int', got {state['question_id_type']!r}.")
     if not isinstance(state["factor_model_file"], str) or Path(state["factor_model_file"]).name != state[
@@ -628,6 +713,7 @@ def write_session_state(path, fields):
     (atomically; temporaries of a writer killed mid-write are removed first, so the
     caller must hold the session's lock)."""
     doc = _header(SESSION_FORMAT, SESSION_FORMAT_VERSION) | {"updated_utc": utc_now()} | fields
+    doc["checksums"] = session_checksums(doc)
     remove_stale_temporaries(path)
     return _write_json(path, doc)
 

@@ -297,6 +297,13 @@ def test_tampered_draws_are_detected(tmp_path, fm, ids):
     state = json.loads((tmp_path / "session.json").read_text())
     state["draws"][0][1] *= 1.5
     (tmp_path / "session.json").write_text(json.dumps(state))
+    with pytest.raises(ValueError, match="draws differ from the checksums"):
+        EvaluationSession.load(tmp_path)
+    # a forger who also rewrites the checksums is still caught: the draw is replayed against the policy
+    from faqstats.io import session_checksums
+
+    state["checksums"] = session_checksums(state)
+    (tmp_path / "session.json").write_text(json.dumps(state))
     with pytest.raises(ValueError, match="does not match the factor model or sampler"):
         EvaluationSession.load(tmp_path)
 

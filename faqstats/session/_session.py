@@ -239,21 +239,26 @@ class EvaluationSession:
             If ``directory`` holds no session.
         """
         store, state, fm = SessionStore.open(directory)
-        ids = fm.question_ids_
-        id_type = state["question_id_type"]
-        if id_type == "int":
-            ids = [int(q) for q in ids]
-        config = state["config"]
+        where = str(store.state_path)
         self = cls.__new__(cls)
-        self._setup(fm, ids, id_type, config, _sampler_from_spec(config["sampler"], sampler))
+        try:
+            ids = fm.question_ids_
+            id_type = state["question_id_type"]
+            if id_type == "int":
+                ids = [int(q) for q in ids]
+            config = state["config"]
+            self._setup(fm, ids, id_type, config, _sampler_from_spec(config["sampler"], sampler))
+        except (KeyError, TypeError, ValueError) as exc:  # a state no session of this configuration writes
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            raise ValueError(f"{where}: the session's configuration is not valid ({message}).") from exc
         self._rng = np.random.default_rng()
         try:
             self._rng.bit_generator.state = state["rng_state"]
         except (TypeError, ValueError, KeyError) as exc:
-            raise ValueError(f"{store.state_path}: rng_state is not a valid generator state ({exc}).") from exc
+            raise ValueError(f"{where}: rng_state is not a valid generator state ({exc}).") from exc
         self._created = state.get("created_utc")
         self._store = store
-        self._replay(state["draws"], state["answers"], str(store.state_path))
+        self._replay(state["draws"], state["answers"], where)
         return self
 
     def _setup(self, fm, ids, id_type, config, sampler):
@@ -449,14 +454,18 @@ class EvaluationSession:
     def _replay(self, draws, answers, where):
         """Rebuild the loop from stored draws and answers, round by round, as it was computed live."""
         n = self.n_questions
-        for question, value in answers:
+        for answer in answers:
+            if not (isinstance(answer, (list, tuple)) and len(answer) == 2):
+                raise ValueError(f"{where}: invalid answer {answer!r}.")
+            question, value = answer
             if not (isinstance(question, int) and 0 <= question < n) or question in self._answers:
                 raise ValueError(f"{where}: answers hold an invalid or repeated question index {question!r}.")
             self._answers[question] = _check_outcome(value, question)
         rounds = {}
         for draw in draws:
             if not (isinstance(draw, (list, tuple)) and len(draw) == 3 and isinstance(draw[0], int)
-                    and 0 <= draw[0] < n):
+                    and 0 <= draw[0] < n and isinstance(draw[1], (int, float)) and 0 < draw[1] <= 1
+                    and isinstance(draw[2], int)):
                 raise ValueError(f"{where}: invalid draw {draw!r}.")
             rounds.setdefault(draw[2], []).append((draw[0], float(draw[1])))
         if list(rounds) != list(range(len(rounds))):
