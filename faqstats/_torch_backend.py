@@ -137,9 +137,9 @@ def fit_factors(
         if progress is not None:
             progress(step + 1)
     if not np.isfinite(losses[-1]):
-        raise FloatingPointError(
-            "The factor-model loss diverged (non-finite). Lower learning_rate or raise regularization."
-        )
+        advice = "lower learning_rate" + (" or raise regularization" if regularization < 1.0 else "")
+        raise FloatingPointError(f"The factor-model loss diverged (non-finite): {advice}, or check the history "
+                                 "for rows or columns with extreme values.")
     U_np = U.detach().to("cpu", torch.float64).numpy()
     V_np = V.detach().to("cpu", torch.float64).numpy()
     return U_np, V_np, losses

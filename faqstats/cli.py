@@ -273,8 +273,8 @@ def _fit_history(args):
 
 
 def _status_text(st):
-    lines = [f"Session {st['directory']}: {st['n_draws']}/{st['budget']} draws, {st['n_queries']} of "
-             f"{st['n_questions']} questions answered, "
+    lines = [f"Session {st['directory']}: {st['n_answers']} of {st['n_questions']} questions answered, "
+             f"{st['n_draws']} of {st['budget']} draws in the estimate, "
              + (f"done ({st['stop_reason']})." if st["done"] else f"{len(st['pending'])} pending.")]
     if st["estimate"] is not None:
         low, high = st["conf_int"]
@@ -496,7 +496,13 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # ``session record DIR --json ID VALUE``: argparse gives the pairs after an option back as extras
+    if getattr(args, "func", None) is _session_record and extra and not any(x.startswith("-") for x in extra):
+        args.pairs, extra = list(args.pairs) + extra, []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args)
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:

@@ -144,19 +144,29 @@ def draw_bank_from_factors(model_factors, question_factors, *, random_state=None
 
 
 def load_response_matrix(path):
-    """Load a models x items matrix saved as ``.npz`` with an ``outcomes`` array.
+    """Load a models x items matrix: an ``.npz`` with an ``outcomes`` array, or an ``.npy`` array.
 
     Entries ``-1`` (a common convention for "not observed") become NaN. Returns
-    ``(matrix, metadata)`` where metadata holds the other arrays of the file.
+    ``(matrix, metadata)`` where metadata holds the other arrays of an ``.npz`` file.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No response matrix at {path}.")
-    with np.load(path, allow_pickle=False) as data:
-        if "outcomes" not in data:
-            raise KeyError(f"{path} has no 'outcomes' array (found {sorted(data.files)}).")
-        raw = data["outcomes"]
-        meta = {name: data[name] for name in data.files if name != "outcomes"}
+    try:
+        data = np.load(path, allow_pickle=False)
+    except Exception as exc:  # not an .npy/.npz file, damaged, or pickled objects
+        raise ValueError(f"{path} is not a readable .npz or .npy array file ({type(exc).__name__}: {exc}).") from exc
+    if isinstance(data, np.ndarray):
+        raw, meta = data, {}
+    else:
+        with data:
+            if "outcomes" not in data:
+                raise ValueError(f"{path} has no 'outcomes' array (found {sorted(data.files)}).")
+            raw = data["outcomes"]
+            meta = {name: data[name] for name in data.files if name != "outcomes"}
+    if raw.ndim != 2 or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
+        raise ValueError(f"{path}: the outcomes must be a numeric models x questions matrix, got {raw.dtype} "
+                         f"of shape {raw.shape}.")
     matrix = raw.astype(float)
     matrix[raw < 0] = np.nan
     return matrix, meta

@@ -223,3 +223,31 @@ def test_step_weights_file_round_trip_and_refusals(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ValueError, match="not a step-weights JSON"):
         load_step_weights(tmp_path / "bad.json")
+
+
+def test_options_anywhere_and_consistent_counts(capsys, tmp_path, bank, model_npz):
+    """``record DIR --json ID VALUE`` is accepted (issue 19); the status counts the answer just
+    recorded even while it waits for an earlier draw of its round."""
+    z = bank.new_outcomes[0]
+    d = tmp_path / "s"
+    assert run(capsys, "session", "new", d, "--model", model_npz, "--budget", 6, "--batch-size", 3, "--json")[0] == 0
+    ids = run(capsys, "session", "next", d, "--json")[1]["ids"]
+    last = ids[-1]
+    code, text, _ = run(capsys, "session", "record", d, last, int(z[int(last[4:])]))
+    assert code == 0 and "1 of 50 questions answered, 0 of 6 draws in the estimate" in text
+    code, st, _ = run(capsys, "session", "record", d, "--json", ids[0], int(z[int(ids[0][4:])]))
+    assert code == 0 and st["n_answers"] == 2 and st["n_draws"] == 1
+    with pytest.raises(SystemExit) as exit_:
+        main(["session", "record", str(d), ids[1], "0.5", "--bogus"])
+    assert exit_.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_fit_history_reads_an_npy_matrix(capsys, tmp_path, bank):
+    path = tmp_path / "history.npy"
+    np.save(path, np.where(np.isnan(bank.history), -1, bank.history).astype(np.int8))
+    code, out, _ = run(capsys, "fit-history", "--data", path, "--out", tmp_path / "m.npz", "--n-components", 2,
+                       "--max-iter", 5, "--device", "cpu", "--json")
+    assert code == 0 and out["n_questions"] == N and not out["question_ids"]
+    (tmp_path / "bad.npy").write_bytes(b"not an array")
+    code, _, err = run(capsys, "fit-history", "--data", tmp_path / "bad.npy", "--out", tmp_path / "m2.npz")
+    assert code == 2 and "bad.npy is not a readable" in err
