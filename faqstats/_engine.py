@@ -23,23 +23,23 @@ variance estimators are in :mod:`faqstats._inference`).
 from __future__ import annotations
 
 import math
+import numbers
 from typing import NamedTuple
 
 import numpy as np
 
-import numbers
-
+from ._inference import check_interval
 from ._validation import check_outcome_values, check_scalar
-from .sampling import PolicyState, check_law, draw_from, within_round
+from .sampling import PolicyState, UniformSampler, check_law, draw_from, within_round
 
 __all__ = [
     "QUERY_DTYPE",
     "Draw",
-    "aipw_terms",
     "Oracle",
     "QueryLoop",
     "SequentialRun",
     "StreamRun",
+    "aipw_terms",
     "check_design",
     "des_raj_base",
     "pai_increment",
@@ -392,15 +392,11 @@ class StreamRun:
 def sample_mean_design(factor_model, sampler):
     """Whether a configuration is simple random sampling without replacement with no
     predictions: then the FPC sample mean is reported (it beats the increments' mean there)."""
-    from .sampling import UniformSampler
-
     return factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace
 
 
 def check_design(sampler, factor_model, n_questions, budget, batch_size, interval):
     """The checks every estimator makes of its design; returns the (checked) sampler."""
-    from ._inference import check_interval
-
     sampler.check_params()
     check_scalar(budget, "budget", kind=numbers.Integral, low=2)
     check_scalar(batch_size, "batch_size", kind=numbers.Integral, low=1)

@@ -262,3 +262,15 @@ def test_a_subclass_overriding_probabilities_is_not_bypassed(fitted):
     e = fq.PAIEstimator(fm, Uniformised(), budget=30, random_state=0).fit(Z[0])
     n = fm.question_factors_.shape[0]
     np.testing.assert_allclose(e.queries_["probability"], 1.0 / (n - np.arange(30)), rtol=1e-12)
+
+
+def test_negative_scores_of_a_custom_policy_are_refused():
+    class Negative(fq.Sampler):
+        needs_factor_model = False
+
+        def scores(self, state):
+            return state.predictions - 0.5  # all negative without predictions
+
+    assert Negative.checks_law and not fq.HybridSampler.checks_law
+    with pytest.raises(FloatingPointError, match="negative"):
+        fq.PAIEstimator(None, Negative(), budget=3, random_state=0).fit(np.ones(10))

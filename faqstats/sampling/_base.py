@@ -132,9 +132,9 @@ class Sampler(BaseEstimator):
     :func:`faqstats.batched.simulate`; a subclass that overrides ``scores`` or
     ``probabilities`` without saying so runs there through its numpy scores, one run
     at a time. ``checks_law`` says whether the loops check the law :meth:`probabilities`
-    returns before drawing from it (non-negative, zero where not askable): the mixture
-    the base class computes is one by construction, a law a subclass computes itself
-    is checked.
+    returns before drawing from it (non-negative, zero where not askable): the built-in
+    policies' laws are distributions by construction; the law of a subclass that
+    overrides ``scores`` or ``probabilities`` is checked unless it says otherwise.
     """
 
     #: which loop runs this policy: one question at a time from a law over the bank
@@ -151,7 +151,7 @@ class Sampler(BaseEstimator):
         # scores written for numpy only unless the subclass says otherwise
         if ("scores" in vars(cls) or "probabilities" in vars(cls)) and "batched" not in vars(cls):
             cls.batched = False
-        if "probabilities" in vars(cls) and "checks_law" not in vars(cls):
+        if ("scores" in vars(cls) or "probabilities" in vars(cls)) and "checks_law" not in vars(cls):
             cls.checks_law = True
 
     def __init__(self, tau=0.5, replace=False):
@@ -174,6 +174,8 @@ class Sampler(BaseEstimator):
         s = np.asarray(self.scores(state), dtype=float)
         if s.shape != state.available.shape:
             raise RuntimeError(f"{type(self).__name__}.scores returned shape {s.shape}, expected {state.available.shape}.")
+        if self.checks_law and np.any(s[state.available] < 0):  # (built-in scores are non-negative)
+            raise FloatingPointError(f"{type(self).__name__}.scores returned negative values.")
         return mixture(s, self.tau, state.asked_indices(), name=type(self).__name__ + ".scores")
 
     def draw(self, state: PolicyState, rng):

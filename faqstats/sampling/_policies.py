@@ -32,6 +32,7 @@ class UniformSampler(Sampler):
 
     needs_factor_model = False
     batched = True
+    checks_law = False  # the mixture of non-negative scores
 
     def __init__(self, replace=False):
         super().__init__(tau=1.0, replace=replace)
@@ -48,6 +49,7 @@ class NeymanSampler(Sampler):
     """
 
     batched = True
+    checks_law = False  # the mixture of non-negative scores
 
     def scores(self, state):
         return state.oracle_scores()
@@ -76,6 +78,7 @@ class ActiveLearningSampler(Sampler):
     """``q_t(j)`` proportional to the active-learning score d(j) of the paper (Appendix A.2.3)."""
 
     batched = True
+    checks_law = False  # the mixture of non-negative scores
 
     def scores(self, state):
         _require_factors(self, state)
@@ -119,6 +122,7 @@ class HybridSampler(Sampler):
     """
 
     batched = True
+    checks_law = False  # the mixture of non-negative scores
 
     def __init__(self, tau=0.5, beta0=1.0, rho=0.0, gamma=0.0, replace=False):
         super().__init__(tau=tau, replace=replace)
