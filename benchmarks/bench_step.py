@@ -2,11 +2,13 @@
 
 The reference is the seed paper's formulation written plainly: at every round it forms
 ``V @ Sigma`` and the quadratic forms ``v_j' Sigma v_j`` from scratch, O(N k^2). The
-library's step is one round of the query loop ``PAIEstimator.fit`` runs
-(``QueryLoop.draw_round`` then ``QueryLoop.record``: the policy's law, the two-level
-draw, the increment, the Laplace update and new predictions), timed in the same process
-on the same inputs, and the ratio is reported (ratios, not absolute times, are what
-compare across machines). The library keeps the quadratic forms up to date with one
+library's step is one round of one draw of a run (``SequentialRun.draw_round`` then
+``record`` and ``end_round``: the policy's law, the two-level draw, the increment, the
+Laplace update and new predictions; what earlier versions timed as ``draw_next`` then
+``record``), timed in the same process on the same inputs, and the ratio is reported
+(ratios, not absolute times, are what compare across machines). The row "through
+QueryLoop" adds the loop's bookkeeping that ``PAIEstimator.fit`` and the session run
+around it. The library keeps the quadratic forms up to date with one
 O(N k) downdate per answer; the row "scores from scratch" times the library with that
 cache bypassed (its behaviour before the cache), on the same draws.
 
@@ -56,18 +58,25 @@ def reference_step(V, mean, cov, z, rng, tau, rho_weight):
     return mean, cov
 
 
-def time_library(V, prior_mean, prior_cov, z, steps, sampler, dtype="float64"):
-    """One round of one draw of the estimator's query loop per step (``PAIEstimator.fit``
-    with ``batch_size=1``): ``draw_round`` then ``record``."""
-    loop = QueryLoop(SequentialRun(sampler, FactorPosterior(V, prior_mean, prior_cov, dtype=dtype), V.shape[0], steps))
+def time_library(V, prior_mean, prior_cov, z, steps, sampler, dtype="float64", loop=False):
+    """One round of one draw per step: the run's ``draw_round``, ``record`` and
+    ``end_round``; with ``loop=True`` through the ``QueryLoop`` ``PAIEstimator.fit`` drives."""
+    run = SequentialRun(sampler, FactorPosterior(V, prior_mean, prior_cov, dtype=dtype), V.shape[0], steps)
+    query_loop = QueryLoop(run)
     rng = np.random.default_rng(0)
     times, questions = [], []
     for _ in range(steps):
         t0 = time.perf_counter()
-        (draw,) = loop.draw_round(rng)
-        loop.record(float(z[draw.question]))
+        if loop:
+            (draw,) = query_loop.draw_round(rng)
+            j = draw.question
+            query_loop.record(float(z[j]))
+        else:
+            ((j, q_j, _),) = run.draw_round(rng, 1)
+            run.record(j, q_j, float(z[j]))
+            run.end_round([j], [float(z[j])])
         times.append(time.perf_counter() - t0)
-        questions.append(draw.question)
+        questions.append(j)
     return np.array(times), questions
 
 
@@ -228,6 +237,7 @@ def run_benchmark(args):
     default = fq.HybridSampler()
     rows = [
         ("default: HybridSampler() (rho=0, no replace)", default, 0.0, contextlib.nullcontext, "float64"),
+        ("  same, through QueryLoop (as in fit)", default, 0.0, contextlib.nullcontext, "loop"),
         ("  same, dtype='float32' predictions (opt-in)", default, 0.0, contextlib.nullcontext, "float32"),
         ("hybrid, oracle score only (rho=0, replace)", fq.HybridSampler(replace=True), 0.0, contextlib.nullcontext,
          "float64"),
@@ -240,7 +250,8 @@ def run_benchmark(args):
         lib_medians, ref_medians = [], []
         for _ in range(args.repeats):
             with ctx():
-                lib, picked[name] = time_library(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, sampler, dtype)
+                lib, picked[name] = time_library(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, sampler,
+                                                 "float32" if dtype == "float32" else "float64", dtype == "loop")
             lib_medians.append(np.median(lib))
             if rho_weight not in ref_cache:
                 ref = time_reference(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, rho_weight)
@@ -251,10 +262,10 @@ def run_benchmark(args):
             peak = peak_mib(lambda: time_library(V, fm.prior_mean_, fm.prior_cov_, z, 20, sampler))
         ml, mr = 1e3 * min(lib_medians), 1e3 * ref_cache[rho_weight]
         print(f"{name:<44} {ml:>10.3f} {mr:>12.3f} {mr / ml:>6.2f} {peak:>9.1f}")
-    agree = np.mean(np.array(picked[rows[0][0]]) == np.array(picked[rows[1][0]]))
+    agree = np.mean(np.array(picked[rows[0][0]]) == np.array(picked[rows[2][0]]))
     print(f"float32 predictions asked the same question as float64 at {agree:.0%} of the {args.steps} steps")
-    same = picked[rows[3][0]] == picked[rows[4][0]]
-    print(f"cached and from-scratch scores asked the same {args.steps} questions: {same}")
+    same = picked[rows[4][0]] == picked[rows[5][0]] and picked[rows[0][0]] == picked[rows[1][0]]
+    print(f"cached and from-scratch scores, run and loop, asked the same {args.steps} questions: {same}")
     print(f"\nbreakdown of one default-policy step (median us, parts timed alone with warm caches)")
     for part, us in breakdown_default(V, fm.prior_mean_, fm.prior_cov_, z, default).items():
         print(f"  {part:<44} {us:>8.0f}")
