@@ -9,31 +9,29 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 
 def _demo(args):
-    from .experiments.demo import format_examples, format_summary, plot_width_vs_budget, run_demo
+    from .experiments.demo import DEMO_METHODS, run_demo
+    from .experiments.runner import format_summary
 
-    rows, fm, bank = run_demo(
-        budgets=tuple(args.budgets), n_new=args.models, seeds=args.seeds, random_state=args.seed,
-        verbose=not args.quiet,
-    )
-    print(
-        f"Synthetic bank: {bank.history.shape[0]} historical models x {bank.history.shape[1]} questions "
-        f"({100 * (1 - (bank.history == bank.history).mean()):.0f}% missing), {len(bank.new_accuracy)} new models."
-    )
+    demo = run_demo(budgets=tuple(args.budgets), n_new=args.models, seeds=args.seeds, random_state=args.seed,
+                    verbose=not args.quiet)
+    history, fm = demo.bank.history, demo.factor_model
+    print(f"Synthetic bank: {history.shape[0]} historical models x {history.shape[1]} questions "
+          f"({100 * np.isnan(history).mean():.0f}% missing), {len(demo.bank.new_accuracy)} new models.")
     print(f"Factor model: k={fm.n_components}, regularization={fm.regularization}, final training loss "
-          f"{fm.loss_curve_[-1]:.4f}.\n")
-    print(format_examples(rows, budget=args.budgets[len(args.budgets) // 2]))
+          f"{fm.loss_curve_[-1]:.4f}.")
+    print("".join(f"\n  {name}: {what}" for name, what in DEMO_METHODS.items()) + "\n")
+    print(demo.examples(budget=args.budgets[len(args.budgets) // 2]))
     print()
-    print(format_summary(rows))
-    out = plot_width_vs_budget(rows, Path(args.out) / "width_vs_budget.png")
-    print(f"\nPlot written to {out}")
+    print(format_summary(demo.summary()))
+    print(f"\nPlot written to {demo.plot(Path(args.out) / 'width_vs_budget.png')}")
     return 0
 
 
 def _experiment(args):
-    import json
     import time
 
     from .datasets import load_response_matrix
@@ -89,17 +87,8 @@ def _experiment(args):
     ]
     files += plot_all(summary, models, out)
     if result.tuning:  # one table per budget, stacked, with the budget as first column
-        import numpy as np
-
-        tables = []
-        for b, res in result.tuning.items():
-            t = res.table
-            stacked = np.empty(t.shape, dtype=[("budget", np.int64)] + t.dtype.descr)
-            stacked["budget"] = b
-            for name in t.dtype.names:
-                stacked[name] = t[name]
-            tables.append(stacked)
-        files.append(write_csv(np.concatenate(tables), out / "tuning.csv"))
+        tables = [res.table.assign(budget=b)[["budget", *res.table.columns]] for b, res in result.tuning.items()]
+        files.append(write_csv(pd.concat(tables, ignore_index=True), out / "tuning.csv"))
     if result.step_weights:  # the learned increment weights, one row per (method, budget, step)
         files += _write_step_weights(result.step_weights, out)
     (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
@@ -119,29 +108,22 @@ def _experiment(args):
             (out / "config.json").write_text(json.dumps(config, indent=2))
     print()
     print(format_summary(summary))
-    print("\nESS = mean variance of the baseline / mean variance of the method over the same models and seeds.")
     names = ", ".join(p.name for p in files)
     print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
     return 0
 
 
 def _write_step_weights(weights, out):
-    import numpy as np
-
     from .experiments.plots import plot_step_weights
     from .experiments.runner import write_csv
 
-    dtype = [("method", "U40"), ("budget", np.int64), ("step", np.int64), ("step_variance", np.float64),
-             ("smoothed_variance", np.float64), ("weight", np.float64)]
-    rows = [(m, b, t + 1, sw.step_variance[t], sw.smoothed_variance[t], sw.weights[t])
-            for (m, b), sw in weights.items() for t in range(b)]
-    return [write_csv(np.array(rows, dtype=dtype), out / "step_weights.csv"),
-            plot_step_weights(weights, out / "step_weights.png")]
+    table = pd.concat([pd.DataFrame({"method": m, "budget": b, "step": np.arange(1, b + 1),
+                                     "step_variance": sw.step_variance, "smoothed_variance": sw.smoothed_variance,
+                                     "weight": sw.weights}) for (m, b), sw in weights.items()], ignore_index=True)
+    return [write_csv(table, out / "step_weights.csv"), plot_step_weights(weights, out / "step_weights.png")]
 
 
 def _draw_bank(args):
-    import numpy as np
-
     from .datasets import draw_bank_from_factors
 
     with np.load(args.factors, allow_pickle=False) as data:

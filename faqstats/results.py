@@ -21,10 +21,10 @@ from ._validation import check_scalar
 __all__ = ["AccuracyResult", "ComparisonResult", "markdown_table", "table_summary"]
 
 
-def table_summary(title, table=None, items=None, float_format="%.4f", notes=()):
+def table_summary(title, table=None, items=None, float_format="%.4f", notes=(), index=True):
     """A statsmodels :class:`~statsmodels.iolib.summary2.Summary`: ``title``, then the
     ``items`` (a dict, two columns of name/value pairs) and/or ``table`` (a pandas
-    DataFrame), then ``notes`` (lines of text)."""
+    DataFrame, its index shown unless ``index=False``), then ``notes`` (lines of text)."""
     from statsmodels.iolib.summary2 import Summary
 
     summary = Summary()
@@ -32,7 +32,7 @@ def table_summary(title, table=None, items=None, float_format="%.4f", notes=()):
     if items:
         summary.add_dict({k: str(v) for k, v in items.items()}, ncols=2)
     if table is not None:
-        summary.add_df(table, float_format=float_format)
+        summary.add_df(table, index=index, float_format=float_format)
     for line in notes:
         summary.add_text(line)
     return summary

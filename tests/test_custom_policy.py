@@ -3,7 +3,7 @@
 ``UncertaintyFirst`` defines only ``scores``. It runs through ``PAIEstimator``,
 ``EvaluationSession``, ``PairedPAIEstimator(sampler=...)``, ``faqstats.batched.simulate``
 (run by run from its numpy scores, since it does not declare torch scores) and
-``learn_step_weights``, with the same draws in the estimator, the session and the
+``learn_step_weights`` / ``tune_policy``, with the same draws in the estimator, the session and the
 batched engine (float64), and it is exactly unbiased with an exactly unbiased variance
 estimate (enumeration).
 """
@@ -87,6 +87,19 @@ def test_step_weights_are_learned_for_the_policy(bank):
     sw = fq.learn_step_weights(bank.history, unfitted, budget=20, sampler=UncertaintyFirst(), n_runs=120,
                                random_state=0)
     assert sw.weights.shape == (20,) and np.all(np.isfinite(sw.weights)) and sw.weights.mean() == pytest.approx(1)
+
+
+def test_the_policy_is_tuned_on_validation_models(bank):
+    from faqstats.experiments import tune_policy
+
+    unfitted = fq.LogisticFactorModel(n_components=3, max_iter=200, random_state=0)
+    res = tune_policy(bank.history, unfitted, budget=15, sampler=UncertaintyFirst(replace=True),
+                      grid={"tau": (0.1, 0.5, 0.9)}, seeds=2, random_state=0)
+    assert res.table["tau"].tolist() == [0.1, 0.5, 0.9] and res.table["coverage"].between(0, 1).all()
+    tuned = res.sampler()
+    assert isinstance(tuned, UncertaintyFirst) and tuned.replace and tuned.tau == res.best_params["tau"]
+    with pytest.raises(ValueError, match="tau"):
+        tune_policy(bank.history, unfitted, budget=15, sampler=UncertaintyFirst(), grid={"tau": (7.0,)})
 
 
 def test_custom_policy_exactly_unbiased_with_exact_variance_by_enumeration():

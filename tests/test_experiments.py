@@ -4,6 +4,7 @@ across n_jobs and backends, exact ESS on a hand-made table, the split, bad input
 import csv
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import faqstats as fq
@@ -18,7 +19,8 @@ from faqstats.experiments import (
     summarize,
     write_csv,
 )
-from faqstats.experiments.runner import MODEL_COVERAGE_DTYPE, RECORD_DTYPE, SUMMARY_DTYPE
+from faqstats.experiments.runner import MODEL_COVERAGE_COLUMNS, RECORD_COLUMNS, SUMMARY_COLUMNS
+from pandas.testing import assert_frame_equal
 
 #: small and quick: the fit's quality does not matter here, only that the pipeline runs
 FM = {"n_components": 3, "max_iter": 30}
@@ -52,24 +54,24 @@ def test_experiment_cli_writes_tables_and_figures(npz_file, tmp_path, capsys):
     ])
     printed = capsys.readouterr().out
     assert rc == 0
-    assert "ESS fpc" in printed and "uniform-fpc" in printed and "coverage" in printed
+    assert "ESS vs FPC" in printed and "uniform-fpc" in printed and "coverage" in printed
 
     with (out / "records.csv").open() as fh:
-        assert next(csv.reader(fh)) == list(RECORD_DTYPE.names)
+        assert next(csv.reader(fh)) == list(RECORD_COLUMNS)
     records = read_csv(out / "records.csv")
-    assert records.size == 3 * 2 * 5 * 2  # methods x budgets x models x seeds
+    assert len(records) == 3 * 2 * 5 * 2  # methods x budgets x models x seeds
     assert set(records["budget"]) == {8, 20}  # round(0.1 * 80), round(0.25 * 80)
     assert np.all((records["low"] <= records["estimate"]) | (records["low"] == 0))
     assert np.all(records["covered"] == ((records["low"] <= records["truth"]) & (records["truth"] <= records["high"])))
     assert np.all(records["n_queries"][records["method"] != "ht-uniform"] == records["budget"][records["method"] != "ht-uniform"])
 
-    summary = read_csv(out / "summary.csv", SUMMARY_DTYPE)
-    assert summary.size == 3 * 2
+    summary = read_csv(out / "summary.csv", SUMMARY_COLUMNS)
+    assert len(summary) == 3 * 2
     np.testing.assert_allclose(summary["ess_fpc"][summary["method"] == "uniform-fpc"], 1.0)
     np.testing.assert_allclose(summary["ess_ht"][summary["method"] == "ht-uniform"], 1.0)
     np.testing.assert_allclose(summary["coverage"], summarize(records)["coverage"])
-    models = read_csv(out / "model_coverage.csv", MODEL_COVERAGE_DTYPE)
-    assert models.size == 3 * 2 * 5
+    models = read_csv(out / "model_coverage.csv", MODEL_COVERAGE_COLUMNS)
+    assert len(models) == 3 * 2 * 5
 
     for name in ("ess_vs_budget", "coverage_vs_budget", "width_vs_budget", "model_coverage_vs_accuracy"):
         png = out / f"{name}.png"
@@ -77,7 +79,7 @@ def test_experiment_cli_writes_tables_and_figures(npz_file, tmp_path, capsys):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "config.json").exists()
     md = (out / "summary.md").read_text().splitlines()
-    assert md[0].startswith("| method |") and len(md) == 2 + summary.size
+    assert md[0].startswith("| method |") and len(md) == 2 + len(summary)
     # faq's increment weights, learned from the history per budget
     with (out / "step_weights.csv").open() as fh:
         rows = list(csv.DictReader(fh))
@@ -129,18 +131,18 @@ def test_results_do_not_depend_on_n_jobs_backend_or_other_methods(matrix, fitted
     kw["factor_model"] = fitted_fm
     loky = run_experiment(matrix, n_jobs=2, **kw).records
     threads = run_experiment(matrix, n_jobs=2, backend="threading", **kw).records
-    np.testing.assert_array_equal(serial, loky)
-    np.testing.assert_array_equal(serial, threads)
+    assert_frame_equal(serial, loky)
+    assert_frame_equal(serial, threads)
     # a run's seed depends on its own (method, budget, model, seed) only
     again = run_experiment(matrix, n_jobs=1, **kw)
     assert again.factor_model is fitted_fm and again.fit_seconds == 0.0
-    np.testing.assert_array_equal(serial, again.records)
+    assert_frame_equal(serial, again.records)
     alone = run_experiment(matrix, n_jobs=1, **dict(kw, methods=["faq"], budgets=[0.25])).records
     same = serial[(serial["method"] == "faq") & (serial["budget"] == 20)]
-    np.testing.assert_array_equal(alone, same)
+    assert_frame_equal(alone, same.reset_index(drop=True))
     # different seeds, different draws
     s0, s1 = same[same["seed"] == 0], same[same["seed"] == 1]
-    assert not np.array_equal(s0["estimate"], s1["estimate"])
+    assert not np.array_equal(s0["estimate"].to_numpy(), s1["estimate"].to_numpy())
 
 
 # ------------------------------------------------------------------ summaries
@@ -164,14 +166,14 @@ def _hand_records():
     for m, model, seed, est, se, low, high in spec:
         t = truth[model]
         rows.append((m, 0.1, 10, model, model, seed, t, est, se, low, high, low <= t <= high, 10))
-    return np.array(rows, dtype=RECORD_DTYPE)
+    return pd.DataFrame(rows, columns=RECORD_COLUMNS)
 
 
 def test_summarize_ess_is_ratio_of_mean_variances_over_shared_runs():
     records = _hand_records()
     s = summarize(records)
     assert s["method"].tolist() == ["faq", "uniform-fpc", "ht-uniform"]
-    faq = s[s["method"] == "faq"][0]
+    faq = s[s["method"] == "faq"].iloc[0]
     # ESS vs FPC over (model, seed) in {0, 1} x {0, 1}: mean(0.04, 0.16, 0.04, 0.16) / mean(0.01, 0.04, 0.01, 0.09)
     assert faq["ess_fpc"] == pytest.approx(0.10 / 0.0375)
     # vs HT: only (0, 0) and (1, 1) are shared: mean(0.25, 0.25) / mean(0.01, 0.09)
@@ -184,7 +186,7 @@ def test_summarize_ess_is_ratio_of_mean_variances_over_shared_runs():
     assert faq["mean_width"] == pytest.approx(np.mean([0.2, 0.34, 0.1, 0.4, 1.0]))
     assert faq["rmse"] == pytest.approx(np.sqrt(np.mean([0.02**2, 0.05**2, 0.1**2, 0, 0])))
     assert faq["mean_variance"] == pytest.approx(np.mean([0.01, 0.04, 0.01, 0.09, 25.0]))
-    assert s[s["method"] == "uniform-fpc"][0]["ess_fpc"] == pytest.approx(1.0)
+    assert s[s["method"] == "uniform-fpc"].iloc[0]["ess_fpc"] == pytest.approx(1.0)
     # without the baselines the ESS columns are NaN
     alone = summarize(records[records["method"] == "faq"])
     assert np.isnan(alone["ess_fpc"]).all() and np.isnan(alone["ess_ht"]).all()
@@ -197,8 +199,9 @@ def test_per_model_coverage_and_csv_round_trip(tmp_path):
     assert faq["model"].tolist() == [0, 1, 2]
     assert faq["coverage"].tolist() == [1.0, 0.5, 1.0]
     assert faq["n_runs"].tolist() == [2, 2, 1]
-    np.testing.assert_array_equal(read_csv(write_csv(records, tmp_path / "r.csv")), records)
-    np.testing.assert_array_equal(read_csv(write_csv(table, tmp_path / "m.csv"), MODEL_COVERAGE_DTYPE), table)
+    assert_frame_equal(read_csv(write_csv(records, tmp_path / "r.csv")), records, check_dtype=False)
+    assert_frame_equal(read_csv(write_csv(table, tmp_path / "m.csv"), MODEL_COVERAGE_COLUMNS), table,
+                       check_dtype=False)
     with pytest.raises(ValueError, match="columns"):
         read_csv(tmp_path / "m.csv")  # a per-model table is not a records table
 
@@ -271,7 +274,7 @@ def test_sweep_on_a_dask_local_cluster_matches_serial(matrix, fitted_fm):
             with distributed.get_task_stream() as tasks, joblib.parallel_config(backend="dask"):
                 distributed_records = run_experiment(matrix, **kw).records
     assert len(tasks.data) > 0  # the work really ran on the cluster
-    np.testing.assert_array_equal(serial, distributed_records)
+    assert_frame_equal(serial, distributed_records)
 
 
 def test_draw_bank_cli_writes_a_bank_the_experiment_reads(tmp_path, capsys):
@@ -290,3 +293,20 @@ def test_draw_bank_cli_writes_a_bank_the_experiment_reads(tmp_path, capsys):
     np.savez(tmp_path / "bad.npz", model_factors=U)
     assert main(["draw-bank", "--factors", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "x.npz")]) == 2
     assert "question_factors" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the demo
+def test_demo_prints_both_methods_and_leaves_the_backend_alone(tmp_path, capsys):
+    import matplotlib
+
+    backend = matplotlib.get_backend()
+    assert main(["demo", "--out", str(tmp_path), "--budgets", "10", "20", "--models", "6", "--seeds", "2",
+                 "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "first 5 of 6 new models" in printed and "faq-equal" in printed and "uniform-fpc" in printed
+    assert "ESS vs FPC" in printed and "ESS vs HT" not in printed  # no HT baseline in the demo
+    assert (tmp_path / "width_vs_budget.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert matplotlib.get_backend() == backend
+    demo = fq.experiments.run_demo(budgets=(10,), n_models=60, n_questions=80, n_new=2, seeds=3, verbose=False)
+    s = demo.summary()
+    assert s["n_runs"].tolist() == [6, 6] and s.loc[s["method"] == "uniform-fpc", "ess_fpc"].item() == 1.0

@@ -1,15 +1,17 @@
 """Experiments built on the core library: demos, trials and sweeps (no statistics of their own)."""
 
-from .demo import DemoRow, run_demo
+from .demo import DemoResult, run_demo
 from .runner import (
     DEFAULT_BUDGETS,
     METHODS,
     ExperimentResult,
+    MethodRuns,
     budget_sizes,
     format_summary,
     per_model_coverage,
     read_csv,
     run_experiment,
+    run_methods,
     split_matrix,
     summarize,
     write_csv,
@@ -18,9 +20,10 @@ from .tuning import PAPER_GRID, TuningResult, tune_policy
 
 __all__ = [
     "DEFAULT_BUDGETS",
-    "DemoRow",
+    "DemoResult",
     "ExperimentResult",
     "METHODS",
+    "MethodRuns",
     "PAPER_GRID",
     "TuningResult",
     "budget_sizes",
@@ -29,6 +32,7 @@ __all__ = [
     "read_csv",
     "run_demo",
     "run_experiment",
+    "run_methods",
     "split_matrix",
     "summarize",
     "tune_policy",

@@ -1,6 +1,7 @@
-"""Figures of an experiment (matplotlib, Agg backend): ESS, coverage and width vs budget,
-per-model coverage vs true accuracy. Inputs are the tables of
-:func:`faqstats.experiments.summarize` and :func:`faqstats.experiments.per_model_coverage`.
+"""Figures of an experiment: ESS, coverage and width vs budget, per-model coverage vs true
+accuracy. Inputs are the tables of :func:`faqstats.experiments.summarize` and
+:func:`faqstats.experiments.per_model_coverage`. Figures are drawn with matplotlib's object
+API (:class:`matplotlib.figure.Figure`, no pyplot), so the user's backend is never changed.
 """
 
 from __future__ import annotations
@@ -8,23 +9,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["plot_ess", "plot_coverage", "plot_width", "plot_model_coverage", "plot_all"]
 
 _MARKERS = "osD^vP*Xh<>"
 
 
-def _pyplot():
-    import matplotlib
+def _figure(ncols=1, figsize=(6, 4), **kwargs):
+    """A standalone Figure and its axes (no pyplot state, no backend switch)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(1, ncols, squeeze=False, **kwargs)[0]
 
 
 def _methods(table):
-    return list(dict.fromkeys(table["method"].tolist()))
+    return list(pd.unique(table["method"]))
 
 
 def _style(i):
@@ -35,9 +36,6 @@ def _save(fig, path):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
     return path
 
 
@@ -63,13 +61,11 @@ def _budget_axis(ax):
 
 def plot_ess(summary, path, title=None):
     """ESS vs budget: against the FPC sample mean (left) and the paper's HT uniform (right)."""
-    plt = _pyplot()
+    summary = pd.DataFrame(summary)
     panels = [(col, ref) for col, ref in (("ess_fpc", "uniform sample mean (FPC)"), ("ess_ht", "HT uniform (paper)"))
               if not np.all(np.isnan(summary[col]))]  # a baseline that did not run gets no empty panel
     panels = panels or [("ess_fpc", "uniform sample mean (FPC)")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels) + 1.5 * (len(panels) == 1), 4), sharex=True,
-                             squeeze=False)
-    axes = axes[0]
+    fig, axes = _figure(len(panels), figsize=(5 * len(panels) + 1.5 * (len(panels) == 1), 4), sharex=True)
     for ax, (col, ref) in zip(axes, panels):
         for i, m in enumerate(_methods(summary)):
             s = summary[summary["method"] == m]
@@ -90,8 +86,8 @@ def plot_ess(summary, path, title=None):
 
 def plot_coverage(summary, path, nominal=0.95, title=None):
     """Coverage vs budget with +/- 2 standard errors and the nominal level."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    summary = pd.DataFrame(summary)
+    fig, (ax,) = _figure()
     methods = _methods(summary)
     budgets = np.unique(100 * summary["budget_fraction"])
     spread = 0.3 * (np.diff(budgets).min() if budgets.size > 1 else 1.0)  # dodge methods apart
@@ -110,17 +106,20 @@ def plot_coverage(summary, path, nominal=0.95, title=None):
     return _save(fig, path)
 
 
-def plot_width(summary, path, title=None):
-    """Mean interval width vs budget."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+def plot_width(summary, path, title=None, x="budget_fraction"):
+    """Mean interval width vs budget: as a % of the bank (``x="budget_fraction"``) or in queries (``x="budget"``)."""
+    summary = pd.DataFrame(summary)
+    fig, (ax,) = _figure()
+    scale = 100 if x == "budget_fraction" else 1
     for i, m in enumerate(_methods(summary)):
         s = summary[summary["method"] == m]
-        ax.plot(100 * s["budget_fraction"], s["mean_width"], label=m, **_style(i))
+        ax.plot(scale * s[x], s["mean_width"], label=m, **_style(i))
     ax.set_ylabel("mean interval width")
     _log_y(ax)
     ax.set_title(title or "interval width", fontsize=10)
     _budget_axis(ax)
+    if x == "budget":
+        ax.set_xlabel("budget (queries)")
     _legend(ax)
     return _save(fig, path)
 
@@ -131,16 +130,16 @@ def plot_model_coverage(model_table, path, nominal=0.95, n_bins=8, title=None):
     Dots: one per (method, model); lines: mean coverage within bins of true accuracy
     (equal-count bins), the readable part when there are many models.
     """
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    model_table = pd.DataFrame(model_table)
+    fig, (ax,) = _figure()
     rng = np.random.default_rng(0)  # jitter only
     for i, m in enumerate(_methods(model_table)):
         t = model_table[model_table["method"] == m]
-        models = np.unique(t["model"])
-        truth = np.array([t["truth"][t["model"] == k][0] for k in models])
-        runs = np.array([t["n_runs"][t["model"] == k].sum() for k in models])
-        hits = np.array([(t["coverage"] * t["n_runs"])[t["model"] == k].sum() for k in models])
+        pooled = t.assign(hits=t["coverage"] * t["n_runs"]).groupby("model").agg(
+            truth=("truth", "first"), runs=("n_runs", "sum"), hits=("hits", "sum"))
+        truth, runs, hits = (pooled[c].to_numpy() for c in ("truth", "runs", "hits"))
         cov = hits / runs
+        models = pooled.index
         style = _style(i)
         ax.scatter(truth, cov + rng.uniform(-0.01, 0.01, cov.size), s=8, alpha=0.3, color=style["color"])
         n_b = max(1, min(n_bins, models.size // 5))
@@ -160,9 +159,8 @@ def plot_model_coverage(model_table, path, nominal=0.95, n_bins=8, title=None):
 
 def plot_step_weights(weights, path):
     """One panel per ``(method, budget)``: validation variance of each increment and the weights learned."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(weights), figsize=(4.2 * len(weights), 3.4), squeeze=False)
-    for ax, ((m, b), sw) in zip(axes[0], weights.items()):
+    fig, axes = _figure(len(weights), figsize=(4.2 * len(weights), 3.4))
+    for ax, ((m, b), sw) in zip(axes, weights.items()):
         sw.plot(ax)
         ax.set_title(f"{m}, {b} queries: variance x{sw.variance_ratio:.2f}", fontsize=9)
     fig.tight_layout()

@@ -1,15 +1,15 @@
 """Experiments on a response matrix: split, sweep, tidy records, summaries, CSV.
 
-One experiment takes a models x questions 0/1 matrix, splits its rows into a
-*history* (to fit the factor model) and *new models* (to evaluate), optionally
-masks the history, and runs every method at every budget for every new model and
-seed through the core :class:`~faqstats.PAIEstimator` (or its batched twin
-:func:`faqstats.batched.simulate`, which advances all new models of a (method,
-budget, seed) in lockstep and reproduces the estimator's draws). The result is a tidy table
-with one record per (method, budget, model, seed); :func:`summarize` and
-:func:`per_model_coverage` reduce it, :func:`write_csv` writes any of the tables.
-No statistics live here: estimates, standard errors and intervals all come from
-the estimator.
+One experiment takes a models x questions matrix of outcomes, splits its rows into a
+*history* (to fit the factor model) and *new models* (to evaluate), optionally masks the
+history, and runs every method at every budget for every new model and seed
+(:func:`run_experiment`; :func:`run_methods` does the same for a history and new models
+given apart). Every run goes through the core library: the batched engine
+:func:`faqstats.batched.simulate`, which advances all new models of a (method, budget,
+seed) in lockstep with the estimator's draws, or :class:`~faqstats.PAIEstimator` itself.
+The result is a tidy :class:`pandas.DataFrame` with one row per (method, budget, model,
+seed); :func:`summarize` and :func:`per_model_coverage` reduce it. No statistics live
+here: estimates, standard errors and intervals all come from the estimator.
 
 Reproducibility: run (method, budget, model, seed) draws from
 ``np.random.default_rng([random_state, method_key(method), budget, model, seed])``
@@ -25,7 +25,8 @@ to that context).
 
 from __future__ import annotations
 
-import csv
+import contextlib
+import inspect
 import numbers
 import time
 import warnings
@@ -34,31 +35,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from sklearn.base import clone
 
+from .._progress import progress_bar
 from .._validation import check_history, check_scalar
 from ..batched import simulate, supports
 from ..estimator import PAIEstimator
 from ..factor_model import LogisticFactorModel
+from ..results import markdown_table, table_summary
+from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
 from ..step_weights import learn_step_weights, validation_split
-from ..sampling import (
-    ActiveLearningSampler,
-    BernoulliAIPW,
-    HybridSampler,
-    NeymanSampler,
-    UniformSampler,
-)
 
 __all__ = [
     "METHODS",
     "DEFAULT_BUDGETS",
-    "RECORD_DTYPE",
+    "RECORD_COLUMNS",
     "ExperimentResult",
+    "MethodRuns",
     "method_key",
     "parse_method",
     "split_matrix",
     "budget_sizes",
     "run_experiment",
+    "run_methods",
     "summarize",
     "per_model_coverage",
     "format_summary",
@@ -82,7 +82,7 @@ def _without_fm(sampler_factory):
 #: A method uses the factor model exactly when its callable returns the model it was given.
 METHODS = {
     # the package default: HybridSampler() (tau 0.5, without replacement) with increment
-    # weights learned from the history (faqstats.step_weights); run_experiment adds the weights
+    # weights learned from the history (faqstats.step_weights); run_methods adds the weights
     "faq": _with_fm(HybridSampler),
     "faq-equal": _with_fm(HybridSampler),  # the same policy, equal weights (the plain mean of increments)
     "faq-paper": _with_fm(lambda: HybridSampler(tau=0.05, replace=True)),  # the seed paper's policy
@@ -93,7 +93,7 @@ METHODS = {
     "aipw-neyman": _with_fm(lambda: BernoulliAIPW(score="neyman")),
     "aipw-min": _with_fm(lambda: BernoulliAIPW(score="min")),
     # HybridSampler tuned per budget on validation models from the history (see tuning.py);
-    # the entry is the untuned fallback, run_experiment swaps in the tuned sampler (and weights)
+    # the entry is the untuned fallback, run_methods swaps in the tuned sampler (and weights)
     "faq-tuned": _with_fm(HybridSampler),
 }
 
@@ -101,54 +101,14 @@ METHODS = {
 WEIGHTED_METHODS = ("faq", "faq-tuned")
 
 _METHOD_CHARS = 40
-RECORD_DTYPE = np.dtype(
-    [
-        ("method", f"U{_METHOD_CHARS}"),
-        ("budget_fraction", np.float64),
-        ("budget", np.int64),
-        ("model", np.int64),  # index among the new models
-        ("row", np.int64),  # row of the input matrix
-        ("seed", np.int64),
-        ("truth", np.float64),
-        ("estimate", np.float64),
-        ("std_error", np.float64),
-        ("low", np.float64),
-        ("high", np.float64),
-        ("covered", np.bool_),
-        ("n_queries", np.int64),
-    ]
-)
-
-SUMMARY_DTYPE = np.dtype(
-    [
-        ("method", f"U{_METHOD_CHARS}"),
-        ("budget_fraction", np.float64),
-        ("budget", np.int64),
-        ("n_runs", np.int64),
-        ("coverage", np.float64),
-        ("coverage_se", np.float64),
-        ("mean_width", np.float64),
-        ("rmse", np.float64),
-        ("mean_variance", np.float64),
-        ("mean_queries", np.float64),
-        ("ess_fpc", np.float64),
-        ("ess_ht", np.float64),
-    ]
-)
-
-MODEL_COVERAGE_DTYPE = np.dtype(
-    [
-        ("method", f"U{_METHOD_CHARS}"),
-        ("budget_fraction", np.float64),
-        ("budget", np.int64),
-        ("model", np.int64),
-        ("row", np.int64),
-        ("truth", np.float64),
-        ("n_runs", np.int64),
-        ("coverage", np.float64),
-        ("mean_width", np.float64),
-    ]
-)
+#: The columns of the records, one row per (method, budget, model, seed).
+RECORD_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "seed", "truth", "estimate", "std_error",
+                  "low", "high", "covered", "n_queries")
+#: The columns of :func:`summarize`'s table and of :func:`per_model_coverage`'s.
+SUMMARY_COLUMNS = ("method", "budget_fraction", "budget", "n_runs", "coverage", "coverage_se", "mean_width", "rmse",
+                   "mean_variance", "mean_queries", "ess_fpc", "ess_ht")
+MODEL_COVERAGE_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "truth", "n_runs", "coverage",
+                          "mean_width")
 
 
 def method_key(name):
@@ -161,15 +121,40 @@ def method_key(name):
 
 
 @dataclass(frozen=True)
-class ExperimentResult:
-    """What :func:`run_experiment` returns.
+class MethodRuns:
+    """What :func:`run_methods` returns.
 
     Attributes
     ----------
-    records : structured ndarray of dtype ``RECORD_DTYPE``
-        One row per (method, budget, model, seed); ``pandas.DataFrame(records)`` works.
+    records : pandas.DataFrame
+        One row per (method, budget, model, seed), columns :data:`RECORD_COLUMNS`.
     factor_model : fitted LogisticFactorModel or None
         ``None`` when no method needed one.
+    fit_seconds : float
+        Seconds spent fitting the factor model.
+    tuning : dict
+        ``{budget (queries): TuningResult}`` when "faq-tuned" ran.
+    step_weights : dict
+        ``{(method, budget): StepWeights}`` for the methods with learned increment weights.
+    """
+
+    records: pd.DataFrame
+    factor_model: object
+    fit_seconds: float = 0.0
+    tuning: dict = field(default_factory=dict)
+    step_weights: dict = field(default_factory=dict)
+
+    def summary(self, **kwargs):
+        """:func:`summarize` of the records."""
+        return summarize(self.records, **kwargs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentResult(MethodRuns):
+    """What :func:`run_experiment` returns: the :class:`MethodRuns` and the split.
+
+    Attributes
+    ----------
     history_shape : tuple of int
         Shape of the history after masking.
     history_observed : float
@@ -180,45 +165,21 @@ class ExperimentResult:
         The budget fractions actually run (after merging duplicates).
     elapsed : float
         Seconds for the whole experiment (factor fit included).
-    fit_seconds : float
-        Seconds spent fitting the factor model.
     config : dict
         The experiment's settings.
-    tuning : dict
-        ``{budget (queries): TuningResult}`` when "faq-tuned" ran.
-    step_weights : dict
-        ``{(method, budget): StepWeights}`` for the methods with learned increment weights.
     """
 
-    records: np.ndarray
-    factor_model: object
     history_shape: tuple
     history_observed: float
     new_rows: np.ndarray
     budgets: np.ndarray
     elapsed: float
-    fit_seconds: float
     config: dict = field(default_factory=dict)
-    tuning: dict = field(default_factory=dict)
-    step_weights: dict = field(default_factory=dict)
-
-    def summary(self, **kwargs):
-        """:func:`summarize` of the records."""
-        return summarize(self.records, **kwargs)
 
 
 # ---------------------------------------------------------------- split and budgets
-def split_matrix(
-    matrix,
-    *,
-    history_fraction=0.75,
-    split_seed=0,
-    order=None,
-    complete_rows=False,
-    n_full_obs=None,
-    p_obs=None,
-    max_models=None,
-):
+def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
+                 p_obs=None, max_models=None):
     """Split a response matrix into a history and fully observed new models.
 
     Only complete rows (no NaN) can be new models, since their true accuracy must be
@@ -459,7 +420,6 @@ def _fit_factor_model(spec, history, verbose):
 def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed, new, truths, rows, random_state,
                alpha, engine):
     """Every new model for one (method, budget, seed): a block of records."""
-    out = np.empty(new.shape[0], dtype=RECORD_DTYPE)
     key = method_key(name)
     gens = [np.random.default_rng([random_state, key, int(budget), i, int(seed)]) for i in range(new.shape[0])]
     if engine["engine"] != "sequential" and supports(sampler):
@@ -474,74 +434,87 @@ def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed
                                step_weights=step_weights).fit(new[i])
             columns[:, i] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_)
     estimate, std_error, low, high, n_queries = columns
-    out["method"], out["budget_fraction"], out["budget"] = name, fraction, budget
-    out["model"], out["row"], out["seed"], out["truth"] = np.arange(new.shape[0]), rows, seed, truths
-    out["estimate"], out["std_error"], out["low"], out["high"] = estimate, std_error, low, high
-    out["covered"] = (low <= truths) & (truths <= high)
-    out["n_queries"] = n_queries
-    return out
+    return pd.DataFrame({
+        "method": name, "budget_fraction": float(fraction), "budget": int(budget), "model": np.arange(new.shape[0]),
+        "row": rows, "seed": int(seed), "truth": truths, "estimate": estimate, "std_error": std_error, "low": low,
+        "high": high, "covered": (low <= truths) & (truths <= high), "n_queries": np.asarray(n_queries, np.int64),
+    }, columns=RECORD_COLUMNS)
 
 
-class _torch_threads:
-    """Temporarily set torch's intra-op threads (``None``: leave as is).
+@contextlib.contextmanager
+def _torch_threads(n):
+    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is).
 
     Parallel workers each running two threads on a two-core machine spend most of
     their time waiting at thread barriers; one thread per worker is several times faster.
     """
+    if n is None:
+        yield
+        return
+    import torch
 
-    def __init__(self, n):
-        self.n = n
-
-    def __enter__(self):
-        if self.n is not None:
-            import torch
-
-            self.before = torch.get_num_threads()
-            torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        if self.n is not None:
-            import torch
-
-            torch.set_num_threads(self.before)
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
-def run_experiment(
-    matrix,
-    *,
-    history_fraction=0.75,
-    split_seed=0,
-    order=None,
-    complete_rows=False,
-    n_full_obs=None,
-    p_obs=None,
-    max_models=None,
-    budgets=DEFAULT_BUDGETS,
-    seeds=3,
-    methods=("faq", "uniform-fpc", "ht-uniform"),
-    factor_model=None,
-    alpha=0.05,
-    random_state=0,
-    n_jobs=None,
-    backend=None,
-    engine="auto",
-    device="cpu",
-    dtype="float64",
-    torch_threads="auto",
-    tuning=None,
-    step_weights=None,
-    verbose=True,
-):
-    """Run methods x budgets x new models x seeds on a response matrix; return tidy records.
+def _method_settings(methods, sizes, history, fitted, alpha, random_state, tuning, step_weights, verbose):
+    """``{(method, budget): (factor model, sampler, step weights)}``, tuning and weights learned on the history."""
+    specs = {(m, int(b)): (*_method_spec(m, fitted), None) for m in methods for b in sizes}
+    unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
+    tuning_results, weight_results, cross_fm = {}, {}, None
+    if "faq-tuned" in methods:
+        from .tuning import tune_policy
+
+        for b in sizes:  # one split and one refit, shared by every budget
+            res = tune_policy(history, unfitted, budget=int(b), alpha=alpha, random_state=random_state,
+                              fitted_factor_model=cross_fm, verbose=verbose, **(tuning or {}))
+            tuning_results[int(b)] = res
+            specs[("faq-tuned", int(b))] = (fitted, res.sampler(), None)
+            cross_fm = res.factor_model
+    weight_cfg = dict(step_weights or {})
+    weighted = [m for m in methods if parse_method(m)[0] in WEIGHTED_METHODS]
+    if weighted:
+        split = weight_cfg.get("validation_fraction", 0.25)
+        if cross_fm is None or split != (tuning or {}).get("validation_fraction", 0.25):
+            try:  # one refit on the training part of the history, shared by every budget
+                train, _ = validation_split(history, split, random_state)
+                cross_fm = clone(unfitted).fit(train)
+            except ValueError as exc:  # too few complete rows to cross-fit
+                warnings.warn(f"{', '.join(weighted)}: equal increment weights ({exc})", RuntimeWarning,
+                              stacklevel=3)
+                weighted = []
+    for m in weighted:
+        for b in sizes:
+            fm_m, sampler_m, _ = specs[(m, int(b))]
+            sw = learn_step_weights(history, None, budget=int(b), sampler=sampler_m, random_state=random_state,
+                                    fitted_factor_model=cross_fm, **weight_cfg)
+            specs[(m, int(b))] = (fm_m, sampler_m, sw.weights)
+            weight_results[(m, int(b))] = sw
+    return specs, tuning_results, weight_results
+
+
+def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc", "ht-uniform"), factor_model=None,
+                budget_fractions=None, new_rows=None, alpha=0.05, random_state=0, n_jobs=None, backend=None,
+                engine="auto", device="cpu", dtype="float64", torch_threads="auto", tuning=None, step_weights=None,
+                verbose=True):
+    """Run methods x budgets x new models x seeds, given a history and the new models apart.
+
+    :func:`run_experiment` splits a matrix and calls this; call it directly when the
+    history and the new models come from different places (the demo does).
 
     Parameters
     ----------
-    matrix : array-like of shape (n_models, n_questions)
-        0/1 outcomes, NaN for not observed (see :func:`faqstats.load_response_matrix`).
-    history_fraction, split_seed, order, complete_rows, n_full_obs, p_obs, max_models
-        The history/new-model split and the history's missingness: see :func:`split_matrix`.
-    budgets : sequence of float in (0, 1], default=2.5%, 5%, ..., 25%
-        Budgets as fractions of the bank; each becomes ``max(2, round(f * N))`` queries.
+    history : array-like of shape (n_history, N)
+        Earlier models' outcomes (NaN = not observed): the factor model, the tuning
+        and the learned weights see only these.
+    new : array-like of shape (n_new, N)
+        Complete outcomes of the models to evaluate.
+    budgets : sequence of int
+        Numbers of queries (at least 2, distinct).
     seeds : int or sequence of int, default=3
         Repeats per (method, budget, model): a count (``range(seeds)``) or explicit seeds.
     methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
@@ -549,12 +522,11 @@ def run_experiment(
         among them for its ESS columns.
     factor_model : None, dict or estimator
         ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000,
-        random_state=0)`` (the setting of ``../shared/NOTES.md`` fact 1); a dict
-        overrides some of those parameters; an unfitted estimator is cloned. It is
-        fitted on the history, and only when some method needs it. An already
-        fitted model is used as is, to reuse one fit across experiments on the same
-        split: it must have been fitted on this split's history (nothing checks
-        that it has not seen the new models).
+        random_state=0)``; a dict overrides some of those parameters; an unfitted
+        estimator is cloned. It is fitted on the history, and only when some method
+        needs it. An already fitted model is used as is, to reuse one fit across
+        experiments on the same split: it must have been fitted on this split's history
+        (nothing checks that it has not seen the new models).
     alpha : float, default=0.05
         Significance level of the intervals.
     random_state : int, default=0
@@ -579,7 +551,7 @@ def run_experiment(
         ``n_jobs`` is not 1 (workers share the cores) and torch's default otherwise.
     tuning : dict or None
         Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` (``grid``,
-        ``seeds``, ``validation_fraction``, ``guard``, ``replace``) for the "faq-tuned"
+        ``seeds``, ``validation_fraction``, ``guard``, ``sampler``) for the "faq-tuned"
         method, which is tuned separately at every budget on validation models drawn from
         the history (the test models are never seen).
     step_weights : dict or None
@@ -591,17 +563,26 @@ def run_experiment(
         weights with a warning.
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
+    budget_fractions : sequence of float or None
+        The fractions of the bank the budgets stand for, for the records; ``None`` is
+        ``budgets / N``.
+    new_rows : sequence of int or None
+        Row labels of the new models for the records; ``None`` is ``0 .. n_new - 1``.
 
     Returns
     -------
-    ExperimentResult
-        ``.records`` has one row per (method, budget, model, seed) with fields
-        method, budget_fraction, budget, model, row, seed, truth, estimate, std_error,
-        low, high, covered, n_queries.
+    MethodRuns
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8], seeds=2, methods=["uniform-fpc"], verbose=False)
+    >>> runs.records.shape, runs.factor_model is None
+    ((6, 13), True)
     """
     from joblib import Parallel, delayed, parallel_config
 
-    start = time.perf_counter()
     if engine not in ("auto", "batched", "sequential"):
         raise ValueError(f"engine must be 'auto', 'batched' or 'sequential', got {engine!r}.")
     if torch_threads == "auto":
@@ -612,263 +593,213 @@ def run_experiment(
     methods = _check_methods(methods)
     seeds = _check_seeds(seeds)
     check_scalar(random_state, "random_state", kind=numbers.Integral, low=0)
-    history, new, new_rows = split_matrix(
-        matrix, history_fraction=history_fraction, split_seed=split_seed, order=order, complete_rows=complete_rows,
-        n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models,
-    )
-    fractions, sizes = budget_sizes(budgets, new.shape[1])
-    new = np.ascontiguousarray(new, dtype=np.float64)
+    history = check_history(history, name="history")
+    new = np.ascontiguousarray(check_history(new, name="new"), dtype=np.float64)
+    if np.isnan(new).any() or new.shape[1] != history.shape[1]:
+        raise ValueError(f"new must be complete (no NaN) with the history's {history.shape[1]} questions.")
+    sizes = np.asarray(budgets, dtype=np.int64).ravel()
+    if sizes.size == 0 or sizes.min() < 2 or sizes.max() > new.shape[1] or np.unique(sizes).size != sizes.size:
+        raise ValueError(f"budgets must be distinct numbers of queries in [2, {new.shape[1]}], got {sizes.tolist()}.")
+    fractions = sizes / new.shape[1] if budget_fractions is None else np.asarray(budget_fractions, dtype=float)
+    rows = np.arange(new.shape[0]) if new_rows is None else np.asarray(new_rows)
     truths = new.mean(axis=1)
 
     fitted, fit_seconds = None, 0.0
     if any(_uses_factor_model(m) for m in methods):
         fitted, fit_seconds = _fit_factor_model(factor_model, history, verbose)
-
     # resolved here: workers need no registry
-    specs = {(m, int(b)): (*_method_spec(m, fitted), None) for m in methods for b in sizes}
-    unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
-    tuning_results, weight_results, cross_fm = {}, {}, None
-    if "faq-tuned" in methods:
-        from .tuning import tune_policy
-
-        for b in sizes:  # one split and one refit, shared by every budget
-            res = tune_policy(history, unfitted, budget=int(b), alpha=alpha, random_state=random_state,
-                              fitted_factor_model=cross_fm, verbose=verbose, **(tuning or {}))
-            tuning_results[int(b)] = res
-            specs[("faq-tuned", int(b))] = (fitted, res.sampler(), None)
-            cross_fm = res.factor_model
-    weight_cfg = dict(step_weights or {})
-    weighted = [m for m in methods if parse_method(m)[0] in WEIGHTED_METHODS]
-    if weighted:
-        split = weight_cfg.get("validation_fraction", 0.25)
-        if cross_fm is None or split != (tuning or {}).get("validation_fraction", 0.25):
-            try:  # one refit on the training part of the history, shared by every budget
-                train, _ = validation_split(history, split, random_state)
-                cross_fm = clone(unfitted).fit(train)
-            except ValueError as exc:  # too few complete rows to cross-fit
-                warnings.warn(f"{', '.join(weighted)}: equal increment weights ({exc})", RuntimeWarning,
-                              stacklevel=2)
-                weighted = []
-    for m in weighted:
-        for b in sizes:
-            fm_m, sampler_m, _ = specs[(m, int(b))]
-            sw = learn_step_weights(history, None, budget=int(b), sampler=sampler_m, random_state=random_state,
-                                    fitted_factor_model=cross_fm, **weight_cfg)
-            specs[(m, int(b))] = (fm_m, sampler_m, sw.weights)
-            weight_results[(m, int(b))] = sw
+    specs, tuning_results, weight_results = _method_settings(methods, sizes, history, fitted, alpha, random_state,
+                                                             tuning, step_weights, verbose)
     chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
-    tasks = (
-        delayed(_run_chunk)(m, *specs[(m, int(b))], float(f), int(b), s, new, truths, new_rows, random_state,
-                            alpha, engine_cfg)
-        for m, f, b, s in chunks
-    )
-    bar = None
-    if verbose:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(chunks) * new.shape[0], desc="runs", unit="run")
+    tasks = (delayed(_run_chunk)(m, *specs[(m, int(b))], f, b, s, new, truths, rows, random_state, alpha, engine_cfg)
+             for m, f, b, s in chunks)
+    bar = progress_bar(len(chunks) * new.shape[0], "runs", verbose, unit="run")
     blocks = []
-    config = {} if backend is None else {"backend": backend}
-    with parallel_config(**config):
+    with parallel_config(**({} if backend is None else {"backend": backend})):
         for block in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
             blocks.append(block)
-            if bar is not None:
-                bar.update(block.size)
-    if bar is not None:
-        bar.close()
-    records = np.concatenate(blocks) if blocks else np.empty(0, dtype=RECORD_DTYPE)
+            bar.update(len(block))
+    bar.close()
+    records = pd.concat(blocks, ignore_index=True)
+    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results)
+
+
+def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
+                   p_obs=None, max_models=None, budgets=DEFAULT_BUDGETS, **options):
+    """Split a response matrix, then run methods x budgets x new models x seeds on it; return tidy records.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (n_models, n_questions)
+        0/1 outcomes, NaN for not observed (see :func:`faqstats.load_response_matrix`).
+    history_fraction, split_seed, order, complete_rows, n_full_obs, p_obs, max_models
+        The history/new-model split and the history's missingness: see :func:`split_matrix`.
+    budgets : sequence of float in (0, 1], default=2.5%, 5%, ..., 25%
+        Budgets as fractions of the bank; each becomes ``max(2, round(f * N))`` queries.
+    **options
+        The sweep's settings, passed to :func:`run_methods`: ``seeds``, ``methods``,
+        ``factor_model``, ``alpha``, ``random_state``, ``n_jobs``, ``backend``, ``engine``,
+        ``device``, ``dtype``, ``torch_threads``, ``tuning``, ``step_weights``, ``verbose``.
+
+    Returns
+    -------
+    ExperimentResult
+        ``.records`` is a DataFrame with one row per (method, budget, model, seed) and
+        the columns :data:`RECORD_COLUMNS`.
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=40, n_components=2, random_state=0)
+    >>> out = run_experiment(bank.history, budgets=[0.2], seeds=1, methods=["uniform-fpc"], verbose=False)
+    >>> sorted(set(out.records["budget"]))
+    [8]
+    """
+    start = time.perf_counter()
+    unknown = (set(options) - set(_RUN_DEFAULTS)) | (set(options) & {"budget_fractions", "new_rows"})
+    if unknown:
+        raise TypeError(f"run_experiment() got unexpected keyword argument(s) {sorted(unknown)}.")
+    history, new, new_rows = split_matrix(
+        matrix, history_fraction=history_fraction, split_seed=split_seed, order=order, complete_rows=complete_rows,
+        n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models,
+    )
+    fractions, sizes = budget_sizes(budgets, new.shape[1])
+    runs = run_methods(history, new, sizes, budget_fractions=fractions, new_rows=new_rows, **options)
+    settings = _RUN_DEFAULTS | options
     return ExperimentResult(
-        records=records,
-        factor_model=fitted,
-        history_shape=tuple(history.shape),
-        history_observed=float(np.mean(~np.isnan(history))),
-        new_rows=np.asarray(new_rows),
-        budgets=fractions,
-        elapsed=time.perf_counter() - start,
-        fit_seconds=fit_seconds,
-        tuning=tuning_results,
-        step_weights=weight_results,
+        **vars(runs), history_shape=tuple(history.shape), history_observed=float(np.mean(~np.isnan(history))),
+        new_rows=np.asarray(new_rows), budgets=fractions, elapsed=time.perf_counter() - start,
         config=dict(
             history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
-            n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models, seeds=seeds, methods=methods,
-            alpha=alpha, random_state=random_state, engine=engine, device=device, dtype=dtype,
+            n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models, seeds=_check_seeds(settings["seeds"]),
+            methods=_check_methods(settings["methods"]),
+            **{k: settings[k] for k in ("alpha", "random_state", "engine", "device", "dtype")},
         ),
     )
 
 
+#: :func:`run_methods`' keyword arguments and their defaults.
+_RUN_DEFAULTS = {name: p.default for name, p in inspect.signature(run_methods).parameters.items()
+                 if p.kind is p.KEYWORD_ONLY}
+
+
 # ---------------------------------------------------------------- reductions
+_NEEDED = ("method", "budget", "model", "seed", "truth", "estimate", "std_error", "low", "high", "covered")
+
+
 def _as_records(records):
-    if isinstance(records, ExperimentResult):
+    if isinstance(records, MethodRuns):
         records = records.records
-    records = np.asarray(records)
-    missing = [f for f in ("method", "budget", "model", "seed", "truth", "estimate", "std_error", "low", "high",
-                           "covered") if records.dtype.names is None or f not in records.dtype.names]
+    records = pd.DataFrame(records)
+    missing = [c for c in _NEEDED if c not in records.columns]
     if missing:
-        raise ValueError(f"records lack the field(s) {missing}; pass the records of run_experiment or read_csv.")
-    return records
+        raise ValueError(f"records lack the column(s) {missing}; pass the records of run_experiment or read_csv.")
+    for optional, default in (("budget_fraction", np.nan), ("n_queries", np.nan), ("row", -1)):
+        if optional not in records.columns:
+            records = records.assign(**{optional: default})
+    return records.assign(variance=records["std_error"] ** 2, width=records["high"] - records["low"],
+                          sq_error=(records["estimate"] - records["truth"]) ** 2,
+                          covered=records["covered"].astype(float))
 
 
-def _groups(records):
-    """``{(method, budget): index array}`` in first-appearance order of methods, increasing budget."""
-    methods = list(dict.fromkeys(records["method"].tolist()))
-    out = {}
-    for m in methods:
-        in_m = records["method"] == m
-        for b in np.unique(records["budget"][in_m]):
-            out[(m, int(b))] = np.flatnonzero(in_m & (records["budget"] == b))
-    return out
+def _in_order(table, records):
+    """Methods in their first appearance in ``records``, budgets increasing."""
+    rank = {m: i for i, m in enumerate(records["method"].unique())}
+    return table.sort_values(["method", "budget"], key=lambda c: c.map(rank) if c.name == "method" else c,
+                             kind="stable").reset_index(drop=True)
 
 
-def _ess(records, idx, baseline_idx):
-    """(mean baseline variance) / (mean method variance) over the (model, seed) runs both have."""
-    if baseline_idx is None:
-        return np.nan
-    var = records["std_error"] ** 2
-    mine = dict(zip(zip(records["model"][idx].tolist(), records["seed"][idx].tolist()), var[idx].tolist()))
-    base = dict(
-        zip(zip(records["model"][baseline_idx].tolist(), records["seed"][baseline_idx].tolist()),
-            var[baseline_idx].tolist())
-    )
-    common = sorted(mine.keys() & base.keys())
-    if not common:
-        return np.nan
-    num = np.mean([base[k] for k in common])
-    den = np.mean([mine[k] for k in common])
-    return float(num / den) if den > 0 else np.inf
+def _ess(records, baseline):
+    """(mean baseline variance) / (mean method variance) over the (model, seed) runs both have, per (method, budget)."""
+    keys = ["budget", "model", "seed"]
+    base = records.loc[records["method"] == baseline, keys + ["variance"]]
+    pairs = records[["method", *keys, "variance"]].merge(base, on=keys, suffixes=("", "_base"))
+    means = pairs.groupby(["method", "budget"])[["variance", "variance_base"]].mean()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return means["variance_base"] / means["variance"]
 
 
 def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
     """One row per (method, budget): coverage, width, RMSE, variance and ESS.
 
-    Columns: ``coverage`` (mean of ``covered``) and ``coverage_se`` (its standard
-    error, ``sd / sqrt(n_runs)``), ``mean_width`` (of the interval), ``rmse`` (of the
-    estimate against the truth), ``mean_variance`` (mean of ``std_error ** 2``),
-    ``mean_queries``, and the effective sample size factors
+    Columns (:data:`SUMMARY_COLUMNS`): ``coverage`` (mean of ``covered``) and
+    ``coverage_se`` (its standard error, ``sd / sqrt(n_runs)``), ``mean_width`` (of the
+    interval), ``rmse`` (of the estimate against the truth), ``mean_variance`` (mean of
+    ``std_error ** 2``), ``mean_queries``, and the effective sample size factors
 
     * ``ess_fpc`` = (mean variance of ``fpc_method``) / (mean variance of the method),
     * ``ess_ht`` = the same against ``ht_method``,
 
-    both over the (model, seed) runs the two share at the same budget
-    (``../shared/NOTES.md`` fact 4: a ratio of means, not a mean of ratios). NaN
+    both over the (model, seed) runs the two share at the same budget (a ratio of
+    means, not a mean of ratios, which a few near-zero variances would dominate). NaN
     when the baseline was not run.
 
     Parameters
     ----------
-    records : structured ndarray or ExperimentResult
+    records : DataFrame, ExperimentResult or MethodRuns
     fpc_method, ht_method : str
         Names of the two baselines in ``records``.
 
     Returns
     -------
-    structured ndarray of dtype ``SUMMARY_DTYPE``
+    pandas.DataFrame
+        Methods in their order of appearance, budgets increasing.
     """
     records = _as_records(records)
-    groups = _groups(records)
-    rows = []
-    for (m, b), idx in groups.items():
-        r = records[idx]
-        n = idx.size
-        covered = r["covered"].astype(float)
-        se = float(np.std(covered, ddof=1) / np.sqrt(n)) if n > 1 else np.nan
-        fraction = float(r["budget_fraction"][0]) if "budget_fraction" in records.dtype.names else np.nan
-        queries = float(np.mean(r["n_queries"])) if "n_queries" in records.dtype.names else np.nan
-        rows.append(
-            (
-                m, fraction, b, n, float(covered.mean()), se, float(np.mean(r["high"] - r["low"])),
-                float(np.sqrt(np.mean((r["estimate"] - r["truth"]) ** 2))), float(np.mean(r["std_error"] ** 2)),
-                queries, _ess(records, idx, groups.get((fpc_method, b))), _ess(records, idx, groups.get((ht_method, b))),
-            )
-        )
-    return np.array(rows, dtype=SUMMARY_DTYPE)
+    groups = records.groupby(["method", "budget"])
+    table = groups.agg(budget_fraction=("budget_fraction", "first"), n_runs=("covered", "size"),
+                       coverage=("covered", "mean"), coverage_se=("covered", "std"), mean_width=("width", "mean"),
+                       rmse=("sq_error", "mean"), mean_variance=("variance", "mean"),
+                       mean_queries=("n_queries", "mean"))
+    table["coverage_se"] /= np.sqrt(table["n_runs"])
+    table["rmse"] = np.sqrt(table["rmse"])
+    table["ess_fpc"] = _ess(records, fpc_method)
+    table["ess_ht"] = _ess(records, ht_method)
+    return _in_order(table.reset_index()[list(SUMMARY_COLUMNS)], records)
 
 
 def per_model_coverage(records):
-    """One row per (method, budget, model): its truth, coverage over seeds and mean width."""
+    """One row per (method, budget, model): its truth, coverage over seeds and mean width
+    (:data:`MODEL_COVERAGE_COLUMNS`)."""
     records = _as_records(records)
-    rows = []
-    for (m, b), idx in _groups(records).items():
-        r = records[idx]
-        for model in np.unique(r["model"]):
-            s = r[r["model"] == model]
-            rows.append(
-                (
-                    m, float(s["budget_fraction"][0]) if "budget_fraction" in r.dtype.names else np.nan, b, int(model),
-                    int(s["row"][0]) if "row" in r.dtype.names else -1, float(s["truth"][0]), s.size,
-                    float(s["covered"].mean()), float(np.mean(s["high"] - s["low"])),
-                )
-            )
-    return np.array(rows, dtype=MODEL_COVERAGE_DTYPE)
+    table = records.groupby(["method", "budget", "model"]).agg(
+        budget_fraction=("budget_fraction", "first"), row=("row", "first"), truth=("truth", "first"),
+        n_runs=("covered", "size"), coverage=("covered", "mean"), mean_width=("width", "mean"))
+    return _in_order(table.reset_index()[list(MODEL_COVERAGE_COLUMNS)], records)
 
 
 def format_summary(summary, markdown=False):
-    """The summary table as fixed-width text, or as a Markdown table (``markdown=True``)."""
+    """The summary table as text (a statsmodels summary's) or as a Markdown table (``markdown=True``)."""
+    s = pd.DataFrame(summary)
+    shown = pd.DataFrame({
+        "method": s["method"], "budget": [f"{100 * f:.1f}%" for f in s["budget_fraction"]],
+        "queries": [f"{q:.1f}" for q in s["mean_queries"]], "runs": s["n_runs"].astype(str),
+        "coverage": [f"{c:.3f}" for c in s["coverage"]], "+/- se": [f"{c:.3f}" for c in s["coverage_se"]],
+        "mean width": [f"{w:.4f}" for w in s["mean_width"]], "RMSE": [f"{r:.4f}" for r in s["rmse"]],
+        "ESS vs FPC": [f"{e:.2f}" for e in s["ess_fpc"]], "ESS vs HT": [f"{e:.2f}" for e in s["ess_ht"]],
+    })
+    shown = shown.drop(columns=[c for c, col in (("ESS vs FPC", "ess_fpc"), ("ESS vs HT", "ess_ht"))
+                                if s[col].isna().all()])  # a baseline that did not run
     if markdown:
-        lines = [
-            "| method | budget | queries | runs | coverage | +/- se | mean width | RMSE | ESS vs FPC | ESS vs HT |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        for r in summary:
-            lines.append(
-                f"| {r['method']} | {100 * r['budget_fraction']:.1f}% | {r['mean_queries']:.1f} | {r['n_runs']} | "
-                f"{r['coverage']:.3f} | {r['coverage_se']:.3f} | {r['mean_width']:.4f} | {r['rmse']:.4f} | "
-                f"{r['ess_fpc']:.2f} | {r['ess_ht']:.2f} |"
-            )
-        return "\n".join(lines)
-    head = (
-        f"{'method':<12} {'budget':>6} {'queries':>8} {'runs':>5} {'coverage':>8} {'+/-se':>6} {'width':>7} "
-        f"{'rmse':>7} {'ESS fpc':>7} {'ESS ht':>7}"
-    )
-    lines = [head, "-" * len(head)]
-    for r in summary:
-        lines.append(
-            f"{r['method']:<12} {100 * r['budget_fraction']:>5.1f}% {r['mean_queries']:>8.1f} {r['n_runs']:>5d} "
-            f"{r['coverage']:>8.3f} {r['coverage_se']:>6.3f} {r['mean_width']:>7.4f} {r['rmse']:>7.4f} "
-            f"{r['ess_fpc']:>7.2f} {r['ess_ht']:>7.2f}"
-        )
-    return "\n".join(lines)
+        return markdown_table(shown)
+    return str(table_summary("Experiment summary", table=shown, index=False,
+                             notes=["ESS: mean variance of the baseline / mean variance of the method, same runs."]))
 
 
 # ---------------------------------------------------------------- CSV
 def write_csv(table, path):
-    """Write a structured array (records, summary, per-model table) as CSV with a header row."""
+    """Write a table (records, summary, per-model table) as CSV; floats round-trip exactly."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = np.asarray(table)
-    names = table.dtype.names
-    with path.open("w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(names)
-        for row in table.tolist():
-            writer.writerow([_cell(v) for v in row])
+    pd.DataFrame(table).to_csv(path, index=False, float_format="%.17g")
     return path
 
 
-def _cell(v):
-    if isinstance(v, float):
-        return repr(v)  # round-trips exactly
-    if isinstance(v, bool):
-        return int(v)
-    return v
-
-
-def read_csv(path, dtype=RECORD_DTYPE):
-    """Read a table written by :func:`write_csv` back into a structured array of ``dtype``."""
-    with Path(path).open(newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader)
-        if tuple(header) != dtype.names:
-            raise ValueError(f"{path} has columns {header}, expected {list(dtype.names)}.")
-        rows = []
-        for line in reader:
-            rows.append(tuple(_parse(v, dtype[name]) for v, name in zip(line, header)))
-    return np.array(rows, dtype=dtype)
-
-
-def _parse(v, dt):
-    if dt.kind == "b":
-        return v in ("1", "True", "true")
-    if dt.kind in "iu":
-        return int(v)
-    if dt.kind == "f":
-        return float(v)
-    return v
+def read_csv(path, columns=RECORD_COLUMNS):
+    """Read a table written by :func:`write_csv`, checking it has ``columns`` (in order)."""
+    # exact float parsing: pandas 3's default; pandas 2 needs it asked for
+    exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+    table = pd.read_csv(path, **exact)
+    if tuple(table.columns) != tuple(columns):
+        raise ValueError(f"{path} has columns {list(table.columns)}, expected {list(columns)}.")
+    return table

@@ -1,6 +1,7 @@
-"""Tune FAQ's policy on validation models taken from the history only.
+"""Tune a policy's parameters on validation models taken from the history only.
 
-The seed paper chose ``(beta0, rho, gamma, tau)`` on held-out *validation* models. Here
+The seed paper chose the hybrid policy's ``(beta0, rho, gamma, tau)`` on held-out
+*validation* models; any sampler's parameters can be tuned the same way. Here
 the complete rows of the history are split (seeded) into a training part and
 validation models; the factor model is fitted on the training part only (plus the
 incomplete rows), every grid point runs on the validation models through the batched
@@ -21,6 +22,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from sklearn.base import clone
 
 from .._progress import progress_bar
@@ -40,22 +42,6 @@ PAPER_GRID = {
     "tau": (0.05, 0.25, 0.5),
 }
 
-TUNING_DTYPE = np.dtype(
-    [
-        ("tau", np.float64),
-        ("beta0", np.float64),
-        ("rho", np.float64),
-        ("gamma", np.float64),
-        ("replace", np.bool_),
-        ("n_runs", np.int64),
-        ("coverage", np.float64),
-        ("mean_width", np.float64),
-        ("rmse", np.float64),
-        ("qualifies", np.bool_),
-    ]
-)
-
-
 @dataclass(frozen=True)
 class TuningResult:
     """What :func:`tune_policy` returns.
@@ -63,26 +49,29 @@ class TuningResult:
     Attributes
     ----------
     best_params : dict
-        ``HybridSampler`` parameters of the winner.
-    table : structured ndarray
-        One row per grid point: parameters, validation coverage, mean width, RMSE and
-        whether it passed the coverage guard.
+        The winner's values of the grid's parameters.
+    table : pandas.DataFrame
+        One row per grid point: its parameters, n_runs, validation coverage, mean width,
+        RMSE and whether it passed the coverage guard (``qualifies``).
     factor_model : fitted estimator
         The factor model fitted on the training part of the history.
     n_validation : int
         Validation models.
     seconds : float
+    template : Sampler
+        The sampler whose parameters were tuned (unchanged).
     """
 
     best_params: dict
-    table: np.ndarray
+    table: pd.DataFrame
     factor_model: object
     n_validation: int
     seconds: float
+    template: object = None
 
     def sampler(self):
-        """The tuned :class:`~faqstats.HybridSampler`."""
-        return HybridSampler(**self.best_params)
+        """The tuned sampler: a clone of the template with :attr:`best_params`."""
+        return clone(self.template if self.template is not None else HybridSampler()).set_params(**self.best_params)
 
 
 def tune_policy(
@@ -90,8 +79,8 @@ def tune_policy(
     factor_model,
     *,
     budget,
+    sampler=None,
     grid=None,
-    replace=False,
     validation_fraction=0.25,
     seeds=3,
     alpha=0.05,
@@ -100,7 +89,7 @@ def tune_policy(
     fitted_factor_model=None,
     verbose=False,
 ):
-    """Choose ``HybridSampler`` parameters on validation models from the history.
+    """Choose a sampler's parameters on validation models from the history.
 
     Parameters
     ----------
@@ -111,10 +100,13 @@ def tune_policy(
         Cloned and fitted on the training part.
     budget : int
         Queries per validation run (the budget being tuned for).
+    sampler : Sampler or None, default=None
+        The policy to tune (any sampler, custom ones included: they run through the
+        batched engine's generic path); ``None`` is ``HybridSampler()``. Parameters not
+        in the grid keep its values.
     grid : dict of sequences or None
-        Values of ``tau``, ``beta0``, ``rho``, ``gamma`` to cross; missing keys keep the
-        ``HybridSampler`` default. ``None`` is :data:`PAPER_GRID`.
-    replace : bool, default=False
+        Values of the sampler's parameters to cross. ``None`` is :data:`PAPER_GRID`
+        (for the hybrid policy).
     validation_fraction : float in (0, 1)
         Fraction of the complete history rows held out as validation models.
     seeds : int
@@ -138,8 +130,8 @@ def tune_policy(
     >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
     >>> fm = fq.LogisticFactorModel(n_components=2, max_iter=100, random_state=0)
     >>> res = tune_policy(bank.history, fm, budget=10, grid={"tau": (0.25, 0.5)}, seeds=2)
-    >>> sorted(res.best_params), len(res.table)
-    (['beta0', 'gamma', 'replace', 'rho', 'tau'], 2)
+    >>> sorted(res.best_params), len(res.table), type(res.sampler()).__name__
+    (['tau'], 2, 'HybridSampler')
     """
     start = time.perf_counter()
     random_state = check_seed(random_state)
@@ -149,40 +141,34 @@ def tune_policy(
     check_scalar(budget, "budget", kind=numbers.Integral, low=2)
     alpha = check_alpha(alpha)
     check_scalar(guard, "guard", low=0.0, high=1.0)
+    template = HybridSampler() if sampler is None else sampler
     grid = dict(PAPER_GRID if grid is None else grid)
-    unknown = set(grid) - {"tau", "beta0", "rho", "gamma"}
+    unknown = set(grid) - set(template.get_params())
     if unknown:
-        raise ValueError(f"grid keys must be among tau, beta0, rho, gamma; got {sorted(unknown)}.")
+        raise ValueError(f"grid keys must be parameters of {type(template).__name__} "
+                         f"({sorted(template.get_params())}); got {sorted(unknown)}.")
+    points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    for params in points:  # every point checked before any run
+        clone(template).set_params(**params).check_params()
     train, Z = validation_split(H, validation_fraction, random_state)
     fm = fitted_factor_model if fitted_factor_model is not None else clone(factor_model).fit(train)
-    table, best_params = _sweep(Z, fm, int(budget), grid, replace, seeds, alpha, guard, random_state, verbose)
-    return TuningResult(best_params, table, fm, Z.shape[0], time.perf_counter() - start)
-
-
-def _sweep(Z, fm, budget, grid, replace, seeds, alpha, guard, random_state, verbose):
-    """Every grid point on the validation models at one budget: (table, best parameters)."""
-    n_val = Z.shape[0]
-    names = ("tau", "beta0", "rho", "gamma")
-    defaults = HybridSampler().get_params()
-    axes = [tuple(grid.get(k, (defaults[k],))) for k in names]
-    rows = []
     truth = np.repeat(Z.mean(axis=1), seeds)
-    model_rows = np.repeat(np.arange(n_val), seeds)
-    points = list(itertools.product(*axes))
+    model_rows = np.repeat(np.arange(Z.shape[0]), seeds)
+    rows = []
     bar = progress_bar(len(points), "tuning", verbose, unit="point")
-    for values in points:
-        params = dict(zip(names, (float(v) for v in values)), replace=bool(replace))
-        sampler = HybridSampler(**params)
-        gens = [np.random.default_rng([random_state, 3, budget, r]) for r in range(model_rows.size)]
-        runs = simulate(Z, gens, factor_model=fm, sampler=sampler, budget=int(budget), rows=model_rows, alpha=alpha)
+    for params in points:
+        gens = [np.random.default_rng([random_state, 3, int(budget), r]) for r in range(model_rows.size)]
+        runs = simulate(Z, gens, factor_model=fm, sampler=clone(template).set_params(**params), budget=int(budget),
+                        rows=model_rows, alpha=alpha)
         covered = (runs.low <= truth) & (truth <= runs.high)
-        rows.append((*params.values(), covered.size, covered.mean(), np.mean(runs.high - runs.low),
-                     np.sqrt(np.mean((runs.estimate - truth) ** 2)), covered.mean() >= 1 - alpha - guard))
+        rows.append(params | {"n_runs": covered.size, "coverage": covered.mean(),
+                              "mean_width": np.mean(runs.high - runs.low),
+                              "rmse": np.sqrt(np.mean((runs.estimate - truth) ** 2))})
         bar.update(1)
     bar.close()
-    table = np.array(rows, dtype=TUNING_DTYPE)
-    ok = np.flatnonzero(table["qualifies"])
-    best = ok[np.argmin(table["mean_width"][ok])] if ok.size else int(np.argmax(table["coverage"]))
-    best_params = {k: float(table[k][best]) for k in names} | {"replace": bool(replace)}
-    return table, best_params
+    table = pd.DataFrame(rows)
+    table["qualifies"] = table["coverage"] >= 1 - alpha - guard
+    ok = table[table["qualifies"]]
+    best = ok["mean_width"].idxmin() if len(ok) else table["coverage"].idxmax()
+    return TuningResult(points[best], table, fm, Z.shape[0], time.perf_counter() - start, template)
 
