@@ -100,7 +100,6 @@ METHODS = {
 #: Methods whose increments get weights learned from the history (:func:`learn_step_weights`).
 WEIGHTED_METHODS = ("faq", "faq-tuned")
 
-_METHOD_CHARS = 40
 #: The columns of the records, one row per (method, budget, model, seed).
 RECORD_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "seed", "truth", "estimate", "std_error",
                   "low", "high", "covered", "n_queries")
@@ -317,9 +316,6 @@ def _check_methods(methods):
         _method_spec(m, None)  # sampler parameters checked now, not in a worker
     if len(set(methods)) != len(methods):
         raise ValueError(f"methods must not repeat names, got {methods}.")
-    too_long = [m for m in methods if len(m) > _METHOD_CHARS]
-    if too_long:
-        raise ValueError(f"method names longer than {_METHOD_CHARS} characters: {too_long}.")
     return methods
 
 
