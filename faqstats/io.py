@@ -18,8 +18,8 @@ allow_pickle=False)`` reads; it holds no object arrays. Its entries:
     ``created_utc`` (ISO 8601), ``estimator`` (class name of the saved model),
     ``params`` (``get_params()`` of the saved :class:`LogisticFactorModel`, made
     JSON-safe), ``n_questions``, ``n_components``, ``n_models`` (or null),
-    ``fitted_device`` (or null), ``question_ids_sha256`` (or null), ``notes`` (list of
-    str), ``cv`` (null, or for a :class:`LogisticFactorModelCV`: its ``params``,
+    ``fitted_device`` (or null), ``question_ids_sha256`` (:func:`question_ids_sha256`, or
+    null), ``notes`` (list of str), ``cv`` (null, or for a :class:`LogisticFactorModelCV`: its ``params``,
     ``best_params`` and ``best_index``) and ``array_sha256`` (the SHA-256 of every other
     entry, :func:`array_sha256`: a file whose arrays were edited or damaged is refused;
     files written before faqstats stored it load without the check).
@@ -32,9 +32,6 @@ allow_pickle=False)`` reads; it holds no object arrays. Its entries:
 ``question_ids`` : str (n_questions,), only when question ids were given
 ``feature_names_in`` : str (n_questions,), only when the model has ``feature_names_in_``
 ``cv_results.<name>`` : one per entry of ``cv_results_`` of a ``LogisticFactorModelCV``
-
-Question ids are hashed as SHA-256 of their UTF-8 JSON list encoding (no spaces),
-see :func:`question_ids_sha256`.
 
 File format ``faqstats-step-weights``, format version 1
 -------------------------------------------------------
@@ -144,11 +141,9 @@ def _check_ids(ids, n_questions, name):
 
 def json_safe(value, name, notes):
     """``value`` as plain JSON types; what cannot be stored becomes None with a note."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, bool):
+    if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, numbers.Integral):
         return int(value)
@@ -179,16 +174,11 @@ def _float_array(model, attr):
 def save_factor_model(model, path, *, question_ids=None):
     """Write a fitted factor model to one ``.npz`` file, atomically and without pickle.
 
-    The file is first written to a temporary file in the same directory, flushed and
-    ``fsync``-ed, then moved over ``path`` with :func:`os.replace`; if anything fails,
-    an existing file at ``path`` is left untouched and the temporary file is removed.
-
     Parameters
     ----------
     model : fitted LogisticFactorModel or LogisticFactorModelCV
-        For the CV model its ``best_estimator_`` is saved, with ``best_params_``,
-        ``best_index_`` and the CV parameters in the metadata and ``cv_results_`` as
-        arrays. Models made by :meth:`LogisticFactorModel.from_factors` work too.
+        For the CV model its ``best_estimator_`` is saved, with the CV results (file
+        format ``faqstats.factor_model``). Models made by :meth:`LogisticFactorModel.from_factors` work too.
     path : str or os.PathLike
         Destination. Like :func:`numpy.savez`, ``".npz"`` is appended when the name
         does not end with it (``"fm"`` writes ``"fm.npz"``); :func:`load_factor_model`
@@ -224,8 +214,6 @@ def save_factor_model(model, path, *, question_ids=None):
     >>> loaded.question_ids_, loaded.metadata_["format_version"]
     (['a', 'b', 'c'], 1)
     """
-    from . import __version__
-
     cv = None
     if isinstance(model, LogisticFactorModelCV):
         check_is_fitted(model, "best_estimator_")
@@ -244,10 +232,9 @@ def save_factor_model(model, path, *, question_ids=None):
         "prior_cov": _float_array(model, "prior_cov_"),
         "observed_questions": np.asarray(model.observed_questions_, dtype=bool),
     }
-    if getattr(model, "model_factors_", None) is not None:
-        arrays["model_factors"] = _float_array(model, "model_factors_")
-    if getattr(model, "loss_curve_", None) is not None:
-        arrays["loss_curve"] = _float_array(model, "loss_curve_")
+    for key in ("model_factors", "loss_curve"):
+        if getattr(model, key + "_", None) is not None:
+            arrays[key] = _float_array(model, key + "_")
 
     feature_names = getattr(model, "feature_names_in_", None)
     if feature_names is not None:
@@ -270,10 +257,7 @@ def save_factor_model(model, path, *, question_ids=None):
         }
         for name, values in cv.cv_results_.items():
             arrays[_CV_PREFIX + name] = np.asarray(values)
-    metadata = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "faqstats_version": __version__,
+    metadata = _header(FORMAT_NAME, FORMAT_VERSION) | {
         "numpy_version": np.__version__,
         "created_utc": utc_now(),
         "estimator": type(cv if cv is not None else model).__name__,
@@ -292,14 +276,7 @@ def save_factor_model(model, path, *, question_ids=None):
     for key, arr in arrays.items():
         if arr.dtype.hasobject:  # pragma: no cover - guarded by the conversions above
             raise TypeError(f"Refusing to save: entry {key!r} has dtype object (it would need pickle).")
-
-    path = _npz_path(path)
-    _atomic_savez(path, arrays)
-    return path
-
-
-def _atomic_savez(path, arrays):
-    atomic_write(path, lambda f: np.savez(f, **arrays))
+    return atomic_write(_npz_path(path), lambda f: np.savez(f, **arrays))
 
 
 def array_sha256(arr):
@@ -315,11 +292,7 @@ def array_sha256(arr):
 
 
 def check_format_header(doc, path, *, format_name, max_version, what, version_label="format version"):
-    """Refuse a JSON document that is not ``format_name`` or was written by a newer format version.
-
-    Shared by factor-model files and session state: ``doc`` must be a dict with
-    ``format == format_name`` and a positive integer ``format_version`` at most ``max_version``.
-    """
+    """Refuse a JSON document that is not ``format_name`` or was written by a newer format version."""
     if not isinstance(doc, dict) or doc.get("format") != format_name:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise ValueError(f"{path} is not a faqstats {what}: format is {found!r}, expected {format_name!r}.")
@@ -395,17 +368,12 @@ def _read_float(data, key, shape, path):
 
 
 def load_factor_model(path):
-    """Load a factor model written by :func:`save_factor_model`, without pickle.
-
-    The file is read with ``np.load(path, allow_pickle=False)`` and checked before any
-    of it is used: format name and version, presence, dtype and shape of every array,
-    finiteness of the factors and prior, and the question-id hash.
+    """Load a factor model written by :func:`save_factor_model`, without pickle, checking it all first.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file; ``".npz"`` is appended when the name does not end with it, as
-        :func:`save_factor_model` does.
+        The file, named as for :func:`save_factor_model`.
 
     Returns
     -------
@@ -655,11 +623,7 @@ SESSION_FORMAT = "faqstats.session"
 SESSION_FORMAT_VERSION = 1
 _SESSION_FIELDS = ("revision", "factor_model_file", "factor_model_sha256", "question_ids_sha256", "question_id_type",
                    "config", "rng_state", "draws", "answers")
-
-
 _SETTINGS = ("config", "n_questions", "question_id_type", "question_ids_sha256", "factor_model_sha256")
-
-
 _PARTS = ("draws", "answers", "rng_state", "checksums", "updated_utc")  # the header: all else but these
 
 

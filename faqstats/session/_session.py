@@ -10,14 +10,11 @@ to ask (:meth:`~EvaluationSession.next_questions`), takes answers whenever they 
 (:class:`~faqstats.session.SessionStore`), so that :meth:`EvaluationSession.load`
 carries on exactly where it stopped: it replays the stored rounds through the same
 loop, checking every stored draw against the policy.
-
-Driven to the end against the same outcomes, a session asks exactly the questions
-``PAIEstimator(factor_model, sampler, budget, batch_size=..., stop_when_width=...,
-random_state=seed).fit(outcomes)`` asks, and reports the same estimate and interval.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
@@ -62,9 +59,8 @@ class EvaluationSession:
     sampler : Sampler, default=None
         A sequential policy (``HybridSampler()`` when None), built-in or your own
         :class:`~faqstats.Sampler` subclass; nature's-order designs (``BernoulliAIPW``)
-        are not supported. Samplers from :mod:`faqstats.sampling` are stored by class
-        name and parameters; another class is stored by name and must be passed again
-        to :meth:`load`.
+        are not supported. Stored by class name and parameters: one from outside
+        :mod:`faqstats.sampling` must be passed again to :meth:`load`.
     budget : int, default=100
         Maximum number of draws (queries), as in :class:`PAIEstimator`.
     batch_size : int, default=1
@@ -156,11 +152,9 @@ class EvaluationSession:
             SessionStore.refuse_existing(directory)
         if isinstance(factor_model, (str, os.PathLike)):
             factor_model = load_factor_model(factor_model)
-        if isinstance(factor_model, LogisticFactorModelCV):
-            if not hasattr(factor_model, "best_estimator_"):
-                raise ValueError("factor_model is not fitted: fit it (or load a saved one) first.")
-            factor_model = factor_model.best_estimator_
-        if not isinstance(factor_model, LogisticFactorModel):
+        if isinstance(factor_model, LogisticFactorModelCV):  # its best estimator; unfitted, refused below
+            factor_model = getattr(factor_model, "best_estimator_", factor_model)
+        if not isinstance(factor_model, (LogisticFactorModel, LogisticFactorModelCV)):
             raise TypeError(
                 "factor_model must be a fitted LogisticFactorModel (or LogisticFactorModelCV) or the path of a saved "
                 f"one, got {type(factor_model).__name__}."
@@ -210,11 +204,8 @@ class EvaluationSession:
     # -- construction ------------------------------------------------------------
     @classmethod
     def create(cls, directory, factor_model, question_ids=None, **params):
-        """Start a session saved in ``directory`` (created when missing); ``params`` are the
-        class's keyword parameters.
-
-        Raises ``FileExistsError`` if ``directory`` already holds a session.
-        """
+        """Start a session saved in ``directory`` (created when missing; ``FileExistsError`` if it
+        holds a session already); ``params`` are the class's keyword parameters."""
         if directory is None:
             raise ValueError("directory must be a path; for a session kept in memory use EvaluationSession(...).")
         return cls(factor_model, question_ids, directory=directory, **params)
@@ -242,10 +233,8 @@ class EvaluationSession:
         where = str(store.state_path)
         self = cls.__new__(cls)
         try:
-            ids = fm.question_ids_
             id_type = state["question_id_type"]
-            if id_type == "int":
-                ids = [int(q) for q in ids]
+            ids = [int(q) for q in fm.question_ids_] if id_type == "int" else fm.question_ids_
             config = state["config"]
             self._setup(fm, ids, id_type, config, _sampler_from_spec(config["sampler"], sampler))
         except (KeyError, TypeError, ValueError) as exc:  # a state no session of this configuration writes
@@ -304,31 +293,13 @@ class EvaluationSession:
     n_questions = property(lambda self: self._loop.run.n_questions)
     directory = property(lambda self: None if self._store is None else self._store.directory)
 
-    # -- state ---------------------------------------------------------------------
-    @property
-    def stop_reason(self):
-        """Why querying stopped (``"budget"`` or ``"width"``), None while running."""
-        return self._loop.stop_reason
-
-    @property
-    def done(self):
-        """Whether querying has stopped (``stop_reason`` is set)."""
-        return self._loop.done
-
-    @property
-    def n_draws(self):
-        """Draws whose answers are recorded (with replacement a question may be drawn again)."""
-        return self._loop.n_recorded
-
-    @property
-    def n_answers(self):
-        """Answers received, including those waiting for earlier draws of their round."""
-        return len(self._answers)
-
-    @property
-    def n_queries(self):
-        """Distinct questions whose answers are recorded."""
-        return len({d.question for d in self._loop.draws[: self._loop.n_recorded]})
+    # -- state (documented in the class's Attributes) ------------------------------
+    stop_reason = property(lambda self: self._loop.stop_reason, doc='Why querying stopped ("budget", "width"), or None.')
+    done = property(lambda self: self._loop.done, doc="Whether querying has stopped.")
+    n_draws = property(lambda self: self._loop.n_recorded, doc="Recorded draws (a question may repeat).")
+    n_answers = property(lambda self: len(self._answers), doc="Including answers still waiting for earlier draws.")
+    n_queries = property(lambda self: len({d.question for d in self._loop.draws[: self._loop.n_recorded]}),
+                         doc="Distinct questions whose answers are recorded.")
 
     @property
     def pending(self):
@@ -370,15 +341,12 @@ class EvaluationSession:
         """
         if n is not None and (isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1):
             raise ValueError(f"n must be a positive integer or None, got {n!r}.")
-        if self.done or self._loop.pending:
-            return self.pending
-        self._change(self._draw_rounds, n)
+        if not (self.done or self._loop.pending):
+            with self._changing():
+                while not self.done and not self._loop.pending:
+                    self._loop.draw_round(self._rng, n)
+                    self._advance()  # with replacement, repeats of answered questions fill in at once
         return self.pending
-
-    def _draw_rounds(self, n):
-        while not self.done and not self._loop.pending:
-            self._loop.draw_round(self._rng, n)
-            self._advance()  # with replacement, repeats of answered questions fill in at once
 
     def record(self, ids, outcomes):
         """Record answers to pending questions, in any order and any number at a time.
@@ -425,11 +393,9 @@ class EvaluationSession:
                 raise ValueError(f"question id {qid!r} is not pending: it was not handed out by next_questions.")
             new[question] = _check_outcome(value, qid)
         if new:
-            self._change(self._take_answers, new)
-
-    def _take_answers(self, new):
-        self._answers.update(new)
-        self._advance()
+            with self._changing():
+                self._answers.update(new)
+                self._advance()
 
     def _advance(self):
         """Record, in draw order, every pending draw whose answer is in."""
@@ -437,12 +403,13 @@ class EvaluationSession:
         while not loop.done and loop.pending and loop.pending[0].question in self._answers:
             loop.record(self._answers[loop.pending[0].question])
 
-    def _change(self, change, arg):
-        """Apply ``change(arg)`` and save; on any failure go back to the state before."""
+    @contextlib.contextmanager
+    def _changing(self):
+        """Run the block and save; on any failure go back to the state before."""
         draws = [(d.question, d.probability, d.round) for d in self._loop.draws]
         answers, rng_state = dict(self._answers), self._rng.bit_generator.state
         try:
-            change(arg)
+            yield
             self._save()
         except BaseException:
             # rebuild the loop from the snapshot by replaying it
@@ -549,42 +516,27 @@ class EvaluationSession:
 
     def status(self):
         """A JSON-serialisable summary: progress, pending ids, and the estimate so far."""
-        out = {
+        res = self.result() if self.n_draws >= 2 else None
+        rows = self._loop.confidence_rows
+        config = ("n_questions", "budget", "batch_size", "stop_when_width", "alpha", "random_state")
+        return {
             "directory": None if self.directory is None else str(self.directory),
-            "n_questions": self.n_questions,
-            "budget": self.budget,
-            "batch_size": self.batch_size,
-            "stop_when_width": self.stop_when_width,
-            "alpha": self.alpha,
-            "random_state": self.random_state,
+            **{name: getattr(self, name) for name in config},
             "sampler": self._config["sampler"],
-            "n_draws": self.n_draws,
-            "n_queries": self.n_queries,
-            "n_answers": self.n_answers,
+            **{name: getattr(self, name) for name in ("n_draws", "n_queries", "n_answers")},
             "pending": self.pending.ids,
             "done": self.done,
             "stop_reason": self.stop_reason,
-            "estimate": None,
-            "std_error": None,
-            "conf_int": None,
-            "anytime_interval": None,
+            "estimate": None if res is None else res.estimate,
+            "std_error": None if res is None else res.std_error,
+            "conf_int": None if res is None else list(res.conf_int(alpha=self.alpha)),
+            "anytime_interval": [float(rows[-1][1]), float(rows[-1][2])] if rows else None,
         }
-        if self.n_draws >= 2:
-            res = self.result()
-            out["estimate"] = res.estimate
-            out["std_error"] = res.std_error
-            out["conf_int"] = list(res.conf_int(alpha=self.alpha))
-        rows = self._loop.confidence_rows
-        if rows:
-            out["anytime_interval"] = [float(rows[-1][1]), float(rows[-1][2])]
-        return out
 
     def __repr__(self):
         where = "in memory" if self.directory is None else str(self.directory)
-        state = self.stop_reason or "running"
-        return (
-            f"EvaluationSession({where}: {self.n_draws}/{self.budget} draws, {len(self.pending.ids)} pending, {state})"
-        )
+        progress = f"{self.n_draws}/{self.budget} draws, {len(self.pending.ids)} pending"
+        return f"EvaluationSession({where}: {progress}, {self.stop_reason or 'running'})"
 
     # -- persistence ---------------------------------------------------------------
     def _index_of(self, qid):
@@ -612,8 +564,6 @@ class EvaluationSession:
 
 # -- helpers -------------------------------------------------------------------------
 def _check_outcome(value, qid):
-    if isinstance(value, (bool, np.bool_)):
-        value = float(value)
     if not isinstance(value, (numbers.Real, np.number)):
         try:
             value = float(value)
@@ -669,10 +619,8 @@ def _sampler_spec(sampler):
 
 def _sampler_from_spec(spec, sampler=None):
     if sampler is not None:
-        if _sampler_spec(sampler) != spec:
-            raise ValueError(
-                f"The sampler given to load ({_sampler_spec(sampler)}) is not the session's ({spec})."
-            )
+        if (given := _sampler_spec(sampler)) != spec:
+            raise ValueError(f"The sampler given to load ({given}) is not the session's ({spec}).")
         return sampler
     cls = getattr(sampling, spec["class"], None)
     if spec["module"] != sampling.__name__ or not (isinstance(cls, type) and issubclass(cls, Sampler)):

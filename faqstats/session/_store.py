@@ -3,8 +3,7 @@
 Directory layout: ``factor_model.npz`` (the factor model and the bank's question ids,
 :func:`~faqstats.io.save_factor_model`), ``session.json`` (the state, format
 ``faqstats.session``: :mod:`faqstats.io`) and ``.session.lock``, an advisory lock held
-while the state is written. A write also refuses to overwrite a revision it did not
-load: two writers on one session would lose answers.
+while the state is written (:meth:`SessionStore.save`).
 """
 
 from __future__ import annotations
@@ -107,11 +106,8 @@ class SessionStore:
 
 
 def _file_sha256(path):
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 @contextlib.contextmanager
