@@ -1,70 +1,27 @@
 """Paired comparison of two models on actively chosen questions.
 
-The estimand is the accuracy difference ``delta = theta_A - theta_B`` on the whole bank.
-Each step gives each model one Pro-Active Inference increment (its own predictions,
-its own draw probability; the Des Raj form without replacement),
+The estimand is ``delta = theta_A - theta_B`` on the whole bank. Each step gives each model
+its own Pro-Active Inference increment ``phi^M_t`` (its own predictions and draw
+probability; the Des Raj form without replacement) and ``delta_hat`` is the mean of
+``d_t = phi^A_t - phi^B_t``. Whatever the joint law of the two draws, as long as each
+marginal is the ``q^M_t`` the increment divides by, ``E[d_t | F_{t-1}] = delta``: the
+``d_t - delta`` are martingale differences and ``sum_t (d_t - delta_hat)^2 / (n (n - 1))``
+is exactly unbiased for ``Var(delta_hat)``. The design sets the joint law, hence the
+covariance in ``Var(d_t) = Var(phi^A_t) + Var(phi^B_t) - 2 Cov``:
 
-    phi^M_t = [ base^M_t + (z^M_{J_M} - p^M_{J_M}) / q^M_t(J_M) ] / N,    M = A, B,
+* ``design="coupled"`` (default): each model draws from its own single-model policy, the
+  two draws from the **maximal coupling** of ``q^A`` and ``q^B`` (:func:`maximal_coupling`),
+  so they share a question as often as any joint law with these marginals allows;
+* ``design="shared"``: one question per step, asked to both, from the sampler's law for
+  the difference (oracle score ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))``);
+* a new model against a fully known reference (``fit(z_A, reference=z_R)``): a
+  single-model run whose prediction of ``z^A_j`` is ``lambda z^R_j + (1 - lambda) p^A_j``.
 
-(``base^M_t`` is ``sum_j p^M_j`` with replacement and ``sum_{asked by M} z^M +
-sum_{j in R^M_{t-1}} p^M_j`` without, ``R^M`` the questions M has not been asked) and
-the estimate is ``delta_hat = mean_t d_t`` with ``d_t = phi^A_t - phi^B_t``. Whatever the
-joint law of the two draws ``(J_A, J_B)``, as long as each marginal is the ``q^M_t`` the
-increment divides by and both are predictable, ``E[phi^M_t | F_{t-1}] = theta_M``; so
-``E[d_t | F_{t-1}] = delta``, the ``d_t - delta`` form a martingale difference sequence and
-``V_hat = sum_t (d_t - delta_hat)^2 / (n (n - 1))`` is exactly unbiased for
-``Var(delta_hat)``. The designs differ in that joint law, which sets the covariance of
-the two increments: ``Var(d_t | F) = Var(phi^A_t | F) + Var(phi^B_t | F) - 2 Cov``.
-Pairing pays when the two models' *surprises* ``z - p`` on a shared question are
-positively correlated (hard questions are hard for both); two independent evaluations
-have ``Cov = 0``.
-
-Two new models (``fit(outcomes_a, outcomes_b)``), each with its own factor posterior
-updated with its own answers, 2 answers per step (as many as two independent
-evaluations of ``budget`` queries each):
-
-* ``design="coupled"`` (default): each model draws from its *own* single-model policy
-  ``q^M`` (the sampler's law for that model's state, over its own askable questions:
-  exactly the policy of ``PAIEstimator(fm, sampler)``), and the two
-  draws are made from the **maximal coupling** of ``q^A`` and ``q^B``: with probability
-  ``w = sum_j min(q^A_j, q^B_j)`` both get the same question ``J ~ min(q^A, q^B) / w``,
-  otherwise ``J_A ~ (q^A - q^B)_+ / (1 - w)`` and ``J_B ~ (q^B - q^A)_+ / (1 - w)``
-  independently (disjoint supports, so never the same question). Each model's draws
-  are marginally those of its own evaluation, so neither pays for a compromise policy,
-  and the models share a question as often as any joint law with these marginals
-  allows. With ``x^M(j) = (z^M_j - p^M_j) / q^M(j)``, ``pi = min(q^A, q^B) / w``, ``a = E_pi
-  x^A``, ``a' = E_{(q^A - q^B)_+ / (1 - w)} x^A`` (and ``b, b'`` for B), the step's covariance is
-
-      N^2 Cov(phi^A_t, phi^B_t | F_{t-1}) = w Cov_pi(x^A, x^B) + w (1 - w) (a - a') (b - b'):
-
-  the shared part's covariance of the weighted surprises (positive when they are
-  correlated) plus a term that is small unless the surprises differ systematically
-  between the shared and the residual parts.
-* ``design="shared"``: one question ``I ~ q_t`` per step, asked to both, from the
-  sampler's law for the difference: its oracle score is
-  ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))`` (the standard deviation of ``z^A - z^B`` for
-  independent Bernoulli answers), so the default policy is
-  ``q ~ tau uniform + (1 - tau) sqrt(p^A (1 - p^A) + p^B (1 - p^B))``; ``d_t`` is
-  then the PAI increment of the differenced outcome ``y = z^A - z^B`` with the predicted
-  difference ``p^A - p^B``. Always the same question, but for unrelated models the
-  compromise costs more than the (small) covariance gains: by Minkowski,
-  ``(sum_j sqrt(s_Aj^2 + s_Bj^2))^2 >= (sum_j s_Aj)^2 + (sum_j s_Bj)^2``.
-
-A new model against a fully known reference (``fit(outcomes_a, reference=z_R)``):
-``theta_R`` is known, and the reference's outcomes serve as the control for the new
-model's: the prediction of ``z^A_j`` is ``lambda z^R_j + (1 - lambda) p^A_j`` (the
-reference itself when ``lambda = 1``), with ``lambda`` fixed or re-fitted each round by
-least squares on the answers so far (predictable, so validity is untouched): a
-single-model PAI run with a better predictor. The oracle score the policy sees is the
-root mean squared error of that prediction under the factor model,
-``sqrt(p^A (1 - p^A) + (p^A - prediction)^2)``: for ``lambda = 1`` the square root of the
-predicted probability that the new model disagrees with the reference. (Only A
-answers; ``design`` does not apply.)
-
-Every design is driven by the one query loop (:class:`faqstats._engine.QueryLoop`),
-and each model's increments are those of its own :class:`faqstats._engine.SequentialRun`.
-Without a factor model the default policy is uniform over the same questions for both
-models, so the coupled draws always coincide and every design reduces to the uniform
+The derivations, the covariance of the coupled design and measured gains are in the
+user guide (``docs/statistics.md``, "Paired comparisons"). Every design is driven by the
+one query loop (:class:`faqstats._engine.QueryLoop`), each model's increments by its own
+:class:`faqstats._engine.SequentialRun`. Without a factor model the default policy is
+uniform for both, the coupled draws always coincide, and every design reduces to the
 sample mean of the differences with finite-population correction.
 """
 
