@@ -24,6 +24,7 @@ from .sampling import (
     UniformSampler,
 )
 from .step_weights import StepWeights, learn_step_weights
+from .surrogate import GaussianProcessSurrogate
 
 __version__ = "0.1.0"
 
@@ -33,6 +34,7 @@ __all__ = [
     "BernoulliAIPW",
     "ComparisonResult",
     "EvaluationSession",
+    "GaussianProcessSurrogate",
     "HybridSampler",
     "LogisticFactorModel",
     "LogisticFactorModelCV",

@@ -114,7 +114,7 @@ def simulate(
         The new models' complete outcomes in [0, 1].
     generators : sequence of numpy Generators (or seeds), length R
         One per run, used exactly as ``PAIEstimator(random_state=g)`` would use it.
-    factor_model : fitted LogisticFactorModel or None
+    factor_model : fitted LogisticFactorModel, GaussianProcessSurrogate or None
     sampler : Sampler, StreamSampler or None
         Any policy (``None`` is ``HybridSampler()``). The built-in ones run as tensor
         operations; a policy whose ``scores`` are numpy-only is asked run by run, from
@@ -237,16 +237,23 @@ class _BatchedPosterior:
     """The factor posteriors of ``R`` runs (or fixed zero predictions without a factor
     model): what :class:`~faqstats.posterior.FactorPosterior` is for one run."""
 
-    def __init__(self, V, mean0, cov0, R, N, dtype, device):
+    def __init__(self, V, mean0, cov0, R, N, dtype, device, offsets=None, noise=None):
         self.question_factors = V
+        self.offsets, self.noise = offsets, noise  # a Gaussian process (identity link) when set
         if V is None:
             self.mean = self.cov = None
             self.predictions = torch.zeros(R, N, dtype=dtype, device=device)
             return
         self.mean = mean0.expand(R, -1).clone()
         self.cov = cov0.expand(R, -1, -1).clone()
-        self.predictions = (self.mean @ V.T).sigmoid_()
+        self.predictions = self._predict(self.mean)
         self._forms = QuadraticForms(V)
+
+    def _predict(self, mean, out=None):
+        logits = torch.mm(mean, self.question_factors.T, out=out)
+        if self.noise is None:
+            return logits.sigmoid_()
+        return logits.add_(self.offsets).clamp_(0.0, 1.0)  # GaussianPosterior's predictions
 
     @property
     def oracle_scores(self):
@@ -263,14 +270,15 @@ class _BatchedPosterior:
         V = self.question_factors
         if V is None:
             return
+        gaussian = {} if self.noise is None else {"offset": self.offsets[questions], "noise": self.noise[questions]}
         if idx is None:
-            self.mean, self.cov, Sv, c = laplace_step(self.mean, self.cov, V[questions], outcomes)
-            torch.mm(self.mean, V.T, out=self.predictions).sigmoid_()  # in place: the old ones are not needed
+            self.mean, self.cov, Sv, c = laplace_step(self.mean, self.cov, V[questions], outcomes, **gaussian)
+            self._predict(self.mean, out=self.predictions)  # in place: the old ones are not needed
             self._forms.updated(Sv, c)
             return
-        mean, cov, _, _ = laplace_step(self.mean[idx], self.cov[idx], V[questions], outcomes)
+        mean, cov, _, _ = laplace_step(self.mean[idx], self.cov[idx], V[questions], outcomes, **gaussian)
         self.mean[idx], self.cov[idx] = mean, cov
-        self.predictions[idx] = (mean @ V.T).sigmoid_()
+        self.predictions[idx] = self._predict(mean)
         self._forms.drop()  # the forms follow all runs or none
 
 
@@ -283,7 +291,7 @@ class _Lockstep:
         self.device, self.dtype = device, dtype
         self.stream = sampler.design == "stream"
         if factor_model is None:
-            self.V = self.mean0 = self.cov0 = None
+            self.V = self.mean0 = self.cov0 = self.offsets = self.noise = None
         else:
             # a copy: fitted attributes may be read-only arrays, which torch will not wrap
             t = lambda a: torch.tensor(np.array(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
@@ -291,6 +299,9 @@ class _Lockstep:
             self.mean0 = t(factor_model.prior_mean_)
             cov0 = t(factor_model.prior_cov_)
             self.cov0 = 0.5 * (cov0 + cov0.T)  # exactly symmetric, as the estimator's posterior
+            gaussian = getattr(factor_model, "noise_", None) is not None  # GaussianProcessSurrogate
+            self.offsets = t(factor_model.question_means_) if gaussian else None
+            self.noise = t(factor_model.noise_) if gaussian else None
         self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
         self.posterior = None
 
@@ -304,7 +315,7 @@ class _Lockstep:
     def run(self, Z, generators):
         """``(distinct questions asked, increments or terms, variance terms, ranges)`` of one chunk."""
         self.posterior = _BatchedPosterior(self.V, self.mean0, self.cov0, len(generators), self.N, self.dtype,
-                                           self.device)
+                                           self.device, self.offsets, self.noise)
         if self.stream:
             return self._run_stream(Z, generators)
         return self._run_sequential(Z, generators)

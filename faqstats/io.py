@@ -76,6 +76,7 @@ from ._atomic import atomic_write, remove_stale_temporaries
 from sklearn.utils.validation import check_is_fitted
 
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV
+from .surrogate import GaussianProcessSurrogate
 
 __all__ = [
     "save_factor_model",
@@ -96,6 +97,7 @@ FORMAT_VERSION = 1
 _METADATA_KEY = "metadata_json"
 _REQUIRED_ARRAYS = ("question_factors", "prior_mean", "prior_cov", "observed_questions")
 _CV_PREFIX = "cv_results."
+_GP_ARRAYS = ("question_means", "noise")  # a GaussianProcessSurrogate's, besides the factor model's
 
 
 def _npz_path(path):
@@ -218,8 +220,9 @@ def save_factor_model(model, path, *, question_ids=None):
     if isinstance(model, LogisticFactorModelCV):
         check_is_fitted(model, "best_estimator_")
         cv, model = model, model.best_estimator_
-    if not isinstance(model, LogisticFactorModel):
-        raise TypeError(f"model must be a LogisticFactorModel or LogisticFactorModelCV, got {type(model).__name__}.")
+    if not isinstance(model, (LogisticFactorModel, GaussianProcessSurrogate)):
+        raise TypeError("model must be a LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate, got "
+                        f"{type(model).__name__}.")
     check_is_fitted(model, "question_factors_")
 
     V = _float_array(model, "question_factors_")
@@ -232,7 +235,7 @@ def save_factor_model(model, path, *, question_ids=None):
         "prior_cov": _float_array(model, "prior_cov_"),
         "observed_questions": np.asarray(model.observed_questions_, dtype=bool),
     }
-    for key in ("model_factors", "loss_curve"):
+    for key in ("model_factors", "loss_curve", *_GP_ARRAYS):
         if getattr(model, key + "_", None) is not None:
             arrays[key] = _float_array(model, key + "_")
 
@@ -439,6 +442,10 @@ def load_factor_model(path):
             raise ValueError(
                 f"{path}: 'observed_questions' must be bool of shape ({n},), got {observed.dtype} {observed.shape}."
             )
+        gp = meta.get("estimator") == "GaussianProcessSurrogate"
+        gp_arrays = {key: _read_float(data, key, (n,), path) for key in _GP_ARRAYS} if gp else {}
+        if gp and gp_arrays["noise"].min() <= 0:
+            raise ValueError(f"{path}: 'noise' must be positive.")
         U = _read_float(data, "model_factors", (None, k), path) if "model_factors" in data.files else None
         losses = _read_float(data, "loss_curve", (None,), path) if "loss_curve" in data.files else None
         ids = _read_ids(data, "question_ids", n, path)
@@ -456,7 +463,7 @@ def load_factor_model(path):
     if hash_error is not None:
         raise hash_error
 
-    fm = LogisticFactorModel()
+    fm = GaussianProcessSurrogate() if gp else LogisticFactorModel()
     known = fm.get_params(deep=False)
     params = dict(meta["params"])
     if "alpha" in params and "regularization" not in params:  # files written before faqstats renamed it
@@ -466,7 +473,9 @@ def load_factor_model(path):
         fm.check_params()
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: invalid estimator parameters in metadata: {exc}") from exc
-    if fm.n_components != k:
+    for key, value in gp_arrays.items():
+        setattr(fm, key + "_", value)
+    if not gp and fm.n_components != k:  # the surrogate's rank may be below n_components (a small history)
         raise ValueError(f"{path}: params n_components={fm.n_components} but the factors have {k} components.")
     fm.question_factors_ = V
     fm.model_factors_ = U

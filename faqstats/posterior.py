@@ -9,6 +9,9 @@ and ``view()``, the read-only :class:`PosteriorView` that sampling policies see.
 :class:`FactorPosterior` is the logistic factor model's: a Gaussian approximation of
 the new model's factor ``u`` (prior from the history, one Laplace step per answer,
 paper Eqs. 9-10), predicting ``p_j = sigmoid(v_j . u)`` at the posterior mean.
+:class:`GaussianPosterior` is the Gaussian-process surrogate's
+(:class:`faqstats.surrogate.GaussianProcessSurrogate`): the same low-rank posterior with
+an identity link, ``p_j = m_j + v_j . u``, updated exactly by Gaussian conditioning.
 :class:`FixedPredictions` never moves (no factor model: all zero).
 
 The Laplace step and the cache of the quadratic forms ``v_j' Sigma v_j`` (the
@@ -25,6 +28,7 @@ from ._backend import column, dot, is_torch, matvec, namespace, sigmoid
 __all__ = [
     "FactorPosterior",
     "FixedPredictions",
+    "GaussianPosterior",
     "PosteriorView",
     "QuadraticForms",
     "laplace_step",
@@ -38,13 +42,18 @@ REFRESH_EVERY = 256
 _SCRATCH_ELEMENTS = 2**20
 
 
-def laplace_step(mean, cov, v, z):
+def laplace_step(mean, cov, v, z, *, offset=None, noise=None):
     """One online Laplace (Sherman-Morrison) update of Gaussian factor posteriors.
 
     With ``p = sigmoid(mean . v)`` and ``w = p (1 - p)`` (paper Eqs. 9-10),
 
     ``cov' = cov - c (cov v)(cov v)^T`` with ``c = w / (1 + w v^T cov v)``,
     ``mean' = mean + cov' v (z - p) = mean + (cov v) (z - p) / (1 + w v^T cov v)``.
+
+    With ``noise`` (and ``offset``) given, the link is the identity instead:
+    ``z = offset + v . u + e``, ``e ~ N(0, noise)``, so ``p = offset + mean . v``,
+    ``w = 1 / noise`` and the gradient is ``(z - p) / noise``: the same formulas are then
+    the exact Kalman (Gaussian conditioning) update of :class:`GaussianPosterior`.
 
     The downdate is written ``cov - u u^T`` with ``u = sqrt(c) cov v``: ``u_i u_j`` and
     ``u_j u_i`` are the same float, so an exactly symmetric ``cov`` stays exactly
@@ -59,14 +68,19 @@ def laplace_step(mean, cov, v, z):
         ``Sv = cov v`` and ``c`` let callers downdate functions of ``cov`` (see
         :class:`QuadraticForms`).
     """
-    p = sigmoid(dot(mean, v))
-    w = p * (1.0 - p)
+    if noise is None:
+        p = sigmoid(dot(mean, v))
+        w = p * (1.0 - p)
+        gradient = z - p
+    else:
+        w = 1.0 / noise
+        gradient = (z - offset - dot(mean, v)) * w
     Sv = matvec(cov, v)
     denom = 1.0 + w * dot(v, Sv)
     c = w / denom
     u = Sv * column(c**0.5)
     new_cov = cov - u[..., :, None] * u[..., None, :]
-    new_mean = mean + Sv * column((z - p) / denom)
+    new_mean = mean + Sv * column(gradient / denom)
     return new_mean, new_cov, Sv, c
 
 
@@ -326,3 +340,67 @@ class FactorPosterior:
 
     def view(self):
         return PosteriorView(self)
+
+
+class GaussianPosterior(FactorPosterior):
+    """A low-rank Gaussian process conditioned on a new model's answers.
+
+    The outcome of question ``j`` is modelled as ``z_j = m_j + v_j . u + e_j`` with
+    ``u ~ N(mean, cov)`` and independent ``e_j ~ N(0, noise_j)``: a Gaussian process over
+    the bank whose prior mean is ``m`` and covariance ``V cov V' + diag(noise)`` (for the
+    surrogate, the history's per-question means and shrunk question-by-question
+    covariance). Each answer is one exact conditioning step, O(k^2), and the predictions
+    ``clip(m + V mean, 0, 1)`` one O(N k) pass (:func:`laplace_step` with the identity
+    link). Clipping to [0, 1] is a fixed function of the posterior, so the predictions
+    stay predictable and PAI unbiased.
+
+    Parameters
+    ----------
+    question_factors : ndarray of shape (N, k)
+        The loadings ``V``.
+    mean, cov : ndarray of shape (k,), (k, k)
+        The prior of ``u``.
+    offsets : ndarray of shape (N,)
+        The prior means ``m``.
+    noise : ndarray of shape (N,)
+        The per-question residual variances, positive.
+    dtype, refresh_every
+        As in :class:`FactorPosterior`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> post = GaussianPosterior(np.array([[0.3], [0.3]]), np.zeros(1), np.eye(1), np.full(2, 0.5), np.full(2, 0.1))
+    >>> post.update(0, 1.0)
+    >>> post.predictions.round(3).tolist()
+    [0.737, 0.737]
+    >>> post.predictive_variance().round(3).tolist()
+    [0.147, 0.147]
+    """
+
+    def __init__(self, question_factors, mean, cov, offsets, noise, *, dtype="float64", refresh_every=None):
+        self.offsets = _read_only(np.array(offsets, dtype=float))
+        self.noise = _read_only(np.array(noise, dtype=float))
+        if self.offsets.shape != self.noise.shape or self.offsets.shape != (np.shape(question_factors)[0],):
+            raise ValueError("offsets and noise must have one entry per question (row of question_factors).")
+        if not (np.all(np.isfinite(self.noise)) and self.noise.min() > 0):
+            raise ValueError("noise must be finite and positive.")
+        super().__init__(question_factors, mean, cov, dtype=dtype, refresh_every=refresh_every)
+
+    def update(self, question, outcome):
+        """Condition on the answer ``outcome`` to ``question`` (one exact Gaussian step)."""
+        mean, cov, Sv, c = laplace_step(self.mean, self.cov, self.question_factors[question], outcome,
+                                        offset=self.offsets[question], noise=self.noise[question])
+        self.mean, self.cov = _read_only(mean), _read_only(cov)
+        self._forms.updated(Sv, c)
+        self._predict()
+
+    def _predict(self):
+        V = self.question_factors if self._V32 is None else self._V32
+        p = (V @ self.mean.astype(V.dtype)).astype(np.float64, copy=False)
+        p += self.offsets
+        self.predictions, self._scores = _read_only(np.clip(p, 0.0, 1.0, out=p)), None
+
+    def predictive_variance(self):
+        """``v_j' cov v_j + noise_j``: the process's variance of each outcome given the answers."""
+        return self.quadratic_forms() + self.noise

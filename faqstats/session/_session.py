@@ -26,6 +26,7 @@ import numpy as np
 from .. import sampling
 from ..estimator import PAIEstimator
 from ..factor_model import LogisticFactorModel, LogisticFactorModelCV
+from ..surrogate import GaussianProcessSurrogate
 from ..io import check_question_ids, json_safe, load_factor_model, question_ids_sha256, utc_now
 from ..sampling import HybridSampler, Sampler
 from ._store import SessionStore
@@ -48,8 +49,8 @@ class EvaluationSession:
 
     Parameters
     ----------
-    factor_model : fitted LogisticFactorModel or LogisticFactorModelCV, or str or os.PathLike
-        The fitted factor model, or the path of one saved with
+    factor_model : fitted LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate, or path
+        The fitted factor model (or surrogate), or the path of one saved with
         :func:`~faqstats.save_factor_model`.
     question_ids : sequence of str or of int, optional
         The bank's question ids, in the order of the factor model's questions; the
@@ -154,10 +155,10 @@ class EvaluationSession:
             factor_model = load_factor_model(factor_model)
         if isinstance(factor_model, LogisticFactorModelCV):  # its best estimator; unfitted, refused below
             factor_model = getattr(factor_model, "best_estimator_", factor_model)
-        if not isinstance(factor_model, (LogisticFactorModel, LogisticFactorModelCV)):
+        if not isinstance(factor_model, (LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate)):
             raise TypeError(
-                "factor_model must be a fitted LogisticFactorModel (or LogisticFactorModelCV) or the path of a saved "
-                f"one, got {type(factor_model).__name__}."
+                "factor_model must be a fitted LogisticFactorModel (or LogisticFactorModelCV), a fitted "
+                f"GaussianProcessSurrogate or the path of a saved one, got {type(factor_model).__name__}."
             )
         if not hasattr(factor_model, "question_factors_"):
             raise ValueError("factor_model is not fitted: fit it (or load a saved one) first.")

@@ -1,0 +1,182 @@
+"""A Gaussian-process surrogate of a new model's answers, from the history's responses.
+
+The history says directly how questions co-vary across models: a question's mean over
+the earlier models is a prior guess of a new model's answer, and the question-by-question
+covariance says how an answer to one question moves the guesses for all others. A
+Gaussian process with that prior mean and covariance, conditioned on the answers so far,
+predicts the rest (the surrogate of Bayesian-quadrature evaluators such as ProEval).
+Inside PAI its predictions only lower the variance: the estimate stays exactly unbiased
+and the interval valid whatever their quality.
+
+The covariance is kept in low-rank form, ``C = V V' + diag(noise)`` with ``V`` of shape
+(N, k), so that a step costs O(N k) and memory O(N k) (:class:`~faqstats.posterior.GaussianPosterior`).
+``V`` holds the top ``k`` principal directions of the centred history, scaled by their
+standard deviations and shrunk by ``shrinkage``; ``noise`` is what they leave of each
+question's variance. Missing history cells are filled by iterated low-rank imputation
+(hard-impute), starting from the question means.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.extmath import randomized_svd
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import check_generator, check_scalar, validate_history
+from .posterior import GaussianPosterior
+
+__all__ = ["GaussianProcessSurrogate"]
+
+
+class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
+    """Empirical-covariance Gaussian process on the history's responses, in low-rank form.
+
+    A drop-in for :class:`~faqstats.LogisticFactorModel` wherever a fitted factor model
+    is taken (:class:`~faqstats.PAIEstimator`, :class:`~faqstats.PairedPAIEstimator`,
+    :func:`faqstats.batched.simulate`): its :meth:`posterior` is the predictor a query
+    loop conditions on each answer.
+
+    Parameters
+    ----------
+    n_components : int, default=32
+        Rank ``k`` of the covariance's low-rank part (at most ``min(n_models, N) - 1``;
+        fewer are used when the history is smaller).
+    shrinkage : float in [0, 1), default=0.0
+        Shrinks the low-rank part towards the diagonal: ``(1 - shrinkage) V V'``, the
+        removed variance moving to ``noise``. Helps thin histories, whose sample
+        covariance overstates how questions co-vary.
+    noise_floor : float, default=1e-3
+        Smallest residual variance of a question (keeps every conditioning step stable).
+    prior_count : float, default=1.0
+        The question means are shrunk to the overall mean by this many pseudo-models
+        (questions that few history models answered).
+    n_iter : int, default=10
+        Imputation rounds when the history has missing cells.
+    random_state : int, Generator or None, default=0
+        Seeds the randomized SVD.
+
+    Attributes
+    ----------
+    question_means_ : ndarray of shape (N,)
+        The prior mean of each outcome.
+    question_factors_ : ndarray of shape (N, k)
+        The loadings ``V`` of the low-rank covariance.
+    noise_ : ndarray of shape (N,)
+        The residual variance of each outcome.
+    prior_mean_, prior_cov_ : ndarray of shape (k,), (k, k)
+        The prior of a new model's latent ``u``: zero and the identity.
+    explained_variance_ratio_ : float
+        Share of the history's total variance the low-rank part holds.
+    observed_questions_ : ndarray of bool, shape (N,)
+        Questions some history model answered.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=200, n_components=3, random_state=0)
+    >>> gp = GaussianProcessSurrogate(n_components=8).fit(bank.history)
+    >>> gp.question_factors_.shape, gp.noise_.shape
+    ((200, 8), (200,))
+    >>> est = fq.PAIEstimator(gp, budget=40, random_state=0).fit(bank.new_outcomes[0])
+    >>> low, high = est.conf_int()
+    >>> bool(low <= est.estimate_ <= high)
+    True
+    """
+
+    def __init__(self, n_components=32, shrinkage=0.0, noise_floor=1e-3, prior_count=1.0, n_iter=10,
+                 random_state=0):
+        self.n_components = n_components
+        self.shrinkage = shrinkage
+        self.noise_floor = noise_floor
+        self.prior_count = prior_count
+        self.n_iter = n_iter
+        self.random_state = random_state
+
+    def check_params(self):
+        """Raise if a parameter is out of range (also what :func:`~faqstats.load_factor_model` checks)."""
+        check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
+        check_scalar(self.shrinkage, "shrinkage", low=0.0, high=1.0, closed="left")
+        check_scalar(self.noise_floor, "noise_floor", low=0.0, closed="neither")
+        check_scalar(self.prior_count, "prior_count", low=0.0)
+        check_scalar(self.n_iter, "n_iter", kind=numbers.Integral, low=1)
+
+    def fit(self, X, y=None):
+        """Fit the prior mean and low-rank covariance on a history (models x questions, NaN = not observed).
+
+        Returns
+        -------
+        self
+        """
+        self.check_params()
+        H = validate_history(self, X, reset=True)
+        M, N = H.shape
+        if M < 2:
+            raise ValueError(f"The history needs at least 2 models to estimate a covariance, got {M}.")
+        observed = ~np.isnan(H)
+        counts = observed.sum(0)
+        overall = float(np.nanmean(H))
+        means = (np.where(observed, H, 0.0).sum(0) + self.prior_count * overall) / (counts + self.prior_count)
+        X = np.where(observed, H - means, 0.0)
+        k = min(int(self.n_components), M - 1, N)
+        seed = int(check_generator(self.random_state).integers(2**31 - 1))
+        for _ in range(int(self.n_iter) if not observed.all() else 1):
+            U, S, Vt = randomized_svd(X, k, random_state=seed)
+            if observed.all():
+                break
+            X = np.where(observed, X, (U * S) @ Vt)  # hard-impute: missing cells from the low-rank fit
+        loadings = Vt.T * (S * np.sqrt((1.0 - self.shrinkage) / M))
+        variance = (X**2).mean(0)
+        self.question_means_ = means
+        self.observed_questions_ = counts > 0
+        self.question_factors_ = loadings
+        self.noise_ = np.maximum(variance - (loadings**2).sum(1), self.noise_floor)
+        self.prior_mean_ = np.zeros(k)
+        self.prior_cov_ = np.eye(k)
+        total = float(variance.sum())
+        self.explained_variance_ratio_ = float((loadings**2).sum() / total) if total > 0 else 0.0
+        return self
+
+    def posterior(self, dtype="float64"):
+        """A new model's Gaussian process at the prior, ready to condition on its answers
+        (:class:`~faqstats.posterior.GaussianPosterior`)."""
+        check_is_fitted(self, "question_factors_")
+        return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
+                                 self.noise_, dtype=dtype)
+
+    def transform(self, X):
+        """Posterior mean of each row's latent ``u`` given its observed cells (NaN = not observed)."""
+        check_is_fitted(self, "question_factors_")
+        H = validate_history(self, X, reset=False, allow_empty_rows=True)
+        return np.stack([self._latent(row) for row in H]) if H.shape[0] else np.empty((0, self.prior_mean_.size))
+
+    def _latent(self, row):
+        seen = ~np.isnan(row)
+        V, w = self.question_factors_[seen], 1.0 / self.noise_[seen]
+        precision = np.eye(V.shape[1]) + (V.T * w) @ V
+        return np.linalg.solve(precision, (V.T * w) @ (row[seen] - self.question_means_[seen]))
+
+    def predict(self, X):
+        """Predicted outcome of every question for each row of ``X``, given its observed cells."""
+        U = self.transform(X)
+        return np.clip(self.question_means_ + U @ self.question_factors_.T, 0.0, 1.0)
+
+    def score(self, X, y=None):
+        """Held-out negative Brier score on new models (higher is better): for each row a
+        seeded random half of its observed cells conditions the process, the other half is
+        predicted. Makes ``GridSearchCV(GaussianProcessSurrogate(), ...)`` work."""
+        check_is_fitted(self, "question_factors_")
+        H = validate_history(self, X, reset=False, allow_empty_rows=True)
+        rng = check_generator(self.random_state if isinstance(self.random_state, numbers.Integral) else 0)
+        fit_half = (rng.random(H.shape) < 0.5) & ~np.isnan(H)
+        test_half = ~fit_half & ~np.isnan(H)
+        P = self.predict(np.where(fit_half, H, np.nan))
+        return -float(np.mean((P[test_half] - H[test_half]) ** 2))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
+        return tags
