@@ -36,7 +36,7 @@ from scipy.special import expit
 
 import faqstats as fq
 from faqstats._engine import QueryLoop, SequentialRun
-from faqstats.posterior import FactorPosterior, laplace_step
+from faqstats.posterior import FactorPosterior, GaussianPosterior, laplace_step
 from faqstats.sampling import PolicyState, draw_from, oracle_scores, quadratic_forms_from_scratch
 
 
@@ -58,10 +58,21 @@ def reference_step(V, mean, cov, z, rng, tau, rho_weight):
     return mean, cov
 
 
+def gaussian_posterior(V, prior_mean, prior_cov, z):
+    """The Gaussian-process surrogate's predictor on the same factors (mean 0.5, noise 0.1)."""
+    N = V.shape[0]
+    return GaussianPosterior(V, prior_mean, prior_cov, np.full(N, 0.5), np.full(N, 0.1))
+
+
 def time_library(V, prior_mean, prior_cov, z, steps, sampler, dtype="float64", loop=False):
     """One round of one draw per step: the run's ``draw_round``, ``record`` and
-    ``end_round``; with ``loop=True`` through the ``QueryLoop`` ``PAIEstimator.fit`` drives."""
-    run = SequentialRun(sampler, FactorPosterior(V, prior_mean, prior_cov, dtype=dtype), V.shape[0], steps)
+    ``end_round``; with ``loop=True`` through the ``QueryLoop`` ``PAIEstimator.fit`` drives;
+    with ``dtype="gp"`` the Gaussian-process surrogate's predictor instead of the factor posterior."""
+    if dtype == "gp":
+        predictor = gaussian_posterior(V, prior_mean, prior_cov, z)
+    else:
+        predictor = FactorPosterior(V, prior_mean, prior_cov, dtype=dtype)
+    run = SequentialRun(sampler, predictor, V.shape[0], steps)
     query_loop = QueryLoop(run)
     rng = np.random.default_rng(0)
     times, questions = [], []
@@ -239,19 +250,20 @@ def run_benchmark(args):
         ("default: HybridSampler() (rho=0, no replace)", default, 0.0, contextlib.nullcontext, "float64"),
         ("  same, through QueryLoop (as in fit)", default, 0.0, contextlib.nullcontext, "loop"),
         ("  same, dtype='float32' predictions (opt-in)", default, 0.0, contextlib.nullcontext, "float32"),
+        ("  same, GP surrogate's predictor (issue 18)", default, 0.0, contextlib.nullcontext, "gp"),
         ("hybrid, oracle score only (rho=0, replace)", fq.HybridSampler(replace=True), 0.0, contextlib.nullcontext,
          "float64"),
         ("hybrid, with active learning (rho=1)", al, 1.0, contextlib.nullcontext, "float64"),
         ("  same, scores from scratch (no cache)", al, 1.0, scores_from_scratch, "float64"),
     ]
     ref_cache = {}
-    picked = {}
+    picked, step_ms = {}, {}
     for name, sampler, rho_weight, ctx, dtype in rows:
         lib_medians, ref_medians = [], []
         for _ in range(args.repeats):
             with ctx():
                 lib, picked[name] = time_library(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, sampler,
-                                                 "float32" if dtype == "float32" else "float64", dtype == "loop")
+                                                 "float64" if dtype == "loop" else dtype, dtype == "loop")
             lib_medians.append(np.median(lib))
             if rho_weight not in ref_cache:
                 ref = time_reference(V, fm.prior_mean_, fm.prior_cov_, z, args.steps, rho_weight)
@@ -261,10 +273,16 @@ def run_benchmark(args):
         with ctx():
             peak = peak_mib(lambda: time_library(V, fm.prior_mean_, fm.prior_cov_, z, 20, sampler))
         ml, mr = 1e3 * min(lib_medians), 1e3 * ref_cache[rho_weight]
+        step_ms[name] = ml
         print(f"{name:<44} {ml:>10.3f} {mr:>12.3f} {mr / ml:>6.2f} {peak:>9.1f}")
+    gp_ms, fp_ms = step_ms[rows[3][0]], step_ms[rows[0][0]]
+    post = gaussian_posterior(V, fm.prior_mean_, fm.prior_cov_, z)
+    update_us = median_us(lambda: post.update(int(rng.integers(N)), 1.0))
+    print(f"GP surrogate's step: {gp_ms:.3f} ms, {gp_ms / fp_ms:.2f}x the factor posterior's; its update alone "
+          f"(Kalman step + predictions) {update_us / 1e3:.3f} ms")
     agree = np.mean(np.array(picked[rows[0][0]]) == np.array(picked[rows[2][0]]))
     print(f"float32 predictions asked the same question as float64 at {agree:.0%} of the {args.steps} steps")
-    same = picked[rows[4][0]] == picked[rows[5][0]] and picked[rows[0][0]] == picked[rows[1][0]]
+    same = picked[rows[5][0]] == picked[rows[6][0]] and picked[rows[0][0]] == picked[rows[1][0]]
     print(f"cached and from-scratch scores, run and loop, asked the same {args.steps} questions: {same}")
     print(f"\nbreakdown of one default-policy step (median us, parts timed alone with warm caches)")
     for part, us in breakdown_default(V, fm.prior_mean_, fm.prior_cov_, z, default).items():

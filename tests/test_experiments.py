@@ -145,6 +145,23 @@ def test_results_do_not_depend_on_n_jobs_backend_or_other_methods(matrix, fitted
     assert not np.array_equal(s0["estimate"].to_numpy(), s1["estimate"].to_numpy())
 
 
+def test_surrogate_methods_fit_the_gp_only_and_match_the_estimator(matrix):
+    """"gp"/"gp-equal" use the Gaussian-process surrogate fitted on the history (no factor model fit),
+    "gp" with increment weights learned on it; a record is the estimator's run with the same seed."""
+    from faqstats.experiments.runner import method_key
+
+    out = run_experiment(matrix, budgets=[0.25], seeds=1, methods=["gp", "gp-equal"], verbose=False,
+                         step_weights={"n_runs": 20}, **SPLIT)
+    assert out.factor_model is None and isinstance(out.surrogate, fq.GaussianProcessSurrogate)
+    assert set(out.step_weights) == {("gp", 20)}
+    history, new, _ = split_matrix(matrix, history_fraction=0.5, split_seed=0, max_models=4)
+    np.testing.assert_allclose(out.surrogate.question_means_, fq.GaussianProcessSurrogate().fit(history).question_means_)
+    rec = out.records[out.records["method"] == "gp-equal"].iloc[1]
+    rng = np.random.default_rng([0, method_key("gp-equal"), 20, 1, 0])
+    est = fq.PAIEstimator(out.surrogate, fq.HybridSampler(), budget=20, random_state=rng).fit(new[1])
+    assert abs(rec["estimate"] - est.estimate_) < 1e-12 and abs(rec["std_error"] - est.std_error_) < 1e-12
+
+
 # ------------------------------------------------------------------ summaries
 def _hand_records():
     rows = []

@@ -46,6 +46,7 @@ from ..factor_model import LogisticFactorModel
 from ..results import markdown_table, table_summary
 from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
 from ..step_weights import learn_step_weights, validation_split
+from ..surrogate import GaussianProcessSurrogate
 
 __all__ = [
     "METHODS",
@@ -95,10 +96,17 @@ METHODS = {
     # HybridSampler tuned per budget on validation models from the history (see tuning.py);
     # the entry is the untuned fallback, run_methods swaps in the tuned sampler (and weights)
     "faq-tuned": _with_fm(HybridSampler),
+    # the same policies with the Gaussian-process surrogate's predictions (faqstats.surrogate)
+    "gp": _with_fm(HybridSampler),  # with learned increment weights, as "faq"
+    "gp-equal": _with_fm(HybridSampler),
 }
 
+#: Methods whose predictor is the Gaussian-process surrogate fitted on the history
+#: (:class:`~faqstats.GaussianProcessSurrogate` with default parameters) instead of the factor model.
+SURROGATE_METHODS = ("gp", "gp-equal")
+
 #: Methods whose increments get weights learned from the history (:func:`learn_step_weights`).
-WEIGHTED_METHODS = ("faq", "faq-tuned")
+WEIGHTED_METHODS = ("faq", "faq-tuned", "gp")
 
 #: The columns of the records, one row per (method, budget, model, seed).
 RECORD_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "seed", "truth", "estimate", "std_error",
@@ -135,6 +143,8 @@ class MethodRuns:
         ``{budget (queries): TuningResult}`` when "faq-tuned" ran.
     step_weights : dict
         ``{(method, budget): StepWeights}`` for the methods with learned increment weights.
+    surrogate : fitted GaussianProcessSurrogate or None
+        The predictor of the :data:`SURROGATE_METHODS`, when one ran.
     """
 
     records: pd.DataFrame
@@ -142,6 +152,7 @@ class MethodRuns:
     fit_seconds: float = 0.0
     tuning: dict = field(default_factory=dict)
     step_weights: dict = field(default_factory=dict)
+    surrogate: object = None
 
     def summary(self, **kwargs):
         """:func:`summarize` of the records."""
@@ -363,10 +374,10 @@ def _parse_value(text):
     return text
 
 
-def _method_spec(name, fitted):
+def _method_spec(name, fitted, surrogate=None):
     """``(factor model or None, sampler)`` of a possibly parametrised method name."""
     base, params = parse_method(name)
-    fm, sampler = METHODS[base](fitted)
+    fm, sampler = METHODS[base](surrogate if base in SURROGATE_METHODS else fitted)
     if params:
         try:
             sampler.set_params(**params)
@@ -379,6 +390,10 @@ def _method_spec(name, fitted):
 def _uses_factor_model(name):
     fm, _ = _method_spec(name, _USES_FM)
     return fm is _USES_FM
+
+
+def _uses_surrogate(name):
+    return parse_method(name)[0] in SURROGATE_METHODS
 
 
 def _default_factor_model(verbose):
@@ -457,9 +472,9 @@ def _torch_threads(n):
         torch.set_num_threads(before)
 
 
-def _method_settings(methods, sizes, history, fitted, alpha, random_state, tuning, step_weights, verbose):
+def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_state, tuning, step_weights, verbose):
     """``{(method, budget): (factor model, sampler, step weights)}``, tuning and weights learned on the history."""
-    specs = {(m, int(b)): (*_method_spec(m, fitted), None) for m in methods for b in sizes}
+    specs = {(m, int(b)): (*_method_spec(m, fitted, surrogate), None) for m in methods for b in sizes}
     unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
     tuning_results, weight_results, cross_fm = {}, {}, None
     if "faq-tuned" in methods:
@@ -473,12 +488,16 @@ def _method_settings(methods, sizes, history, fitted, alpha, random_state, tunin
             cross_fm = res.factor_model
     weight_cfg = dict(step_weights or {})
     weighted = [m for m in methods if parse_method(m)[0] in WEIGHTED_METHODS]
+    cross_gp = None
     if weighted:
         split = weight_cfg.get("validation_fraction", 0.25)
         if cross_fm is None or split != (tuning or {}).get("validation_fraction", 0.25):
             try:  # one refit on the training part of the history, shared by every budget
                 train, _ = validation_split(history, split, random_state)
-                cross_fm = clone(unfitted).fit(train)
+                if any(not _uses_surrogate(m) for m in weighted):
+                    cross_fm = clone(unfitted).fit(train)
+                if any(_uses_surrogate(m) for m in weighted):
+                    cross_gp = clone(surrogate).fit(train)
             except ValueError as exc:  # too few complete rows to cross-fit
                 warnings.warn(f"{', '.join(weighted)}: equal increment weights ({exc})", RuntimeWarning,
                               stacklevel=3)
@@ -487,7 +506,7 @@ def _method_settings(methods, sizes, history, fitted, alpha, random_state, tunin
         for b in sizes:
             fm_m, sampler_m, _ = specs[(m, int(b))]
             sw = learn_step_weights(history, None, budget=int(b), sampler=sampler_m, random_state=random_state,
-                                    fitted_factor_model=cross_fm, **weight_cfg)
+                                    fitted_factor_model=cross_gp if _uses_surrogate(m) else cross_fm, **weight_cfg)
             specs[(m, int(b))] = (fm_m, sampler_m, sw.weights)
             weight_results[(m, int(b))] = sw
     return specs, tuning_results, weight_results
@@ -600,12 +619,14 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     rows = np.arange(new.shape[0]) if new_rows is None else np.asarray(new_rows)
     truths = new.mean(axis=1)
 
-    fitted, fit_seconds = None, 0.0
-    if any(_uses_factor_model(m) for m in methods):
+    fitted, fit_seconds, surrogate = None, 0.0, None
+    if any(_uses_factor_model(m) and not _uses_surrogate(m) for m in methods):
         fitted, fit_seconds = _fit_factor_model(factor_model, history, verbose)
+    if any(_uses_surrogate(m) for m in methods):
+        surrogate = GaussianProcessSurrogate(random_state=random_state).fit(history)
     # resolved here: workers need no registry
-    specs, tuning_results, weight_results = _method_settings(methods, sizes, history, fitted, alpha, random_state,
-                                                             tuning, step_weights, verbose)
+    specs, tuning_results, weight_results = _method_settings(methods, sizes, history, fitted, surrogate, alpha,
+                                                             random_state, tuning, step_weights, verbose)
     chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
     tasks = (delayed(_run_chunk)(m, *specs[(m, int(b))], f, b, s, new, truths, rows, random_state, alpha, engine_cfg)
              for m, f, b, s in chunks)
@@ -617,7 +638,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
             bar.update(len(block))
     bar.close()
     records = pd.concat(blocks, ignore_index=True)
-    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results)
+    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results, surrogate)
 
 
 def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
