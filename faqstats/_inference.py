@@ -232,19 +232,25 @@ def interval_df(interval, residuals):
     return np.full(x.shape[0], value)
 
 
-def pai_inference(increments, *, interval="robust-t", weights=None):
+def pai_inference(increments, *, interval="robust-t", weights=None, census=False):
     """Estimate, variance, degrees of freedom and the variance method's name from PAI increments.
 
     With ``weights`` (and enough increments to weight, see :func:`weights_usable`) the
     weighted estimate of :func:`weighted_martingale`, else the mean and
-    :func:`martingale_variance`.
+    :func:`martingale_variance`. With ``census`` (every question of the bank asked,
+    without replacement) the last increment with variance 0: the last draw takes the one
+    question left with ``q = 1``, so ``phi_N = [sum_{j asked before} z_j + p_I + (z_I - p_I)] / N
+    = theta`` exactly (the weights ``(0, ..., 0, 1)``, fixed once the budget is the bank).
 
     >>> est, var, df, method = pai_inference([0.2, 0.4, 0.9], interval="t")
     >>> round(est, 4), df, method
     (0.5, 2.0, 'martingale')
     """
     phi = np.asarray(increments, dtype=float)
-    if weights_usable(weights, phi.shape[-1]):
+    if census:
+        est, var, resid = phi[..., -1], np.zeros(phi.shape[:-1]), phi
+        method = "census"
+    elif weights_usable(weights, phi.shape[-1]):
         est, var, resid = weighted_martingale(phi, weights)
         method = "weighted martingale"
     else:

@@ -216,7 +216,8 @@ def simulate(
     elif engine.method == "sample_mean":
         (estimate, var), df = fpc_mean(values, N), interval_df(interval, values)
     else:
-        estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights)
+        census = not sampler.replace and int(budget) == N  # every question asked: the exact mean
+        estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights, census=census)
     if not (np.all(np.isfinite(estimate)) and np.all(np.isfinite(var))):
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
     se = np.sqrt(var)

@@ -482,7 +482,8 @@ class PairedPAIEstimator(BaseEstimator):
             est_a = est_b + estimate if run.reference is not None else float(table["outcome_a"].mean())
         else:
             method, increments = design, table["increment"]
-            estimate, var, _, variance_method = pai_inference(increments, interval=self.interval)
+            census = not run.replace and len(table) == n_questions  # both models asked every question
+            estimate, var, _, variance_method = pai_inference(increments, interval=self.interval, census=census)
             est_a = float(table["increment_a"].mean())
             # the reference's increments are theta_R: report it exactly
             est_b = float(table["increment_b"].mean()) if run.reference is None else run.theta_reference

@@ -330,8 +330,9 @@ class PAIEstimator(BaseEstimator):
         else:
             method = "pai"
             if self.variance == "martingale":
+                census = not sampler.replace and table.size == n_questions  # every question asked
                 estimate, var, df, variance_method = pai_inference(
-                    table["increment"], interval=self.interval, weights=self.step_weights
+                    table["increment"], interval=self.interval, weights=self.step_weights, census=census
                 )
             else:
                 variance_method = "paper"
