@@ -6,6 +6,7 @@ Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
 
 from .cold_start import cold_start_factor_model, transfer_question_factors
 from .compare import PairedPAIEstimator, compare
+from .configure import configure_from_history
 from .datasets import SyntheticBank, draw_bank_from_factors, load_response_matrix, make_synthetic_bank
 from .estimator import PAIEstimator, martingale_variance, paper_variance, weighted_martingale
 from .evaluate import evaluate
@@ -49,6 +50,7 @@ __all__ = [
     "UniformSampler",
     "cold_start_factor_model",
     "compare",
+    "configure_from_history",
     "evaluate",
     "laplace_update",
     "learn_step_weights",

@@ -185,6 +185,28 @@ class PAIEstimator(BaseEstimator):
         self.verbose = verbose
         self.dtype = dtype
 
+    @classmethod
+    def from_history(cls, history, budget, **options):
+        """An estimator configured from the history alone, ready to ``fit`` a new model.
+
+        The predictor (logistic factor model or Gaussian-process surrogate, refitted on
+        the whole history), the increment weights, or the FPC sample mean when no
+        predictor beats it on validation models held out of the history:
+        :func:`faqstats.configure.configure_from_history` (``options`` are its keyword
+        arguments; call it directly for the report of what was chosen and why).
+
+        Examples
+        --------
+        >>> import faqstats as fq
+        >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
+        >>> est = fq.PAIEstimator.from_history(bank.history, budget=20, n_runs=100)
+        >>> est.set_params(random_state=0).fit(bank.new_outcomes[0]).n_queries_
+        20
+        """
+        from .configure import configure_from_history
+
+        return configure_from_history(history, budget, **options).estimator
+
     # -- set-up ----------------------------------------------------------------
     def bank_size(self):
         """Questions of the factor model's bank, or ``None`` without a factor model."""

@@ -47,6 +47,7 @@ from ..results import markdown_table, table_summary
 from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
 from ..step_weights import learn_step_weights, validation_split
 from ..surrogate import GaussianProcessSurrogate
+from ..configure import configure_from_history
 
 __all__ = [
     "METHODS",
@@ -99,6 +100,9 @@ METHODS = {
     # the same policies with the Gaussian-process surrogate's predictions (faqstats.surrogate)
     "gp": _with_fm(HybridSampler),  # with learned increment weights, as "faq"
     "gp-equal": _with_fm(HybridSampler),
+    # configured per budget from the history alone (faqstats.configure_from_history): the predictor
+    # with the largest validation ESS and its increment weights, or the sample mean; run_methods swaps it in
+    "auto": _without_fm(lambda: UniformSampler(replace=False)),
 }
 
 #: Methods whose predictor is the Gaussian-process surrogate fitted on the history
@@ -145,6 +149,8 @@ class MethodRuns:
         ``{(method, budget): StepWeights}`` for the methods with learned increment weights.
     surrogate : fitted GaussianProcessSurrogate or None
         The predictor of the :data:`SURROGATE_METHODS`, when one ran.
+    configurations : dict
+        ``{budget (queries): Configuration}`` when "auto" ran (:func:`faqstats.configure_from_history`).
     """
 
     records: pd.DataFrame
@@ -153,6 +159,7 @@ class MethodRuns:
     tuning: dict = field(default_factory=dict)
     step_weights: dict = field(default_factory=dict)
     surrogate: object = None
+    configurations: dict = field(default_factory=dict)
 
     def summary(self, **kwargs):
         """:func:`summarize` of the records."""
@@ -476,7 +483,15 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
     """``{(method, budget): (factor model, sampler, step weights)}``, tuning and weights learned on the history."""
     specs = {(m, int(b)): (*_method_spec(m, fitted, surrogate), None) for m in methods for b in sizes}
     unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
-    tuning_results, weight_results, cross_fm = {}, {}, None
+    tuning_results, weight_results, configurations, cross_fm = {}, {}, {}, None
+    if "auto" in methods:
+        cache = {}
+        for b in sizes:
+            cfg = configure_from_history(history, int(b), random_state=random_state, cache=cache,
+                                         **(step_weights or {}))
+            est = cfg.estimator
+            specs[("auto", int(b))] = (est.factor_model, est.sampler, est.step_weights)
+            configurations[int(b)] = cfg
     if "faq-tuned" in methods:
         from .tuning import tune_policy
 
@@ -509,7 +524,7 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
                                     fitted_factor_model=cross_gp if _uses_surrogate(m) else cross_fm, **weight_cfg)
             specs[(m, int(b))] = (fm_m, sampler_m, sw.weights)
             weight_results[(m, int(b))] = sw
-    return specs, tuning_results, weight_results
+    return specs, tuning_results, weight_results, configurations
 
 
 def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc", "ht-uniform"), factor_model=None,
@@ -625,8 +640,8 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     if any(_uses_surrogate(m) for m in methods):
         surrogate = GaussianProcessSurrogate(random_state=random_state).fit(history)
     # resolved here: workers need no registry
-    specs, tuning_results, weight_results = _method_settings(methods, sizes, history, fitted, surrogate, alpha,
-                                                             random_state, tuning, step_weights, verbose)
+    specs, tuning_results, weight_results, configurations = _method_settings(
+        methods, sizes, history, fitted, surrogate, alpha, random_state, tuning, step_weights, verbose)
     chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
     tasks = (delayed(_run_chunk)(m, *specs[(m, int(b))], f, b, s, new, truths, rows, random_state, alpha, engine_cfg)
              for m, f, b, s in chunks)
@@ -638,7 +653,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
             bar.update(len(block))
     bar.close()
     records = pd.concat(blocks, ignore_index=True)
-    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results, surrogate)
+    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results, surrogate, configurations)
 
 
 def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
