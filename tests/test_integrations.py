@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import faqstats as fq
 from faqstats.integrations import (
@@ -326,3 +328,12 @@ def test_end_to_end_inspect_history_fit_and_estimate():
     low, high = est.confint()
     # the estimate is unbiased, not bounded: it may leave the (clipped) interval on 6 queries
     assert 0 <= low <= high <= 1 and np.isfinite(est.estimate_) and est.n_queries_ == 6
+
+
+@settings(max_examples=300, deadline=None)
+@given(task=st.text(min_size=1), sample=st.text(min_size=1))
+def test_question_ids_split_back_whatever_the_task_and_sample_hold(task, sample):
+    """Tasks may hold slashes and sample ids anything ("HumanEval/0", "%2F"): the id is unambiguous."""
+    from faqstats.integrations._common import make_question_id, split_question_id
+
+    assert split_question_id(make_question_id(task, sample)) == (task, sample)

@@ -9,23 +9,36 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["HarnessRecords", "check_question_id_list", "split_question_id"]
+__all__ = ["HarnessRecords", "check_question_id_list", "make_question_id", "split_question_id"]
 
 
 def _id_sort_key(question_id):
     """Sort ids by task, then numerically when the sample id is an integer (2 before 10)."""
-    task, _, sample = question_id.rpartition("/")
+    task, sample = split_question_id(question_id)
     return (task, 0, int(sample), "") if sample.isdigit() else (task, 1, 0, sample)
 
 
+def make_question_id(task, sample):
+    """``"<task>/<sample id>"`` with ``%`` and ``/`` of the sample id percent-encoded, so that
+    the id splits back unambiguously at its last slash, whatever either part holds.
+
+    >>> make_question_id("openai/humaneval", "HumanEval/0")
+    'openai/humaneval/HumanEval%2F0'
+    >>> split_question_id(make_question_id("openai/humaneval", "HumanEval/0"))
+    ('openai/humaneval', 'HumanEval/0')
+    """
+    return f"{task}/{str(sample).replace('%', '%25').replace('/', '%2F')}"
+
+
 def split_question_id(question_id, name="question_ids"):
-    """``"<task>/<sample id>"`` -> ``(task, sample id)``, splitting at the last slash."""
+    """``"<task>/<sample id>"`` -> ``(task, sample id)``: split at the last slash, the sample id
+    decoded (:func:`make_question_id`); the task may hold slashes."""
     if not isinstance(question_id, str):
         raise TypeError(f"{name} must hold strings '<task>/<id>', got {question_id!r} ({type(question_id).__name__}).")
     task, sep, sample = question_id.rpartition("/")
     if not sep or not task or not sample:
         raise ValueError(f"{name} must look like '<task>/<id>', got {question_id!r}.")
-    return task, sample
+    return task, sample.replace("%2F", "/").replace("%25", "%")
 
 
 def check_question_id_list(question_ids, name="question_ids"):

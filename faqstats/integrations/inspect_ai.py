@@ -33,7 +33,8 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ._common import HarnessRecords, as_paths, as_score, check_question_id_list, split_question_id
+from ._common import (HarnessRecords, as_paths, as_score, check_question_id_list, make_question_id,
+                      split_question_id)
 
 __all__ = ["read_inspect_logs", "read_inspect_outcomes", "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
 
@@ -197,7 +198,7 @@ def _collect(paths, scorer, value_map, reader, name, wanted=None):
             score = (s.get("scores") or {}).get(task_scorer)
             if s.get("error") or score is None:
                 continue  # not observed
-            qid = f"{task}/{s['id']}"
+            qid = make_question_id(task, s["id"])
             if wanted is not None and qid not in wanted:
                 continue
             where = f"{path} sample {s['id']!r} epoch {s.get('epoch')} scorer {task_scorer!r}"

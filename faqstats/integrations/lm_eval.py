@@ -24,7 +24,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ._common import HarnessRecords, as_paths, as_score, check_question_id_list, split_question_id
+from ._common import (HarnessRecords, as_paths, as_score, check_question_id_list, make_question_id,
+                      split_question_id)
 
 __all__ = ["read_lm_eval_samples", "read_lm_eval_outcomes", "write_lm_eval_samples_arg"]
 
@@ -84,7 +85,7 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
                 continue
             if key not in rec:
                 raise ValueError(f"{path}:{line_no} has no {key!r} field; use key='doc_id' or key='doc_hash'.")
-            qid = f"{task}/{rec[key]}"
+            qid = make_question_id(task, rec[key])
             if wanted is not None and qid not in wanted:
                 continue
             records.add(model, qid, as_score(rec[metric], f"{path}:{line_no} metric {metric!r}"), stamp)
