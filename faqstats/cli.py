@@ -89,6 +89,10 @@ def _experiment(args):
     if result.tuning:  # one table per budget, stacked, with the budget as first column
         tables = [res.table.assign(budget=b)[["budget", *res.table.columns]] for b, res in result.tuning.items()]
         files.append(write_csv(pd.concat(tables, ignore_index=True), out / "tuning.csv"))
+    if result.configurations:  # method "auto": each budget's candidates, the chosen one marked
+        tables = [cfg.table.assign(budget=b, chosen=cfg.table["candidate"] == cfg.choice)
+                  for b, cfg in result.configurations.items()]
+        files.append(write_csv(pd.concat(tables, ignore_index=True), out / "configurations.csv"))
     if result.step_weights:  # the learned increment weights, one row per (method, budget, step)
         files += _write_step_weights(result.step_weights, out)
     (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
