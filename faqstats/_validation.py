@@ -33,6 +33,7 @@ __all__ = [
     "check_scalar",
     "check_generator",
     "check_seed",
+    "observed_halves",
 ]
 
 
@@ -220,3 +221,13 @@ def check_seed(random_state):
     if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
         return int(check_scalar(int(random_state), "random_state", kind=numbers.Integral, low=0))
     return int(check_generator(random_state).integers(2**31 - 1))
+
+
+def observed_halves(estimator, X):
+    """``(H, fit_half, test_half)`` for a held-out ``score``: ``X`` validated against the fitted
+    ``estimator``, and each row's observed cells split in two random halves, seeded by the
+    estimator's int ``random_state`` (0 otherwise) so that the score is reproducible."""
+    H = validate_history(estimator, X, reset=False, allow_empty_rows=True)
+    seed = estimator.random_state if isinstance(estimator.random_state, numbers.Integral) else 0
+    fit_half = (check_generator(seed).random(H.shape) < 0.5) & ~np.isnan(H)
+    return H, fit_half, ~fit_half & ~np.isnan(H)

@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress_bar
-from ._validation import check_generator, check_history, check_scalar, validate_history
+from ._validation import check_generator, check_history, check_scalar, observed_halves, validate_history
 from .posterior import FactorPosterior, laplace_step
 
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
@@ -369,10 +369,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         and it makes ``GridSearchCV(LogisticFactorModel(), ..., cv=KFold())`` work.
         """
         check_is_fitted(self, "question_factors_")
-        H = validate_history(self, X, reset=False, allow_empty_rows=True)
-        rng = check_generator(self.random_state if isinstance(self.random_state, numbers.Integral) else 0)
-        fit_half = (rng.random(H.shape) < 0.5) & ~np.isnan(H)
-        test_half = ~fit_half & ~np.isnan(H)
+        H, fit_half, test_half = observed_halves(self, X)
         U = self._transform(np.where(fit_half, H, np.nan))
         return -log_loss_on_cells(H, U @ self.question_factors_.T, test_half)
 

@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_generator, check_scalar, validate_history
+from ._validation import check_generator, check_scalar, observed_halves, validate_history
 from .posterior import GaussianPosterior
 
 __all__ = ["GaussianProcessSurrogate"]
@@ -169,10 +169,7 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         seeded random half of its observed cells conditions the process, the other half is
         predicted. Makes ``GridSearchCV(GaussianProcessSurrogate(), ...)`` work."""
         check_is_fitted(self, "question_factors_")
-        H = validate_history(self, X, reset=False, allow_empty_rows=True)
-        rng = check_generator(self.random_state if isinstance(self.random_state, numbers.Integral) else 0)
-        fit_half = (rng.random(H.shape) < 0.5) & ~np.isnan(H)
-        test_half = ~fit_half & ~np.isnan(H)
+        H, fit_half, test_half = observed_halves(self, X)
         P = self.predict(np.where(fit_half, H, np.nan))
         return -float(np.mean((P[test_half] - H[test_half]) ** 2))
 
