@@ -28,7 +28,11 @@ def _demo(args):
     print()
     print(format_summary(demo.summary()))
     print(f"\nPlot written to {demo.plot(Path(args.out) / 'width_vs_budget.png')}")
-    return 0
+
+
+def _given(args, *names):
+    """The options among ``names`` given on the command line (not None), as keyword arguments."""
+    return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
 
 
 def _experiment(args):
@@ -40,10 +44,7 @@ def _experiment(args):
 
     start = time.perf_counter()
     matrix, _ = load_response_matrix(args.data)
-    fm_params = {k: v for k, v in (("n_components", args.n_components), ("regularization", args.regularization),
-                                   ("max_iter", args.max_iter), ("solver", args.solver),
-                                   ("prior_scale", args.prior_scale)) if v is not None}
-    factor_model = fm_params or None
+    factor_model = _given(args, "n_components", "regularization", "max_iter", "solver", "prior_scale") or None
     if args.cv_components or args.cv_regularization:  # by cell cross-validation on the history
         from .factor_model import LogisticFactorModelCV
 
@@ -59,33 +60,17 @@ def _experiment(args):
             verbose=not args.quiet,
         )
     result = run_experiment(
-        matrix,
-        history_fraction=args.history_fraction,
-        split_seed=args.split_seed,
-        complete_rows=args.complete_rows,
-        n_full_obs=args.n_full_obs,
-        p_obs=args.p_obs,
-        max_models=args.max_models,
-        budgets=tuple(args.budgets),
-        seeds=args.seeds,
-        methods=tuple(args.methods),
-        factor_model=factor_model,
-        random_state=args.seed,
-        n_jobs=args.n_jobs,
-        backend=args.backend,
-        tuning={"seeds": args.tune_seeds},
-        step_weights={"n_runs": args.weight_runs},
-        verbose=not args.quiet,
+        matrix, history_fraction=args.history_fraction, split_seed=args.split_seed, complete_rows=args.complete_rows,
+        n_full_obs=args.n_full_obs, p_obs=args.p_obs, max_models=args.max_models, budgets=tuple(args.budgets),
+        seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
+        n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
+        step_weights={"n_runs": args.weight_runs}, verbose=not args.quiet,
     )
     summary = summarize(result.records)
     models = per_model_coverage(result.records)
     out = Path(args.out)
-    files = [
-        write_csv(result.records, out / "records.csv"),
-        write_csv(summary, out / "summary.csv"),
-        write_csv(models, out / "model_coverage.csv"),
-    ]
-    files += plot_all(summary, models, out)
+    files = [write_csv(result.records, out / "records.csv"), write_csv(summary, out / "summary.csv"),
+             write_csv(models, out / "model_coverage.csv"), *plot_all(summary, models, out)]
     if result.tuning:  # one table per budget, stacked, with the budget as first column
         tables = [res.table.assign(budget=b)[["budget", *res.table.columns]] for b, res in result.tuning.items()]
         files.append(write_csv(pd.concat(tables, ignore_index=True), out / "tuning.csv"))
@@ -98,6 +83,8 @@ def _experiment(args):
     (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
     config = dict(result.config, data=str(args.data), history_shape=list(result.history_shape),
                   budgets=result.budgets.tolist(), n_new=int(result.new_rows.size))
+    if hasattr(result.factor_model, "best_params_"):
+        config["factor_model_cv"] = {k: float(v) for k, v in result.factor_model.best_params_.items()}
     (out / "config.json").write_text(json.dumps(config, indent=2))
     n_hist, n_q = result.history_shape
     print(
@@ -108,13 +95,10 @@ def _experiment(args):
         print(f"Factor model fit: {result.fit_seconds:.1f} s.")
         if hasattr(result.factor_model, "best_params_"):
             print(f"Cross-validated factor model: {result.factor_model.best_params_}.")
-            config["factor_model_cv"] = {k: float(v) for k, v in result.factor_model.best_params_.items()}
-            (out / "config.json").write_text(json.dumps(config, indent=2))
     print()
     print(format_summary(summary))
     names = ", ".join(p.name for p in files)
     print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
-    return 0
 
 
 def _write_step_weights(weights, out):
@@ -141,7 +125,6 @@ def _draw_bank(args):
     np.savez_compressed(out, outcomes=Z)
     print(f"Drew a {Z.shape[0]} x {Z.shape[1]} bank (mean accuracy {Z.mean():.3f}) from {args.factors} "
           f"with seed {args.seed}; wrote {out}.")
-    return 0
 
 
 def _add_experiment_parser(sub):
@@ -190,13 +173,18 @@ def _add_experiment_parser(sub):
                      help="runs per validation model and grid point when tuning faq-tuned (default 3)")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")
     exp.set_defaults(func=_experiment)
-    return exp
 
 
 # -- fit-history and session: a resumable evaluation driven from the shell -------------
 def _emit(args, payload, text):
     """``payload`` as JSON with ``--json``, else the human-readable ``text``."""
     print(json.dumps(payload) if args.json else text)
+
+
+def _load(args):
+    from .session import EvaluationSession
+
+    return EvaluationSession.load(args.directory)
 
 
 def _read_question_ids(path):
@@ -221,10 +209,7 @@ def _fit_history(args):
     else:
         key = next((k for k in ("question_ids", "items") if k in meta), None)
         ids = None if key is None else [str(q) for q in meta[key].tolist()]
-    params = {k: v for k, v in (("n_components", args.n_components), ("regularization", args.regularization),
-                                 ("max_iter", args.max_iter),
-                                 ("learning_rate", args.learning_rate), ("prior_scale", args.prior_scale))
-              if v is not None}
+    params = _given(args, "n_components", "regularization", "max_iter", "learning_rate", "prior_scale")
     verbose = not (args.quiet or args.json)
     fm = LogisticFactorModel(**params, device=args.device, random_state=args.seed, verbose=verbose)
     fm.fit(matrix)
@@ -237,16 +222,10 @@ def _fit_history(args):
         sw = learn_step_weights(matrix, fm, budget=args.step_weights_budget, random_state=args.seed)
         weights_file = save_step_weights(sw, Path(str(out)).with_suffix(".step_weights.json"))
     payload = {
-        "model": str(out),
-        "n_models": int(matrix.shape[0]),
-        "n_questions": int(matrix.shape[1]),
-        "observed_fraction": float(np.mean(~np.isnan(matrix))),
-        "n_components": fm.n_components,
-        "regularization": fm.regularization,
-        "max_iter": fm.max_iter,
-        "final_loss": float(fm.loss_curve_[-1]),
-        "question_ids": ids is not None,
-        "step_weights": None if weights_file is None else str(weights_file),
+        "model": str(out), "n_models": int(matrix.shape[0]), "n_questions": int(matrix.shape[1]),
+        "observed_fraction": float(np.mean(~np.isnan(matrix))), "n_components": fm.n_components,
+        "regularization": fm.regularization, "max_iter": fm.max_iter, "final_loss": float(fm.loss_curve_[-1]),
+        "question_ids": ids is not None, "step_weights": None if weights_file is None else str(weights_file),
     }
     _emit(args, payload, (
         f"Fitted a rank-{fm.n_components} factor model on {matrix.shape[0]} models x {matrix.shape[1]} questions "
@@ -255,7 +234,6 @@ def _fit_history(args):
         + ("" if weights_file is None else f"\nWrote increment weights for up to {args.step_weights_budget} queries "
            f"to {weights_file} (pass it to 'faqstats session new --step-weights').")
     ))
-    return 0
 
 
 def _status_text(st):
@@ -277,14 +255,8 @@ def _session_new(args):
 
     ids = _read_question_ids(args.question_ids) if args.question_ids is not None else None
     session = EvaluationSession.create(
-        args.directory,
-        args.model,
-        ids,
-        sampler=HybridSampler(tau=args.tau, replace=args.replace),
-        budget=args.budget,
-        batch_size=args.batch_size,
-        stop_when_width=args.stop_when_width,
-        alpha=args.alpha,
+        args.directory, args.model, ids, sampler=HybridSampler(tau=args.tau, replace=args.replace),
+        budget=args.budget, batch_size=args.batch_size, stop_when_width=args.stop_when_width, alpha=args.alpha,
         step_weights=None if args.step_weights is None else load_step_weights(args.step_weights).weights,
         random_state=args.seed,
     )
@@ -292,19 +264,15 @@ def _session_new(args):
     _emit(args, st, f"Created a session in {session.directory} ({st['n_questions']} questions, budget {st['budget']}, "
           f"batch size {st['batch_size']}, seed {st['random_state']}).\n"
           f"Next: faqstats session next {session.directory}")
-    return 0
 
 
 def _session_next(args):
-    from .session import EvaluationSession
-
-    session = EvaluationSession.load(args.directory)
+    session = _load(args)
     ids, probabilities = session.next_questions(args.n)
     payload = {"ids": ids, "probabilities": probabilities, "done": session.done, "stop_reason": session.stop_reason}
     text = "\n".join(f"{q}\t{p:.6g}" for q, p in zip(ids, probabilities)) if ids else (
         f"Done ({session.stop_reason}): nothing left to ask. See: faqstats session report {session.directory}")
     _emit(args, payload, text)
-    return 0
 
 
 def _pairs_from_json(path):
@@ -335,8 +303,6 @@ def _outcome(text):
 
 
 def _session_record(args):
-    from .session import EvaluationSession
-
     if args.from_json is not None:
         if args.pairs:
             raise ValueError("give answers either as ID VALUE pairs or with --from-json, not both.")
@@ -345,25 +311,19 @@ def _session_record(args):
         if not args.pairs or len(args.pairs) % 2:
             raise ValueError(f"expected ID VALUE pairs, got {len(args.pairs)} argument(s).")
         pairs = [(q, _outcome(v)) for q, v in zip(args.pairs[::2], args.pairs[1::2])]
-    session = EvaluationSession.load(args.directory)
+    session = _load(args)
     session.record([str(q) for q, _ in pairs], [v if isinstance(v, (int, float)) else _outcome(v) for _, v in pairs])
     st = session.status()
     _emit(args, st, f"Recorded {len(pairs)} answer(s).\n" + _status_text(st))
-    return 0
 
 
 def _session_status(args):
-    from .session import EvaluationSession
-
-    st = EvaluationSession.load(args.directory).status()
+    st = _load(args).status()
     _emit(args, st, _status_text(st))
-    return 0
 
 
 def _session_report(args):
-    from .session import EvaluationSession
-
-    session = EvaluationSession.load(args.directory)
+    session = _load(args)
     payload = session.status()
     text = [_status_text(payload)]
     if session.n_draws >= 2:
@@ -379,11 +339,12 @@ def _session_report(args):
         payload["png"] = str(args.png)
         text.append(f"Plot written to {payload['png']}")
     _emit(args, payload, "\n".join(text))
-    return 0
 
 
-def _json_flag(parser):
+def _finish(parser, func):
+    """``--json`` (last in the help), then the function that runs the command."""
     parser.add_argument("--json", action="store_true", help="print one JSON object (errors too) for scripting")
+    parser.set_defaults(func=func)
 
 
 def _add_fit_history_parser(sub):
@@ -407,8 +368,7 @@ def _add_fit_history_parser(sub):
     fit.add_argument("--device", default="auto", help="torch device (default auto)")
     fit.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
-    _json_flag(fit)
-    fit.set_defaults(func=_fit_history)
+    _finish(fit, _fit_history)
 
 
 def _add_session_parser(sub):
@@ -430,33 +390,28 @@ def _add_session_parser(sub):
     new.add_argument("--replace", action="store_true", help="sample with replacement (default: without)")
     new.add_argument("--question-ids", default=None,
                      help="file of the bank's question ids (default: those stored with the model)")
-    _json_flag(new)
-    new.set_defaults(func=_session_new)
+    _finish(new, _session_new)
 
     nxt = ssub.add_parser("next", help="print the questions to ask now (the pending ones again until answered)")
     nxt.add_argument("directory")
     nxt.add_argument("--n", type=int, default=None, help="size of a new round (default: the batch size)")
-    _json_flag(nxt)
-    nxt.set_defaults(func=_session_next)
+    _finish(nxt, _session_next)
 
     rec = ssub.add_parser("record", help="record answers: ID VALUE [ID VALUE ...] (VALUE in [0, 1])")
     rec.add_argument("directory")
     rec.add_argument("pairs", nargs="*", metavar="ID VALUE", help="question id and its outcome")
     rec.add_argument("--from-json", default=None, metavar="FILE",
                      help="JSON {id: outcome} or [[id, outcome], ...] ('-' reads stdin)")
-    _json_flag(rec)
-    rec.set_defaults(func=_session_record)
+    _finish(rec, _session_record)
 
     stat = ssub.add_parser("status", help="progress, pending questions and the estimate so far")
     stat.add_argument("directory")
-    _json_flag(stat)
-    stat.set_defaults(func=_session_status)
+    _finish(stat, _session_status)
 
     rep = ssub.add_parser("report", help="the estimate with its interval; --png plots it as queries accumulate")
     rep.add_argument("directory")
     rep.add_argument("--png", default=None, metavar="FILE", help="write a plot of the running estimate and interval")
-    _json_flag(rep)
-    rep.set_defaults(func=_session_report)
+    _finish(rep, _session_report)
 
 
 def build_parser():
@@ -490,7 +445,7 @@ def main(argv=None):
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return args.func(args)
+        return args.func(args) or 0
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         message = " ".join(str(message).split())  # one line

@@ -40,14 +40,7 @@ class SyntheticBank:
     new_model_factors: np.ndarray
 
 
-def make_synthetic_bank(
-    n_models=200,
-    n_questions=500,
-    n_new=20,
-    n_components=4,
-    missing_rate=0.0,
-    random_state=None,
-):
+def make_synthetic_bank(n_models=200, n_questions=500, n_new=20, n_components=4, missing_rate=0.0, random_state=None):
     """Draw a fixed bank from a planted logistic factor model.
 
     The first latent coordinate is an intercept (question easiness), the second is
@@ -84,8 +77,6 @@ def make_synthetic_bank(
     k = n_components
     if k < 2:
         raise ValueError(f"n_components must be at least 2 (intercept and ability), got {k}.")
-    # Coordinate 0 is an intercept (models ~1, questions: easiness), coordinate 1 is
-    # general ability x discrimination, the rest are sparse skills.
     V = rng.normal(size=(n_questions, k)) * 0.8
     V[:, 2:] *= rng.random((n_questions, k - 2)) < 0.5
     V[:, 0] = rng.normal(0.3, 2.0, size=n_questions)
@@ -106,14 +97,8 @@ def make_synthetic_bank(
         keep = rng.integers(n_questions, size=n_models)
         hide[np.arange(n_models), keep] = False
         history[hide] = np.nan
-    return SyntheticBank(
-        history=history,
-        new_outcomes=new,
-        new_accuracy=new.mean(axis=1),
-        model_factors=U,
-        question_factors=V,
-        new_model_factors=U_new,
-    )
+    return SyntheticBank(history=history, new_outcomes=new, new_accuracy=new.mean(axis=1), model_factors=U,
+                         question_factors=V, new_model_factors=U_new)
 
 
 def draw_bank_from_factors(model_factors, question_factors, *, random_state=None):

@@ -15,18 +15,8 @@ from .session import EvaluationSession
 __all__ = ["evaluate"]
 
 
-def evaluate(
-    fn,
-    session,
-    *,
-    concurrency=8,
-    chunk_size=1,
-    transient=(TimeoutError, ConnectionError),
-    max_retries=5,
-    backoff=1.0,
-    max_backoff=60.0,
-    progress=True,
-):
+def evaluate(fn, session, *, concurrency=8, chunk_size=1, transient=(TimeoutError, ConnectionError), max_retries=5,
+             backoff=1.0, max_backoff=60.0, progress=True):
     """Ask ``fn`` the session's questions until the budget is spent or the interval is narrow enough.
 
     Each round of the session (``batch_size`` draws) is split into chunks of
@@ -130,17 +120,15 @@ def evaluate(
 
 def _call(fn, ids, transient, max_retries, delay):
     """``fn(ids)`` as a float array of one outcome per id, retried on transient failures."""
-    attempt = 0
-    while True:
+    for attempt in range(max_retries + 1):
         try:
             got = fn(list(ids))
             break
         except transient as exc:
-            if attempt >= max_retries:
+            if attempt == max_retries:
                 exc.add_note(f"faqstats: gave up on questions {ids} after {attempt + 1} attempts.")
                 raise
             time.sleep(delay(attempt))
-            attempt += 1
     got = np.atleast_1d(np.asarray(got, dtype=float))
     if got.shape != (len(ids),):
         raise ValueError(f"fn must return one outcome per question id; asked for {len(ids)}, got shape {got.shape}.")
@@ -176,9 +164,6 @@ def _collect(futures, session, bar):
 
 
 def _note(exc, session):
-    where = (
-        f"EvaluationSession.load({str(session.directory)!r}) resumes it"
-        if session.directory is not None
-        else "the session object holds them; evaluate(fn, session) resumes"
-    )
+    where = ("the session object holds them; evaluate(fn, session) resumes" if session.directory is None
+             else f"EvaluationSession.load({str(session.directory)!r}) resumes it")
     exc.add_note(f"faqstats: {session.n_answers} answer(s) recorded in the session before the failure; {where}.")

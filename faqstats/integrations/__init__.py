@@ -4,21 +4,13 @@
   (``--log_samples`` output in, ``--samples`` JSON out).
 * :mod:`faqstats.integrations.inspect_ai`: inspect-ai eval logs in, ``--sample-id`` out.
 
-Nothing here imports the harnesses: the files are read with :mod:`json` and
-:mod:`zipfile` (inspect-ai's own reader is used when it is installed). Question ids
-are ``"<task>/<id>"`` strings, the columns of the history matrix; pass them to
-:func:`faqstats.save_factor_model` so that a later session can check the bank's order.
+The harnesses need not be installed (each module says how it reads their files).
+Question ids are ``"<task>/<id>"`` strings, the columns of the history matrix; pass them
+to :func:`faqstats.save_factor_model` so that a later session can check the bank's order.
 """
 
 from .inspect_ai import DEFAULT_VALUE_MAP, inspect_sample_id_arg, read_inspect_logs, read_inspect_outcomes
 from .lm_eval import read_lm_eval_outcomes, read_lm_eval_samples, write_lm_eval_samples_arg
 
-__all__ = [
-    "DEFAULT_VALUE_MAP",
-    "inspect_sample_id_arg",
-    "read_inspect_logs",
-    "read_inspect_outcomes",
-    "read_lm_eval_outcomes",
-    "read_lm_eval_samples",
-    "write_lm_eval_samples_arg",
-]
+__all__ = ["DEFAULT_VALUE_MAP", "inspect_sample_id_arg", "read_inspect_logs", "read_inspect_outcomes",
+           "read_lm_eval_outcomes", "read_lm_eval_samples", "write_lm_eval_samples_arg"]

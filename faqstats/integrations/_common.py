@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -41,8 +42,8 @@ def split_question_id(question_id, name="question_ids"):
     return task, sample.replace("%2F", "/").replace("%25", "%")
 
 
-def check_question_id_list(question_ids, name="question_ids"):
-    """A list of unique ``"<task>/<id>"`` strings."""
+def check_question_id_list(question_ids, name="question_ids", empty=None):
+    """A list of unique ``"<task>/<id>"`` strings; when ``empty`` says why, not an empty one."""
     if isinstance(question_ids, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of question ids, not a single {type(question_ids).__name__}.")
     ids = list(question_ids)
@@ -53,6 +54,8 @@ def check_question_id_list(question_ids, name="question_ids"):
         if qid in seen:
             raise ValueError(f"{name} must be unique; {qid!r} appears more than once.")
         seen.add(qid)
+    if empty is not None and not ids:
+        raise ValueError(f"{name} is empty; {empty}.")
     return ids
 
 
@@ -89,6 +92,20 @@ def as_paths(paths, name):
     return out
 
 
+def expand_paths(paths, name, expand):
+    """The tuples ``expand(path, name)`` gives for each of ``paths``, each led by its model name;
+    a mapping ``{model name: path(s)}`` puts its own model names in the lead."""
+    if isinstance(paths, Mapping):
+        return [(str(model), *rest) for model, sub in paths.items() for _, *rest in expand_paths(sub, name, expand)]
+    return [item for path in as_paths(paths, name) for item in expand(path, name)]
+
+
+def write_arg(path, text):
+    """Write ``text`` (a harness argument) and a newline to ``path``, unless it is None."""
+    if path is not None:
+        Path(os.fspath(path)).write_text(text + "\n", encoding="utf-8")
+
+
 class HarnessRecords:
     """Scores keyed by model and question id, with a recency stamp per (model, question).
 
@@ -119,17 +136,12 @@ class HarnessRecords:
         entry = self._scores.get(model, {}).get(question_id)
         return np.nan if entry is None else float(np.mean(entry[1]))
 
-    def matrix(self, models=None, question_ids=None):
-        models = self.models if models is None else models
-        question_ids = self.question_ids() if question_ids is None else question_ids
-        H = np.full((len(models), len(question_ids)), np.nan)
-        for i, model in enumerate(models):
-            per_model = self._scores.get(model, {})
-            for j, qid in enumerate(question_ids):
-                entry = per_model.get(qid)
-                if entry is not None:
-                    H[i, j] = np.mean(entry[1])
-        return H
+    def history(self, empty_message):
+        """``(matrix of shape (n_models, n_questions), model names, question ids)``; NaN where unscored."""
+        if not self.models:
+            raise ValueError(empty_message)
+        ids = self.question_ids()
+        return np.array([[self.value(m, q) for q in ids] for m in self.models], dtype=float), list(self.models), ids
 
     def outcomes(self, question_ids, source):
         """Scores of ``question_ids`` (all of them must be present) from a single model."""

@@ -31,10 +31,9 @@ import struct
 import sys
 import zipfile
 from collections.abc import Mapping
-from pathlib import Path
 
-from ._common import (HarnessRecords, as_paths, as_score, check_question_id_list, make_question_id,
-                      split_question_id)
+from ._common import (HarnessRecords, as_score, check_question_id_list, expand_paths, make_question_id,
+                      split_question_id, write_arg)
 
 __all__ = ["read_inspect_logs", "read_inspect_outcomes", "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
 
@@ -98,35 +97,27 @@ def _read_builtin(path):
     return log["eval"], log.get("samples") or []
 
 
-def _read_with_inspect(path):
-    from inspect_ai.log import read_eval_log
-
+def _read_with_inspect(path, read_eval_log):
     log = read_eval_log(os.fspath(path))
     ev = {"model": log.eval.model, "task": log.eval.task, "created": log.eval.created}
-    samples = [
-        {
-            "id": s.id,
-            "epoch": s.epoch,
-            "error": None if s.error is None else str(s.error.message),
-            "scores": {k: {"value": v.value} for k, v in (s.scores or {}).items()},
-        }
-        for s in log.samples or []
-    ]
+    samples = [{"id": s.id, "epoch": s.epoch, "error": None if s.error is None else str(s.error.message),
+                "scores": {k: {"value": v.value} for k, v in (s.scores or {}).items()}} for s in log.samples or []]
     return ev, samples
 
 
-def _use_inspect(reader):
+def _inspect_reader(reader):
+    """inspect-ai's ``read_eval_log``, or None for the built-in reader."""
     if reader not in _READERS:
         raise ValueError(f"reader must be one of {_READERS}, got {reader!r}.")
     if reader == "builtin":
-        return False
+        return None
     try:
-        import inspect_ai.log  # noqa: F401
+        from inspect_ai.log import read_eval_log
     except ImportError:
         if reader == "inspect":
             raise ImportError("reader='inspect' needs inspect-ai: pip install inspect-ai.") from None
-        return False
-    return True
+        return None
+    return read_eval_log
 
 
 # -- values and collection -------------------------------------------------------------------
@@ -147,20 +138,14 @@ def _to_float(value, value_map, where):
     return as_score(value, where)
 
 
-def _log_paths(paths, name):
-    """(model override or None, path, explicit) for every log under ``paths``."""
-    if isinstance(paths, Mapping):
-        return [(str(model), p, e) for model, sub in paths.items() for _, p, e in _log_paths(sub, name)]
-    out = []
-    for path in as_paths(paths, name):
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
-            if not found:
-                raise ValueError(f"{name}: no inspect logs (*.eval, *.json) under {path}.")
-            out += [(None, p, False) for p in found]
-        else:
-            out.append((None, path, True))
-    return out
+def _log_paths(path, name):
+    """(model override: None, log file, explicit) for every log at ``path``."""
+    if not path.is_dir():
+        return [(None, path, True)]
+    found = sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
+    if not found:
+        raise ValueError(f"{name}: no inspect logs (*.eval, *.json) under {path}.")
+    return [(None, p, False) for p in found]
 
 
 def _collect(paths, scorer, value_map, reader, name, wanted=None):
@@ -170,11 +155,11 @@ def _collect(paths, scorer, value_map, reader, name, wanted=None):
         value_map = {**DEFAULT_VALUE_MAP, **value_map}
     elif not callable(value_map):
         raise TypeError(f"value_map must be a mapping or a function, got {type(value_map).__name__}.")
-    use_inspect = _use_inspect(reader)
+    read_eval_log = _inspect_reader(reader)
     records = HarnessRecords()
-    for model, path, explicit in _log_paths(paths, name):
+    for model, path, explicit in expand_paths(paths, name, _log_paths):
         try:
-            ev, samples = _read_with_inspect(path) if use_inspect else _read_builtin(path)
+            ev, samples = _read_builtin(path) if read_eval_log is None else _read_with_inspect(path, read_eval_log)
         except (ValueError, json.JSONDecodeError, UnicodeDecodeError):
             if explicit or path.suffix == ".eval":
                 raise
@@ -236,8 +221,7 @@ def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
 
     Notes
     -----
-    When two logs of a model cover the same sample, the one created last wins; the
-    epochs of one log are averaged.
+    When two logs of a model cover the same sample, the one created last wins (epochs: see Returns).
 
     See Also
     --------
@@ -261,9 +245,7 @@ def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
            [1. , 1. , nan]])
     """
     records = _collect(paths, scorer, value_map, reader, "paths")
-    if not records.models:
-        raise ValueError("No scored samples in the inspect logs given in paths.")
-    return records.matrix(), list(records.models), records.question_ids()
+    return records.history("No scored samples in the inspect logs given in paths.")
 
 
 def read_inspect_outcomes(log_path, question_ids, *, scorer=None, value_map=None, reader="auto"):
@@ -332,9 +314,7 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
     >>> inspect_sample_id_arg(["arith/3", "words/w-kiwi"])
     'arith:3,words:w-kiwi'
     """
-    ids = check_question_id_list(question_ids)
-    if not ids:
-        raise ValueError("question_ids is empty; inspect would run every sample.")
+    ids = check_question_id_list(question_ids, empty="inspect would run every sample")
     if task_prefix not in ("auto", True, False):
         raise ValueError(f"task_prefix must be 'auto', True or False, got {task_prefix!r}.")
     pairs = [split_question_id(qid) for qid in ids]
@@ -344,6 +324,5 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
     tasks = {task for task, _ in pairs}
     prefix = len(tasks) > 1 if task_prefix == "auto" else task_prefix
     value = ",".join(f"{task}:{_escape_glob(s)}" if prefix else _escape_glob(s) for task, s in pairs)
-    if path is not None:
-        Path(os.fspath(path)).write_text(value + "\n", encoding="utf-8")
+    write_arg(path, value)
     return value

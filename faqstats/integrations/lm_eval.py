@@ -19,13 +19,11 @@ with ``--limit``.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 
-from ._common import (HarnessRecords, as_paths, as_score, check_question_id_list, make_question_id,
-                      split_question_id)
+from ._common import (HarnessRecords, as_score, check_question_id_list, expand_paths, make_question_id,
+                      split_question_id, write_arg)
 
 __all__ = ["read_lm_eval_samples", "read_lm_eval_outcomes", "write_lm_eval_samples_arg"]
 
@@ -35,24 +33,18 @@ _KEYS = ("doc_id", "doc_hash")
 _FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics"}
 
 
-def _samples_files(paths, name):
-    """(model name, task, timestamp, file) for every samples file under ``paths``."""
-    if isinstance(paths, Mapping):
-        found = []
-        for model, model_paths in paths.items():
-            found += [(str(model), t, s, f) for _, t, s, f in _samples_files(model_paths, name)]
-        return found
+def _samples_files(path, name):
+    """(model name, task, timestamp, file) for every samples file at ``path``."""
+    files = sorted(path.rglob("samples_*.jsonl")) if path.is_dir() else [path]
+    if path.is_dir() and not files:
+        raise ValueError(f"{name}: no lm-eval samples files (samples_<task>_<timestamp>.jsonl) under {path}.")
     found = []
-    for path in as_paths(paths, name):
-        files = sorted(path.rglob("samples_*.jsonl")) if path.is_dir() else [path]
-        if path.is_dir() and not files:
-            raise ValueError(f"{name}: no lm-eval samples files (samples_<task>_<timestamp>.jsonl) under {path}.")
-        for f in files:
-            match = _SAMPLES_RE.match(f.name)
-            if match is None:
-                raise ValueError(f"{name}: {f} is not named like an lm-eval samples file (samples_<task>_<timestamp>.jsonl).")
-            # the model is the directory lm-eval made for it under --output_path
-            found.append((f.parent.name, match["task"], match["stamp"] or "", f))
+    for f in files:
+        match = _SAMPLES_RE.match(f.name)
+        if match is None:
+            raise ValueError(f"{name}: {f} is not named like an lm-eval samples file (samples_<task>_<timestamp>.jsonl).")
+        # the model is the directory lm-eval made for it under --output_path
+        found.append((f.parent.name, match["task"], match["stamp"] or "", f))
     return found
 
 
@@ -110,14 +102,12 @@ def _collect(paths, task, metric, filter, key, name, wanted_tasks=None, wanted=N
         tasks = wanted_tasks if tasks is None else tasks & wanted_tasks
     records = HarnessRecords()
     seen_tasks = set()
-    for model, task_name, stamp, path in _samples_files(paths, name):
+    for model, task_name, stamp, path in expand_paths(paths, name, _samples_files):
         seen_tasks.add(task_name)
         if tasks is not None and task_name not in tasks:
             continue
-        _read_file(
-            records, model, task_name, stamp, path,
-            _per_task(metric, task_name, "metric"), _per_task(filter, task_name, "filter"), key, wanted,
-        )  # fmt: skip
+        _read_file(records, model, task_name, stamp, path, _per_task(metric, task_name, "metric"),
+                   _per_task(filter, task_name, "filter"), key, wanted)
     if tasks is not None and not tasks <= seen_tasks:
         raise ValueError(f"task(s) {sorted(tasks - seen_tasks)} not found in {name}; it has {sorted(seen_tasks)}.")
     return records
@@ -180,9 +170,7 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
            [ 1.,  0., nan]])
     """
     records = _collect(paths_or_dirs, task, metric, filter, key, "paths_or_dirs")
-    if not records.models:
-        raise ValueError(f"No lines with metric {metric!r} and filter {filter!r} in paths_or_dirs.")
-    return records.matrix(), list(records.models), records.question_ids()
+    return records.history(f"No lines with metric {metric!r} and filter {filter!r} in paths_or_dirs.")
 
 
 def write_lm_eval_samples_arg(question_ids, path=None):
@@ -207,9 +195,7 @@ def write_lm_eval_samples_arg(question_ids, path=None):
     >>> write_lm_eval_samples_arg(["arc/10", "arc/2", "gsm8k/7"])
     {'arc': [2, 10], 'gsm8k': [7]}
     """
-    ids = check_question_id_list(question_ids)
-    if not ids:
-        raise ValueError("question_ids is empty; lm-eval would run no document.")
+    ids = check_question_id_list(question_ids, empty="lm-eval would run no document")
     samples = {}
     for qid in ids:
         task, doc = split_question_id(qid)
@@ -220,8 +206,7 @@ def write_lm_eval_samples_arg(question_ids, path=None):
             )
         samples.setdefault(task, []).append(int(doc))
     samples = {task: sorted(docs) for task, docs in samples.items()}
-    if path is not None:
-        Path(os.fspath(path)).write_text(json.dumps(samples) + "\n", encoding="utf-8")
+    write_arg(path, json.dumps(samples))
     return samples
 
 
