@@ -291,46 +291,14 @@ INSPECT_ASKED = ["arith/3", "arith/7", "words/w-kiwi", "words/w-fig"]
 
 
 def _inspect_tasks():
-    from inspect_ai import Task, task
-    from inspect_ai.dataset import MemoryDataset, Sample
-    from inspect_ai.scorer import CORRECT, INCORRECT, PARTIAL, Score, Target, accuracy, match, scorer
-    from inspect_ai.solver import TaskState, generate
-
-    @scorer(metrics=[accuracy()])
-    def partial():
-        """C for the answer, P when off by one, I otherwise."""
-
-        async def score(state: TaskState, target: Target) -> Score:
-            found = re.findall(r"-?\d+", state.output.completion)
-            if not found:
-                return Score(value=INCORRECT, answer="")
-            diff = abs(int(found[-1]) - int(target.text))
-            value = CORRECT if diff == 0 else PARTIAL if diff == 1 else INCORRECT
-            return Score(value=value, answer=found[-1])
-
-        return score
-
-    @task
-    def arith():
-        samples = [
-            Sample(id=i, input=f"What is {a} + {b}? Reply with the number.", target=str(a + b))
-            for i, (a, b) in enumerate(ARITH[:8], start=1)
-        ]
-        return Task(dataset=MemoryDataset(samples, name="arith"), solver=generate(), scorer=[match(), partial()])
-
-    @task
-    def words():
-        samples = [
-            Sample(id=f"w-{w}", input=f"How many letters are in the word '{w}'? Reply with the number.", target=str(len(w)))
-            for w in WORDS[:6]
-        ]
-        return Task(dataset=MemoryDataset(samples, name="words"), solver=generate(), scorer=match())
+    from harness_tasks import arith, words
 
     return arith, words
 
 
-def _mock_model(name, ability):
-    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+def mock_outputs(name, ability):
+    """The ``custom_outputs`` callable of a ``mockllm`` model of the given ability."""
+    from inspect_ai.model import ModelOutput, ModelUsage
 
     calls = {}
 
@@ -346,7 +314,13 @@ def _mock_model(name, ability):
         out.usage = ModelUsage(input_tokens=len(text.split()), output_tokens=1, total_tokens=len(text.split()) + 1)
         return out
 
-    return get_model(f"mockllm/{name}", custom_outputs=output)
+    return output
+
+
+def _mock_model(name, ability):
+    from inspect_ai.model import get_model
+
+    return get_model(f"mockllm/{name}", custom_outputs=mock_outputs(name, ability))
 
 
 def _deflate_eval_logs():
