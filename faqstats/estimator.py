@@ -47,7 +47,23 @@ __all__ = [
 ]
 
 
-class PAIEstimator(BaseEstimator):
+class _FittedResult:
+    """``conf_int`` and ``summary`` of an estimator's fitted ``result_``."""
+
+    def conf_int(self, alpha=0.05, alternative="two-sided"):
+        """Confidence interval ``(low, high)`` at level ``1 - alpha``: the ``result_``'s ``conf_int``."""
+        check_is_fitted(self, "result_")
+        return self.result_.conf_int(alpha=alpha, alternative=alternative)
+
+    confint = conf_int
+
+    def summary(self, alpha=0.05):
+        """The ``result_``'s summary table."""
+        check_is_fitted(self, "result_")
+        return self.result_.summary(alpha)
+
+
+class PAIEstimator(_FittedResult, BaseEstimator):
     """Estimate a new model's accuracy on a bank from a small, actively chosen set of queries.
 
     Parameters
@@ -381,19 +397,6 @@ class PAIEstimator(BaseEstimator):
             anytime_interval=None if rows is None else tuple(rows[-1, 1:]),
             anytime_alpha=self._cs_alpha(),
         )
-
-    # -- inference -------------------------------------------------------------
-    def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Confidence interval ``(low, high)`` at level ``1 - alpha``, clipped to [0, 1] (see ``interval``)."""
-        check_is_fitted(self, "result_")
-        return self.result_.conf_int(alpha=alpha, alternative=alternative)
-
-    confint = conf_int
-
-    def summary(self, alpha=0.05):
-        """The result's :meth:`AccuracyResult.summary` table."""
-        check_is_fitted(self, "result_")
-        return self.result_.summary(alpha)
 
 
 def resolve_bank_size(n_factor_model, n_questions):
