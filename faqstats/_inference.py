@@ -84,8 +84,7 @@ def weighted_martingale(increments, weights):
     -------
     estimate, variance : float or ndarray of shape (R,)
     scaled_residuals : ndarray like ``increments``
-        ``n lambda_t (phi_t - theta_hat)``: their spread and tails give the interval's
-        degrees of freedom (for equal weights, the increments' residuals).
+        ``n lambda_t (phi_t - theta_hat)``, whose tails give the interval's degrees of freedom.
 
     Examples
     --------
@@ -120,10 +119,8 @@ def weighted_martingale(increments, weights):
 
 
 def weights_usable(weights, n):
-    """Whether ``n`` increments can be weighted (every normalised weight below 1/2).
-
-    A session's running result after a few draws may not be, and is then the plain mean.
-    """
+    """Whether ``n`` increments can be weighted (every normalised weight below 1/2; if not, as
+    for a session's first draws, the result is the plain mean)."""
     if weights is None:
         return False
     w = np.asarray(weights, dtype=float)[:n]
@@ -192,9 +189,8 @@ def effective_df(increments):
 def interval_df(interval, residuals):
     """Degrees of freedom of the t quantile for ``interval`` (``None``: the normal quantile).
 
-    ``"robust-t"``: :func:`effective_df` of the residuals (the increments, or the
-    weighted residuals of :func:`weighted_martingale`); ``"t"``: ``n - 1``;
-    ``"normal"``: ``None``. For 2-D residuals an array, ``inf`` meaning normal.
+    ``"robust-t"``: :func:`effective_df` of the residuals; ``"t"``: ``n - 1``; ``"normal"``:
+    ``None``. For 2-D residuals an array, ``inf`` meaning normal.
     """
     check_interval(interval)
     x = np.asarray(residuals, dtype=float)

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
 from ._engine import Oracle, QueryLoop, SequentialRun, check_design, sample_mean_design
 from ._inference import fpc_mean, interval_df, pai_inference
 from ._validation import check_generator, check_outcome_values, check_scalar
-from .estimator import _FittedResult, resolve_bank_size
+from .estimator import _EstimatorMixin, resolve_bank_size
 from .posterior import FixedPredictions, PosteriorView
 from .results import ComparisonResult
 from .sampling import HybridSampler, PolicyState, Sampler, UniformSampler, draw_from, within_round
@@ -47,7 +46,7 @@ PAIRED_QUERY_DTYPE = np.dtype(
 
 
 def maximal_coupling(q_a, q_b):
-    """The maximal coupling of two distributions over the same questions.
+    """The maximal coupling of two distributions over the same questions (the largest ``P(J_A = J_B)``).
 
     Parameters
     ----------
@@ -64,8 +63,6 @@ def maximal_coupling(q_a, q_b):
     residual_a, residual_b : ndarray or None
         ``(q_a - q_b)_+`` and ``(q_b - q_a)_+``, each normalised: the laws of the two draws
         when they differ (disjoint supports); None when ``p_shared == 1``.
-
-    Its margins are ``q_a`` and ``q_b``, and no joint law with them has a larger ``P(J_A = J_B)``.
 
     Examples
     --------
@@ -108,8 +105,7 @@ def draw_coupled(rng, q_a, q_b):
 
 
 class _DifferenceView(PosteriorView):
-    """The shared design's policy state: the difference of two models' answers, whose
-    oracle score is ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))``."""
+    """The shared design's policy state, with the difference's oracle score ``sqrt(s_A^2 + s_B^2)``."""
 
     __slots__ = ("_b",)
 
@@ -247,7 +243,7 @@ class PairedRun:
         return np.array(self.records, dtype=PAIRED_QUERY_DTYPE)
 
 
-class PairedPAIEstimator(_FittedResult, BaseEstimator):
+class PairedPAIEstimator(_EstimatorMixin, BaseEstimator):
     """Estimate the accuracy difference of two models from the same actively chosen questions.
 
     ``fit(outcomes_a, outcomes_b)`` compares two new models, ``fit(outcomes_a, reference=z_R)``
@@ -261,9 +257,8 @@ class PairedPAIEstimator(_FittedResult, BaseEstimator):
         no predictions; with the default uniform policy the result is the sample mean of the
         differences with finite-population correction.
     sampler : Sampler, default=HybridSampler() (UniformSampler() without a factor model)
-        Any sequential sampler: each model's own law (coupled design), the law for the pair
-        (shared design: mean prediction, oracle score of the difference), or the law for the
-        new model with the reference-informed predictions (reference design).
+        Any sequential sampler, applied to each model (coupled), to the pair (shared: mean
+        prediction, the difference's oracle score) or to the reference-informed predictions.
     budget : int, default=100
         Steps, each asking one question to each new model (``2 * budget`` answers with two
         new models). At least 2; at most N without replacement.
@@ -342,19 +337,14 @@ class PairedPAIEstimator(_FittedResult, BaseEstimator):
         self.random_state = random_state
 
     # -- set-up ------------------------------------------------------------------
-    def _sampler(self):
+    def _validate(self, n_questions):
         sampler = self.sampler
         if sampler is None:
             sampler = UniformSampler() if self.factor_model is None else HybridSampler()
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
-        return sampler
-
-    def _validate(self, n_questions):
-        sampler = check_design(self._sampler(), self.factor_model, n_questions, self.budget, self.batch_size,
+        sampler = check_design(sampler, self.factor_model, n_questions, self.budget, self.batch_size,
                                self.interval)
-        if self.design not in ("coupled", "shared"):
-            raise ValueError(f"design must be 'coupled' or 'shared', got {self.design!r}.")
         if not (isinstance(self.reference_weight, str) and self.reference_weight == "auto"):
             check_scalar(self.reference_weight, "reference_weight", low=0.0, high=1.0)
         return sampler
@@ -364,13 +354,8 @@ class PairedPAIEstimator(_FittedResult, BaseEstimator):
         return FixedPredictions(np.zeros(n_questions)) if fm is None else fm.posterior()
 
     def new_loop(self, n_questions=None, reference=None):
-        """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`PairedRun` (used by
-        ``fit`` and by tests)."""
-        n_fm = None
-        if self.factor_model is not None:
-            check_is_fitted(self.factor_model)
-            n_fm = int(self.factor_model.n_features_in_)
-        n_questions = resolve_bank_size(n_fm, n_questions)
+        """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`PairedRun` (for ``fit`` and tests)."""
+        n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self._validate(n_questions)
         predictor_a = self._predictor(n_questions)
         ref = None

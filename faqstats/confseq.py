@@ -34,8 +34,7 @@ class BettingConfidenceSequence:
     alpha : float in (0, 1), default=0.05
         The sequence covers theta at all times with probability at least ``1 - alpha``.
     grid_size : int, default=2001
-        Candidate values ``m`` (resolution ``1 / (grid_size - 1)``; the reported hull is
-        widened by one grid step so the resolution never costs coverage).
+        Candidate values ``m``; the reported hull is widened by one grid step so it never costs coverage.
     truncation : float in (0, 1), default=0.5
         Bets are capped at ``truncation / (m - L_t)`` (and ``/ (U_t - m)``), keeping each
         capital factor at least ``1 - truncation``; any value below 1 keeps the guarantee.
@@ -89,8 +88,7 @@ class BettingConfidenceSequence:
         """``(low, high)``: the hull of the candidates never rejected so far, in [0, 1]."""
         idx = np.flatnonzero(self.alive)
         if idx.size == 0:  # every candidate rejected: happens with probability <= alpha
-            mean = self._sum / max(self.n, 1)
-            mean = min(max(mean, 0.0), 1.0)
+            mean = min(max(self._sum / max(self.n, 1), 0.0), 1.0)
             return mean, mean
         step = self.grid[1] - self.grid[0]
         return max(0.0, self.grid[idx[0]] - step), min(1.0, self.grid[idx[-1]] + step)
@@ -99,10 +97,8 @@ class BettingConfidenceSequence:
 def log_capital_paths(increments, lower, upper, m, *, alpha=0.05, truncation=0.5, horizon=None):
     """Log hedged capital ``log K_t(m)`` along many runs at once, for one candidate per run.
 
-    The same bets and capital as :class:`BettingConfidenceSequence`, evaluated at a single
-    value ``m_r`` per run (e.g. the true mean in a simulation): theta stays inside run
-    ``r``'s sequence at every step exactly when ``max_t log K_t(theta) < log(1/alpha)``.
-    That is how running coverage is measured on many runs without a grid.
+    The same bets and capital as :class:`BettingConfidenceSequence` at one value ``m_r`` per
+    run: theta stays in run ``r``'s sequence throughout iff ``max_t log K_t(theta) < log(1/alpha)``.
 
     Parameters
     ----------

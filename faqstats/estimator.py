@@ -1,10 +1,9 @@
 """Pro-Active Inference: estimate a new model's accuracy from an actively chosen set of queries.
 
-:class:`PAIEstimator` runs the query loop (:class:`faqstats._engine.QueryLoop`) against
-an array of outcomes or a callable and reports the mean of the increments ``phi_t`` with an
-exactly unbiased variance (:mod:`faqstats._inference`; why, in ``docs/statistics.md``,
-"Increments"). After each round the predictor (the factor model's posterior of the new
-model) learns the answers, which moves the predictions and the policy from the next round on.
+:class:`PAIEstimator` runs the query loop (:class:`faqstats._engine.QueryLoop`) against an
+array of outcomes or a callable and reports the mean of the increments with an exactly unbiased
+variance (:mod:`faqstats._inference`; ``docs/statistics.md``, "Increments"). The predictor (the
+new model's factor posterior) learns the answers after each round.
 """
 
 from __future__ import annotations
@@ -40,8 +39,15 @@ __all__ = [
 ]
 
 
-class _FittedResult:
-    """``conf_int`` and ``summary`` of an estimator's fitted ``result_``."""
+class _EstimatorMixin:
+    """What both estimators share: the bank size, and ``conf_int`` and ``summary`` of ``result_``."""
+
+    def bank_size(self):
+        """Questions of the factor model's bank, or ``None`` without a factor model."""
+        if self.factor_model is None:
+            return None
+        check_is_fitted(self.factor_model)
+        return int(self.factor_model.n_features_in_)
 
     def conf_int(self, alpha=0.05, alternative="two-sided"):
         """Confidence interval ``(low, high)`` at level ``1 - alpha``: the ``result_``'s ``conf_int``."""
@@ -56,17 +62,15 @@ class _FittedResult:
         return self.result_.summary(alpha)
 
 
-class PAIEstimator(_FittedResult, BaseEstimator):
+class PAIEstimator(_EstimatorMixin, BaseEstimator):
     """Estimate a new model's accuracy on a bank from a small, actively chosen set of queries.
 
     Parameters
     ----------
     factor_model : fitted LogisticFactorModel (or LogisticFactorModelCV) or None
-        Supplies question factors and the prior of the new model's factor
-        (:meth:`LogisticFactorModel.posterior`). ``None`` means no predictions (all
-        zero): with ``UniformSampler(replace=False)`` the result is the plain sample
-        mean with finite-population correction, and with
-        ``BernoulliAIPW(score="uniform")`` the paper's Horvitz-Thompson baseline.
+        Supplies the new model's factor posterior (:meth:`LogisticFactorModel.posterior`).
+        ``None``: zero predictions, so ``UniformSampler(replace=False)`` gives the FPC sample
+        mean and ``BernoulliAIPW(score="uniform")`` the paper's Horvitz-Thompson baseline.
     sampler : Sampler or StreamSampler, default=HybridSampler()
         The sampling policy. ``sampler.replace`` chooses with/without replacement.
     budget : int, default=100
@@ -80,9 +84,8 @@ class PAIEstimator(_FittedResult, BaseEstimator):
         kurtosis-adjusted degrees of freedom of :func:`faqstats._inference.effective_df`, with
         ``n - 1``, or normal (user guide, "Intervals"). Nature's-order AIPW always uses normal.
     batch_size : int, default=1
-        Questions drawn per round from the same policy (e.g. answered in parallel); the
-        factor posterior is updated between rounds only (user guide, "Batches"). Ignored by
-        ``BernoulliAIPW``.
+        Questions drawn per round from one policy; the posterior learns between rounds only
+        (user guide, "Batches"). Ignored by ``BernoulliAIPW``.
     stop_when_width : float in (0, 1] or None, default=None
         Stop after the first round at which the anytime-valid 95% confidence sequence is at
         most this wide (``budget`` is then the maximum); the interval reported is the
@@ -91,11 +94,9 @@ class PAIEstimator(_FittedResult, BaseEstimator):
         Also track a :class:`~faqstats.confseq.BettingConfidenceSequence` over the increments:
         ``True`` for 95%, or a float ``alpha``. Implied by ``stop_when_width``. Not for ``BernoulliAIPW``.
     step_weights : array-like of shape (>= budget,) or None, default=None
-        Weights of the increments, fixed before the run (:func:`weighted_martingale`: still
-        exactly unbiased; user guide, "Weighted increments"), e.g. from
-        :func:`faqstats.step_weights.learn_step_weights`; ``None``: equal weights. Too few
-        increments to weight (a session's first draws) give the plain mean. Not for
-        ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
+        Increment weights fixed before the run (:func:`weighted_martingale`; user guide,
+        "Weighted increments"), e.g. from :func:`faqstats.step_weights.learn_step_weights`;
+        ``None``: equal. Not for ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
     random_state : int, Generator or None, default=None
         Seeds every draw; the same seed and answers give the same queries.
     verbose : bool, default=False
@@ -111,8 +112,7 @@ class PAIEstimator(_FittedResult, BaseEstimator):
     estimate_ : float
     std_error_ : float
     n_queries_ : int
-        Answers observed (distinct questions are asked only once even when a
-        with-replacement policy draws a question again).
+        Distinct questions answered (a question drawn again with replacement is asked once).
     queries_ : structured ndarray
         One row per draw with fields ``question``, ``probability`` (q_t(I_t), or pi_t),
         ``outcome``, ``increment`` (phi_t), ``prediction`` (p_I before the answer) and
@@ -189,13 +189,6 @@ class PAIEstimator(_FittedResult, BaseEstimator):
         return configure_from_history(history, budget, **options).estimator
 
     # -- set-up ----------------------------------------------------------------
-    def bank_size(self):
-        """Questions of the factor model's bank, or ``None`` without a factor model."""
-        if self.factor_model is None:
-            return None
-        check_is_fitted(self.factor_model)
-        return int(self.factor_model.n_features_in_)
-
     def validate(self, n_questions):
         """Check every parameter for a bank of ``n_questions``; return the sampler."""
         sampler = HybridSampler() if self.sampler is None else self.sampler
@@ -242,9 +235,8 @@ class PAIEstimator(_FittedResult, BaseEstimator):
         return check_alpha(cs)
 
     def new_loop(self, n_questions=None, rng=None):
-        """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration (a run of
-        the sampler's design, a fresh predictor, the stopping rules); used by ``fit``, the
-        session and the tests."""
+        """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration; used by ``fit``,
+        the session and the tests."""
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self.validate(n_questions)
         fm = self.factor_model
@@ -286,7 +278,6 @@ class PAIEstimator(_FittedResult, BaseEstimator):
                         loop.record(outcome)
                     bar.update(run.progress - bar.n)
             except BaseException as exc:
-                # Nothing lost: what was answered stays inspectable on the estimator.
                 self.queries_ = run.table()
                 exc.add_note(f"faqstats: {len(run.records)} answers recorded before the failure are in .queries_.")
                 raise
@@ -307,9 +298,8 @@ class PAIEstimator(_FittedResult, BaseEstimator):
         return np.array(rows, dtype=float).reshape(-1, 3) if loop.cs is not None and rows else None
 
     def result_of(self, loop, n_draws=None):
-        """The :class:`AccuracyResult` of a loop made by :meth:`new_loop`: over every
-        recorded draw (``stop_reason`` is the loop's), or over the first ``n_draws`` (an
-        interim result, ``stop_reason`` None)."""
+        """The :class:`AccuracyResult` of a loop made by :meth:`new_loop` over every recorded
+        draw, or over the first ``n_draws`` (an interim result, ``stop_reason`` None)."""
         run = loop.run
         table = run.table()[:n_draws]
         partial = n_draws is not None

@@ -94,8 +94,7 @@ class AccuracyResult(_Result):
     n_questions : int
         Size of the bank, N.
     method : str
-        ``"pai"`` (Pro-Active Inference), ``"sample_mean"`` (uniform without replacement
-        with finite-population correction) or ``"aipw"`` (nature's-order Bernoulli).
+        ``"pai"``, ``"sample_mean"`` (FPC, uniform without replacement) or ``"aipw"`` (Bernoulli).
     variance_method : str
         How ``std_error`` was estimated.
     df : float or None
@@ -170,8 +169,7 @@ class ComparisonResult(_Result):
         Estimate of ``delta = theta_A - theta_B``.
     std_error : float
     estimate_a, estimate_b : float
-        The two accuracies (each unbiased); ``estimate_b`` is the exact reference
-        accuracy in the reference design.
+        The two accuracies (each unbiased; ``estimate_b`` exact in the reference design).
     n_queries : int
         Distinct questions asked (to at least one model).
     n_questions : int
