@@ -3,17 +3,8 @@
 One module serves the estimator, the paired estimator, the session and the batched
 engine alike (cf. statsmodels' ``_zconfint_generic``): each function takes one run's
 increments, shape ``(n,)``, or many runs' at once, shape ``(R, n)``, and returns a float
-or an array of ``R`` values accordingly.
-
-The estimators (see the user guide, "statistics"):
-
-* PAI: every increment ``phi_t`` has conditional mean theta, so the mean is unbiased and
-  ``sum_t (phi_t - mean)^2 / (n (n - 1))`` is exactly unbiased for its variance
-  (:func:`martingale_variance`); fixed weights keep both properties
-  (:func:`weighted_martingale`).
-* The uniform sample mean without replacement, with the finite-population correction
-  (:func:`fpc_mean`).
-* The seed paper's closed form (:func:`paper_variance`), kept for comparison.
+or an array of ``R`` values accordingly. Why each estimator is (exactly) unbiased:
+``docs/statistics.md``.
 """
 
 from __future__ import annotations
@@ -40,10 +31,8 @@ __all__ = [
 INTERVALS = ("robust-t", "t", "normal")
 _ALTERNATIVES = ("two-sided", "larger", "smaller")
 
-#: The excess kurtosis of the increments enters the degrees of freedom inflated by this
-#: factor. Sample kurtosis is biased low for heavy-tailed data at small n (it cannot
-#: exceed about n), and PAI increments are heavy-tailed (a few 1/q weights); the factor
-#: was calibrated on real data at 25-170 queries (user guide, "Small budgets").
+#: Inflation of the excess kurtosis in the degrees of freedom: sample kurtosis is biased low for
+#: heavy-tailed increments at small n (user guide, "Intervals").
 KURTOSIS_INFLATION = 1.5
 
 
@@ -81,15 +70,9 @@ def martingale_variance(increments):
 def weighted_martingale(increments, weights):
     """Estimate and exactly unbiased variance of ``sum_t lambda_t phi_t`` for fixed weights.
 
-    ``lambda_t = weights_t / sum_s weights_s`` over the ``n`` increments given. Weights
-    fixed before the run keep the estimate exactly unbiased (every ``phi_t`` has
-    conditional mean theta and the ``lambda_t`` sum to one whatever happens), and
-    ``Var = sum_t lambda_t^2 E[(phi_t - theta)^2]`` (martingale differences). The
-    estimator ``V_hat = sum_t c_t (phi_t - theta_hat)^2`` with
-    ``c_t = lambda_t^2 / ((1 - 2 lambda_t)(1 + K))``, ``K = sum_t lambda_t^2 / (1 - 2 lambda_t)``
-    has ``E[V_hat] = Var`` exactly (since ``E[(phi_t - theta_hat)^2] =
-    sigma_t^2 (1 - 2 lambda_t) + Var``); for equal weights it is
-    :func:`martingale_variance`. Needs ``lambda_t < 1/2``.
+    ``lambda_t = weights_t / sum_s weights_s`` over the ``n`` increments given (each below 1/2);
+    the variance estimator and its proof are in ``docs/statistics.md``, "Weighted increments".
+    For equal weights it is :func:`martingale_variance`.
 
     Parameters
     ----------
@@ -101,8 +84,7 @@ def weighted_martingale(increments, weights):
     -------
     estimate, variance : float or ndarray of shape (R,)
     scaled_residuals : ndarray like ``increments``
-        ``n lambda_t (phi_t - theta_hat)``: their spread and tails give the interval's
-        degrees of freedom (for equal weights, the increments' residuals).
+        ``n lambda_t (phi_t - theta_hat)``, whose tails give the interval's degrees of freedom.
 
     Examples
     --------
@@ -137,11 +119,8 @@ def weighted_martingale(increments, weights):
 
 
 def weights_usable(weights, n):
-    """Whether ``n`` increments can be weighted (every normalised weight below 1/2).
-
-    A final result always can (``budget`` is large enough in practice); a session's
-    running result after a few draws may not, and is then the plain mean.
-    """
+    """Whether ``n`` increments can be weighted (every normalised weight below 1/2; if not, as
+    for a session's first draws, the result is the plain mean)."""
     if weights is None:
         return False
     w = np.asarray(weights, dtype=float)[:n]
@@ -167,9 +146,7 @@ def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_qu
     """The seed paper's closed-form variance of ``theta_hat`` (Appendix A.2.2), i.e. ``sigma_hat^2 / n``.
 
     ``sigma^2 = [sum_t (z - p)^2 / q^2 - sum_t (S - P_t)^2] / (n N^2)`` with
-    ``S = mean_s z_s / q_s`` and ``P_t = sum_j p_j^{(t-1)}``. The IPW total ``S`` is
-    noisy, so the estimate is biased downward on small banks; kept for comparison with
-    the paper.
+    ``S = mean_s z_s / q_s`` and ``P_t = sum_j p_j^{(t-1)}``; biased downward, kept for comparison.
     """
     z, p, q, P = (np.asarray(a, dtype=float) for a in (outcomes, predictions, probabilities, prediction_totals))
     n = z.size
@@ -181,15 +158,10 @@ def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_qu
 def effective_df(increments):
     """Degrees of freedom of a variance estimated from ``increments``, allowing for heavy tails.
 
-    For the sample variance ``s^2`` of ``n`` draws with excess kurtosis ``kappa``,
-    ``Var(s^2) / sigma^4 = 2 / (n - 1) + kappa / n``; matching a scaled chi-square
-    (Satterthwaite) gives ``df = 2 / (2 / (n - 1) + max(kappa, 0) / n)``, which is ``n - 1``
-    for light tails and shrinks when a few inverse-probability weights dominate.
-    ``kappa`` is estimated by the small-sample corrected sample kurtosis ``G2`` times
-    :data:`KURTOSIS_INFLATION`. The t quantile with this ``df`` widens the interval
-    exactly when the variance estimate itself is unreliable.
-
-    ``increments`` may be 1-D (returns a float) or 2-D (one row per run; returns an array).
+    Satterthwaite's ``df = 2 / (2 / (n - 1) + max(kappa, 0) / n)``, ``kappa`` the small-sample
+    corrected kurtosis ``G2`` times :data:`KURTOSIS_INFLATION` (user guide, "Intervals"): ``n - 1``
+    for light tails, fewer when a few inverse-probability weights dominate. 1-D ``increments``
+    give a float, 2-D (one row per run) an array.
 
     >>> import numpy as np
     >>> effective_df(np.r_[np.zeros(30), 5.0]) < 5 < effective_df(np.linspace(0, 1, 31)) == 30
@@ -217,9 +189,8 @@ def effective_df(increments):
 def interval_df(interval, residuals):
     """Degrees of freedom of the t quantile for ``interval`` (``None``: the normal quantile).
 
-    ``"robust-t"``: :func:`effective_df` of the residuals (the increments, or the
-    weighted residuals of :func:`weighted_martingale`); ``"t"``: ``n - 1``;
-    ``"normal"``: ``None``. For 2-D residuals an array, ``inf`` meaning normal.
+    ``"robust-t"``: :func:`effective_df` of the residuals; ``"t"``: ``n - 1``; ``"normal"``:
+    ``None``. For 2-D residuals an array, ``inf`` meaning normal.
     """
     check_interval(interval)
     x = np.asarray(residuals, dtype=float)
@@ -237,10 +208,8 @@ def pai_inference(increments, *, interval="robust-t", weights=None, census=False
 
     With ``weights`` (and enough increments to weight, see :func:`weights_usable`) the
     weighted estimate of :func:`weighted_martingale`, else the mean and
-    :func:`martingale_variance`. With ``census`` (every question of the bank asked,
-    without replacement) the last increment with variance 0: the last draw takes the one
-    question left with ``q = 1``, so ``phi_N = [sum_{j asked before} z_j + p_I + (z_I - p_I)] / N
-    = theta`` exactly (the weights ``(0, ..., 0, 1)``, fixed once the budget is the bank).
+    :func:`martingale_variance`. With ``census`` (every question asked without replacement)
+    the last increment, which is theta, with variance 0 (``docs/statistics.md``, "Increments").
 
     >>> est, var, df, method = pai_inference([0.2, 0.4, 0.9], interval="t")
     >>> round(est, 4), df, method
@@ -274,13 +243,9 @@ def _critical(alpha, alternative, df):
 def wald_interval(estimate, std_error, alpha=0.05, alternative="two-sided", bounds=(0.0, 1.0), df=None):
     """Wald-type interval ``estimate -/+ c std_error``, clipped to ``bounds``.
 
-    ``c`` is the normal quantile, or Student's t quantile with ``df`` degrees of
-    freedom when ``df`` is given (``inf`` entries mean normal). Scalars give a tuple of
-    floats, arrays (many runs) a tuple of arrays.
-
-    ``alternative="larger"`` gives ``[low, upper bound]`` (a lower confidence bound),
-    ``"smaller"`` gives ``[lower bound, high]``. Clipping to the parameter space
-    can only raise coverage, since the true accuracy lies in [0, 1].
+    ``c`` is the normal quantile, or Student's t with ``df`` degrees of freedom (``inf``
+    entries mean normal). Scalars give a tuple of floats, arrays (many runs) a tuple of arrays.
+    ``alternative="larger"`` gives ``[low, upper bound]``, ``"smaller"`` ``[lower bound, high]``.
 
     >>> [round(x, 4) for x in wald_interval(0.5, 0.1)]
     [0.304, 0.696]

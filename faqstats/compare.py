@@ -1,40 +1,29 @@
 """Paired comparison of two models on actively chosen questions.
 
 The estimand is ``delta = theta_A - theta_B`` on the whole bank. Each step gives each model
-its own Pro-Active Inference increment ``phi^M_t`` (its own predictions and draw
-probability; the Des Raj form without replacement) and ``delta_hat`` is the mean of
-``d_t = phi^A_t - phi^B_t``. Whatever the joint law of the two draws, as long as each
-marginal is the ``q^M_t`` the increment divides by, ``E[d_t | F_{t-1}] = delta``: the
-``d_t - delta`` are martingale differences and ``sum_t (d_t - delta_hat)^2 / (n (n - 1))``
-is exactly unbiased for ``Var(delta_hat)``. The design sets the joint law, hence the
-covariance in ``Var(d_t) = Var(phi^A_t) + Var(phi^B_t) - 2 Cov``:
+its own PAI increment ``phi^M_t`` and ``delta_hat`` is the mean of ``d_t = phi^A_t - phi^B_t``;
+whatever the joint law of the two draws, the ``d_t - delta`` are martingale differences, so the
+martingale variance is exactly unbiased. The design sets the joint law:
 
-* ``design="coupled"`` (default): each model draws from its own single-model policy, the
-  two draws from the **maximal coupling** of ``q^A`` and ``q^B`` (:func:`maximal_coupling`),
-  so they share a question as often as any joint law with these marginals allows;
-* ``design="shared"``: one question per step, asked to both, from the sampler's law for
-  the difference (oracle score ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))``);
-* a new model against a fully known reference (``fit(z_A, reference=z_R)``): a
-  single-model run whose prediction of ``z^A_j`` is ``lambda z^R_j + (1 - lambda) p^A_j``.
+* ``design="coupled"`` (default): each model draws from its own policy, the two draws from
+  the maximal coupling of ``q^A`` and ``q^B`` (:func:`maximal_coupling`);
+* ``design="shared"``: one question per step, asked to both;
+* a fully known reference (``fit(z_A, reference=z_R)``): a single-model run predicting
+  ``z^A_j`` by ``lambda z^R_j + (1 - lambda) p^A_j``.
 
-The derivations, the covariance of the coupled design and measured gains are in the
-user guide (``docs/statistics.md``, "Paired comparisons"). Every design is driven by the
-one query loop (:class:`faqstats._engine.QueryLoop`), each model's increments by its own
-:class:`faqstats._engine.SequentialRun`. Without a factor model the default policy is
-uniform for both, the coupled draws always coincide, and every design reduces to the
-sample mean of the differences with finite-population correction.
+Derivations and measured gains: ``docs/statistics.md``, "Paired comparisons". Every design
+runs in the one query loop (:class:`faqstats._engine.QueryLoop`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
 from ._engine import Oracle, QueryLoop, SequentialRun, check_design, sample_mean_design
 from ._inference import fpc_mean, interval_df, pai_inference
-from ._validation import check_alpha, check_generator, check_outcome_values, check_scalar
-from .estimator import resolve_bank_size
+from ._validation import check_generator, check_outcome_values, check_scalar
+from .estimator import _EstimatorMixin, resolve_bank_size
 from .posterior import FixedPredictions, PosteriorView
 from .results import ComparisonResult
 from .sampling import HybridSampler, PolicyState, Sampler, UniformSampler, draw_from, within_round
@@ -57,7 +46,7 @@ PAIRED_QUERY_DTYPE = np.dtype(
 
 
 def maximal_coupling(q_a, q_b):
-    """The maximal coupling of two distributions over the same questions.
+    """The maximal coupling of two distributions over the same questions (the largest ``P(J_A = J_B)``).
 
     Parameters
     ----------
@@ -74,10 +63,6 @@ def maximal_coupling(q_a, q_b):
     residual_a, residual_b : ndarray or None
         ``(q_a - q_b)_+`` and ``(q_b - q_a)_+``, each normalised: the laws of the two draws
         when they differ (disjoint supports); None when ``p_shared == 1``.
-
-    So ``P(J_A = i, J_B = k) = p_shared shared_i [i == k] + (1 - p_shared) residual_a_i
-    residual_b_k``, whose margins are ``q_a`` and ``q_b`` (up to rounding) and whose
-    ``P(J_A = J_B) = w`` is the largest any joint law with these margins allows.
 
     Examples
     --------
@@ -98,14 +83,10 @@ def maximal_coupling(q_a, q_b):
 
 
 def draw_coupled(rng, q_a, q_b):
-    """Draw ``(J_A, J_B)`` from the maximal coupling of ``q_a`` and ``q_b``.
+    """Draw ``(J_A, J_B)`` from the maximal coupling of ``q_a`` and ``q_b`` (:func:`maximal_coupling`).
 
-    Randomness used, in this order: when the coupling puts all its mass on the diagonal
-    (``q_a == q_b``), one draw (:func:`~faqstats.sampling.draw_from`) from the shared law
-    (what one draw of the shared design uses, so without a factor model the two designs
-    draw alike); otherwise one ``rng.random()`` coin (the same question when it is below
-    ``p_shared``), then one draw from the shared law, or two, A's then B's, from the
-    residual laws. See :func:`maximal_coupling`.
+    The randomness it uses, in order, is listed in ``docs/statistics.md``, "Paired comparisons"
+    (when ``q_a == q_b``, one draw, as in the shared design).
 
     Examples
     --------
@@ -124,8 +105,7 @@ def draw_coupled(rng, q_a, q_b):
 
 
 class _DifferenceView(PosteriorView):
-    """The shared design's policy state: the difference of two models' answers, whose
-    oracle score is ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))``."""
+    """The shared design's policy state, with the difference's oracle score ``sqrt(s_A^2 + s_B^2)``."""
 
     __slots__ = ("_b",)
 
@@ -181,13 +161,9 @@ class _ReferencePredictions:
 
 
 class PairedRun:
-    """State of one paired run: one :class:`~faqstats._engine.SequentialRun` per new model
-    (the reference design has one run, whose predictor uses the reference's outcomes),
-    drawn together by the design. Tests copy it (``copy.deepcopy``) to enumerate paths.
-
-    :meth:`law` is the round's policy: ``(q_a, q_b)`` in the coupled design, one ``q``
-    otherwise; a draw's question and probability are pairs (A's, B's), its outcome the
-    pair of answers; :meth:`record` returns the difference increment ``d_t``.
+    """State of one paired run: one :class:`~faqstats._engine.SequentialRun` per new model (one
+    in the reference design), drawn together by the design; tests deep-copy it to enumerate paths.
+    A draw's question, probability and outcome are pairs (A's, B's); :meth:`record` returns ``d_t``.
     """
 
     design = "paired"
@@ -267,50 +243,35 @@ class PairedRun:
         return np.array(self.records, dtype=PAIRED_QUERY_DTYPE)
 
 
-class PairedPAIEstimator(BaseEstimator):
+class PairedPAIEstimator(_EstimatorMixin, BaseEstimator):
     """Estimate the accuracy difference of two models from the same actively chosen questions.
 
-    See the module docstring for the increments and why their martingale variance is
-    exactly unbiased. ``fit(outcomes_a, outcomes_b)`` compares two new models (one
-    question each per step, from each model's own policy, maximally coupled so that
-    they share the question as often as possible; or, with ``design="shared"``, one
-    question asked to both); ``fit(outcomes_a, reference=z_R)`` compares a new model
-    with a reference whose outcomes on the whole bank are known.
+    ``fit(outcomes_a, outcomes_b)`` compares two new models, ``fit(outcomes_a, reference=z_R)``
+    a new model with a reference whose outcomes on the whole bank are known; the designs are
+    described in the module docstring.
 
     Parameters
     ----------
     factor_model : fitted LogisticFactorModel (or LogisticFactorModelCV) or None
-        Question factors and the prior shared by both models' factor posteriors.
-        ``None``: no predictions; with the default uniform policy without replacement
-        the result is the sample mean of the differences with finite-population
-        correction.
+        Question factors and the prior shared by both models' factor posteriors. ``None``:
+        no predictions; with the default uniform policy the result is the sample mean of the
+        differences with finite-population correction.
     sampler : Sampler, default=HybridSampler() (UniformSampler() without a factor model)
-        The policy, any sequential sampler (``sampler.replace`` chooses with or without
-        replacement). Coupled design: each model's own law under it; shared design: its
-        law for the pair (the state's predictions are the two models' mean, its oracle
-        score that of the difference, ``sqrt(p^A (1 - p^A) + p^B (1 - p^B))``); reference
-        design: its law for the new model with the reference-informed predictions.
+        Any sequential sampler, applied to each model (coupled), to the pair (shared: mean
+        prediction, the difference's oracle score) or to the reference-informed predictions.
     budget : int, default=100
-        Steps, each asking one question to each new model (``2 * budget`` answers in
-        the two-model design, as many as two independent evaluations of ``budget``
-        queries). At least 2; at most N without replacement.
+        Steps, each asking one question to each new model (``2 * budget`` answers with two
+        new models). At least 2; at most N without replacement.
     design : {"coupled", "shared"}, default="coupled"
-        Two-model design only (ignored with a reference). ``"coupled"``: each model
-        draws from its own policy, the two draws maximally coupled (see
-        :func:`maximal_coupling`); ``"shared"``: one question from a compromise policy,
-        asked to both. For unrelated models the coupled design is as good as two
-        independent evaluations up to the (positive) covariance it gains, where the
-        shared one can be worse (user guide, "paired comparisons").
+        Two-model design only (ignored with a reference): each model draws from its own
+        policy, the draws maximally coupled, or one compromise question is asked to both.
     reference_weight : "auto" or float in [0, 1], default="auto"
-        Reference design only: ``lambda`` in the prediction
-        ``lambda z^R + (1 - lambda) p^A`` of the new model's outcome. ``"auto"`` re-fits it
-        each round by least squares on the answers so far (0.5 until two answers);
-        ``1`` uses the reference's outcomes alone. Without a factor model it is 1.
+        Reference design only: ``lambda`` in the prediction ``lambda z^R + (1 - lambda) p^A``;
+        ``"auto"`` refits it each round by least squares on the answers so far (0.5 until two
+        answers). Without a factor model it is 1.
     batch_size : int, default=1
-        Steps drawn per round (successively without replacement, each model over its
-        own questions; the coupled design couples the two within-round laws draw by
-        draw); posteriors move between rounds only. Unbiasedness and exactness hold for
-        any batch size.
+        Steps drawn per round, as in :class:`~faqstats.PAIEstimator` (the coupled design
+        couples the two within-round laws draw by draw).
     interval : {"robust-t", "t", "normal"}, default="robust-t"
         Quantile of ``conf_int``, as in :class:`~faqstats.PAIEstimator`.
     random_state : int, Generator or None, default=None
@@ -326,12 +287,10 @@ class PairedPAIEstimator(BaseEstimator):
     n_queries_ : int
         Distinct questions asked (to at least one model in the coupled design).
     queries_ : structured ndarray
-        One row per step: ``question`` and ``probability`` (A's question and its draw
-        probability; both models' outside the coupled design), ``question_b`` and
-        ``probability_b`` (B's; equal to A's outside the coupled design), ``outcome_a``,
-        ``outcome_b`` (B's answer to ``question_b``; the reference's outcome in the
-        reference design), ``increment_a``, ``increment_b`` and ``increment`` (their
-        difference ``d_t``).
+        One row per step: A's ``question`` and ``probability``, B's ``question_b`` and
+        ``probability_b`` (equal to A's outside the coupled design), ``outcome_a``, ``outcome_b``
+        (the reference's in the reference design), ``increment_a``, ``increment_b`` and their
+        difference ``increment`` (``d_t``).
     reference_weights_ : ndarray or None
         ``lambda`` used in each round (reference design).
 
@@ -378,20 +337,14 @@ class PairedPAIEstimator(BaseEstimator):
         self.random_state = random_state
 
     # -- set-up ------------------------------------------------------------------
-    def _sampler(self):
-        if self.sampler is not None:
-            sampler = self.sampler
-        else:
+    def _validate(self, n_questions):
+        sampler = self.sampler
+        if sampler is None:
             sampler = UniformSampler() if self.factor_model is None else HybridSampler()
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
-        return sampler
-
-    def _validate(self, n_questions):
-        sampler = check_design(self._sampler(), self.factor_model, n_questions, self.budget, self.batch_size,
+        sampler = check_design(sampler, self.factor_model, n_questions, self.budget, self.batch_size,
                                self.interval)
-        if self.design not in ("coupled", "shared"):
-            raise ValueError(f"design must be 'coupled' or 'shared', got {self.design!r}.")
         if not (isinstance(self.reference_weight, str) and self.reference_weight == "auto"):
             check_scalar(self.reference_weight, "reference_weight", low=0.0, high=1.0)
         return sampler
@@ -401,13 +354,8 @@ class PairedPAIEstimator(BaseEstimator):
         return FixedPredictions(np.zeros(n_questions)) if fm is None else fm.posterior()
 
     def new_loop(self, n_questions=None, reference=None):
-        """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`PairedRun` (used by
-        ``fit`` and by tests)."""
-        n_fm = None
-        if self.factor_model is not None:
-            check_is_fitted(self.factor_model)
-            n_fm = int(self.factor_model.n_features_in_)
-        n_questions = resolve_bank_size(n_fm, n_questions)
+        """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`PairedRun` (for ``fit`` and tests)."""
+        n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self._validate(n_questions)
         predictor_a = self._predictor(n_questions)
         ref = None
@@ -504,19 +452,6 @@ class PairedPAIEstimator(BaseEstimator):
             variance_method=variance_method,
             df=interval_df(self.interval, increments),
         )
-
-    # -- inference ---------------------------------------------------------------
-    def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Confidence interval for ``theta_A - theta_B`` at level ``1 - alpha``, clipped to [-1, 1]."""
-        check_is_fitted(self, "result_")
-        return self.result_.conf_int(alpha=check_alpha(alpha), alternative=alternative)
-
-    confint = conf_int
-
-    def summary(self, alpha=0.05):
-        """The result's :meth:`ComparisonResult.summary` table."""
-        check_is_fitted(self, "result_")
-        return self.result_.summary(alpha)
 
 
 def compare(outcomes_a, outcomes_b=None, *, reference=None, factor_model=None, budget=100, **params):

@@ -1,16 +1,8 @@
 """Anytime-valid confidence sequences for the mean of bounded martingale increments.
 
-Every PAI increment has conditional mean theta and lies in a range ``[L_t, U_t]`` that
-is known before it is drawn (the uniform floor ``tau`` bounds ``1/q``). For a candidate
-value ``m`` the hedged betting capital (Waudby-Smith and Ramdas, JRSS-B 2024)
-
-    K_t(m) = 1/2 prod_s (1 + lam+_s (X_s - m)) + 1/2 prod_s (1 - lam-_s (X_s - m))
-
-is a nonnegative martingale when ``m = theta`` and the bets are predictable and keep
-every factor positive. By Ville's inequality ``P(exists t: K_t(theta) >= 1/alpha) <= alpha``,
-so ``{m : K_s(m) < 1/alpha for all s <= t}`` contains theta at every step
-simultaneously with probability ``>= 1 - alpha``: one may look after every answer and
-stop whenever one likes.
+The hedged betting capital of Waudby-Smith and Ramdas (JRSS-B 2024) over a grid of candidate
+means; by Ville's inequality the candidates never rejected contain theta at every step at once
+with probability ``>= 1 - alpha`` (``docs/statistics.md``, "Anytime-valid confidence sequences").
 """
 
 from __future__ import annotations
@@ -22,6 +14,18 @@ from ._validation import check_alpha
 __all__ = ["BettingConfidenceSequence", "log_capital_paths"]
 
 
+def _log_factors(x, m, lower, upper, sq, k, alpha, truncation, horizon):
+    """One increment's log capital factors ``log(1 + lam+ (x - m))`` and ``log(1 - lam- (x - m))``:
+    WSR's predictable plug-in bet for the ``k``-th increment (``sq``: squared deviations so far),
+    capped so that each factor stays at least ``1 - truncation``."""
+    scale = k * np.log(1.0 + k) if horizon is None else float(horizon)
+    lam = np.sqrt(2.0 * np.log(2.0 / alpha) / ((sq / k) * scale))
+    with np.errstate(divide="ignore"):
+        lam_plus = np.minimum(lam, truncation / np.maximum(m - lower, 0.0))
+        lam_minus = np.minimum(lam, truncation / np.maximum(upper - m, 0.0))
+    return np.log1p(lam_plus * (x - m)), np.log1p(-lam_minus * (x - m))
+
+
 class BettingConfidenceSequence:
     """Running hedged-betting confidence sequence over a grid of candidate means in [0, 1].
 
@@ -30,20 +34,15 @@ class BettingConfidenceSequence:
     alpha : float in (0, 1), default=0.05
         The sequence covers theta at all times with probability at least ``1 - alpha``.
     grid_size : int, default=2001
-        Candidate values ``m`` (resolution ``1 / (grid_size - 1)``; the reported hull is
-        widened by one grid step so the resolution never costs coverage).
+        Candidate values ``m``; the reported hull is widened by one grid step so it never costs coverage.
     truncation : float in (0, 1), default=0.5
-        Bets are capped at ``truncation / (m - L_t)`` (and ``/ (U_t - m)``), keeping
-        each capital factor at least ``1 - truncation``. Any value below 1 keeps the
-        guarantee. 1/2 suits increments whose range is tight (e.g. [0, 1]); PAI
-        increments have loose announced ranges (``+/- 1/tau``) and ``PAIEstimator`` uses
-        0.9 with ``horizon=budget``, which gave markedly narrower sequences on real data
-        (user guide, "validity").
+        Bets are capped at ``truncation / (m - L_t)`` (and ``/ (U_t - m)``), keeping each
+        capital factor at least ``1 - truncation``; any value below 1 keeps the guarantee.
+        ``PAIEstimator`` uses 0.9 with ``horizon=budget`` (user guide, "validity").
     horizon : int or None, default=None
         The number of increments the sequence should be tightest at (e.g. the query
-        budget): bets are sized ``sqrt(2 log(2/alpha) / (sigma^2 horizon))``. ``None``
-        uses the horizon-free ``t log(1 + t)``. Any choice keeps the guarantee at all
-        times; it only moves where the sequence is narrowest.
+        budget): bets are sized ``sqrt(2 log(2/alpha) / (sigma^2 horizon))``. ``None`` uses
+        the horizon-free ``t log(1 + t)``. Any choice keeps the guarantee.
 
     Examples
     --------
@@ -69,24 +68,14 @@ class BettingConfidenceSequence:
         self._sum = 0.0
         self._sq = 0.25  # prior sum of squared deviations: a Bernoulli(1/2) variance
 
-    def _bet(self):
-        """Predictable bet size from the increments seen so far (WSR's plug-in rule)."""
-        t = self.n + 1
-        var = self._sq / t
-        scale = t * np.log(1.0 + t) if self.horizon is None else float(self.horizon)
-        return np.sqrt(2.0 * np.log(2.0 / self.alpha) / (var * scale))
-
     def update(self, x, lower, upper):
         """Add an increment ``x`` known beforehand to lie in ``[lower, upper]``."""
         if not (lower <= x <= upper):
             raise ValueError(f"increment {x} outside its announced range [{lower}, {upper}].")
-        lam = self._bet()
-        m = self.grid
-        with np.errstate(divide="ignore"):
-            lam_plus = np.minimum(lam, self.truncation / np.maximum(m - lower, 0.0))
-            lam_minus = np.minimum(lam, self.truncation / np.maximum(upper - m, 0.0))
-        self.log_plus += np.log1p(lam_plus * (x - m))
-        self.log_minus += np.log1p(-lam_minus * (x - m))
+        plus, minus = _log_factors(x, self.grid, lower, upper, self._sq, self.n + 1, self.alpha,
+                                   self.truncation, self.horizon)
+        self.log_plus += plus
+        self.log_minus += minus
         # log of the hedged capital 1/2 e^a + 1/2 e^b, in log-space
         log_capital = np.logaddexp(self.log_plus, self.log_minus) - np.log(2.0)
         self.alive &= log_capital < np.log(1.0 / self.alpha)
@@ -99,8 +88,7 @@ class BettingConfidenceSequence:
         """``(low, high)``: the hull of the candidates never rejected so far, in [0, 1]."""
         idx = np.flatnonzero(self.alive)
         if idx.size == 0:  # every candidate rejected: happens with probability <= alpha
-            mean = self._sum / max(self.n, 1)
-            mean = min(max(mean, 0.0), 1.0)
+            mean = min(max(self._sum / max(self.n, 1), 0.0), 1.0)
             return mean, mean
         step = self.grid[1] - self.grid[0]
         return max(0.0, self.grid[idx[0]] - step), min(1.0, self.grid[idx[-1]] + step)
@@ -109,10 +97,8 @@ class BettingConfidenceSequence:
 def log_capital_paths(increments, lower, upper, m, *, alpha=0.05, truncation=0.5, horizon=None):
     """Log hedged capital ``log K_t(m)`` along many runs at once, for one candidate per run.
 
-    The same bets and capital as :class:`BettingConfidenceSequence`, evaluated at a single
-    value ``m_r`` per run (e.g. the true mean in a simulation): theta stays inside run
-    ``r``'s sequence at every step exactly when ``max_t log K_t(theta) < log(1/alpha)``.
-    That is how running coverage is measured on many runs without a grid.
+    The same bets and capital as :class:`BettingConfidenceSequence` at one value ``m_r`` per
+    run: theta stays in run ``r``'s sequence throughout iff ``max_t log K_t(theta) < log(1/alpha)``.
 
     Parameters
     ----------
@@ -144,15 +130,10 @@ def log_capital_paths(increments, lower, upper, m, *, alpha=0.05, truncation=0.5
     total = np.zeros(R)
     sq = np.full(R, 0.25)
     for t in range(n):
-        k = t + 1
-        scale = k * np.log(1.0 + k) if horizon is None else float(horizon)
-        lam = np.sqrt(2.0 * np.log(2.0 / alpha) / ((sq / k) * scale))[:, None]
-        with np.errstate(divide="ignore"):
-            lam_plus = np.minimum(lam, truncation / np.maximum(m - lo[:, t : t + 1], 0.0))
-            lam_minus = np.minimum(lam, truncation / np.maximum(hi[:, t : t + 1] - m, 0.0))
-        d = x[:, t : t + 1] - m
-        log_plus = log_plus + np.log1p(lam_plus * d)
-        log_minus = log_minus + np.log1p(-lam_minus * d)
+        plus, minus = _log_factors(x[:, t : t + 1], m, lo[:, t : t + 1], hi[:, t : t + 1], sq[:, None], t + 1,
+                                   alpha, truncation, horizon)
+        log_plus = log_plus + plus
+        log_minus = log_minus + minus
         out[:, t] = (np.logaddexp(log_plus, log_minus) - np.log(2.0))[:, 0]
         mean_before = np.where(t > 0, total / max(t, 1), 0.5)
         sq = sq + (x[:, t] - mean_before) ** 2

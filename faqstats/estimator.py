@@ -1,17 +1,9 @@
 """Pro-Active Inference: estimate a new model's accuracy from an actively chosen set of queries.
 
-:class:`PAIEstimator` runs the query loop (:class:`faqstats._engine.QueryLoop`) against
-an array of outcomes or a callable and reports the mean of the increments with an
-exactly unbiased variance (:mod:`faqstats._inference`):
-
-    phi_t = [ sum_{j asked} z_j + sum_{j in R_{t-1}} p_j + (z_I - p_I) / q_t(I) ] / N
-
-(without replacement; ``sum_j p_j`` in place of the first two sums with replacement)
-has ``E[phi_t | F_{t-1}] = theta`` for any predictable policy and predictions, so
-``theta_hat = mean_t phi_t`` is unbiased, and ``V_hat = sum_t (phi_t - theta_hat)^2 /
-(n (n - 1))`` has ``E[V_hat] = Var(theta_hat)`` exactly. After each round the predictor
-(the factor model's posterior of the new model, one Laplace step per answer) learns
-the answers, which changes the predictions and the policy from the next round on.
+:class:`PAIEstimator` runs the query loop (:class:`faqstats._engine.QueryLoop`) against an
+array of outcomes or a callable and reports the mean of the increments with an exactly unbiased
+variance (:mod:`faqstats._inference`; ``docs/statistics.md``, "Increments"). The predictor (the
+new model's factor posterior) learns the answers after each round.
 """
 
 from __future__ import annotations
@@ -47,17 +39,38 @@ __all__ = [
 ]
 
 
-class PAIEstimator(BaseEstimator):
+class _EstimatorMixin:
+    """What both estimators share: the bank size, and ``conf_int`` and ``summary`` of ``result_``."""
+
+    def bank_size(self):
+        """Questions of the factor model's bank, or ``None`` without a factor model."""
+        if self.factor_model is None:
+            return None
+        check_is_fitted(self.factor_model)
+        return int(self.factor_model.n_features_in_)
+
+    def conf_int(self, alpha=0.05, alternative="two-sided"):
+        """Confidence interval ``(low, high)`` at level ``1 - alpha``: the ``result_``'s ``conf_int``."""
+        check_is_fitted(self, "result_")
+        return self.result_.conf_int(alpha=alpha, alternative=alternative)
+
+    confint = conf_int
+
+    def summary(self, alpha=0.05):
+        """The ``result_``'s summary table."""
+        check_is_fitted(self, "result_")
+        return self.result_.summary(alpha)
+
+
+class PAIEstimator(_EstimatorMixin, BaseEstimator):
     """Estimate a new model's accuracy on a bank from a small, actively chosen set of queries.
 
     Parameters
     ----------
     factor_model : fitted LogisticFactorModel (or LogisticFactorModelCV) or None
-        Supplies question factors and the prior of the new model's factor
-        (:meth:`LogisticFactorModel.posterior`). ``None`` means no predictions (all
-        zero): with ``UniformSampler(replace=False)`` the result is the plain sample
-        mean with finite-population correction, and with
-        ``BernoulliAIPW(score="uniform")`` the paper's Horvitz-Thompson baseline.
+        Supplies the new model's factor posterior (:meth:`LogisticFactorModel.posterior`).
+        ``None``: zero predictions, so ``UniformSampler(replace=False)`` gives the FPC sample
+        mean and ``BernoulliAIPW(score="uniform")`` the paper's Horvitz-Thompson baseline.
     sampler : Sampler or StreamSampler, default=HybridSampler()
         The sampling policy. ``sampler.replace`` chooses with/without replacement.
     budget : int, default=100
@@ -67,58 +80,31 @@ class PAIEstimator(BaseEstimator):
         ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``.
         ``"paper"``: the paper's closed form (with replacement only).
     interval : {"robust-t", "t", "normal"}, default="robust-t"
-        Quantile ``c`` of the Wald-type interval ``estimate -/+ c se``:
-
-        * ``"robust-t"``: Student's t with the kurtosis-adjusted (Satterthwaite)
-          degrees of freedom of :func:`faqstats._inference.effective_df`: ``n - 1`` for
-          light-tailed increments, fewer when a few large inverse-probability weights
-          make the variance estimate unreliable. It keeps nominal coverage at small
-          budgets where the normal quantile under-covers (user guide, "validity").
-        * ``"t"``: Student's t with ``n - 1`` degrees of freedom.
-        * ``"normal"``: the seed paper's normal quantile.
-
-        Nature's-order AIPW always uses the normal quantile.
+        Quantile ``c`` of the Wald-type interval ``estimate -/+ c se``: Student's t with the
+        kurtosis-adjusted degrees of freedom of :func:`faqstats._inference.effective_df`, with
+        ``n - 1``, or normal (user guide, "Intervals"). Nature's-order AIPW always uses normal.
     batch_size : int, default=1
-        Questions drawn per round from the same policy, e.g. to send them to an API or
-        to graders in parallel; the factor posterior is updated between rounds only.
-        Without replacement the draws of a round are successive (each from the round's
-        ``q`` renormalised over the questions not yet drawn). The estimate stays exactly
-        unbiased and the martingale variance exactly unbiased for any batch size.
-        Ignored by ``BernoulliAIPW``.
+        Questions drawn per round from one policy; the posterior learns between rounds only
+        (user guide, "Batches"). Ignored by ``BernoulliAIPW``.
     stop_when_width : float in (0, 1] or None, default=None
-        Stop as soon as the anytime-valid 95% confidence sequence (see
-        ``confidence_sequence``) is at most this wide, checked after every round;
-        ``budget`` is then the maximum number of queries. The interval reported at the
-        stopping time is that of the confidence sequence, which keeps its guarantee
-        at any data-dependent stopping time (the Wald-type interval would not).
+        Stop after the first round at which the anytime-valid 95% confidence sequence is at
+        most this wide (``budget`` is then the maximum); the interval reported is the
+        sequence's, valid at this data-dependent stopping time.
     confidence_sequence : bool or float, default=False
-        Also track a hedged-betting confidence sequence (:class:`~faqstats.confseq.BettingConfidenceSequence`)
-        over the increments: ``True`` for level 95%, or a float ``alpha``. Implied
-        (at 95%) by ``stop_when_width``. Not available for ``BernoulliAIPW``.
+        Also track a :class:`~faqstats.confseq.BettingConfidenceSequence` over the increments:
+        ``True`` for 95%, or a float ``alpha``. Implied by ``stop_when_width``. Not for ``BernoulliAIPW``.
     step_weights : array-like of shape (>= budget,) or None, default=None
-        Fixed positive weights of the increments: the estimate is
-        ``sum_t lambda_t phi_t`` with ``lambda = step_weights[:n] / sum(step_weights[:n])``
-        instead of the plain mean (:func:`weighted_martingale`; still exactly unbiased,
-        with an exactly unbiased variance). Later increments are less variable (the
-        factor posterior has learned the model, fewer questions remain), so weights
-        proportional to the inverse of each step's variance cut the variance:
-        :func:`faqstats.step_weights.learn_step_weights` estimates them from the
-        history. ``None``: equal weights. Weights must be fixed before the run (not
-        chosen from its answers); with ``stop_when_width`` the first ``n`` are
-        renormalised at the stopping time, and a result over so few increments that one
-        would carry half the weight (a session's first draws) is the plain mean. Not for
-        ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
+        Increment weights fixed before the run (:func:`weighted_martingale`; user guide,
+        "Weighted increments"), e.g. from :func:`faqstats.step_weights.learn_step_weights`;
+        ``None``: equal. Not for ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
     random_state : int, Generator or None, default=None
         Seeds every draw; the same seed and answers give the same queries.
     verbose : bool, default=False
         Show a progress bar over queries.
     dtype : {"float64", "float32"}, default="float64"
-        Precision of the predictions ``sigmoid(V m)`` recomputed after every answer (the
-        one pass over all N x k question factors per answer). ``"float32"`` uses a float32
-        copy of the factors: about half the time of that pass on large banks,
-        predictions within about 2e-7 of float64's. Validity is untouched (predictions
-        may be any numbers fixed before each draw); the draws differ from float64's now
-        and then.
+        Precision of the predictions ``sigmoid(V m)`` recomputed after every answer.
+        ``"float32"`` roughly halves that pass on large banks; validity is untouched, the
+        draws differ from float64's now and then.
 
     Attributes
     ----------
@@ -126,8 +112,7 @@ class PAIEstimator(BaseEstimator):
     estimate_ : float
     std_error_ : float
     n_queries_ : int
-        Answers observed (distinct questions are asked only once even when a
-        with-replacement policy draws a question again).
+        Distinct questions answered (a question drawn again with replacement is asked once).
     queries_ : structured ndarray
         One row per draw with fields ``question``, ``probability`` (q_t(I_t), or pi_t),
         ``outcome``, ``increment`` (phi_t), ``prediction`` (p_I before the answer) and
@@ -136,8 +121,7 @@ class PAIEstimator(BaseEstimator):
         The new model's factor posterior after the last answer.
     confidence_sequence_ : ndarray of shape (n_rounds, 3) or None
         ``(queries so far, low, high)`` of the running confidence sequence after each
-        round; it contains theta at every row simultaneously with probability
-        ``>= 1 - alpha``.
+        round (theta in every row at once with probability ``>= 1 - alpha``).
     stop_reason_ : {"budget", "width"}
 
     See Also
@@ -189,10 +173,7 @@ class PAIEstimator(BaseEstimator):
     def from_history(cls, history, budget, **options):
         """An estimator configured from the history alone, ready to ``fit`` a new model.
 
-        The predictor (logistic factor model or Gaussian-process surrogate, refitted on
-        the whole history), the increment weights, or the FPC sample mean when no
-        predictor beats it on validation models held out of the history:
-        :func:`faqstats.configure.configure_from_history` (``options`` are its keyword
+        See :func:`faqstats.configure.configure_from_history` (``options`` are its keyword
         arguments; call it directly for the report of what was chosen and why).
 
         Examples
@@ -208,13 +189,6 @@ class PAIEstimator(BaseEstimator):
         return configure_from_history(history, budget, **options).estimator
 
     # -- set-up ----------------------------------------------------------------
-    def bank_size(self):
-        """Questions of the factor model's bank, or ``None`` without a factor model."""
-        if self.factor_model is None:
-            return None
-        check_is_fitted(self.factor_model)
-        return int(self.factor_model.n_features_in_)
-
     def validate(self, n_questions):
         """Check every parameter for a bank of ``n_questions``; return the sampler."""
         sampler = HybridSampler() if self.sampler is None else self.sampler
@@ -261,9 +235,8 @@ class PAIEstimator(BaseEstimator):
         return check_alpha(cs)
 
     def new_loop(self, n_questions=None, rng=None):
-        """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration (a run of
-        the sampler's design, a fresh predictor, the stopping rules); used by ``fit``, the
-        session and the tests."""
+        """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration; used by ``fit``,
+        the session and the tests."""
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self.validate(n_questions)
         fm = self.factor_model
@@ -280,11 +253,9 @@ class PAIEstimator(BaseEstimator):
         Parameters
         ----------
         outcomes : array-like of shape (N,) or callable
-            The new model's outcomes in [0, 1]: 0/1, or graded scores such as rubric
-            scores, pass@k fractions or partial credit (then the estimate is the mean
-            score over the bank). Only the asked entries are read; NaN elsewhere is
-            fine. Or a function mapping an integer array of question indices to
-            their outcomes (called once per round with the round's new questions).
+            The new model's outcomes in [0, 1] (0/1 or graded: user guide, "Graded outcomes");
+            only the asked entries are read, NaN elsewhere is fine. Or a function mapping an
+            integer array of question indices to their outcomes (called once per round).
 
         Returns
         -------
@@ -303,26 +274,22 @@ class PAIEstimator(BaseEstimator):
         with progress_bar(total, "querying", self.verbose) as bar:
             try:
                 while not loop.done:
-                    draws = loop.draw_round(rng)
-                    for outcome in oracle.ask([d.question for d in draws]):
+                    for outcome in oracle.ask([d.question for d in loop.draw_round(rng)]):
                         loop.record(outcome)
                     bar.update(run.progress - bar.n)
             except BaseException as exc:
-                # Nothing lost: what was answered stays inspectable on the estimator.
                 self.queries_ = run.table()
                 exc.add_note(f"faqstats: {len(run.records)} answers recorded before the failure are in .queries_.")
                 raise
-        result = self.result_of(loop)
-        predictor = run.predictor
+        self.result_ = result = self.result_of(loop)
         self.queries_ = run.table()
-        self.result_ = result
         self.estimate_ = result.estimate
         self.std_error_ = result.std_error
         self.n_queries_ = result.n_queries
         self.stop_reason_ = result.stop_reason
         self.confidence_sequence_ = self._confidence_rows(loop)
-        self.posterior_mean_ = getattr(predictor, "mean", None)
-        self.posterior_cov_ = getattr(predictor, "cov", None)
+        self.posterior_mean_ = getattr(run.predictor, "mean", None)
+        self.posterior_cov_ = getattr(run.predictor, "cov", None)
         return self
 
     @staticmethod
@@ -331,28 +298,24 @@ class PAIEstimator(BaseEstimator):
         return np.array(rows, dtype=float).reshape(-1, 3) if loop.cs is not None and rows else None
 
     def result_of(self, loop, n_draws=None):
-        """The :class:`AccuracyResult` of a loop made by :meth:`new_loop`: over every
-        recorded draw (``stop_reason`` is the loop's), or over the first ``n_draws`` (an
-        interim result, ``stop_reason`` None)."""
+        """The :class:`AccuracyResult` of a loop made by :meth:`new_loop` over every recorded
+        draw, or over the first ``n_draws`` (an interim result, ``stop_reason`` None)."""
         run = loop.run
-        table = run.table()
+        table = run.table()[:n_draws]
         partial = n_draws is not None
-        if partial:
-            table = table[:n_draws]
         n_questions = run.n_questions
-        sampler = run.sampler
         if run.design == "stream":
             method, variance_method, df = "aipw", "design-based", None
             estimate = float(np.mean(run.terms))
             var = float(np.sum(run.variance_terms)) / n_questions**2
-        elif sample_mean_design(self.factor_model, sampler):
+        elif sample_mean_design(self.factor_model, run.sampler):
             method, variance_method = "sample_mean", "finite-population"
             estimate, var = fpc_mean(table["outcome"], n_questions)
             df = interval_df(self.interval, table["outcome"])
         else:
             method = "pai"
             if self.variance == "martingale":
-                census = not sampler.replace and table.size == n_questions  # every question asked
+                census = not run.sampler.replace and table.size == n_questions  # every question asked
                 estimate, var, df, variance_method = pai_inference(
                     table["increment"], interval=self.interval, weights=self.step_weights, census=census
                 )
@@ -381,19 +344,6 @@ class PAIEstimator(BaseEstimator):
             anytime_interval=None if rows is None else tuple(rows[-1, 1:]),
             anytime_alpha=self._cs_alpha(),
         )
-
-    # -- inference -------------------------------------------------------------
-    def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Confidence interval ``(low, high)`` at level ``1 - alpha``, clipped to [0, 1] (see ``interval``)."""
-        check_is_fitted(self, "result_")
-        return self.result_.conf_int(alpha=alpha, alternative=alternative)
-
-    confint = conf_int
-
-    def summary(self, alpha=0.05):
-        """The result's :meth:`AccuracyResult.summary` table."""
-        check_is_fitted(self, "result_")
-        return self.result_.summary(alpha)
 
 
 def resolve_bank_size(n_factor_model, n_questions):

@@ -1,10 +1,8 @@
 """Result objects of an evaluation or a comparison, and the one table renderer.
 
-Results are small frozen objects with ``conf_int()`` and ``summary()`` (cf. statsmodels'
-``RankCompareResult``); ``summary()`` returns a statsmodels summary table
-(:class:`statsmodels.iolib.summary2.Summary`: ``print`` it, or let a notebook render
-its HTML). :func:`table_summary` and :func:`markdown_table` render any pandas table the
-same way (experiments, demo).
+Results are small frozen objects with ``conf_int()`` and ``summary()``, a statsmodels summary
+table (``print`` it, or let a notebook render its HTML) made by :func:`table_summary`, which
+renders the experiments' pandas tables too (as does :func:`markdown_table`).
 """
 
 from __future__ import annotations
@@ -96,18 +94,15 @@ class AccuracyResult(_Result):
     n_questions : int
         Size of the bank, N.
     method : str
-        ``"pai"`` (Pro-Active Inference), ``"sample_mean"`` (uniform without replacement
-        with finite-population correction) or ``"aipw"`` (nature's-order Bernoulli).
+        ``"pai"``, ``"sample_mean"`` (FPC, uniform without replacement) or ``"aipw"`` (Bernoulli).
     variance_method : str
         How ``std_error`` was estimated.
     df : float or None
-        Degrees of freedom of the Student t quantile used by :meth:`conf_int`
-        (``n - 1`` for a mean of ``n`` increments); ``None`` for the normal quantile.
+        Degrees of freedom of the t quantile of :meth:`conf_int` (``None``: normal quantile).
     stop_reason : {"budget", "width"} or None
         Why querying stopped; ``None`` for an interim result of a running session.
     anytime_interval : tuple or None
-        The confidence sequence's interval at the end (anytime-valid at level
-        ``1 - anytime_alpha``), when one was tracked.
+        The confidence sequence's final interval (level ``1 - anytime_alpha``), if one was tracked.
     anytime_alpha : float or None
 
     Examples
@@ -135,12 +130,8 @@ class AccuracyResult(_Result):
     def conf_int(self, alpha=0.05, alternative="two-sided"):
         """Wald-type interval at level ``1 - alpha`` (t quantile when ``df`` is set), clipped to [0, 1].
 
-        Returns ``(low, high)``. The estimate itself is never clipped (that would bias
-        it); in the rare case it falls outside [0, 1] the clipped interval sits at the edge.
-
-        After stopping early on width (``stop_reason == "width"``) the sample size was
-        chosen by the data, and only the anytime-valid interval keeps its guarantee: it
-        is returned, and other levels or one-sided intervals are refused.
+        Returns ``(low, high)``. After stopping early on width (``stop_reason == "width"``) only
+        the anytime-valid interval is valid: it is returned, and other intervals are refused.
         """
         if self.stop_reason == "width":
             if alternative != "two-sided" or abs(alpha - self.anytime_alpha) > 1e-12:
@@ -178,16 +169,13 @@ class ComparisonResult(_Result):
         Estimate of ``delta = theta_A - theta_B``.
     std_error : float
     estimate_a, estimate_b : float
-        The two accuracies (each unbiased); ``estimate_b`` is the exact reference
-        accuracy in the reference design.
+        The two accuracies (each unbiased; ``estimate_b`` exact in the reference design).
     n_queries : int
-        Distinct questions asked (to at least one model; to the new model only in the
-        reference design).
+        Distinct questions asked (to at least one model).
     n_questions : int
     method : {"coupled", "paired", "reference", "paired_sample_mean", "reference_sample_mean"}
-        ``"coupled"``: two new models, coupled design; ``"paired"``: shared design;
-        ``"*_sample_mean"``: no factor model, uniform without replacement (the designs
-        coincide).
+        The design (``"paired"``: shared); ``"*_sample_mean"``: no factor model, uniform
+        without replacement (the designs coincide).
     variance_method : {"martingale", "finite-population"}
     df : float or None
         Degrees of freedom of the t quantile (``None``: normal quantile).
