@@ -1,7 +1,6 @@
 """Every disk format of faqstats: factor models (``.npz``), step weights and session state (JSON).
 
-Never a pickle (it runs code on load and breaks across versions); every write is atomic (a crash
-leaves the old file or the new one); every read checks the format name and version first.
+Never a pickle; every write is atomic; every read checks the format name and version first.
 
 File format ``faqstats.factor_model``, format version 1
 --------------------------------------------------------
@@ -361,8 +360,8 @@ def load_factor_model(path):
     Raises
     ------
     ValueError
-        If the file is not a faqstats factor model, was written by a newer format
-        version, needs pickle, or has a missing, misshapen or non-finite entry.
+        If the file is not a faqstats factor model (or a newer format), needs pickle, or has
+        a missing, misshapen, non-finite or altered entry.
 
     See Also
     --------
@@ -375,8 +374,7 @@ def load_factor_model(path):
     >>> from faqstats import LogisticFactorModel, load_factor_model, save_factor_model
     >>> fm = LogisticFactorModel.from_factors(np.ones((4, 2)), model_factors=np.eye(2))
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     _ = save_factor_model(fm, pathlib.Path(tmp) / "fm.npz")
-    ...     loaded = load_factor_model(pathlib.Path(tmp) / "fm.npz")
+    ...     loaded = load_factor_model(save_factor_model(fm, pathlib.Path(tmp) / "fm.npz"))
     >>> loaded.question_factors_.shape, loaded.model_factors_.shape, loaded.question_ids_
     ((4, 2), (2, 2), None)
     """
@@ -475,15 +473,14 @@ def check_question_ids(model, question_ids):
     Parameters
     ----------
     model : LogisticFactorModel
-        With ``question_ids_`` (set by :func:`load_factor_model`) or
-        ``feature_names_in_`` (fitted on a DataFrame).
+        With ``question_ids_`` (from :func:`load_factor_model`) or ``feature_names_in_``.
     question_ids : sequence of str
-        The ids of the bank's questions, in the order the outcomes will be given.
+        The bank's ids, in the order the outcomes will be given.
 
     Raises
     ------
     ValueError
-        If the model carries no ids, or the ids differ in number, content or order.
+        If the model carries no ids, or they differ in number, content or order.
 
     Examples
     --------
@@ -515,11 +512,14 @@ def check_question_ids(model, question_ids):
 
 
 # -- JSON documents ------------------------------------------------------------------
-def _read_json(path, what):
+def _read_json(path, what, format_name, max_version, version_label="format version"):
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a {what} JSON file, or not valid UTF-8 JSON ({exc}).") from exc
+    check_format_header(doc, path, format_name=format_name, max_version=max_version, what=f"{what} file",
+                        version_label=version_label)
+    return doc
 
 
 def _write_json(path, doc, indent=None):
@@ -570,9 +570,7 @@ def load_step_weights(path):
     from .step_weights import StepWeights
 
     path = Path(path)
-    doc = _read_json(path, "step-weights")
-    check_format_header(doc, path, format_name=STEP_WEIGHTS_FORMAT, max_version=STEP_WEIGHTS_FORMAT_VERSION,
-                        what="step-weights file")
+    doc = _read_json(path, "step-weights", STEP_WEIGHTS_FORMAT, STEP_WEIGHTS_FORMAT_VERSION)
     try:
         arrays = {k: np.asarray(doc[k], dtype=float) for k in ("weights", "step_variance", "smoothed_variance")}
         budget, n_val, n_runs = int(doc["budget"]), int(doc["n_validation"]), int(doc["n_runs"])
@@ -609,9 +607,7 @@ def session_checksums(state):
 
 def read_session_state(path):
     """A session's state document (format ``faqstats.session``), checked field by field and by checksum."""
-    state = _read_json(path, "session")
-    check_format_header(state, path, format_name=SESSION_FORMAT, max_version=SESSION_FORMAT_VERSION,
-                        what="session file", version_label="session format version")
+    state = _read_json(path, "session", SESSION_FORMAT, SESSION_FORMAT_VERSION, "session format version")
     missing = [key for key in _SESSION_FIELDS if key not in state]
     if missing:
         raise ValueError(f"{path}: missing field(s) {missing}.")

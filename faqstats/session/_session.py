@@ -29,10 +29,7 @@ __all__ = ["EvaluationSession", "NextQuestions"]
 
 
 class NextQuestions(NamedTuple):
-    """The questions to ask now: ``ids`` and the probability ``q_t`` each was drawn with.
-
-    Unpacks as ``ids, probabilities = session.next_questions()``; both are lists.
-    """
+    """The questions to ask now: lists of the ``ids`` and of the probability ``q_t`` each was drawn with."""
 
     ids: list
     probabilities: list
@@ -66,20 +63,12 @@ class EvaluationSession:
 
     Attributes
     ----------
-    question_ids : list
-    factor_model : LogisticFactorModel
-        As loaded from the session directory, when it has one.
-    sampler : Sampler
-    directory : pathlib.Path or None
+    question_ids, factor_model, sampler, directory
+        As given (the model as loaded from ``directory``, when there is one).
     budget, batch_size, stop_when_width, alpha, random_state
         The configuration (read-only).
-    n_draws, n_queries, n_answers : int
-        Draws recorded in the estimate, distinct questions among them, answers received.
-    pending : NextQuestions
-        Questions drawn and not answered yet.
-    done : bool
-    stop_reason : {"budget", "width"} or None
-        None while the session is running.
+    n_draws, n_queries, n_answers, pending, done, stop_reason
+        The progress (see each property).
 
     See Also
     --------
@@ -88,7 +77,6 @@ class EvaluationSession:
 
     Examples
     --------
-    >>> import numpy as np
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=40, n_questions=60, n_components=3, random_state=0)
     >>> fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
@@ -261,7 +249,7 @@ class EvaluationSession:
     n_questions = property(lambda self: self._loop.run.n_questions)
     directory = property(lambda self: None if self._store is None else self._store.directory)
 
-    # -- state (documented in the class's Attributes) ------------------------------
+    # -- state ---------------------------------------------------------------------
     stop_reason = property(lambda self: self._loop.stop_reason, doc='Why querying stopped ("budget", "width"), or None.')
     done = property(lambda self: self._loop.done, doc="Whether querying has stopped.")
     n_draws = property(lambda self: self._loop.n_recorded, doc="Recorded draws (a question may repeat).")
@@ -272,13 +260,11 @@ class EvaluationSession:
     @property
     def pending(self):
         """:class:`NextQuestions` drawn and still waiting for an answer (empty when none)."""
-        ids, probabilities, seen = [], [], set()
+        first = {}  # question -> probability of its first unanswered pending draw
         for draw in self._loop.pending:
-            if draw.question not in self._answers and draw.question not in seen:
-                seen.add(draw.question)
-                ids.append(self.question_ids[draw.question])
-                probabilities.append(draw.probability)
-        return NextQuestions(ids, probabilities)
+            if draw.question not in self._answers:
+                first.setdefault(draw.question, draw.probability)
+        return NextQuestions([self.question_ids[q] for q in first], list(first.values()))
 
     def queries(self):
         """One row per recorded draw, as :attr:`PAIEstimator.queries_` (structured ndarray)."""
@@ -423,8 +409,7 @@ class EvaluationSession:
         Returns
         -------
         ndarray of shape (n_draws - 1, 4)
-            Columns: draws so far, estimate, and the ``1 - alpha`` Wald-type interval's
-            low and high, computed as :meth:`result` would have at that point.
+            Draws so far, estimate, and the ``1 - alpha`` Wald-type interval :meth:`result` gave then.
         """
         rows = []
         for t in range(2, self.n_draws + 1):
