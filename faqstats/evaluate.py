@@ -56,10 +56,6 @@ def evaluate(fn, session, *, concurrency=8, chunk_size=1, transient=(TimeoutErro
         The first failure of ``fn`` (or an invalid outcome), once the running calls' answers are
         recorded, with a note on how many answers the session holds and how to resume.
 
-    See Also
-    --------
-    EvaluationSession : the session's own ``next_questions``/``record`` loop.
-
     Examples
     --------
     >>> import faqstats as fq

@@ -7,7 +7,7 @@ File format ``faqstats.factor_model``, format version 1
 An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads (no object arrays):
 
 ``metadata_json`` : uint8 array
-    UTF-8 JSON: ``format``, ``format_version``, ``faqstats_version``, ``numpy_version``,
+    UTF-8 JSON: the header fields (``format``, ``format_version``, ``faqstats_version``), ``numpy_version``,
     ``created_utc``, ``estimator`` (class name), ``params`` (``get_params()``, JSON-safe),
     ``n_questions``, ``n_components``, ``n_models``, ``fitted_device``, ``question_ids_sha256``
     (:func:`question_ids_sha256`), ``notes``, ``cv`` (null, or a ``LogisticFactorModelCV``'s
@@ -32,11 +32,10 @@ fields, ``created_utc``, ``updated_utc``, ``revision`` (+1 per write), ``factor_
 ``factor_model_sha256`` (of its bytes), ``question_ids_sha256``, ``n_questions``,
 ``question_id_type`` (``"str"`` or ``"int"``), ``config`` (the sampler's class and parameters and
 the other :class:`~faqstats.EvaluationSession` parameters; ``step_weights`` and ``dtype`` only when
-not the defaults),
-``rng_state`` (the generator's state after the last draw), ``draws`` (``[question index,
-probability, round]``, pending ones included), ``answers`` (``[question index, outcome]`` in
-arrival order) and ``checksums`` (:func:`session_checksums`, checked on every load: a hand edit
-or damage is refused with the parts named; older sessions without them load unchecked).
+not the defaults), ``rng_state`` (the generator's state after the last draw), ``draws``
+(``[question index, probability, round]``, pending ones included), ``answers`` (``[question
+index, outcome]`` in arrival order) and ``checksums`` (:func:`session_checksums`, checked on every
+load: a hand edit or damage is refused with the parts named; older sessions load unchecked).
 """
 
 from __future__ import annotations
@@ -168,10 +167,6 @@ def save_factor_model(model, path, *, question_ids=None):
     -------
     path : pathlib.Path
         The file written (with the ``.npz`` suffix).
-
-    See Also
-    --------
-    load_factor_model, check_question_ids
 
     Examples
     --------
@@ -313,8 +308,7 @@ def _read_array(data, key, path):
 
 
 def _array_hash_error(data, meta, path):
-    """The error for entries whose bytes differ from the SHA-256 written with them (edited or
-    damaged), or None."""
+    """The error naming the entries whose bytes differ from their stored SHA-256, or None."""
     stored = meta.get("array_sha256")
     if stored is None:  # written before faqstats stored the hashes
         return None
@@ -354,7 +348,7 @@ def load_factor_model(path):
     model : LogisticFactorModel or GaussianProcessSurrogate
         Fitted (a saved CV model's best estimator), predicting exactly as the saved one,
         with its parameters (a Generator ``random_state`` comes back as None),
-        ``question_ids_`` (list of str or None) and ``metadata_`` (the JSON metadata; for a
+        ``question_ids_`` (for :func:`check_question_ids`) and ``metadata_`` (the JSON metadata; for a
         CV model ``metadata_["cv"]["cv_results"]`` is a dict of ndarrays).
 
     Raises
@@ -362,10 +356,6 @@ def load_factor_model(path):
     ValueError
         If the file is not a faqstats factor model (or a newer format), needs pickle, or has
         a missing, misshapen, non-finite or altered entry.
-
-    See Also
-    --------
-    save_factor_model, check_question_ids
 
     Examples
     --------
@@ -595,8 +585,7 @@ _PARTS = ("draws", "answers", "rng_state", "checksums", "updated_utc")  # the he
 
 
 def session_checksums(state):
-    """SHA-256 of each part of a session state: its ``settings`` (configuration, bank and
-    model hashes), ``draws``, ``answers``, ``rng_state`` and the rest (``header``)."""
+    """SHA-256 of each part of a session state: settings, draws, answers, rng_state and the rest (header)."""
     parts = {"settings": {key: state.get(key) for key in _SETTINGS}, "draws": state.get("draws"),
              "answers": state.get("answers"), "rng_state": state.get("rng_state"),
              "header": {key: value for key, value in state.items() if key not in _SETTINGS + _PARTS}}
@@ -637,8 +626,7 @@ def read_session_state(path):
 
 
 def write_session_state(path, fields):
-    """Write a session's state: the header, ``updated_utc`` and ``fields`` (atomically; removes a
-    killed writer's temporaries first, so the caller must hold the session's lock)."""
+    """Write a session's state (header, ``updated_utc``, ``fields``) atomically, under the caller's lock."""
     doc = _header(SESSION_FORMAT, SESSION_FORMAT_VERSION) | {"updated_utc": utc_now()} | fields
     doc["checksums"] = session_checksums(doc)
     remove_stale_temporaries(path)
