@@ -43,13 +43,11 @@ class EvaluationSession:
     factor_model : fitted LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate, or path
         The model, or the path of one saved with :func:`~faqstats.save_factor_model`.
     question_ids : sequence of str or of int, optional
-        The bank's unique ids (all str or all int) in the model's question order; the session hands
-        out and takes answers by them. Defaults to the model's stored ids, else ``0 .. N-1``; when
-        the model carries ids they must be the same, in the same order.
+        The bank's unique ids (all str or all int) in the model's question order, by which questions
+        are handed out and answered; the model's ids when it carries some (the default), else ``0 .. N-1``.
     sampler : Sampler, default=None
-        A sequential policy (``HybridSampler()`` when None); ``BernoulliAIPW`` is not supported.
-        Stored by class name and parameters: one from outside :mod:`faqstats.sampling` must be
-        passed again to :meth:`load`.
+        A sequential policy (``HybridSampler()`` when None; not ``BernoulliAIPW``), stored by class and
+        parameters: one from outside :mod:`faqstats.sampling` must be passed again to :meth:`load`.
     budget, batch_size, stop_when_width, confidence_sequence, interval, step_weights, dtype
         As in :class:`PAIEstimator`; a round of :meth:`next_questions` is ``batch_size`` draws.
     alpha : float in (0, 1), default=0.05
@@ -281,8 +279,7 @@ class EvaluationSession:
         Parameters
         ----------
         n : int, optional
-            Size of a new round; any predictable choice keeps the estimate unbiased,
-            but only ``batch_size`` reproduces :class:`PAIEstimator`.
+            Size of a new round (any keeps the estimate unbiased; ``batch_size`` reproduces PAIEstimator).
 
         Returns
         -------
