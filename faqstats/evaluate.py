@@ -19,38 +19,28 @@ def evaluate(fn, session, *, concurrency=8, chunk_size=1, transient=(TimeoutErro
              backoff=1.0, max_backoff=60.0, progress=True):
     """Ask ``fn`` the session's questions until the budget is spent or the interval is narrow enough.
 
-    Each round of the session (``batch_size`` draws) is split into chunks of
-    ``chunk_size`` questions; every chunk is one call ``fn(ids)``, run on a thread pool
-    of ``concurrency`` workers. Each chunk's answers are recorded (and saved, when the
-    session has a directory) as soon as its call returns, so an interruption loses at
-    most the calls in flight; resume with :meth:`EvaluationSession.load` and call
-    ``evaluate`` again. The next round is drawn once the current one is answered (the
-    policy needs its answers), so ``concurrency`` beyond ``batch_size / chunk_size``
-    is never used: give the session a ``batch_size`` of at least ``concurrency``.
-    The result does not depend on ``concurrency`` or on the order answers arrive in.
+    Each round is split into chunks of ``chunk_size`` questions, one call ``fn(ids)`` each, run on
+    ``concurrency`` threads; answers are recorded (and saved) as each call returns, so an interruption
+    loses only the calls in flight (resume with :meth:`EvaluationSession.load`). A round waits for the
+    previous one's answers, so use a ``batch_size`` of at least ``concurrency``; the result depends on
+    neither (docs/tutorials/python_callable.md).
 
     Parameters
     ----------
     fn : callable
-        ``fn(ids) -> outcomes``: takes a list of question ids (as the session knows
-        them, at most ``chunk_size``) and returns one outcome in [0, 1] per id, in the
-        same order. It is called from worker threads (with ``concurrency > 1``, several
-        at once) and must be safe to call again after a transient failure.
+        ``fn(ids) -> outcomes``: one outcome in [0, 1] per id of the list (at most ``chunk_size``),
+        in order. Called from worker threads, possibly several at once; must be safe to retry.
     session : EvaluationSession
     concurrency : int, default=8
         Worker threads.
     chunk_size : int, default=1
-        Questions per call of ``fn``: 1 calls it once per question (retries then
-        repeat one question only); larger for functions that batch requests.
+        Questions per call of ``fn`` (larger for functions that batch requests).
     transient : tuple of exception types, default=(TimeoutError, ConnectionError)
-        Failures worth retrying (rate limits, time-outs, dropped connections). Any
-        other exception, or a transient one after ``max_retries`` retries, stops the
-        evaluation.
+        Failures worth retrying; any other, or a transient one ``max_retries`` times, stops it.
     max_retries : int, default=5
-        Retries per call after a transient failure (``max_retries + 1`` attempts).
+        Retries per call after a transient failure.
     backoff : float or callable, default=1.0
-        Seconds before retry ``r`` (r = 0, 1, ...): ``min(max_backoff, backoff * 2**r)``
-        (exponential back-off); or a function ``backoff(r) -> seconds``.
+        Seconds before retry ``r``: ``min(max_backoff, backoff * 2**r)``, or ``backoff(r)``.
     max_backoff : float, default=60.0
     progress : bool, default=True
         Show a tqdm progress bar over the budget's draws.
@@ -63,13 +53,8 @@ def evaluate(fn, session, *, concurrency=8, chunk_size=1, transient=(TimeoutErro
     Raises
     ------
     Exception
-        The first failure of ``fn`` (or an invalid outcome it returned), after the
-        answers of the calls already running have been recorded. A note on the
-        exception says how many answers the session holds and how to resume.
-
-    See Also
-    --------
-    EvaluationSession : the session's own ``next_questions``/``record`` loop.
+        The first failure of ``fn`` (or an invalid outcome), once the running calls' answers are
+        recorded, with a note on how many answers the session holds and how to resume.
 
     Examples
     --------
@@ -153,14 +138,13 @@ def _collect(futures, session, bar):
                     failure = exc
                     for other in futures:
                         other.cancel()  # calls not started yet; running ones finish and are recorded
-    except BaseException as exc:  # KeyboardInterrupt: stop waiting, keep what is recorded
+        if failure is not None:
+            raise failure
+    except BaseException as exc:  # also KeyboardInterrupt: stop waiting, keep what is recorded
         for other in futures:
             other.cancel()
         _note(exc, session)
         raise
-    if failure is not None:
-        _note(failure, session)
-        raise failure
 
 
 def _note(exc, session):

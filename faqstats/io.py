@@ -1,62 +1,41 @@
-"""Every disk format of faqstats: factor models (``.npz``), step weights and session state
-(JSON). Never a pickle (which runs arbitrary code on load and breaks across library
-versions); every write is atomic (a crash leaves the old file or the new one, never a
-mix); every read checks the format name and version before using anything.
+"""Every disk format of faqstats: factor models (``.npz``), step weights and session state (JSON).
 
-A fitted :class:`~faqstats.LogisticFactorModel` is what FAQ needs to evaluate new
-models, and fitting it is the slow step; :func:`save_factor_model` stores it so that it
-can be shared and reloaded.
+Never a pickle; every write is atomic; every read checks the format name and version first.
 
 File format ``faqstats.factor_model``, format version 1
 --------------------------------------------------------
-A NumPy ``.npz`` archive (uncompressed zip of ``.npy`` files) that ``np.load(path,
-allow_pickle=False)`` reads; it holds no object arrays. Its entries:
+An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads (no object arrays):
 
 ``metadata_json`` : uint8 array
-    UTF-8 bytes of a JSON object: ``format`` (``"faqstats.factor_model"``),
-    ``format_version`` (int), ``faqstats_version``, ``numpy_version``,
-    ``created_utc`` (ISO 8601), ``estimator`` (class name of the saved model),
-    ``params`` (``get_params()`` of the saved :class:`LogisticFactorModel`, made
-    JSON-safe), ``n_questions``, ``n_components``, ``n_models`` (or null),
-    ``fitted_device`` (or null), ``question_ids_sha256`` (:func:`question_ids_sha256`, or
-    null), ``notes`` (list of str), ``cv`` (null, or for a :class:`LogisticFactorModelCV`: its ``params``,
-    ``best_params`` and ``best_index``) and ``array_sha256`` (the SHA-256 of every other
-    entry, :func:`array_sha256`: a file whose arrays were edited or damaged is refused;
-    files written before faqstats stored it load without the check).
-``question_factors`` : float64 (n_questions, n_components)
-``prior_mean`` : float64 (n_components,)
-``prior_cov`` : float64 (n_components, n_components)
-``observed_questions`` : bool (n_questions,)
-``model_factors`` : float64 (n_models, n_components), only when not None
-``loss_curve`` : float64 (n_iter,), only for fitted (not ``from_factors``) models
-``question_ids`` : str (n_questions,), only when question ids were given
-``feature_names_in`` : str (n_questions,), only when the model has ``feature_names_in_``
-``cv_results.<name>`` : one per entry of ``cv_results_`` of a ``LogisticFactorModelCV``
+    UTF-8 JSON: the header fields (``format``, ``format_version``, ``faqstats_version``), ``numpy_version``,
+    ``created_utc``, ``estimator`` (class name), ``params`` (``get_params()``, JSON-safe),
+    ``n_questions``, ``n_components``, ``n_models``, ``fitted_device``, ``question_ids_sha256``
+    (:func:`question_ids_sha256`), ``notes``, ``cv`` (null, or a ``LogisticFactorModelCV``'s
+    ``params``, ``best_params``, ``best_index``) and ``array_sha256`` (:func:`array_sha256` of every
+    other entry: an edited or damaged file is refused; older files without it load unchecked).
+``question_factors`` (n, k), ``prior_mean`` (k,), ``prior_cov`` (k, k) : float64
+``observed_questions`` : bool (n,)
+``model_factors`` (n_models, k), ``loss_curve`` (n_iter,) : float64, when the model has them
+``question_ids``, ``feature_names_in`` : str (n,), when given / when the model has ``feature_names_in_``
+``cv_results.<name>`` : one per entry of a ``LogisticFactorModelCV``'s ``cv_results_``
 
 File format ``faqstats-step-weights``, format version 1
 -------------------------------------------------------
-A UTF-8 JSON object: ``format``, ``format_version``, ``faqstats_version``, ``budget``,
-``weights``, ``step_variance`` and ``smoothed_variance`` (lists of ``budget`` floats),
-``n_validation``, ``n_runs``, ``variance_ratio``, ``seconds``
+UTF-8 JSON: the header fields, ``budget``, ``weights``, ``step_variance``, ``smoothed_variance``
+(``budget`` floats each), ``n_validation``, ``n_runs``, ``variance_ratio``, ``seconds``
 (:class:`~faqstats.StepWeights`).
 
 File format ``faqstats.session``, format version 1
 --------------------------------------------------
-A session directory's ``session.json`` (:mod:`faqstats.session` describes the
-directory): a UTF-8 JSON object with ``format``, ``format_version``,
-``faqstats_version``, ``created_utc``, ``updated_utc``, ``revision`` (incremented by each
-write), ``factor_model_file``, ``factor_model_sha256`` (of the file's bytes),
-``question_ids_sha256`` (of the bank), ``n_questions``, ``question_id_type`` (``"str"`` or
-``"int"``), ``config`` (sampler class and parameters, ``budget``, ``batch_size``,
-``stop_when_width``, ``alpha``, ``confidence_sequence``, ``interval``, ``random_state``;
-``step_weights`` and ``dtype`` only when not the defaults), ``rng_state``
-(``numpy.random.Generator.bit_generator.state`` after the last draw), ``draws``
-(``[question index, probability, round]`` for every draw made, pending ones included),
-``answers`` (``[question index, outcome]`` in arrival order) and ``checksums``: the
-SHA-256 of each part of the state (``settings``, ``draws``, ``answers``, ``rng_state``;
-:func:`session_checksums`), checked on every load, so that a hand edit or a damaged file
-is refused with the parts named (sessions written before faqstats stored them load
-without the check).
+A session directory's ``session.json`` (:mod:`faqstats.session`): UTF-8 JSON with the header
+fields, ``created_utc``, ``updated_utc``, ``revision`` (+1 per write), ``factor_model_file``,
+``factor_model_sha256`` (of its bytes), ``question_ids_sha256``, ``n_questions``,
+``question_id_type`` (``"str"`` or ``"int"``), ``config`` (the sampler's class and parameters and
+the other :class:`~faqstats.EvaluationSession` parameters; ``step_weights`` and ``dtype`` only when
+not the defaults), ``rng_state`` (the generator's state after the last draw), ``draws``
+(``[question index, probability, round]``, pending ones included), ``answers`` (``[question
+index, outcome]`` in arrival order) and ``checksums`` (:func:`session_checksums`, checked on every
+load: a hand edit or damage is refused with the parts named; older sessions load unchecked).
 """
 
 from __future__ import annotations
@@ -109,10 +88,7 @@ def _npz_path(path):
 
 
 def question_ids_sha256(question_ids):
-    """SHA-256 (hex) of a list of question ids, as stored in the file's metadata.
-
-    The hash is over ``json.dumps(list(question_ids), ensure_ascii=False,
-    separators=(",", ":"))`` encoded as UTF-8, so it depends on the order of the ids.
+    """SHA-256 (hex) of the UTF-8 compact JSON list of the ids (order matters), as stored in the metadata.
 
     Examples
     --------
@@ -178,27 +154,19 @@ def save_factor_model(model, path, *, question_ids=None):
 
     Parameters
     ----------
-    model : fitted LogisticFactorModel or LogisticFactorModelCV
-        For the CV model its ``best_estimator_`` is saved, with the CV results (file
-        format ``faqstats.factor_model``). Models made by :meth:`LogisticFactorModel.from_factors` work too.
+    model : fitted LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate
+        For the CV model its ``best_estimator_`` is saved, with the CV results.
     path : str or os.PathLike
-        Destination. Like :func:`numpy.savez`, ``".npz"`` is appended when the name
-        does not end with it (``"fm"`` writes ``"fm.npz"``); :func:`load_factor_model`
-        applies the same rule.
+        Destination; like :func:`numpy.savez`, ``".npz"`` is appended when missing
+        (:func:`load_factor_model` applies the same rule).
     question_ids : sequence of str, optional
-        Unique ids of the questions, in the order of ``question_factors_``. Stored with
-        their SHA-256 (see :func:`question_ids_sha256`) so that a later user can check
-        the bank's order with :func:`check_question_ids`. Defaults to the model's
-        ``feature_names_in_`` when it was fitted on a DataFrame.
+        Unique ids of the questions, in the order of ``question_factors_``, stored with
+        their SHA-256 for :func:`check_question_ids`. Defaults to ``feature_names_in_``.
 
     Returns
     -------
     path : pathlib.Path
         The file written (with the ``.npz`` suffix).
-
-    See Also
-    --------
-    load_factor_model, check_question_ids
 
     Examples
     --------
@@ -244,11 +212,9 @@ def save_factor_model(model, path, *, question_ids=None):
         arrays["feature_names_in"] = np.array(_check_ids(feature_names, n, "feature_names_in_"), dtype=str)
         if question_ids is None:
             question_ids = list(feature_names)
-    ids_hash = None
     if question_ids is not None:
         question_ids = _check_ids(question_ids, n, "question_ids")
         arrays["question_ids"] = np.array(question_ids, dtype=str)
-        ids_hash = question_ids_sha256(question_ids)
 
     notes = []
     cv_meta = None
@@ -269,7 +235,7 @@ def save_factor_model(model, path, *, question_ids=None):
         "n_components": k,
         "n_models": None if "model_factors" not in arrays else int(arrays["model_factors"].shape[0]),
         "fitted_device": json_safe(getattr(model, "device_", None), "device_", notes),
-        "question_ids_sha256": ids_hash,
+        "question_ids_sha256": None if question_ids is None else question_ids_sha256(question_ids),
         "cv": cv_meta,
         "notes": notes,
     }
@@ -342,8 +308,7 @@ def _read_array(data, key, path):
 
 
 def _array_hash_error(data, meta, path):
-    """The error for entries whose bytes differ from the SHA-256 written with them (edited or
-    damaged), or None."""
+    """The error naming the entries whose bytes differ from their stored SHA-256, or None."""
     stored = meta.get("array_sha256")
     if stored is None:  # written before faqstats stored the hashes
         return None
@@ -380,27 +345,17 @@ def load_factor_model(path):
 
     Returns
     -------
-    model : LogisticFactorModel
-        Fitted (for a saved ``LogisticFactorModelCV``, its best estimator), with its
-        parameters restored by ``set_params`` (a ``random_state`` that was a
-        Generator comes back as None). Its predictions equal the saved model's
-        exactly. Besides the fitted attributes it has:
-
-        ``question_ids_`` : list of str or None
-            The saved question ids.
-        ``metadata_`` : dict
-            The file's JSON metadata; for a saved CV model ``metadata_["cv"]`` also
-            holds ``"cv_results"``, a dict of ndarrays.
+    model : LogisticFactorModel or GaussianProcessSurrogate
+        Fitted (a saved CV model's best estimator), predicting exactly as the saved one,
+        with its parameters (a Generator ``random_state`` comes back as None),
+        ``question_ids_`` (for :func:`check_question_ids`) and ``metadata_`` (the JSON metadata; for a
+        CV model ``metadata_["cv"]["cv_results"]`` is a dict of ndarrays).
 
     Raises
     ------
     ValueError
-        If the file is not a faqstats factor model, was written by a newer format
-        version, needs pickle, or has a missing, misshapen or non-finite entry.
-
-    See Also
-    --------
-    save_factor_model, check_question_ids
+        If the file is not a faqstats factor model (or a newer format), needs pickle, or has
+        a missing, misshapen, non-finite or altered entry.
 
     Examples
     --------
@@ -409,8 +364,7 @@ def load_factor_model(path):
     >>> from faqstats import LogisticFactorModel, load_factor_model, save_factor_model
     >>> fm = LogisticFactorModel.from_factors(np.ones((4, 2)), model_factors=np.eye(2))
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     _ = save_factor_model(fm, pathlib.Path(tmp) / "fm.npz")
-    ...     loaded = load_factor_model(pathlib.Path(tmp) / "fm.npz")
+    ...     loaded = load_factor_model(save_factor_model(fm, pathlib.Path(tmp) / "fm.npz"))
     >>> loaded.question_factors_.shape, loaded.model_factors_.shape, loaded.question_ids_
     ((4, 2), (2, 2), None)
     """
@@ -473,15 +427,12 @@ def load_factor_model(path):
         fm.check_params()
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: invalid estimator parameters in metadata: {exc}") from exc
-    for key, value in gp_arrays.items():
-        setattr(fm, key + "_", value)
     if not gp and fm.n_components != k:  # the surrogate's rank may be below n_components (a small history)
         raise ValueError(f"{path}: params n_components={fm.n_components} but the factors have {k} components.")
-    fm.question_factors_ = V
-    fm.model_factors_ = U
-    fm.prior_mean_ = mean
-    fm.prior_cov_ = cov
-    fm.observed_questions_ = observed
+    fitted = {"question_factors": V, "model_factors": U, "prior_mean": mean, "prior_cov": cov,
+              "observed_questions": observed, **gp_arrays}
+    for key, value in fitted.items():
+        setattr(fm, key + "_", value)
     if losses is not None:
         fm.loss_curve_ = losses
         fm.n_iter_ = int(losses.size)
@@ -509,21 +460,17 @@ def _read_ids(data, key, n, path):
 def check_question_ids(model, question_ids):
     """Raise unless ``question_ids`` are the model's question ids, in the same order.
 
-    Use it before evaluating on a bank with a loaded model: the model's ``j``-th
-    question factor is only meaningful for the bank's ``j``-th question.
-
     Parameters
     ----------
     model : LogisticFactorModel
-        With ``question_ids_`` (set by :func:`load_factor_model`) or
-        ``feature_names_in_`` (fitted on a DataFrame).
+        With ``question_ids_`` (from :func:`load_factor_model`) or ``feature_names_in_``.
     question_ids : sequence of str
-        The ids of the bank's questions, in the order the outcomes will be given.
+        The bank's ids, in the order the outcomes will be given.
 
     Raises
     ------
     ValueError
-        If the model carries no ids, or the ids differ in number, content or order.
+        If the model carries no ids, or they differ in number, content or order.
 
     Examples
     --------
@@ -555,11 +502,14 @@ def check_question_ids(model, question_ids):
 
 
 # -- JSON documents ------------------------------------------------------------------
-def _read_json(path, what):
+def _read_json(path, what, format_name, max_version, version_label="format version"):
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a {what} JSON file, or not valid UTF-8 JSON ({exc}).") from exc
+    check_format_header(doc, path, format_name=format_name, max_version=max_version, what=f"{what} file",
+                        version_label=version_label)
+    return doc
 
 
 def _write_json(path, doc, indent=None):
@@ -610,9 +560,7 @@ def load_step_weights(path):
     from .step_weights import StepWeights
 
     path = Path(path)
-    doc = _read_json(path, "step-weights")
-    check_format_header(doc, path, format_name=STEP_WEIGHTS_FORMAT, max_version=STEP_WEIGHTS_FORMAT_VERSION,
-                        what="step-weights file")
+    doc = _read_json(path, "step-weights", STEP_WEIGHTS_FORMAT, STEP_WEIGHTS_FORMAT_VERSION)
     try:
         arrays = {k: np.asarray(doc[k], dtype=float) for k in ("weights", "step_variance", "smoothed_variance")}
         budget, n_val, n_runs = int(doc["budget"]), int(doc["n_validation"]), int(doc["n_runs"])
@@ -637,8 +585,7 @@ _PARTS = ("draws", "answers", "rng_state", "checksums", "updated_utc")  # the he
 
 
 def session_checksums(state):
-    """SHA-256 of each part of a session state: its ``settings`` (configuration, bank and
-    model hashes), ``draws``, ``answers``, ``rng_state`` and the rest (``header``)."""
+    """SHA-256 of each part of a session state: settings, draws, answers, rng_state and the rest (header)."""
     parts = {"settings": {key: state.get(key) for key in _SETTINGS}, "draws": state.get("draws"),
              "answers": state.get("answers"), "rng_state": state.get("rng_state"),
              "header": {key: value for key, value in state.items() if key not in _SETTINGS + _PARTS}}
@@ -648,11 +595,8 @@ def session_checksums(state):
 
 
 def read_session_state(path):
-    """A session's state document (format ``faqstats.session``), checked field by field and
-    against its checksums."""
-    state = _read_json(path, "session")
-    check_format_header(state, path, format_name=SESSION_FORMAT, max_version=SESSION_FORMAT_VERSION,
-                        what="session file", version_label="session format version")
+    """A session's state document (format ``faqstats.session``), checked field by field and by checksum."""
+    state = _read_json(path, "session", SESSION_FORMAT, SESSION_FORMAT_VERSION, "session format version")
     missing = [key for key in _SESSION_FIELDS if key not in state]
     if missing:
         raise ValueError(f"{path}: missing field(s) {missing}.")
@@ -682,9 +626,7 @@ def read_session_state(path):
 
 
 def write_session_state(path, fields):
-    """Write a session's state: the format header, ``updated_utc`` and ``fields``
-    (atomically; temporaries of a writer killed mid-write are removed first, so the
-    caller must hold the session's lock)."""
+    """Write a session's state (header, ``updated_utc``, ``fields``) atomically, under the caller's lock."""
     doc = _header(SESSION_FORMAT, SESSION_FORMAT_VERSION) | {"updated_utc": utc_now()} | fields
     doc["checksums"] = session_checksums(doc)
     remove_stale_temporaries(path)

@@ -1,9 +1,4 @@
-"""Resumable evaluations: a query loop driven from outside, kept on disk between calls.
-
-:class:`EvaluationSession` is the loop; :class:`SessionStore` is where it lives (a
-directory with the factor model, the state file and a lock; formats in
-:mod:`faqstats.io`).
-"""
+"""Resumable evaluations: :class:`EvaluationSession` (the loop) and :class:`SessionStore` (its directory)."""
 
 from ._session import EvaluationSession, NextQuestions
 from ._store import SessionStore

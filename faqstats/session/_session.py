@@ -1,15 +1,9 @@
 """A resumable evaluation: ask a new model a few questions at a time, across processes and crashes.
 
-:class:`~faqstats.PAIEstimator` runs the whole query loop in one call, against an array
-or a callable. Real evaluations are slower and messier: answers come from an API or
-from human graders, arrive out of order, and the process running the loop may be
-stopped. An :class:`EvaluationSession` is the same loop
-(:class:`faqstats._engine.QueryLoop`) driven from outside: it hands out the questions
-to ask (:meth:`~EvaluationSession.next_questions`), takes answers whenever they come
-(:meth:`~EvaluationSession.record`) and keeps everything it needs on disk
-(:class:`~faqstats.session.SessionStore`), so that :meth:`EvaluationSession.load`
-carries on exactly where it stopped: it replays the stored rounds through the same
-loop, checking every stored draw against the policy.
+:class:`EvaluationSession` is :class:`~faqstats.PAIEstimator`'s loop (:class:`faqstats._engine.QueryLoop`)
+driven from outside: it hands out questions, takes answers whenever they come and keeps its state in a
+:class:`~faqstats.session.SessionStore`; :meth:`EvaluationSession.load` replays the stored rounds,
+checking every draw against the policy (docs/tutorials/python_callable.md).
 """
 
 from __future__ import annotations
@@ -35,10 +29,7 @@ __all__ = ["EvaluationSession", "NextQuestions"]
 
 
 class NextQuestions(NamedTuple):
-    """The questions to ask now: ``ids`` and the probability ``q_t`` each was drawn with.
-
-    Unpacks as ``ids, probabilities = session.next_questions()``; both are lists.
-    """
+    """The questions to ask now: lists of the ``ids`` and of the probability ``q_t`` each was drawn with."""
 
     ids: list
     probabilities: list
@@ -50,66 +41,32 @@ class EvaluationSession:
     Parameters
     ----------
     factor_model : fitted LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate, or path
-        The fitted factor model (or surrogate), or the path of one saved with
-        :func:`~faqstats.save_factor_model`.
+        The model, or the path of one saved with :func:`~faqstats.save_factor_model`.
     question_ids : sequence of str or of int, optional
-        The bank's question ids, in the order of the factor model's questions; the
-        session hands them out and takes answers by them. Unique, all strings or all
-        integers. Defaults to the ids stored with the model, else ``0 .. N-1``. When
-        the model carries ids, ``question_ids`` must be the same ids in the same order.
+        The bank's unique ids (all str or all int) in the model's question order, by which questions
+        are handed out and answered; the model's ids when it carries some (the default), else ``0 .. N-1``.
     sampler : Sampler, default=None
-        A sequential policy (``HybridSampler()`` when None), built-in or your own
-        :class:`~faqstats.Sampler` subclass; nature's-order designs (``BernoulliAIPW``)
-        are not supported. Stored by class name and parameters: one from outside
-        :mod:`faqstats.sampling` must be passed again to :meth:`load`.
-    budget : int, default=100
-        Maximum number of draws (queries), as in :class:`PAIEstimator`.
-    batch_size : int, default=1
-        Draws per round: the questions :meth:`next_questions` hands out together, to be
-        answered in parallel. The factor posterior moves between rounds only.
-    stop_when_width : float in (0, 1] or None, default=None
-        Stop once the anytime-valid confidence sequence at level ``1 - alpha`` is at
-        most this wide (checked after each round); see :class:`PAIEstimator`.
+        A sequential policy (``HybridSampler()`` when None; not ``BernoulliAIPW``), stored by class and
+        parameters: one from outside :mod:`faqstats.sampling` must be passed again to :meth:`load`.
+    budget, batch_size, stop_when_width, confidence_sequence, interval, step_weights, dtype
+        As in :class:`PAIEstimator`; a round of :meth:`next_questions` is ``batch_size`` draws.
     alpha : float in (0, 1), default=0.05
-        Significance level of the intervals the session reports (:meth:`status`,
-        ``faqstats session report``) and of its confidence sequence.
-    confidence_sequence : bool, default=False
-        Track the anytime-valid confidence sequence even without ``stop_when_width``.
-    interval : {"robust-t", "t", "normal"}, default="robust-t"
-        Quantile of the reported Wald-type interval, as in :class:`PAIEstimator`.
-    step_weights : array-like of shape (>= budget,) or None, default=None
-        Fixed weights of the increments, as in :class:`PAIEstimator` (e.g.
-        :func:`faqstats.step_weights.learn_step_weights` from the history); stored
-        with the session.
-    dtype : {"float64", "float32"}, default="float64"
-        Precision of the predictions recomputed after each answer, as in
-        :class:`PAIEstimator` (``"float32"``: a faster step on large banks).
+        Level of the reported intervals (:meth:`status`) and of the confidence sequence.
     random_state : int or None, default=None
-        Seed of the draws. ``None`` draws a fresh seed, stored with the session (see
-        :attr:`random_state`). The generator's state is saved after every round, so a
-        loaded session makes exactly the draws the uninterrupted one would have made.
+        Seed of the draws (``None``: a fresh one, stored); the generator's state is saved after
+        every round, so a loaded session draws exactly as the uninterrupted one would have.
     directory : str or os.PathLike or None, default=None
-        Where the session lives; it is written there at once (refused if a session is
-        already there: use :meth:`load`). ``None`` keeps the session in memory only.
+        Where the session is written at once (refused if one is there: use :meth:`load`);
+        ``None`` keeps it in memory only.
 
     Attributes
     ----------
-    question_ids : list
-        The bank's ids (str or int, as given).
-    factor_model : LogisticFactorModel
-        The model the session uses (as loaded from the session directory, when it has one).
-    sampler : Sampler
-    directory : pathlib.Path or None
+    question_ids, factor_model, sampler, directory
+        As given (the model as loaded from ``directory``, when there is one).
     budget, batch_size, stop_when_width, alpha, random_state
         The configuration (read-only).
-    n_draws, n_queries, n_answers : int
-        Draws recorded in the estimate, distinct questions among them, answers received.
-    pending : NextQuestions
-        Questions drawn and not answered yet.
-    done : bool
-        Whether querying has stopped (budget spent or interval narrow enough).
-    stop_reason : {"budget", "width"} or None
-        None while the session is running.
+    n_draws, n_queries, n_answers, pending, done, stop_reason
+        The progress (see each property).
 
     See Also
     --------
@@ -118,7 +75,6 @@ class EvaluationSession:
 
     Examples
     --------
-    >>> import numpy as np
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=40, n_questions=60, n_components=3, random_state=0)
     >>> fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
@@ -205,8 +161,7 @@ class EvaluationSession:
     # -- construction ------------------------------------------------------------
     @classmethod
     def create(cls, directory, factor_model, question_ids=None, **params):
-        """Start a session saved in ``directory`` (created when missing; ``FileExistsError`` if it
-        holds a session already); ``params`` are the class's keyword parameters."""
+        """Start a session in ``directory`` (``FileExistsError`` if one is there); ``params``: the class's."""
         if directory is None:
             raise ValueError("directory must be a path; for a session kept in memory use EvaluationSession(...).")
         return cls(factor_model, question_ids, directory=directory, **params)
@@ -219,14 +174,12 @@ class EvaluationSession:
         ----------
         directory : str or os.PathLike
         sampler : Sampler, optional
-            Needed only for a sampler class outside :mod:`faqstats.sampling`; it must
-            have the stored class name and parameters.
+            Needed only for a sampler class outside :mod:`faqstats.sampling` (with the stored parameters).
 
         Raises
         ------
         ValueError
-            If the state file is not a faqstats session, was written by a newer format
-            version, or does not match its factor model file (bank ids or contents).
+            If the state file is not a faqstats session (or a newer format), or does not match its model file.
         FileNotFoundError
             If ``directory`` holds no session.
         """
@@ -294,7 +247,7 @@ class EvaluationSession:
     n_questions = property(lambda self: self._loop.run.n_questions)
     directory = property(lambda self: None if self._store is None else self._store.directory)
 
-    # -- state (documented in the class's Attributes) ------------------------------
+    # -- state ---------------------------------------------------------------------
     stop_reason = property(lambda self: self._loop.stop_reason, doc='Why querying stopped ("budget", "width"), or None.')
     done = property(lambda self: self._loop.done, doc="Whether querying has stopped.")
     n_draws = property(lambda self: self._loop.n_recorded, doc="Recorded draws (a question may repeat).")
@@ -305,13 +258,11 @@ class EvaluationSession:
     @property
     def pending(self):
         """:class:`NextQuestions` drawn and still waiting for an answer (empty when none)."""
-        ids, probabilities, seen = [], [], set()
+        first = {}  # question -> probability of its first unanswered pending draw
         for draw in self._loop.pending:
-            if draw.question not in self._answers and draw.question not in seen:
-                seen.add(draw.question)
-                ids.append(self.question_ids[draw.question])
-                probabilities.append(draw.probability)
-        return NextQuestions(ids, probabilities)
+            if draw.question not in self._answers:
+                first.setdefault(draw.question, draw.probability)
+        return NextQuestions([self.question_ids[q] for q in first], list(first.values()))
 
     def queries(self):
         """One row per recorded draw, as :attr:`PAIEstimator.queries_` (structured ndarray)."""
@@ -321,19 +272,14 @@ class EvaluationSession:
     def next_questions(self, n=None):
         """The questions to ask now, with the probability each was drawn with.
 
-        When no round is pending, a new round of ``n`` draws (default ``batch_size``,
-        at most the budget left) is made from the current policy exactly as
-        :class:`PAIEstimator` makes it, and saved before it is returned. While a round
-        is pending, its unanswered questions are returned again (``n`` is then
-        ignored), so a crash between asking and recording re-serves the same questions.
-        With replacement, a question drawn again is answered from its earlier answer and
-        not handed out.
+        With no round pending, draws (and saves) a new round of ``n`` as :class:`PAIEstimator`
+        would; else returns the pending round's unanswered questions again (``n`` ignored). With
+        replacement, a question drawn again takes its earlier answer and is not handed out.
 
         Parameters
         ----------
         n : int, optional
-            Size of a new round; any predictable choice keeps the estimate unbiased,
-            but only ``batch_size`` reproduces :class:`PAIEstimator`.
+            Size of a new round (any keeps the estimate unbiased; ``batch_size`` reproduces PAIEstimator).
 
         Returns
         -------
@@ -350,13 +296,10 @@ class EvaluationSession:
         return self.pending
 
     def record(self, ids, outcomes):
-        """Record answers to pending questions, in any order and any number at a time.
+        """Record answers to pending questions, in any order and any number at a time; saved on return.
 
-        Increments enter the estimate in draw order: an answer waits until the answers
-        to the earlier draws of its round are in (the estimate does not depend on the
-        order answers arrive in). When a round is complete the factor posterior is
-        updated and the stopping rules are checked. The session is saved before this
-        returns.
+        Increments enter the estimate in draw order, so the order answers arrive in does not
+        matter; a complete round updates the factor posterior and checks the stopping rules.
 
         Parameters
         ----------
@@ -367,9 +310,8 @@ class EvaluationSession:
         Raises
         ------
         ValueError
-            For an id that is not pending (not asked, or already answered), an id
-            given twice, or an outcome outside [0, 1] or NaN. Nothing is recorded
-            then, and the session's files are left untouched.
+            For an id not pending or given twice, or an outcome outside [0, 1] or NaN;
+            nothing is recorded then, and the files are left untouched.
         """
         if isinstance(ids, (str, numbers.Integral)):
             ids, outcomes = [ids], [outcomes]
@@ -451,12 +393,8 @@ class EvaluationSession:
     def result(self):
         """The estimate so far (:class:`~faqstats.AccuracyResult`); ``stop_reason`` is None while running.
 
-        Needs at least two recorded draws. Once done it equals what
-        :class:`PAIEstimator` reports for the same configuration and answers. While
-        running, its Wald-type interval is that of the draws so far: valid for a number
-        of draws fixed in advance, not for stopping because it looks narrow enough. To
-        stop on the width, use ``stop_when_width``, whose anytime-valid interval is then
-        reported.
+        Needs two recorded draws; once done it equals :class:`PAIEstimator`'s. A running Wald-type
+        interval is not valid for stopping when it looks narrow: use ``stop_when_width`` for that.
         """
         if self.n_draws < 2:
             raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
@@ -468,8 +406,7 @@ class EvaluationSession:
         Returns
         -------
         ndarray of shape (n_draws - 1, 4)
-            Columns: draws so far, estimate, and the ``1 - alpha`` Wald-type interval's
-            low and high, computed as :meth:`result` would have at that point.
+            Draws so far, estimate, and the ``1 - alpha`` Wald-type interval :meth:`result` gave then.
         """
         rows = []
         for t in range(2, self.n_draws + 1):
@@ -483,13 +420,9 @@ class EvaluationSession:
         return None if loop.cs is None else np.array(loop.confidence_rows, dtype=float).reshape(-1, 3)
 
     def plot(self, path=None, ax=None):
-        """Plot the running estimate and its interval as draws accumulate.
+        """Plot :meth:`trajectory` (and the confidence sequence, if tracked); returns the axes.
 
-        The band is the ``1 - alpha`` Wald-type interval after each draw (see
-        :meth:`trajectory`); the anytime-valid confidence sequence is drawn too when
-        the session tracks one. Draws on ``ax`` when given, else on a new figure (the
-        object API: no pyplot, the user's backend untouched); writes a PNG to ``path``
-        when given. Returns the axes.
+        Draws on ``ax`` or a new matplotlib ``Figure`` (no pyplot); writes a PNG to ``path`` when given.
         """
         from matplotlib.figure import Figure
 
@@ -565,12 +498,10 @@ class EvaluationSession:
 
 # -- helpers -------------------------------------------------------------------------
 def _check_outcome(value, qid):
-    if not isinstance(value, (numbers.Real, np.number)):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"outcome for question id {qid!r} must be a number in [0, 1], got {value!r}.") from None
-    value = float(value)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"outcome for question id {qid!r} must be a number in [0, 1], got {value!r}.") from None
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"outcome for question id {qid!r} must be in [0, 1] (1 correct, 0 wrong), got {value!r}.")
     return value

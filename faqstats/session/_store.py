@@ -1,9 +1,6 @@
-"""Where a session lives: its directory, the factor model file, the state file, the lock.
-
-Directory layout: ``factor_model.npz`` (the factor model and the bank's question ids,
-:func:`~faqstats.io.save_factor_model`), ``session.json`` (the state, format
-``faqstats.session``: :mod:`faqstats.io`) and ``.session.lock``, an advisory lock held
-while the state is written (:meth:`SessionStore.save`).
+"""Where a session lives: a directory with ``factor_model.npz`` (the model and the bank's ids),
+``session.json`` (the state; both formats in :mod:`faqstats.io`) and ``.session.lock``, held while
+the state is written (:meth:`SessionStore.save`).
 """
 
 from __future__ import annotations
@@ -53,8 +50,7 @@ class SessionStore:
 
     @classmethod
     def create(cls, directory, factor_model, question_ids):
-        """A new session directory holding ``factor_model`` with the bank's ids; returns the
-        store and the model as stored (what a loaded session will compute with)."""
+        """A new session directory with ``factor_model`` and the ids: ``(store, model as stored)``."""
         directory = cls.refuse_existing(directory)
         directory.mkdir(parents=True, exist_ok=True)
         model_path = save_factor_model(factor_model, directory / MODEL_FILE, question_ids=[str(q) for q in question_ids])
@@ -88,8 +84,7 @@ class SessionStore:
         return cls(directory, state["revision"], model_sha), state, fm
 
     def save(self, fields):
-        """Write the state (``fields`` plus the header and the next revision) under the lock,
-        refusing if another process wrote a revision this store did not read."""
+        """Write ``fields`` as the next revision under the lock, unless another process wrote one since."""
         path = self.state_path
         fields = fields | {"revision": self.revision + 1, "factor_model_file": MODEL_FILE,
                            "factor_model_sha256": self.model_sha256}
