@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -30,42 +31,26 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     """Low-rank logistic model of a partially observed 0/1 outcome matrix.
 
     Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells of ``H``.
-    Two solvers:
+    Two solvers (compared in docs/performance.md, "Factor fit"):
 
     ``solver="adamw"`` (default; the seed paper's optimiser)
-        ``max_iter`` full-batch AdamW steps on the mean binary cross-entropy over the
-        observed cells, with decoupled weight decay ``regularization`` on both factor matrices,
-        from N(0, 1) draws. Decoupled decay is *not* an L2 penalty on the loss (it
-        shrinks every entry by ``learning_rate * regularization`` per step, whatever the
-        gradient's scale), so this solver minimises no fixed objective: its result is
-        that of the trajectory (start, step count, learning rate).
-    ``solver="newton"`` (alternating Newton, much faster on large banks)
-        Minimises the explicit MAP objective
-        ``(1/n_obs) [sum_{observed} BCE(u_i . v_j, H_ij) + (r/2)(||U||^2 + ||V||^2)]``
-        with ``r = regularization``, the mean cross-entropy plus an L2 penalty, i.e.
-        independent N(0, 1/r) priors on every factor entry (``r > 0``). Each sweep takes one damped
-        Newton step for every row ``u_i`` with V fixed (a k-dimensional ridge-logistic
-        regression each: batched k x k Hessians and Cholesky solves, per-row
-        backtracking, so the objective never increases), then the same for every
-        ``v_j``; it stops when a sweep lowers the objective by less than ``tol``
-        (relative) or after ``max_iter`` sweeps. Memory: the dense logits
-        (models x questions) when at least 20% of cells are observed, else
-        O(observed cells + (models + questions) k^2); never models x questions x k.
-        Same ``regularization`` name, different role: the two solvers' values are not
-        interchangeable. 1-10 suits Newton (3 matched or beat AdamW's held-out log-loss
-        on the banks measured, in a tenth of the time at paper scale); AdamW's default
-        0.1 overfits with it (user guide, "performance").
-        Works on ``device="cuda"`` as well.
+        ``max_iter`` full-batch AdamW steps on the mean cross-entropy over the observed
+        cells from N(0, 1) draws, with decoupled weight decay ``regularization``: not an
+        L2 penalty, so the result is that of the trajectory, not of a fixed objective.
+    ``solver="newton"`` (alternating Newton, much faster on large banks, CPU or CUDA)
+        Minimises the MAP objective ``(1/n_obs) [sum_{observed} BCE(u_i . v_j, H_ij)
+        + (r/2)(||U||^2 + ||V||^2)]``, ``r = regularization > 0``, by damped Newton
+        half-sweeps over rows and columns (see :mod:`faqstats._torch_backend`) until a
+        sweep gains less than ``tol`` (relative). Here ``regularization`` is a prior
+        precision: 1-10 suits it, AdamW's default 0.1 overfits.
 
     Parameters
     ----------
     n_components : int, default=16
         Latent dimension ``k``.
     regularization : float, default=0.1
-        Regularisation of model and question factors: AdamW's decoupled weight decay
-        (``solver="adamw"``), or the prior precision of every factor entry, the
-        ``(regularization/2) ||.||^2`` penalty on the summed cross-entropy
-        (``solver="newton"``, must be > 0).
+        AdamW's decoupled weight decay, or Newton's prior precision of every factor
+        entry (must be > 0); see above.
     learning_rate : float, default=1e-2
         AdamW learning rate (unused by ``solver="newton"``).
     max_iter : int, default=2000
@@ -76,8 +61,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         ``solver="newton"`` only: stop when one sweep lowers the objective by less
         than ``tol`` times its value. (AdamW always runs ``max_iter`` steps.)
     device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
-        Torch device; ``"auto"`` picks CUDA when available. The resolved device is
-        stored in ``device_``; the parameter is never rewritten.
+        Torch device; ``"auto"`` picks CUDA when available (the result is ``device_``).
     dtype : {"float32", "float64"}, default="float32"
         Precision of the optimisation. Fitted attributes are always float64 numpy.
     random_state : int, Generator or None, default=None
@@ -86,21 +70,16 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     verbose : bool, default=False
         Show a progress bar while fitting.
     prior_scale : float > 0, default=1.0
-        The new model's prior covariance is ``prior_scale`` times the covariance of the
-        fitted ``model_factors_``. The fitted factors are noisy estimates, so their spread
-        overstates that of the true factors (errors in variables), and a tighter prior
-        can lower the variance of the PAI estimate (user guide, "default policy"). The
-        default keeps the paper's prior.
+        Factor on the new model's prior covariance (that of ``model_factors_``); below 1
+        tightens the prior (docs/statistics.md, "Default policy"). 1 is the paper's prior.
 
     Attributes
     ----------
     model_factors_ : ndarray of shape (n_models, n_components)
         Factors ``u_i`` of the historical models.
     question_factors_ : ndarray of shape (n_questions, n_components)
-        Factors ``v_j``. Questions never observed in the history get the mean of the
-        observed questions' factors (the "average question"), so their prediction is
-        the model's typical accuracy rather than an arbitrary 0.5; see
-        ``observed_questions_``.
+        Factors ``v_j``; a question never observed gets the mean of the observed
+        questions' factors (see ``observed_questions_``).
     observed_questions_ : ndarray of bool, shape (n_questions,)
         Whether each question had at least one observed outcome.
     prior_mean_ : ndarray of shape (n_components,)
@@ -245,7 +224,6 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         backend.resolve_dtype(self.dtype)
         frozen = question_factors is not None
         newton = self.solver == "newton"
-        # Newton with V frozen solves every row to convergence (quadratic: a few steps)
         max_iter = min(int(self.max_iter), _NEWTON_ROW_MAX_ITER) if newton and frozen else int(self.max_iter)
         bar = progress_bar(max_iter, "fitting factors", self.verbose)
         common = dict(
@@ -274,10 +252,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Historical outcomes: 1 correct, 0 wrong, NaN not observed. Graded scores
-            in [0, 1] (partial credit, pass@k fractions) are fitted with the same loss,
-            the fractional logistic (soft-target cross-entropy) loss. Every row needs
-            at least one observed cell.
+            Historical outcomes: 1 correct, 0 wrong, graded in [0, 1] (a soft target:
+            docs/statistics.md, "Graded outcomes"), NaN not observed; no empty rows.
         y : ignored
 
         Returns
@@ -309,11 +285,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Factors of new models (rows of ``X``) with the question factors frozen.
 
-        The same solver as ``fit`` with ``question_factors_`` fixed, started at
-        ``prior_mean_``; every row is fitted on its own (its factor does not depend on
-        the other rows). With ``solver="newton"`` each row's
-        ``sum_j BCE(u . v_j, X_ij) + (regularization/2) ||u||^2`` (the fit's row subproblem) is
-        minimised to convergence. Rows with no observed cell get ``prior_mean_``.
+        The solver of ``fit`` started at ``prior_mean_``, every row on its own (Newton
+        solves each row to convergence). Rows with no observed cell get ``prior_mean_``.
 
         Parameters
         ----------
@@ -349,7 +322,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
                 f"model factors have {u.shape[-1]} components, the factor model has "
                 f"{self.question_factors_.shape[1]}."
             )
-        return _sigmoid(u @ self.question_factors_.T)
+        return expit(u @ self.question_factors_.T)
 
     def posterior(self, dtype="float64"):
         """A new model's factor posterior at the prior, ready to learn its answers.
@@ -363,10 +336,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     def score(self, X, y=None):
         """Held-out mean log-likelihood on new models (higher is better).
 
-        For each row of ``X`` a seeded random half of its observed cells is used to fit
-        the row's factor (question factors frozen) and the other half is scored. This
-        is what FAQ needs of the model: predicting unseen answers of an unseen model,
-        and it makes ``GridSearchCV(LogisticFactorModel(), ..., cv=KFold())`` work.
+        A seeded half of each row's observed cells fits its factor (as in ``transform``),
+        the other half is scored; so ``GridSearchCV(..., cv=KFold())`` works.
         """
         check_is_fitted(self, "question_factors_")
         H, fit_half, test_half = observed_halves(self, X)
@@ -391,13 +362,6 @@ def _gaussian_prior(U):
     return mean, cov
 
 
-def _sigmoid(x):
-    # scipy's expit is exact in both tails (no overflow warnings)
-    from scipy.special import expit
-
-    return expit(x)
-
-
 def log_loss_on_cells(H, logits, cells):
     """Mean Bernoulli log-loss of ``logits`` against ``H`` on the boolean mask ``cells``."""
     y = H[cells]
@@ -412,14 +376,8 @@ def log_loss_on_cells(H, logits, cells):
 def laplace_update(mean, cov, v, z):
     """One online Laplace (Sherman-Morrison) update of a Gaussian factor posterior.
 
-    Paper Eqs. (9)-(10): with ``p = sigmoid(mean . v)`` and ``w = p (1 - p)``,
-
-    ``cov' = cov - w (cov v)(cov v)^T / (1 + w v^T cov v)``,
-    ``mean' = mean + cov' v (z - p)``.
-
-    The covariance is made symmetric first; the rank-one downdate keeps it exactly
-    symmetric, and because ``w >= 0`` it is a contraction and stays positive
-    semi-definite (see :func:`faqstats.posterior.laplace_step`).
+    Paper Eqs. (9)-(10) (docs/statistics.md, "The factor model and its online update"),
+    via :func:`faqstats.posterior.laplace_step` after symmetrising ``cov``.
 
     Parameters
     ----------
@@ -449,11 +407,10 @@ def laplace_update(mean, cov, v, z):
 class LogisticFactorModelCV(BaseEstimator):
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
-    The observed cells of ``H`` are split into ``cv`` folds at random (MCAR); for every
-    candidate the model is fitted with one fold hidden and scored on it. Following the
-    paper (Section 4) the one-standard-error rule then picks the *simplest* candidate
-    (fewest components, then largest ``regularization``) whose mean score is within one standard
-    error of the best; the winner is refitted on all of ``H``.
+    Every candidate is fitted with one random fold of observed cells hidden and scored
+    on it; the one-standard-error rule (paper Section 4) picks the simplest candidate
+    (fewest components, then largest ``regularization``) within one standard error of
+    the best, refitted on all of ``H``.
 
     Parameters
     ----------
@@ -521,16 +478,10 @@ class LogisticFactorModelCV(BaseEstimator):
         self.verbose = verbose
 
     def _model(self, k, regularization, seed):
+        shared = ("learning_rate", "max_iter", "solver", "tol", "device", "dtype")
         return LogisticFactorModel(
-            n_components=int(k),
-            regularization=float(regularization),
-            learning_rate=self.learning_rate,
-            max_iter=self.max_iter,
-            solver=self.solver,
-            tol=self.tol,
-            device=self.device,
-            dtype=self.dtype,
-            random_state=seed,
+            n_components=int(k), regularization=float(regularization), random_state=seed,
+            **{name: getattr(self, name) for name in shared},
         )
 
     def fit(self, X, y=None):
