@@ -58,15 +58,13 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     solver : {"adamw", "newton"}, default="adamw"
         Optimiser, see above.
     tol : float, default=1e-4
-        ``solver="newton"`` only: stop when one sweep lowers the objective by less
-        than ``tol`` times its value. (AdamW always runs ``max_iter`` steps.)
+        ``solver="newton"`` only: stop when a sweep lowers the objective by less than ``tol`` (relative).
     device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
         Torch device; ``"auto"`` picks CUDA when available (the result is ``device_``).
     dtype : {"float32", "float64"}, default="float32"
         Precision of the optimisation. Fitted attributes are always float64 numpy.
     random_state : int, Generator or None, default=None
-        Seeds the N(0, 1) initialisation of the factors (``solver="newton"`` starts
-        from the same draws times 0.1) and the cell split in ``score``.
+        Seeds the initial factors (Newton's are AdamW's times 0.1) and the cell split in ``score``.
     verbose : bool, default=False
         Show a progress bar while fitting.
     prior_scale : float > 0, default=1.0
@@ -85,8 +83,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     prior_mean_ : ndarray of shape (n_components,)
         Mean of ``model_factors_``: the prior mean of a new model's factor.
     prior_cov_ : ndarray of shape (n_components, n_components)
-        Covariance of ``model_factors_`` (ddof=1; the identity when fewer than two
-        models), made symmetric positive definite with a tiny ridge.
+        Covariance of ``model_factors_`` (ddof=1; identity below two models) plus a tiny
+        ridge, times ``prior_scale``.
     loss_curve_ : ndarray of shape (n_iter_,)
         Training loss (mean cross-entropy over observed cells, without the penalty)
         at each AdamW step (before its update), or after each Newton sweep.
