@@ -89,18 +89,15 @@ def fit_factors(
         (evaluated before that step's update)
     """
     tdtype = resolve_dtype(dtype)
-    n_models = H.shape[0]
     observed = ~np.isnan(H)
     dense = observed.mean() >= _DENSE_MIN_FRACTION
     U, V = _start(H, n_components, seed, 1.0, init_model_factors, question_factors, tdtype, device)
-    params = [U.requires_grad_(True)]
-    if question_factors is None:
-        params.append(V.requires_grad_(True))
-
     # Cell weights, a (rows x 1) column: 1 / (observed cells), or 1 / (the row's) with V frozen.
     if question_factors is None:
-        row_weight = np.full((n_models, 1), 1.0 / observed.sum())
+        params = [U.requires_grad_(True), V.requires_grad_(True)]
+        row_weight = np.full((H.shape[0], 1), 1.0 / observed.sum())
     else:
+        params = [U.requires_grad_(True)]
         row_weight = 1.0 / np.maximum(observed.sum(axis=1, keepdims=True), 1)
 
     if dense:
@@ -281,12 +278,9 @@ class _GatheredCells:
     def other_logits(self, x):
         return x[self._to_other]
 
-    def _row_sum(self, values):
-        out = torch.zeros(self.n_rows, dtype=values.dtype, device=values.device)
-        return out.index_add_(0, self.rows, values)
-
     def data_loss(self, x):
-        return self._row_sum(self.w * _bce(x, self.y))
+        out = torch.zeros(self.n_rows, dtype=x.dtype, device=x.device)
+        return out.index_add_(0, self.rows, self.w * _bce(x, self.y))
 
     def step(self, A, B, x, ridge, pairs, active):
         p = torch.sigmoid(x)
@@ -357,8 +351,8 @@ def fit_factors_newton(
 
     Parameters
     ----------
-    H : ndarray of shape (n_models, n_questions)
-        Outcomes in [0, 1], NaN where not observed.
+    H, question_factors, progress
+        As in :func:`fit_factors` (with V frozen each row is its own ridge-logistic regression).
     regularization : float > 0
         Prior precision of every factor entry; it keeps each Newton system positive definite.
     max_iter : int
@@ -366,8 +360,6 @@ def fit_factors_newton(
     tol : float
         Stop when a sweep lowers the objective by less than ``tol`` times its value. With V
         frozen each row is solved to convergence (relative step below sqrt(eps)) instead.
-    question_factors : ndarray of shape (n_questions, k), optional
-        Frozen V: each row is then its own ridge-logistic regression.
     init_model_factors : ndarray of shape (k,) or (n_models, k), optional
         Starting point of U; default the AdamW solver's draws times ``init_scale`` (a small
         start keeps the first Newton steps where the loss is well curved).

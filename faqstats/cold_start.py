@@ -146,9 +146,7 @@ def transfer_question_factors(
         indices[start : start + chunk_size] = top
         weights[start : start + chunk_size] = w / w.sum(axis=1, keepdims=True)
     factors = np.einsum("tn,tnk->tk", weights, V[indices])
-    if return_neighbors:
-        return factors, indices, weights
-    return factors
+    return (factors, indices, weights) if return_neighbors else factors
 
 
 def cold_start_factor_model(

@@ -211,10 +211,6 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         if not isinstance(self.device, str):
             raise TypeError(f"device must be a string, got {type(self.device).__name__}.")
 
-    def _seed(self):
-        # One integer seed for torch, drawn from whatever random_state the user gave.
-        return int(check_generator(self.random_state).integers(2**31 - 1))
-
     def _solve(self, H, device, question_factors=None, init_model_factors=None):
         """The one solver behind fit and transform (V frozen when given)."""
         from . import _torch_backend as backend  # torch is imported only when fitting
@@ -230,8 +226,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
             max_iter=max_iter,
             device=device,
             dtype=self.dtype,
-            # transform starts from the prior mean: nothing random to seed
-            seed=0 if frozen else self._seed(),
+            # one integer seed for torch; transform starts from the prior mean: nothing random
+            seed=0 if frozen else int(check_generator(self.random_state).integers(2**31 - 1)),
             question_factors=question_factors,
             init_model_factors=init_model_factors,
             progress=lambda step: bar.update(1),
@@ -263,17 +259,15 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         self.check_params()
         H = validate_history(self, X, reset=True)
         self.device_ = backend.resolve_device(self.device)
-        U, V, losses = self._solve(H, self.device_)
+        self.model_factors_, V, self.loss_curve_ = self._solve(H, self.device_)
         observed = ~np.isnan(H).all(axis=0)
         if observed.any() and not observed.all():
             V[~observed] = V[observed].mean(axis=0)
-        self.model_factors_ = U
         self.question_factors_ = V
         self.observed_questions_ = observed
-        self.prior_mean_, self.prior_cov_ = _gaussian_prior(U)
+        self.prior_mean_, self.prior_cov_ = _gaussian_prior(self.model_factors_)
         self.prior_cov_ = self.prior_cov_ * self.prior_scale
-        self.loss_curve_ = losses
-        self.n_iter_ = len(losses)
+        self.n_iter_ = len(self.loss_curve_)
         return self
 
     def fit_transform(self, X, y=None):
@@ -296,8 +290,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         U : ndarray of shape (n_rows, n_components)
         """
         check_is_fitted(self, "question_factors_")
-        H = validate_history(self, X, reset=False, allow_empty_rows=True)
-        return self._transform(H)
+        return self._transform(validate_history(self, X, reset=False, allow_empty_rows=True))
 
     def _transform(self, H):
         from . import _torch_backend as backend
