@@ -8,8 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-# Below this observed fraction we gather observed cells instead of forming the
-# dense (models x questions) logit matrix, so very sparse histories stay O(nnz k).
+# Below this observed fraction, gather observed cells (O(nnz k)) instead of dense logits.
 _DENSE_MIN_FRACTION = 0.2
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -27,10 +26,9 @@ def resolve_device(device: str) -> str:
 
 
 def resolve_dtype(dtype: str) -> torch.dtype:
-    try:
-        return _DTYPES[dtype]
-    except KeyError:
-        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.") from None
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.")
+    return _DTYPES[dtype]
 
 
 def _bce(x, y):
@@ -66,7 +64,7 @@ def fit_factors(
     seed: int,
     question_factors: np.ndarray | None = None,
     init_model_factors: np.ndarray | None = None,
-    progress=None,
+    progress=lambda step: None,
 ):
     """Fit model factors U (and question factors V unless given) to ``H`` with AdamW.
 
@@ -79,7 +77,7 @@ def fit_factors(
         so a row's factor does not depend on the other rows (AdamW acts element-wise).
     init_model_factors : ndarray of shape (k,) or (n_models, k), optional
         Starting point of U; default N(0, 1) draws from ``seed``.
-    progress : callable(int) or None
+    progress : callable(int), optional
         Called with the number of finished steps.
 
     Returns
@@ -125,8 +123,7 @@ def fit_factors(
         loss.backward()
         optimizer.step()
         losses[step] = loss.item()
-        if progress is not None:
-            progress(step + 1)
+        progress(step + 1)
     if not np.isfinite(losses[-1]):
         advice = "lower learning_rate" + (" or raise regularization" if regularization < 1.0 else "")
         raise FloatingPointError(f"The factor-model loss diverged (non-finite): {advice}, or check the history "
@@ -212,8 +209,7 @@ class _DenseCells:
         del P
         T = pairs.a.numel()
         cols_per_chunk = max(1, _BLOCK_ELEMENTS // T)
-        # Khatri-Rao chunks of B made once per step and reused by every row block (in
-        # total cols x k(k+1)/2, the size of a dense logit matrix when k ~ 2 sqrt(rows))
+        # Khatri-Rao chunks of B made once per step for every row block (cols x k(k+1)/2 in all)
         products = [
             (c0, min(B.shape[0], c0 + cols_per_chunk), pairs.products(B[c0 : c0 + cols_per_chunk]))
             for c0 in range(0, B.shape[0], cols_per_chunk)
@@ -251,9 +247,8 @@ class _GatheredCells:
         self.rows, self.cols = rows[order], cols[order]
         self.y, self.w = target[order], weight[order]
         self.n_rows, self.n_cols = n_rows, n_cols
-        counts = torch.bincount(self.rows, minlength=n_rows)
         self.ptr = torch.zeros(n_rows + 1, dtype=torch.long, device=rows.device)
-        self.ptr[1:] = torch.cumsum(counts, 0)
+        self.ptr[1:] = torch.cumsum(torch.bincount(self.rows, minlength=n_rows), 0)
         self._to_other = None
 
     def transposed(self):
@@ -345,7 +340,7 @@ def fit_factors_newton(
     question_factors: np.ndarray | None = None,
     init_model_factors: np.ndarray | None = None,
     init_scale: float = 0.1,
-    progress=None,
+    progress=lambda step: None,
 ):
     """Alternating damped Newton on the L2-penalised sum of cross-entropies (see above).
 
@@ -407,8 +402,7 @@ def fit_factors_newton(
             small = D.abs().amax(dim=1) <= step_tol * (1.0 + U.abs().amax(dim=1))
             active &= ~(((t == 1) & small) | (t == 0))  # t = 0: no decrease left to find
             losses.append(float(by_row.data_loss(X).sum()) / n_obs)
-            if progress is not None:
-                progress(sweep + 1)
+            progress(sweep + 1)
             if not bool(active.any()):
                 break
     else:
@@ -427,8 +421,7 @@ def fit_factors_newton(
             X = by_col.other_logits(Xc)
             data = by_col.data_loss(Xc).sum()
             losses.append(float(data) / n_obs)
-            if progress is not None:
-                progress(sweep + 1)
+            progress(sweep + 1)
             current = objective(data)
             if not np.isfinite(current) or previous - current <= tol * abs(current):
                 break

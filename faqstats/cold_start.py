@@ -4,11 +4,8 @@ A new bank has no history to fit a factor model on. Following the seed paper's c
 transfer (Section 4), each new question ``j`` gets ``v_new_j = sum_{i in N_k(j)} w_ji v_old_i``,
 ``sum_i w_ji = 1``, over the ``k`` old questions ``N_k(j)`` of largest cosine similarity ``s_ji``
 in an embedding space the user supplies (e.g. of the question texts). The weights are
-
-* ``"similarity"`` (the paper's choice, with ``k = 8``): proportional to ``max(s_ji, 0)``, or
-  equal if all ``k`` are ``<= 0``;
-* ``"softmax"``: proportional to ``exp(s_ji / temperature)``;
-* ``"uniform"``: ``1 / k``.
+proportional to ``max(s_ji, 0)`` (``"similarity"``, the paper's choice with ``k = 8``; equal if
+all ``k`` are ``<= 0``), to ``exp(s_ji / temperature)`` (``"softmax"``), or equal (``"uniform"``).
 
 The old bank's prior carries over, so :func:`cold_start_factor_model` returns a ready
 :class:`~faqstats.LogisticFactorModel`. Validity never depends on the transferred factors

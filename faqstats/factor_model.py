@@ -22,8 +22,7 @@ from .posterior import FactorPosterior, laplace_step
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
 _SOLVERS = ("adamw", "newton")
-# Cap on Newton steps per row when V is frozen (transform): each row converges
-# quadratically, in well under 20 steps from the prior mean.
+# Cap on Newton steps per row with V frozen (transform): each converges in well under 20.
 _NEWTON_ROW_MAX_ITER = 100
 
 
@@ -34,15 +33,12 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     Two solvers (compared in docs/performance.md, "Factor fit"):
 
     ``solver="adamw"`` (default; the seed paper's optimiser)
-        ``max_iter`` full-batch AdamW steps on the mean cross-entropy over the observed
-        cells from N(0, 1) draws, with decoupled weight decay ``regularization``: not an
-        L2 penalty, so the result is that of the trajectory, not of a fixed objective.
-    ``solver="newton"`` (alternating Newton, much faster on large banks, CPU or CUDA)
-        Minimises the MAP objective ``(1/n_obs) [sum_{observed} BCE(u_i . v_j, H_ij)
-        + (r/2)(||U||^2 + ||V||^2)]``, ``r = regularization > 0``, by damped Newton
-        half-sweeps over rows and columns (see :mod:`faqstats._torch_backend`) until a
-        sweep gains less than ``tol`` (relative). Here ``regularization`` is a prior
-        precision: 1-10 suits it, AdamW's default 0.1 overfits.
+        ``max_iter`` full-batch AdamW steps on the mean cross-entropy from N(0, 1) draws;
+        decoupled weight decay is no L2 penalty, so no fixed objective is minimised.
+    ``solver="newton"`` (alternating Newton, much faster on large banks)
+        Minimises the mean cross-entropy plus ``(regularization / (2 n_obs)) (||U||^2 +
+        ||V||^2)`` by damped Newton half-sweeps (:mod:`faqstats._torch_backend`) until a
+        sweep gains less than ``tol``; its ``regularization`` (a prior precision) suits 1-10.
 
     Parameters
     ----------
@@ -316,11 +312,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         return expit(u @ self.question_factors_.T)
 
     def posterior(self, dtype="float64"):
-        """A new model's factor posterior at the prior, ready to learn its answers.
-
-        Returns a :class:`~faqstats.posterior.FactorPosterior` (the predictor a query
-        loop updates after each round); ``dtype`` is the precision of its predictions.
-        """
+        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior, ready to learn
+        its answers; ``dtype`` is the precision of its predictions."""
         check_is_fitted(self, "question_factors_")
         return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype)
 
@@ -410,13 +403,11 @@ class LogisticFactorModelCV(BaseEstimator):
     cv : int, default=5
         Number of cell folds.
     scoring : {"log_loss", "accuracy"}, default="log_loss"
-        ``"accuracy"`` (at threshold 0.5) is the paper's choice; the log-loss is the
-        default here because FAQ uses calibrated probabilities, not labels.
+        ``"accuracy"`` (threshold 0.5) is the paper's; FAQ uses the probabilities.
     one_standard_error : bool, default=True
         Apply the 1-SE rule; otherwise take the best mean score.
     learning_rate, max_iter, solver, tol, device, dtype, random_state, verbose
-        Passed to every :class:`LogisticFactorModel` (the grid means what ``regularization``
-        means for the chosen ``solver``).
+        As in :class:`LogisticFactorModel` (so is the meaning of ``regularization_grid``).
 
     Attributes
     ----------
@@ -425,8 +416,7 @@ class LogisticFactorModelCV(BaseEstimator):
         ``fold_scores`` (shape (n_candidates, cv)); scores are higher-is-better.
     best_params_ : dict
     best_estimator_ : LogisticFactorModel
-        Refitted on all of ``H``; its fitted attributes are also exposed here
-        (``question_factors_``, ``prior_mean_``, ...).
+        Refitted on all of ``H``; its fitted attributes (``question_factors_``, ...) are exposed here.
 
     Examples
     --------
@@ -503,8 +493,7 @@ class LogisticFactorModelCV(BaseEstimator):
                 m = self._model(k, a, seed).fit(H_train[keep])
                 logits = np.full(H.shape, 0.0)
                 logits[keep] = m.model_factors_ @ m.question_factors_.T
-                cells = held & keep[:, None]
-                scores[c, f] = _cv_score(H, logits, cells, self.scoring)
+                scores[c, f] = _cv_score(H, logits, held & keep[:, None], self.scoring)
                 bar.update(1)
         bar.close()
 
