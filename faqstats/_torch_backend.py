@@ -83,8 +83,7 @@ def fit_factors(
     Returns
     -------
     U, V : float64 ndarrays
-    losses : float64 ndarray of shape (max_iter,), the training loss at each step
-        (evaluated before that step's update)
+    losses : float64 ndarray of shape (max_iter,), the training loss before each step's update
     """
     tdtype = resolve_dtype(dtype)
     observed = ~np.isnan(H)

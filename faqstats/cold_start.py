@@ -82,11 +82,9 @@ def transfer_question_factors(
     temperature : float > 0, default=0.1
         Softmax temperature on the cosine scale (used by ``"softmax"`` only).
     return_neighbors : bool, default=False
-        Also return the neighbours' indices and weights, each of shape
-        (n_target, n_neighbors), nearest first.
+        Also return the neighbours' indices and weights, (n_target, n_neighbors), nearest first.
     chunk_size : int, default=2048
-        Target rows per block of the similarity matrix (bounds memory at
-        ``chunk_size * n_source`` floats).
+        Target rows per block of the similarity matrix (``chunk_size * n_source`` floats).
 
     Returns
     -------
