@@ -1,10 +1,6 @@
-"""Arithmetic written once for numpy arrays and torch tensors.
-
-The policies' scores, the Laplace step and the quadratic-form cache serve both a single
-run (numpy, the live loop) and many runs in lockstep (torch tensors with a leading run
-axis, :mod:`faqstats.batched`). They are written with operators and the few functions
-below, which exist under the same name in both libraries, so there is one copy of each
-formula. torch is never imported here: a tensor can only come from code that did.
+"""Arithmetic written once for numpy arrays (one live run) and torch tensors (runs in lockstep
+with a leading run axis, :mod:`faqstats.batched`), so each formula of the policies' scores and the
+Laplace step has one copy. torch is never imported here: a tensor can only come from code that did.
 """
 
 from __future__ import annotations
@@ -25,10 +21,8 @@ def is_torch(x):
 
 
 def namespace(x):
-    """The module whose functions apply to ``x``: ``torch`` for a tensor, else ``numpy``.
-
-    Both provide ``where``, ``sqrt``, ``clip``, ``ones_like`` and ``zeros_like`` with the
-    same positional arguments.
+    """The module whose functions apply to ``x``: ``torch`` for a tensor, else ``numpy`` (both
+    have ``where``, ``sqrt``, ``clip``, ``ones_like`` and ``zeros_like`` with the same arguments).
 
     >>> namespace(np.zeros(2)) is np
     True

@@ -1,9 +1,5 @@
-"""The only module that imports torch: masked logistic factor fitting with AdamW.
-
-The loss is the mean binary cross-entropy over observed cells (the paper's
-objective divided by the number of observed cells), optimised full-batch with
-AdamW whose decoupled weight decay ``regularization`` regularises both factor matrices,
-as in the paper's reference code.
+"""Torch half of :class:`faqstats.LogisticFactorModel`: masked logistic factor fitting with
+AdamW (the paper's reference code) or alternating Newton; the objectives are in its docstring.
 """
 
 from __future__ import annotations
@@ -12,8 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-# Below this observed fraction we gather observed cells instead of forming the
-# dense (models x questions) logit matrix, so very sparse histories stay O(nnz k).
+# Below this observed fraction, gather observed cells (O(nnz k)) instead of dense logits.
 _DENSE_MIN_FRACTION = 0.2
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -31,10 +26,30 @@ def resolve_device(device: str) -> str:
 
 
 def resolve_dtype(dtype: str) -> torch.dtype:
-    try:
-        return _DTYPES[dtype]
-    except KeyError:
-        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.") from None
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.")
+    return _DTYPES[dtype]
+
+
+def _bce(x, y):
+    return F.binary_cross_entropy_with_logits(x, y, reduction="none")
+
+
+def _start(H, k, seed, scale, init_model_factors, question_factors, tdtype, device):
+    """Starting U and V (V frozen at ``question_factors`` when given): ``scale`` times N(0, 1)
+    draws from ``seed``, made in float64 whatever the dtype so float32 and float64 fits start alike."""
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    n_models, n_questions = H.shape
+    if init_model_factors is None:
+        U = scale * torch.randn(n_models, k, generator=gen, dtype=torch.float64)
+    else:
+        U = np.broadcast_to(np.asarray(init_model_factors, dtype=float), (n_models, k))
+        U = torch.as_tensor(U.copy())
+    if question_factors is None:
+        V = scale * torch.randn(n_questions, k, generator=gen, dtype=torch.float64)
+    else:
+        V = torch.as_tensor(np.asarray(question_factors))
+    return U.to(device=device, dtype=tdtype), V.to(device=device, dtype=tdtype)
 
 
 def fit_factors(
@@ -49,60 +64,37 @@ def fit_factors(
     seed: int,
     question_factors: np.ndarray | None = None,
     init_model_factors: np.ndarray | None = None,
-    progress=None,
+    progress=lambda step: None,
 ):
-    """Fit model factors U (and question factors V unless given) to ``H``.
+    """Fit model factors U (and question factors V unless given) to ``H`` with AdamW.
 
     Parameters
     ----------
     H : ndarray of shape (n_models, n_questions)
         Outcomes in [0, 1], NaN where not observed.
     question_factors : ndarray of shape (n_questions, k), optional
-        When given, V is frozen and only U is fitted (``transform``). Each row is then
-        its own problem: the loss is the sum over rows of each row's mean
-        cross-entropy, so a row's factor does not depend on the other rows of ``H``
-        (AdamW acts element-wise), nor on their order.
+        Frozen V (``transform``): the loss is then the sum of each row's mean cross-entropy,
+        so a row's factor does not depend on the other rows (AdamW acts element-wise).
     init_model_factors : ndarray of shape (k,) or (n_models, k), optional
-        Starting point of U (``transform`` starts every row at the prior mean);
-        default N(0, 1) draws from ``seed``.
-    progress : callable(int) or None
-        Called with the number of finished steps (for progress bars).
+        Starting point of U; default N(0, 1) draws from ``seed``.
+    progress : callable(int), optional
+        Called with the number of finished steps.
 
     Returns
     -------
     U, V : float64 ndarrays
-    losses : float64 ndarray of shape (max_iter,), the training loss at each step
-        (evaluated before that step's update)
+    losses : float64 ndarray of shape (max_iter,), the training loss before each step's update
     """
     tdtype = resolve_dtype(dtype)
-    gen = torch.Generator(device="cpu").manual_seed(int(seed))
-    n_models, n_questions = H.shape
     observed = ~np.isnan(H)
     dense = observed.mean() >= _DENSE_MIN_FRACTION
-
-    if init_model_factors is None:
-        # Drawn in float64 whatever the dtype, so float32 and float64 fits start alike.
-        U0 = torch.randn(n_models, n_components, generator=gen, dtype=torch.float64).to(tdtype)
-    else:
-        U0 = torch.as_tensor(
-            np.broadcast_to(np.asarray(init_model_factors, dtype=float), (n_models, n_components)).copy(),
-            dtype=tdtype,
-        )
-    U = U0.to(device).requires_grad_(True)
+    U, V = _start(H, n_components, seed, 1.0, init_model_factors, question_factors, tdtype, device)
+    # Cell weights, a (rows x 1) column: 1 / (observed cells), or 1 / (the row's) with V frozen.
     if question_factors is None:
-        V0 = torch.randn(n_questions, n_components, generator=gen, dtype=torch.float64).to(tdtype)
-        V = V0.to(device).requires_grad_(True)
-        params = [U, V]
+        params = [U.requires_grad_(True), V.requires_grad_(True)]
+        row_weight = np.full((H.shape[0], 1), 1.0 / observed.sum())
     else:
-        V = torch.as_tensor(np.asarray(question_factors), dtype=tdtype, device=device)
-        params = [U]
-
-    # Weight of each observed cell in the loss: 1 / (all observed cells) for the joint
-    # fit (the mean cross-entropy), 1 / (the row's observed cells) with V frozen.
-    # Kept as a broadcastable (rows x 1) column: no dense float copy of H for it.
-    if question_factors is None:
-        row_weight = np.full((n_models, 1), 1.0 / observed.sum())
-    else:
+        params = [U.requires_grad_(True)]
         row_weight = 1.0 / np.maximum(observed.sum(axis=1, keepdims=True), 1)
 
     if dense:
@@ -110,9 +102,7 @@ def fit_factors(
         weight = torch.as_tensor(np.where(observed, row_weight, 0.0), dtype=tdtype, device=device)
 
         def loss_fn():
-            logits = U @ V.T
-            cell = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
-            return (cell * weight).sum()
+            return (_bce(U @ V.T, target) * weight).sum()
 
     else:
         rows, cols = np.nonzero(observed)
@@ -122,9 +112,7 @@ def fit_factors(
         weight = torch.as_tensor(row_weight[rows, 0], dtype=tdtype, device=device)
 
         def loss_fn():
-            logits = (U[rows_t] * V[cols_t]).sum(dim=1)
-            cell = F.binary_cross_entropy_with_logits(logits, target, reduction="none")
-            return (cell * weight).sum()
+            return (_bce((U[rows_t] * V[cols_t]).sum(dim=1), target) * weight).sum()
 
     optimizer = torch.optim.AdamW(params, lr=learning_rate, weight_decay=regularization)
     losses = np.empty(max_iter)
@@ -134,38 +122,25 @@ def fit_factors(
         loss.backward()
         optimizer.step()
         losses[step] = loss.item()
-        if progress is not None:
-            progress(step + 1)
+        progress(step + 1)
     if not np.isfinite(losses[-1]):
         advice = "lower learning_rate" + (" or raise regularization" if regularization < 1.0 else "")
         raise FloatingPointError(f"The factor-model loss diverged (non-finite): {advice}, or check the history "
                                  "for rows or columns with extreme values.")
-    U_np = U.detach().to("cpu", torch.float64).numpy()
-    V_np = V.detach().to("cpu", torch.float64).numpy()
-    return U_np, V_np, losses
+    U, V = U.detach(), V.detach()
+    return U.to("cpu", torch.float64).numpy(), V.to("cpu", torch.float64).numpy(), losses
 
 
-# ----------------------------------------------------------------------------------
-# Alternating Newton ("newton" solver)
-# ----------------------------------------------------------------------------------
-#
-# Objective (sum form):  L(U, V) = sum_{(i,j) observed} BCE(u_i . v_j, H_ij)
-#                                  + (regularization / 2) (||U||_F^2 + ||V||_F^2),
-# i.e. MAP estimation under independent N(0, 1/regularization) priors on every factor entry. With
-# V fixed the problem splits into one strongly convex k-dim ridge-logistic regression
-# per row u_i, and with U fixed into one per column v_j; each half-sweep takes one
-# damped Newton step for all of them at once (per-row gradients, k x k Hessians from a
-# Khatri-Rao GEMM or a gathered-cell scatter, batched Cholesky solves, per-row Armijo
-# backtracking), so L decreases monotonically. Nothing of size M x N x k is ever formed:
-# Hessian blocks are accumulated in chunks bounded by _BLOCK_ELEMENTS.
+# Alternating Newton ("newton" solver) on L(U, V) = sum_{observed} BCE(u_i . v_j, H_ij)
+# + (regularization / 2) (||U||^2 + ||V||^2). With V fixed it splits into one strongly convex
+# ridge-logistic regression per row u_i (per column v_j with U fixed); a half-sweep takes one
+# damped Newton step for all at once (k x k Hessians from a Khatri-Rao GEMM or a gathered-cell
+# scatter, batched Cholesky solves, per-row Armijo backtracking), so L never increases.
+# Nothing M x N x k is formed: Hessian blocks come in chunks bounded by _BLOCK_ELEMENTS.
 
 _BLOCK_ELEMENTS = 1 << 23  # largest temporary (elements) for Hessian/Khatri-Rao chunks
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 30
-
-
-def _bce(x, y):
-    return F.binary_cross_entropy_with_logits(x, y, reduction="none")
 
 
 class _TriuPairs:
@@ -233,8 +208,7 @@ class _DenseCells:
         del P
         T = pairs.a.numel()
         cols_per_chunk = max(1, _BLOCK_ELEMENTS // T)
-        # Khatri-Rao chunks of B made once per step and reused by every row block (in
-        # total cols x k(k+1)/2, the size of a dense logit matrix when k ~ 2 sqrt(rows))
+        # Khatri-Rao chunks of B made once per step for every row block (cols x k(k+1)/2 in all)
         products = [
             (c0, min(B.shape[0], c0 + cols_per_chunk), pairs.products(B[c0 : c0 + cols_per_chunk]))
             for c0 in range(0, B.shape[0], cols_per_chunk)
@@ -272,16 +246,14 @@ class _GatheredCells:
         self.rows, self.cols = rows[order], cols[order]
         self.y, self.w = target[order], weight[order]
         self.n_rows, self.n_cols = n_rows, n_cols
-        counts = torch.bincount(self.rows, minlength=n_rows)
         self.ptr = torch.zeros(n_rows + 1, dtype=torch.long, device=rows.device)
-        self.ptr[1:] = torch.cumsum(counts, 0)
+        self.ptr[1:] = torch.cumsum(torch.bincount(self.rows, minlength=n_rows), 0)
         self._to_other = None
 
     def transposed(self):
         other = _GatheredCells(self.cols, self.rows, self.y, self.w, self.n_cols, self.n_rows)
         # position of each of our cells in the other's (col-major) order
-        key = self.cols * self.n_rows + self.rows
-        self._to_other = torch.argsort(key)
+        self._to_other = torch.argsort(self.cols * self.n_rows + self.rows)
         other._to_other = torch.argsort(other.cols * self.n_cols + other.rows)
         return other
 
@@ -300,20 +272,16 @@ class _GatheredCells:
     def other_logits(self, x):
         return x[self._to_other]
 
-    def _row_sum(self, values):
-        out = torch.zeros(self.n_rows, dtype=values.dtype, device=values.device)
-        return out.index_add_(0, self.rows, values)
-
     def data_loss(self, x):
-        return self._row_sum(self.w * _bce(x, self.y))
+        out = torch.zeros(self.n_rows, dtype=x.dtype, device=x.device)
+        return out.index_add_(0, self.rows, self.w * _bce(x, self.y))
 
     def step(self, A, B, x, ridge, pairs, active):
         p = torch.sigmoid(x)
         r = self.w * (p - self.y)
         s = self.w * p * (1.0 - p)
-        k = A.shape[1]
         G = ridge * A
-        for c0, c1 in self._chunks(width=k):
+        for c0, c1 in self._chunks(width=A.shape[1]):
             G.index_add_(0, self.rows[c0:c1], r[c0:c1, None] * B[self.cols[c0:c1]])
         T = pairs.a.numel()
 
@@ -371,31 +339,24 @@ def fit_factors_newton(
     question_factors: np.ndarray | None = None,
     init_model_factors: np.ndarray | None = None,
     init_scale: float = 0.1,
-    progress=None,
+    progress=lambda step: None,
 ):
     """Alternating damped Newton on the L2-penalised sum of cross-entropies (see above).
 
     Parameters
     ----------
-    H : ndarray of shape (n_models, n_questions)
-        Outcomes in [0, 1], NaN where not observed.
-    regularization : float
-        Prior precision of every factor entry (``(regularization/2) ||.||^2`` penalty added to the
-        *sum* of cross-entropies). Must be positive: it keeps each Newton system
-        positive definite.
+    H, question_factors, progress
+        As in :func:`fit_factors` (with V frozen each row is its own ridge-logistic regression).
+    regularization : float > 0
+        Prior precision of every factor entry; it keeps each Newton system positive definite.
     max_iter : int
         Maximum number of sweeps (a U half-step and a V half-step each).
     tol : float
-        Stop when a sweep lowers the objective by less than ``tol`` times its value.
-        With V frozen each row is instead solved to convergence (Newton step below
-        sqrt(machine epsilon), relative) or for ``max_iter`` steps.
-    question_factors : ndarray of shape (n_questions, k), optional
-        When given, V is frozen and only U is fitted: each row solves its own
-        ridge-logistic regression, independently of the other rows.
+        Stop when a sweep lowers the objective by less than ``tol`` times its value. With V
+        frozen each row is solved to convergence (relative step below sqrt(eps)) instead.
     init_model_factors : ndarray of shape (k,) or (n_models, k), optional
-        Starting point of U; default ``init_scale`` times N(0, 1) draws from ``seed``
-        (the same draws as the AdamW solver's, shrunk: a small start keeps the
-        first Newton steps in the well-curved region of the loss).
+        Starting point of U; default the AdamW solver's draws times ``init_scale`` (a small
+        start keeps the first Newton steps where the loss is well curved).
 
     Returns
     -------
@@ -405,23 +366,11 @@ def fit_factors_newton(
     if not regularization > 0:
         raise ValueError(f"solver='newton' needs regularization > 0 (it is the ridge of every Newton system), got {regularization!r}.")
     tdtype = resolve_dtype(dtype)
-    gen = torch.Generator(device="cpu").manual_seed(int(seed))
     n_models, n_questions = H.shape
-    k = n_components
     observed = ~np.isnan(H)
     n_obs = int(observed.sum())
     dense = observed.mean() >= _DENSE_MIN_FRACTION
-
-    if init_model_factors is None:
-        U = init_scale * torch.randn(n_models, k, generator=gen, dtype=torch.float64)
-    else:
-        U = torch.as_tensor(np.broadcast_to(np.asarray(init_model_factors, dtype=float), (n_models, k)).copy())
-    U = U.to(device=device, dtype=tdtype)
-    frozen = question_factors is not None
-    if frozen:
-        V = torch.as_tensor(np.asarray(question_factors), dtype=tdtype, device=device)
-    else:
-        V = (init_scale * torch.randn(n_questions, k, generator=gen, dtype=torch.float64)).to(device=device, dtype=tdtype)
+    U, V = _start(H, n_components, seed, init_scale, init_model_factors, question_factors, tdtype, device)
 
     if dense:
         target = torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device)
@@ -437,24 +386,22 @@ def fit_factors_newton(
             n_models,
             n_questions,
         )
-    pairs = _TriuPairs(k, device)
+    pairs = _TriuPairs(n_components, device)
     ridge = float(regularization)
     X = by_row.logits(U, V)
     losses = []
 
-    if frozen:
+    if question_factors is not None:
         active = torch.ones(n_models, dtype=torch.bool, device=device)
-        # Newton converges quadratically: once a full step is below sqrt(eps) (relative),
-        # the next would be at rounding level. Each row stops on its own criterion, so
-        # its factor does not depend on the other rows of the batch.
+        # Quadratic convergence: after a full step below sqrt(eps) (relative) the next is at
+        # rounding level. Each row stops on its own, independently of the other rows.
         step_tol = float(np.sqrt(torch.finfo(tdtype).eps))
         for sweep in range(max_iter):
             U, X, t, D = by_row.step(U, V, X, ridge, pairs, active)
             small = D.abs().amax(dim=1) <= step_tol * (1.0 + U.abs().amax(dim=1))
             active &= ~(((t == 1) & small) | (t == 0))  # t = 0: no decrease left to find
             losses.append(float(by_row.data_loss(X).sum()) / n_obs)
-            if progress is not None:
-                progress(sweep + 1)
+            progress(sweep + 1)
             if not bool(active.any()):
                 break
     else:
@@ -473,12 +420,9 @@ def fit_factors_newton(
             X = by_col.other_logits(Xc)
             data = by_col.data_loss(Xc).sum()
             losses.append(float(data) / n_obs)
-            if progress is not None:
-                progress(sweep + 1)
+            progress(sweep + 1)
             current = objective(data)
-            if not np.isfinite(current):
-                break
-            if previous - current <= tol * abs(current):
+            if not np.isfinite(current) or previous - current <= tol * abs(current):
                 break
             previous = current
     losses = np.asarray(losses, dtype=float)

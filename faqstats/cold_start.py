@@ -1,29 +1,15 @@
 """Cold start: question factors for a new bank, transferred from an old bank through embeddings.
 
-A new benchmark has no history to fit a factor model on. Following the seed paper's
-cross-suite transfer (Section 4 and its appendix: GPQA from MMLU-Pro), each new
-question ``j`` gets the factors of its nearest old questions in an embedding space the
-user supplies (e.g. a text-embedding model applied to the question texts):
+A new bank has no history to fit a factor model on. Following the seed paper's cross-suite
+transfer (Section 4), each new question ``j`` gets ``v_new_j = sum_{i in N_k(j)} w_ji v_old_i``,
+``sum_i w_ji = 1``, over the ``k`` old questions ``N_k(j)`` of largest cosine similarity ``s_ji``
+in an embedding space the user supplies (e.g. of the question texts). The weights are
+proportional to ``max(s_ji, 0)`` (``"similarity"``, the paper's choice with ``k = 8``; equal if
+all ``k`` are ``<= 0``), to ``exp(s_ji / temperature)`` (``"softmax"``), or equal (``"uniform"``).
 
-    v_new_j = sum_{i in N_k(j)} w_ji v_old_i,     sum_i w_ji = 1,
-
-where ``N_k(j)`` are the ``k`` old questions with the largest cosine similarity
-``s_ji = e_new_j . e_old_i / (|e_new_j| |e_old_i|)`` and the weights are
-
-* ``"similarity"`` (the paper's choice, with ``k = 8``): ``w_ji`` proportional to
-  ``max(s_ji, 0)``; if all ``k`` similarities are ``<= 0``, equal weights;
-* ``"softmax"``: ``w_ji`` proportional to ``exp(s_ji / temperature)``; a small temperature
-  approaches the single nearest neighbour, a large one the plain average;
-* ``"uniform"``: ``w_ji = 1 / k``.
-
-The new model's prior (mean and covariance of the old bank's model factors) carries
-over unchanged, so :func:`cold_start_factor_model` returns a ready-to-use
-:class:`~faqstats.LogisticFactorModel` (via ``LogisticFactorModel.from_factors``).
-
-Validity does not depend on any of this: PAI is unbiased, and its martingale variance
-exactly unbiased, whatever the predictions. Good transferred factors only make the
-intervals narrower; poor ones cost efficiency (the uniform floor ``tau`` of the policy
-bounds the loss).
+The old bank's prior carries over, so :func:`cold_start_factor_model` returns a ready
+:class:`~faqstats.LogisticFactorModel`. Validity never depends on the transferred factors
+(docs/statistics.md, "Cold start").
 """
 
 from __future__ import annotations
@@ -89,19 +75,16 @@ def transfer_question_factors(
     target_embeddings : array-like of shape (n_target, d)
         Embeddings of the new bank's questions, in the same space.
     n_neighbors : int or None, default=8
-        Neighbours per target question (the paper used 8), at most the number of
-        source questions; ``None`` uses every source question (sensible with
-        ``weighting="softmax"``).
+        Neighbours per target question (capped at the number of source questions;
+        ``None``: all of them, sensible with ``weighting="softmax"``).
     weighting : {"similarity", "softmax", "uniform"}, default="similarity"
         Weights of the neighbours (see the module docstring).
     temperature : float > 0, default=0.1
         Softmax temperature on the cosine scale (used by ``"softmax"`` only).
     return_neighbors : bool, default=False
-        Also return the neighbours' indices and weights, each of shape
-        (n_target, n_neighbors), nearest first.
+        Also return the neighbours' indices and weights, (n_target, n_neighbors), nearest first.
     chunk_size : int, default=2048
-        Target rows per block of the similarity matrix (bounds memory at
-        ``chunk_size * n_source`` floats).
+        Target rows per block of the similarity matrix (``chunk_size * n_source`` floats).
 
     Returns
     -------
@@ -158,9 +141,7 @@ def transfer_question_factors(
         indices[start : start + chunk_size] = top
         weights[start : start + chunk_size] = w / w.sum(axis=1, keepdims=True)
     factors = np.einsum("tn,tnk->tk", weights, V[indices])
-    if return_neighbors:
-        return factors, indices, weights
-    return factors
+    return (factors, indices, weights) if return_neighbors else factors
 
 
 def cold_start_factor_model(
@@ -176,10 +157,8 @@ def cold_start_factor_model(
 ):
     """A fitted :class:`~faqstats.LogisticFactorModel` for a new bank with no history.
 
-    Question factors come from :func:`transfer_question_factors` applied to
-    ``source_model.question_factors_``; the new model's prior is the source model's
-    (``prior_mean_``, ``prior_cov_``) unless given. The result plugs into
-    :class:`~faqstats.PAIEstimator` like any fitted factor model.
+    Its question factors are :func:`transfer_question_factors` of ``source_model``'s, its
+    prior the source model's unless given.
 
     Parameters
     ----------
@@ -188,8 +167,7 @@ def cold_start_factor_model(
     source_embeddings : array-like of shape (n_source_questions, d)
     target_embeddings : array-like of shape (n_target_questions, d)
     n_neighbors, weighting, temperature
-        As in :func:`transfer_question_factors` (defaults: the paper's 8 neighbours,
-        similarity weights).
+        As in :func:`transfer_question_factors`.
     prior_mean : array-like of shape (k,), optional
     prior_cov : array-like of shape (k, k), optional
         Override the prior of the new model's factor (give both or neither).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -21,8 +22,7 @@ from .posterior import FactorPosterior, laplace_step
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
 _SOLVERS = ("adamw", "newton")
-# Cap on Newton steps per row when V is frozen (transform): each row converges
-# quadratically, in well under 20 steps from the prior mean.
+# Cap on Newton steps per row with V frozen (transform): each converges in well under 20.
 _NEWTON_ROW_MAX_ITER = 100
 
 
@@ -30,42 +30,23 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     """Low-rank logistic model of a partially observed 0/1 outcome matrix.
 
     Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells of ``H``.
-    Two solvers:
+    Two solvers (compared in docs/performance.md, "Factor fit"):
 
     ``solver="adamw"`` (default; the seed paper's optimiser)
-        ``max_iter`` full-batch AdamW steps on the mean binary cross-entropy over the
-        observed cells, with decoupled weight decay ``regularization`` on both factor matrices,
-        from N(0, 1) draws. Decoupled decay is *not* an L2 penalty on the loss (it
-        shrinks every entry by ``learning_rate * regularization`` per step, whatever the
-        gradient's scale), so this solver minimises no fixed objective: its result is
-        that of the trajectory (start, step count, learning rate).
+        ``max_iter`` full-batch AdamW steps on the mean cross-entropy from N(0, 1) draws;
+        decoupled weight decay is no L2 penalty, so no fixed objective is minimised.
     ``solver="newton"`` (alternating Newton, much faster on large banks)
-        Minimises the explicit MAP objective
-        ``(1/n_obs) [sum_{observed} BCE(u_i . v_j, H_ij) + (r/2)(||U||^2 + ||V||^2)]``
-        with ``r = regularization``, the mean cross-entropy plus an L2 penalty, i.e.
-        independent N(0, 1/r) priors on every factor entry (``r > 0``). Each sweep takes one damped
-        Newton step for every row ``u_i`` with V fixed (a k-dimensional ridge-logistic
-        regression each: batched k x k Hessians and Cholesky solves, per-row
-        backtracking, so the objective never increases), then the same for every
-        ``v_j``; it stops when a sweep lowers the objective by less than ``tol``
-        (relative) or after ``max_iter`` sweeps. Memory: the dense logits
-        (models x questions) when at least 20% of cells are observed, else
-        O(observed cells + (models + questions) k^2); never models x questions x k.
-        Same ``regularization`` name, different role: the two solvers' values are not
-        interchangeable. 1-10 suits Newton (3 matched or beat AdamW's held-out log-loss
-        on the banks measured, in a tenth of the time at paper scale); AdamW's default
-        0.1 overfits with it (user guide, "performance").
-        Works on ``device="cuda"`` as well.
+        Minimises the mean cross-entropy plus ``(regularization / (2 n_obs)) (||U||^2 +
+        ||V||^2)`` by damped Newton half-sweeps (:mod:`faqstats._torch_backend`) until a
+        sweep gains less than ``tol``; its ``regularization`` (a prior precision) suits 1-10.
 
     Parameters
     ----------
     n_components : int, default=16
         Latent dimension ``k``.
     regularization : float, default=0.1
-        Regularisation of model and question factors: AdamW's decoupled weight decay
-        (``solver="adamw"``), or the prior precision of every factor entry, the
-        ``(regularization/2) ||.||^2`` penalty on the summed cross-entropy
-        (``solver="newton"``, must be > 0).
+        AdamW's decoupled weight decay, or Newton's prior precision of every factor
+        entry (must be > 0); see above.
     learning_rate : float, default=1e-2
         AdamW learning rate (unused by ``solver="newton"``).
     max_iter : int, default=2000
@@ -73,41 +54,33 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     solver : {"adamw", "newton"}, default="adamw"
         Optimiser, see above.
     tol : float, default=1e-4
-        ``solver="newton"`` only: stop when one sweep lowers the objective by less
-        than ``tol`` times its value. (AdamW always runs ``max_iter`` steps.)
+        ``solver="newton"`` only: stop when a sweep lowers the objective by less than ``tol`` (relative).
     device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
-        Torch device; ``"auto"`` picks CUDA when available. The resolved device is
-        stored in ``device_``; the parameter is never rewritten.
+        Torch device; ``"auto"`` picks CUDA when available (the result is ``device_``).
     dtype : {"float32", "float64"}, default="float32"
         Precision of the optimisation. Fitted attributes are always float64 numpy.
     random_state : int, Generator or None, default=None
-        Seeds the N(0, 1) initialisation of the factors (``solver="newton"`` starts
-        from the same draws times 0.1) and the cell split in ``score``.
+        Seeds the initial factors (Newton's are AdamW's times 0.1) and the cell split in ``score``.
     verbose : bool, default=False
         Show a progress bar while fitting.
     prior_scale : float > 0, default=1.0
-        The new model's prior covariance is ``prior_scale`` times the covariance of the
-        fitted ``model_factors_``. The fitted factors are noisy estimates, so their spread
-        overstates that of the true factors (errors in variables), and a tighter prior
-        can lower the variance of the PAI estimate (user guide, "default policy"). The
-        default keeps the paper's prior.
+        Factor on the new model's prior covariance (that of ``model_factors_``); below 1
+        tightens the prior (docs/statistics.md, "Default policy"). 1 is the paper's prior.
 
     Attributes
     ----------
     model_factors_ : ndarray of shape (n_models, n_components)
         Factors ``u_i`` of the historical models.
     question_factors_ : ndarray of shape (n_questions, n_components)
-        Factors ``v_j``. Questions never observed in the history get the mean of the
-        observed questions' factors (the "average question"), so their prediction is
-        the model's typical accuracy rather than an arbitrary 0.5; see
-        ``observed_questions_``.
+        Factors ``v_j``; a question never observed gets the mean of the observed
+        questions' factors (see ``observed_questions_``).
     observed_questions_ : ndarray of bool, shape (n_questions,)
         Whether each question had at least one observed outcome.
     prior_mean_ : ndarray of shape (n_components,)
         Mean of ``model_factors_``: the prior mean of a new model's factor.
     prior_cov_ : ndarray of shape (n_components, n_components)
-        Covariance of ``model_factors_`` (ddof=1; the identity when fewer than two
-        models), made symmetric positive definite with a tiny ridge.
+        Covariance of ``model_factors_`` (ddof=1; identity below two models) plus a tiny
+        ridge, times ``prior_scale``.
     loss_curve_ : ndarray of shape (n_iter_,)
         Training loss (mean cross-entropy over observed cells, without the penalty)
         at each AdamW step (before its update), or after each Newton sweep.
@@ -234,10 +207,6 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         if not isinstance(self.device, str):
             raise TypeError(f"device must be a string, got {type(self.device).__name__}.")
 
-    def _seed(self):
-        # One integer seed for torch, drawn from whatever random_state the user gave.
-        return int(check_generator(self.random_state).integers(2**31 - 1))
-
     def _solve(self, H, device, question_factors=None, init_model_factors=None):
         """The one solver behind fit and transform (V frozen when given)."""
         from . import _torch_backend as backend  # torch is imported only when fitting
@@ -245,7 +214,6 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         backend.resolve_dtype(self.dtype)
         frozen = question_factors is not None
         newton = self.solver == "newton"
-        # Newton with V frozen solves every row to convergence (quadratic: a few steps)
         max_iter = min(int(self.max_iter), _NEWTON_ROW_MAX_ITER) if newton and frozen else int(self.max_iter)
         bar = progress_bar(max_iter, "fitting factors", self.verbose)
         common = dict(
@@ -254,8 +222,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
             max_iter=max_iter,
             device=device,
             dtype=self.dtype,
-            # transform starts from the prior mean: nothing random to seed
-            seed=0 if frozen else self._seed(),
+            # one integer seed for torch; transform starts from the prior mean: nothing random
+            seed=0 if frozen else int(check_generator(self.random_state).integers(2**31 - 1)),
             question_factors=question_factors,
             init_model_factors=init_model_factors,
             progress=lambda step: bar.update(1),
@@ -274,10 +242,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Historical outcomes: 1 correct, 0 wrong, NaN not observed. Graded scores
-            in [0, 1] (partial credit, pass@k fractions) are fitted with the same loss,
-            the fractional logistic (soft-target cross-entropy) loss. Every row needs
-            at least one observed cell.
+            Historical outcomes: 1 correct, 0 wrong, graded in [0, 1] (a soft target:
+            docs/statistics.md, "Graded outcomes"), NaN not observed; no empty rows.
         y : ignored
 
         Returns
@@ -289,17 +255,15 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         self.check_params()
         H = validate_history(self, X, reset=True)
         self.device_ = backend.resolve_device(self.device)
-        U, V, losses = self._solve(H, self.device_)
+        self.model_factors_, V, self.loss_curve_ = self._solve(H, self.device_)
         observed = ~np.isnan(H).all(axis=0)
         if observed.any() and not observed.all():
             V[~observed] = V[observed].mean(axis=0)
-        self.model_factors_ = U
         self.question_factors_ = V
         self.observed_questions_ = observed
-        self.prior_mean_, self.prior_cov_ = _gaussian_prior(U)
+        self.prior_mean_, self.prior_cov_ = _gaussian_prior(self.model_factors_)
         self.prior_cov_ = self.prior_cov_ * self.prior_scale
-        self.loss_curve_ = losses
-        self.n_iter_ = len(losses)
+        self.n_iter_ = len(self.loss_curve_)
         return self
 
     def fit_transform(self, X, y=None):
@@ -309,11 +273,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Factors of new models (rows of ``X``) with the question factors frozen.
 
-        The same solver as ``fit`` with ``question_factors_`` fixed, started at
-        ``prior_mean_``; every row is fitted on its own (its factor does not depend on
-        the other rows). With ``solver="newton"`` each row's
-        ``sum_j BCE(u . v_j, X_ij) + (regularization/2) ||u||^2`` (the fit's row subproblem) is
-        minimised to convergence. Rows with no observed cell get ``prior_mean_``.
+        The solver of ``fit`` started at ``prior_mean_``, every row on its own (Newton
+        solves each row to convergence). Rows with no observed cell get ``prior_mean_``.
 
         Parameters
         ----------
@@ -325,8 +286,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         U : ndarray of shape (n_rows, n_components)
         """
         check_is_fitted(self, "question_factors_")
-        H = validate_history(self, X, reset=False, allow_empty_rows=True)
-        return self._transform(H)
+        return self._transform(validate_history(self, X, reset=False, allow_empty_rows=True))
 
     def _transform(self, H):
         from . import _torch_backend as backend
@@ -349,24 +309,19 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
                 f"model factors have {u.shape[-1]} components, the factor model has "
                 f"{self.question_factors_.shape[1]}."
             )
-        return _sigmoid(u @ self.question_factors_.T)
+        return expit(u @ self.question_factors_.T)
 
     def posterior(self, dtype="float64"):
-        """A new model's factor posterior at the prior, ready to learn its answers.
-
-        Returns a :class:`~faqstats.posterior.FactorPosterior` (the predictor a query
-        loop updates after each round); ``dtype`` is the precision of its predictions.
-        """
+        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior, ready to learn
+        its answers; ``dtype`` is the precision of its predictions."""
         check_is_fitted(self, "question_factors_")
         return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype)
 
     def score(self, X, y=None):
         """Held-out mean log-likelihood on new models (higher is better).
 
-        For each row of ``X`` a seeded random half of its observed cells is used to fit
-        the row's factor (question factors frozen) and the other half is scored. This
-        is what FAQ needs of the model: predicting unseen answers of an unseen model,
-        and it makes ``GridSearchCV(LogisticFactorModel(), ..., cv=KFold())`` work.
+        A seeded half of each row's observed cells fits its factor (as in ``transform``),
+        the other half is scored; so ``GridSearchCV(..., cv=KFold())`` works.
         """
         check_is_fitted(self, "question_factors_")
         H, fit_half, test_half = observed_halves(self, X)
@@ -391,13 +346,6 @@ def _gaussian_prior(U):
     return mean, cov
 
 
-def _sigmoid(x):
-    # scipy's expit is exact in both tails (no overflow warnings)
-    from scipy.special import expit
-
-    return expit(x)
-
-
 def log_loss_on_cells(H, logits, cells):
     """Mean Bernoulli log-loss of ``logits`` against ``H`` on the boolean mask ``cells``."""
     y = H[cells]
@@ -412,14 +360,8 @@ def log_loss_on_cells(H, logits, cells):
 def laplace_update(mean, cov, v, z):
     """One online Laplace (Sherman-Morrison) update of a Gaussian factor posterior.
 
-    Paper Eqs. (9)-(10): with ``p = sigmoid(mean . v)`` and ``w = p (1 - p)``,
-
-    ``cov' = cov - w (cov v)(cov v)^T / (1 + w v^T cov v)``,
-    ``mean' = mean + cov' v (z - p)``.
-
-    The covariance is made symmetric first; the rank-one downdate keeps it exactly
-    symmetric, and because ``w >= 0`` it is a contraction and stays positive
-    semi-definite (see :func:`faqstats.posterior.laplace_step`).
+    Paper Eqs. (9)-(10) (docs/statistics.md, "The factor model and its online update"),
+    via :func:`faqstats.posterior.laplace_step` after symmetrising ``cov``.
 
     Parameters
     ----------
@@ -449,11 +391,10 @@ def laplace_update(mean, cov, v, z):
 class LogisticFactorModelCV(BaseEstimator):
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
-    The observed cells of ``H`` are split into ``cv`` folds at random (MCAR); for every
-    candidate the model is fitted with one fold hidden and scored on it. Following the
-    paper (Section 4) the one-standard-error rule then picks the *simplest* candidate
-    (fewest components, then largest ``regularization``) whose mean score is within one standard
-    error of the best; the winner is refitted on all of ``H``.
+    Every candidate is fitted with one random fold of observed cells hidden and scored
+    on it; the one-standard-error rule (paper Section 4) picks the simplest candidate
+    (fewest components, then largest ``regularization``) within one standard error of
+    the best, refitted on all of ``H``.
 
     Parameters
     ----------
@@ -462,13 +403,11 @@ class LogisticFactorModelCV(BaseEstimator):
     cv : int, default=5
         Number of cell folds.
     scoring : {"log_loss", "accuracy"}, default="log_loss"
-        ``"accuracy"`` (at threshold 0.5) is the paper's choice; the log-loss is the
-        default here because FAQ uses calibrated probabilities, not labels.
+        ``"accuracy"`` (threshold 0.5) is the paper's; FAQ uses the probabilities.
     one_standard_error : bool, default=True
         Apply the 1-SE rule; otherwise take the best mean score.
     learning_rate, max_iter, solver, tol, device, dtype, random_state, verbose
-        Passed to every :class:`LogisticFactorModel` (the grid means what ``regularization``
-        means for the chosen ``solver``).
+        As in :class:`LogisticFactorModel` (so is the meaning of ``regularization_grid``).
 
     Attributes
     ----------
@@ -477,8 +416,7 @@ class LogisticFactorModelCV(BaseEstimator):
         ``fold_scores`` (shape (n_candidates, cv)); scores are higher-is-better.
     best_params_ : dict
     best_estimator_ : LogisticFactorModel
-        Refitted on all of ``H``; its fitted attributes are also exposed here
-        (``question_factors_``, ``prior_mean_``, ...).
+        Refitted on all of ``H``; its fitted attributes (``question_factors_``, ...) are exposed here.
 
     Examples
     --------
@@ -521,16 +459,10 @@ class LogisticFactorModelCV(BaseEstimator):
         self.verbose = verbose
 
     def _model(self, k, regularization, seed):
+        shared = ("learning_rate", "max_iter", "solver", "tol", "device", "dtype")
         return LogisticFactorModel(
-            n_components=int(k),
-            regularization=float(regularization),
-            learning_rate=self.learning_rate,
-            max_iter=self.max_iter,
-            solver=self.solver,
-            tol=self.tol,
-            device=self.device,
-            dtype=self.dtype,
-            random_state=seed,
+            n_components=int(k), regularization=float(regularization), random_state=seed,
+            **{name: getattr(self, name) for name in shared},
         )
 
     def fit(self, X, y=None):
@@ -561,8 +493,7 @@ class LogisticFactorModelCV(BaseEstimator):
                 m = self._model(k, a, seed).fit(H_train[keep])
                 logits = np.full(H.shape, 0.0)
                 logits[keep] = m.model_factors_ @ m.question_factors_.T
-                cells = held & keep[:, None]
-                scores[c, f] = _cv_score(H, logits, cells, self.scoring)
+                scores[c, f] = _cv_score(H, logits, held & keep[:, None], self.scoring)
                 bar.update(1)
         bar.close()
 
