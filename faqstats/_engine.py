@@ -15,6 +15,7 @@ import numpy as np
 
 from ._inference import check_interval
 from ._validation import check_outcome_values, check_scalar
+from .posterior import _read_only
 from .sampling import PolicyState, UniformSampler, check_law, draw_from, within_round
 
 __all__ = [
@@ -153,8 +154,7 @@ class SequentialRun(_Run):
     def __init__(self, sampler, predictor, n_questions, budget):
         super().__init__(sampler, predictor, n_questions, budget)
         self.replace = bool(sampler.replace)
-        self._available_view = self.available.view()
-        self._available_view.flags.writeable = False
+        self._available_view = _read_only(self.available.view())
         self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
         self._asked = np.empty(max(self.budget, 1), dtype=np.intp)  # those questions, in order
         self._n_asked = 0
@@ -179,8 +179,7 @@ class SequentialRun(_Run):
         return min(int(requested), self.budget - self.step + 1)
 
     def state(self):
-        """The read-only :class:`~faqstats.sampling.PolicyState` the policy sees now (valid
-        for the round it is made for: its ``available`` is a read-only view of the run's)."""
+        """The read-only :class:`~faqstats.sampling.PolicyState` the policy sees now (for this round)."""
         view = self.predictor.view()
         return PolicyState(
             predictions=self.predictions,
@@ -195,8 +194,7 @@ class SequentialRun(_Run):
         )
 
     def law(self):
-        """``q_t`` of the round's first draw: the policy's probabilities (checked when the
-        policy computes them itself, see :class:`~faqstats.Sampler`)."""
+        """``q_t`` of the round's first draw (checked where :class:`~faqstats.Sampler` says so)."""
         state = self.state()
         q = self.sampler.probabilities(state)
         if self.sampler.checks_law:
@@ -208,8 +206,7 @@ class SequentialRun(_Run):
         return self._round(size, lambda q, i: draw_from(q, rng), keep_laws)
 
     def replay_round(self, draws, keep_laws=False, where="session"):
-        """The draws ``(question, probability)`` of a stored round, checked against the
-        policy: each must have the probability the policy gives it now."""
+        """A stored round's draws ``(question, probability)``, each checked against the policy now."""
 
         def check(q, i):
             question, probability = draws[i]
@@ -254,10 +251,7 @@ class SequentialRun(_Run):
         return (base + np.min(-p / qs)) / self.n_questions, (base + np.max((1.0 - p) / qs)) / self.n_questions
 
     def record(self, question, probability, outcome):
-        """Record the answer to ``question`` (drawn with ``probability``); return ``phi_t``.
-
-        The predictor does not move until :meth:`end_round`.
-        """
+        """Record the answer to ``question``; return ``phi_t`` (the predictor moves at :meth:`end_round`)."""
         base = self.base()
         prediction = self.predictions[question]
         phi = pai_increment(base, outcome, prediction, probability, self.n_questions)
@@ -269,8 +263,7 @@ class SequentialRun(_Run):
                 self._asked = np.concatenate([self._asked, np.empty_like(self._asked)])
             self._asked[self._n_asked] = question
             self._n_asked += 1
-            self._asked_view = self._asked[: self._n_asked]
-            self._asked_view.flags.writeable = False
+            self._asked_view = _read_only(self._asked[: self._n_asked])
         self.step += 1
         return phi
 
@@ -334,8 +327,7 @@ class StreamRun(_Run):
         self._advance(item)
 
     def draw_round(self, rng, size=1, keep_laws=False):
-        """Toss coins along the stream until one says label: ``[(item, pi, None)]``, or
-        ``[]`` at the end of the stream."""
+        """Coins along the stream until one says label: ``[(item, pi, None)]``, or ``[]`` at its end."""
         while not self.done:
             pi = self.inclusion_probability()
             if rng.random() < pi:
@@ -360,8 +352,7 @@ class StreamRun(_Run):
 
 
 def sample_mean_design(factor_model, sampler):
-    """Whether a configuration is simple random sampling without replacement with no
-    predictions: then the FPC sample mean is reported (it beats the increments' mean there)."""
+    """Whether the FPC sample mean is reported: uniform sampling without replacement, no predictions."""
     return factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace
 
 
@@ -458,8 +449,7 @@ class QueryLoop:
         return new
 
     def record(self, outcome):
-        """Record the answer to the first pending draw; a completed round ends (the
-        predictor learns, the stopping rules are checked)."""
+        """Record the answer to the first pending draw; a round ends when all its draws are answered."""
         draw = self.draws[self.n_recorded]
         run, cs = self.run, self.cs
         bounds = run.increment_range(draw.law) if cs is not None else None
@@ -481,6 +471,5 @@ class QueryLoop:
             self.confidence_rows.append((run.progress, low, high))
             if self.stop_when_width is not None and high - low <= self.stop_when_width and run.progress > 1:
                 self.stop_reason = "width"
-                return
-        if run.done:
+        if run.done and self.stop_reason is None:
             self.stop_reason = "budget"

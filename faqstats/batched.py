@@ -46,11 +46,9 @@ class BatchedRuns:
     method : str
         ``"pai"``, ``"sample_mean"`` or ``"aipw"``, as in :class:`~faqstats.AccuracyResult`.
     increments : ndarray of shape (R, budget) or None
-        With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample
-        mean), for studying other intervals on the same runs.
+        With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample mean).
     increment_ranges : ndarray of shape (R, budget, 2) or None
-        With ``keep_increments=True``: the range of each ``phi_t`` known before its draw
-        (what a confidence sequence uses).
+        With ``keep_increments=True``: the range of each ``phi_t`` known before its draw.
     """
 
     estimate: np.ndarray
@@ -169,8 +167,6 @@ def simulate(
     start = 0
     while start < R:
         sl = slice(start, min(R, start + chunk))
-        # a chunk that runs out of memory is run again in halves, from the same generator
-        # states, so the draws (and results) do not depend on where memory ran short
         states = [g.bit_generator.state for g in gens[sl]]
         try:
             parts.append(engine.run(Z[rows[sl]], gens[sl]))

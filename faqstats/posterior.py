@@ -312,10 +312,8 @@ class GaussianPosterior(FactorPosterior):
 
     Parameters
     ----------
-    question_factors : ndarray of shape (N, k)
-        The loadings ``V``.
-    mean, cov : ndarray of shape (k,), (k, k)
-        The prior of ``u``.
+    question_factors, mean, cov
+        As in :class:`FactorPosterior`: the loadings ``V`` and the prior of ``u``.
     offsets : ndarray of shape (N,)
         The prior means ``m``.
     noise : ndarray of shape (N,)

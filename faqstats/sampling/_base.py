@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator
 
 from .._backend import is_torch
 from .._validation import check_scalar
-from ..posterior import PosteriorView, oracle_scores, quadratic_forms_from_scratch
+from ..posterior import PosteriorView, _read_only, oracle_scores, quadratic_forms_from_scratch
 
 __all__ = [
     "DRAW_BLOCK",
@@ -32,8 +32,7 @@ __all__ = [
 
 _sum = np.add.reduce
 
-#: Questions per block of the two-level inverse-CDF draw (:func:`draw_from`; the batched
-#: engine draws in the same blocks).
+#: Questions per block of the two-level inverse-CDF draw (:func:`draw_from` and the batched engine's).
 DRAW_BLOCK = 128
 
 
@@ -82,8 +81,7 @@ class PolicyState:
         return oracle_scores(self.predictions)
 
     def quadratic_forms(self):
-        """``v_j' Sigma v_j`` for every question: the predictor's cache (O(N k) per answer
-        since the previous round), or computed from scratch (O(N k^2))."""
+        """``v_j' Sigma v_j`` for every question: the predictor's cache, or computed from scratch."""
         if self.posterior is not None and self.posterior.question_factors is not None:
             return self.posterior.quadratic_forms()
         return quadratic_forms_from_scratch(self.question_factors, self.posterior_cov)
@@ -195,9 +193,8 @@ def mixture(scores, tau, asked, name="scores"):
 
 
 def mixture_coefficients(total, tau, n_avail):
-    """``(a, b)`` of the law ``q_j = a + b s_j`` on the askable questions: ``tau / |R|`` and
-    ``(1 - tau) / total``, or the uniform ``(1 / |R|, 0)`` where every score is 0. ``total``
-    is the askable scores' sum: a float, or a tensor of one per run (batched engine)."""
+    """``(a, b)`` of the law ``q_j = a + b s_j`` on the askable questions (see :func:`mixture`);
+    ``total``, the askable scores' sum, is a float or a tensor of one per run."""
     if not isinstance(total, float) and is_torch(total):
         positive = total > 0  # (python scalars in torch.where would make float32: keep the dtype)
         a = total.new_full(total.shape, 1.0 / n_avail).masked_fill_(positive, tau / n_avail)
@@ -208,8 +205,7 @@ def mixture_coefficients(total, tau, n_avail):
 
 def check_law(q, shape, asked, name):
     """Raise unless ``q`` is non-negative, of ``shape`` and zero at ``asked``; return it as
-    float64. (Its sum need not be exactly 1: every draw divides by the mass it drew from,
-    :func:`draw_from`.)"""
+    float64 (its sum need not be 1: :func:`draw_from` divides by the mass)."""
     if not isinstance(q, np.ndarray) or q.shape != shape or q.dtype != np.float64:
         q = np.asarray(q, dtype=float)
         if q.shape != shape:
@@ -259,9 +255,7 @@ def inverse_cdf(q, u):
 
 @functools.lru_cache(maxsize=16)
 def _block_starts(n):
-    starts = np.arange(0, n, DRAW_BLOCK)
-    starts.flags.writeable = False
-    return starts
+    return _read_only(np.arange(0, n, DRAW_BLOCK))
 
 
 def within_round(q_round, available, replace):
