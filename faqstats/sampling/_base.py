@@ -121,7 +121,7 @@ class Sampler(BaseEstimator):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "scores" in vars(cls) or "probabilities" in vars(cls):  # numpy-only and law-checked unless declared
+        if "scores" in vars(cls) or "probabilities" in vars(cls):  # numpy-only, law checked, unless declared
             cls.batched = vars(cls).get("batched", False)
             cls.checks_law = vars(cls).get("checks_law", True)
 
