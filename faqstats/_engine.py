@@ -1,23 +1,8 @@
 """The query loop: one engine under :class:`~faqstats.PAIEstimator`, the session and the paired estimator.
 
-A *run* holds one evaluation's state and arithmetic; a :class:`QueryLoop` drives it:
-
-    draw a round from the policy  ->  answers, recorded in draw order  ->  the predictor
-    learns the round's answers  ->  stopping rules (budget, confidence-sequence width)
-
-``PAIEstimator.fit`` turns the crank against an array or a callable,
-:class:`~faqstats.EvaluationSession` from outside (answers arrive whenever, the loop
-is replayed from disk), :class:`~faqstats.PairedPAIEstimator` with a run of two models.
-
-The increments (see the user guide, "statistics"):
-
-* with replacement (the seed paper, Eq. 3) ``phi_t = [ sum_j p_j + (z_I - p_I) / q_t(I) ] / N``;
-* without replacement (a Des Raj-type increment over the not-yet-asked set R_{t-1})
-  ``phi_t = [ sum_{j asked} z_j + sum_{j in R_{t-1}} p_j + (z_I - p_I) / q_t(I) ] / N``.
-
-Both satisfy ``E[phi_t | F_{t-1}] = theta`` for any predictable policy and predictions,
-so their mean is unbiased and ``phi_t - theta`` are martingale differences (the
-variance estimators are in :mod:`faqstats._inference`).
+A *run* holds one evaluation's state and arithmetic; a :class:`QueryLoop` drives it
+(docs/architecture.md, "One loop"). The increments, with and without replacement, and
+why they are unbiased: docs/statistics.md, "Increments".
 """
 
 from __future__ import annotations
@@ -30,6 +15,7 @@ import numpy as np
 
 from ._inference import check_interval
 from ._validation import check_outcome_values, check_scalar
+from .posterior import _read_only
 from .sampling import PolicyState, UniformSampler, check_law, draw_from, within_round
 
 __all__ = [
@@ -62,8 +48,7 @@ QUERY_DTYPE = np.dtype(
 
 
 def des_raj_base(prediction_sum, asked_prediction_sum, asked_outcome_sum):
-    """The prediction part of an increment times N without replacement: the answers of
-    the asked questions plus the predictions of the others (numpy or torch)."""
+    """Without replacement, N times an increment's prediction part: asked answers plus unasked predictions."""
     return asked_outcome_sum + (prediction_sum - asked_prediction_sum)
 
 
@@ -80,9 +65,8 @@ def aipw_terms(prediction, outcome, probability):
 
 
 class Draw(NamedTuple):
-    """One draw of a round: the question (a pair of questions for a paired run), the
-    probability it was drawn with, the round's index and, when a confidence sequence
-    needs it, the law it was drawn from."""
+    """One draw: the question (a pair for a paired run), its probability, the round's index
+    and, when a confidence sequence needs it, the law it was drawn from."""
 
     question: object
     probability: object
@@ -96,17 +80,14 @@ class Oracle:
     def __init__(self, outcomes, n_questions):
         self.n_questions = n_questions
         self.cache = {}
-        if callable(outcomes):
-            self.fn = outcomes
-            self.array = None
-        else:
-            arr = check_outcome_values(outcomes, "outcomes", allow_nan=True)  # in [0, 1] or NaN
+        self.fn = outcomes if callable(outcomes) else None
+        self.array = None
+        if self.fn is None:
+            arr = self.array = check_outcome_values(outcomes, "outcomes", allow_nan=True)  # in [0, 1] or NaN
             if arr.ndim != 1 or arr.size != n_questions:
                 raise ValueError(
                     f"outcomes must be a 1-D array with one entry per question ({n_questions}), got shape {arr.shape}."
                 )
-            self.fn = None
-            self.array = arr
 
     def ask(self, questions):
         """Outcomes of ``questions`` (a sequence of indices); the callable is called once
@@ -136,37 +117,49 @@ class Oracle:
         return z
 
 
-class SequentialRun:
-    """State of one sequential PAI run: its predictor, the askable questions, the records.
-
-    A round's law is the policy's :meth:`law` at the round's start; its draws are
-    successive (without replacement each later draw renormalises the law over the
-    questions not yet drawn); :meth:`record` takes the answers in draw order and
-    :meth:`end_round` lets the predictor learn them. The tests copy a run
-    (``copy.deepcopy``) at every node to enumerate all sampling paths exactly.
-    """
-
-    design = "sequential"
+class _Run:
+    """What both designs' runs hold: the policy, the predictor, the bank, the budget, the records."""
 
     def __init__(self, sampler, predictor, n_questions, budget):
         self.sampler = sampler
         self.predictor = predictor
         self.n_questions = int(n_questions)
         self.budget = int(budget)
-        self.replace = bool(sampler.replace)
-        self.available = np.ones(self.n_questions, dtype=bool)
-        self._available_view = self.available.view()
-        self._available_view.flags.writeable = False
-        self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
-        self._asked = np.empty(max(self.budget, 1), dtype=np.intp)  # those questions, in order
-        self._n_asked = 0
-        self._asked_view = self._asked[:0]
+        self.available = np.ones(self.n_questions, dtype=bool)  # askable, or (stream) not yet visited
         self.records = []
-        self.step = 1
 
     @property
     def predictions(self):
         return self.predictor.predictions
+
+    def end_round(self, questions, outcomes):
+        """The predictor learns the round's answers, in draw order."""
+        for question, outcome in zip(questions, outcomes):
+            self.predictor.update(question, outcome)
+
+    def table(self):
+        return np.array(self.records, dtype=QUERY_DTYPE)
+
+
+class SequentialRun(_Run):
+    """State of one sequential PAI run: its predictor, the askable questions, the records.
+
+    A round's draws are successive from the policy's :meth:`law` at its start;
+    :meth:`record` takes the answers in draw order, :meth:`end_round` lets the predictor
+    learn them. The tests ``copy.deepcopy`` a run to enumerate all sampling paths.
+    """
+
+    design = "sequential"
+
+    def __init__(self, sampler, predictor, n_questions, budget):
+        super().__init__(sampler, predictor, n_questions, budget)
+        self.replace = bool(sampler.replace)
+        self._available_view = _read_only(self.available.view())
+        self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
+        self._asked = np.empty(max(self.budget, 1), dtype=np.intp)  # those questions, in order
+        self._n_asked = 0
+        self._asked_view = self._asked[:0]
+        self.step = 1
 
     @property
     def asked(self):
@@ -186,8 +179,7 @@ class SequentialRun:
         return min(int(requested), self.budget - self.step + 1)
 
     def state(self):
-        """The read-only :class:`~faqstats.sampling.PolicyState` the policy sees now (valid
-        for the round it is made for: its ``available`` is a read-only view of the run's)."""
+        """The read-only :class:`~faqstats.sampling.PolicyState` the policy sees now (for this round)."""
         view = self.predictor.view()
         return PolicyState(
             predictions=self.predictions,
@@ -202,8 +194,7 @@ class SequentialRun:
         )
 
     def law(self):
-        """``q_t`` of the round's first draw: the policy's probabilities (checked when the
-        policy computes them itself, see :class:`~faqstats.Sampler`)."""
+        """``q_t`` of the round's first draw (checked where :class:`~faqstats.Sampler` says so)."""
         state = self.state()
         q = self.sampler.probabilities(state)
         if self.sampler.checks_law:
@@ -215,8 +206,7 @@ class SequentialRun:
         return self._round(size, lambda q, i: draw_from(q, rng), keep_laws)
 
     def replay_round(self, draws, keep_laws=False, where="session"):
-        """The draws ``(question, probability)`` of a stored round, checked against the
-        policy: each must have the probability the policy gives it now."""
+        """A stored round's draws ``(question, probability)``, each checked against the policy now."""
 
         def check(q, i):
             question, probability = draws[i]
@@ -238,11 +228,8 @@ class SequentialRun:
             q = q_round if i == 0 or self.replace else within_round(q_round, available, False)
             if keep_laws:  # normalised, and the probability read from it: inside its increment's range
                 q = q / q.sum()
-                question = pick(q, i)[0]
-                draws.append((question, float(q[question]), q))
-            else:
-                question, probability = pick(q, i)
-                draws.append((question, probability, None))
+            question, probability = pick(q, i)
+            draws.append((question, float(q[question]), q) if keep_laws else (question, probability, None))
             if size > 1 and not self.replace:
                 available[question] = False
         return draws
@@ -264,10 +251,7 @@ class SequentialRun:
         return (base + np.min(-p / qs)) / self.n_questions, (base + np.max((1.0 - p) / qs)) / self.n_questions
 
     def record(self, question, probability, outcome):
-        """Record the answer to ``question`` (drawn with ``probability``); return ``phi_t``.
-
-        The predictor does not move until :meth:`end_round`.
-        """
+        """Record the answer to ``question``; return ``phi_t`` (the predictor moves at :meth:`end_round`)."""
         base = self.base()
         prediction = self.predictions[question]
         phi = pai_increment(base, outcome, prediction, probability, self.n_questions)
@@ -279,48 +263,32 @@ class SequentialRun:
                 self._asked = np.concatenate([self._asked, np.empty_like(self._asked)])
             self._asked[self._n_asked] = question
             self._n_asked += 1
-            self._asked_view = self._asked[: self._n_asked]
-            self._asked_view.flags.writeable = False
+            self._asked_view = _read_only(self._asked[: self._n_asked])
         self.step += 1
         return phi
 
-    def end_round(self, questions, outcomes):
-        """The predictor learns the round's answers, in draw order."""
-        for question, outcome in zip(questions, outcomes):
-            self.predictor.update(question, outcome)
 
-    def table(self):
-        return np.array(self.records, dtype=QUERY_DTYPE)
-
-
-class StreamRun:
+class StreamRun(_Run):
     """State of one nature's-order run (:class:`~faqstats.sampling.StreamSampler`).
 
-    Items are visited in the sampler's stream order; each gets a coin with probability
-    :meth:`inclusion_probability`. A skipped item contributes its prediction
-    (:meth:`skip`), a labelled one ``p + (z - p) / pi`` (:meth:`record`), after which
-    the predictor learns the answer (:meth:`end_round`). The scores of the items not
-    yet visited and their sum are kept up to date.
+    Items are visited in stream order, each labelled with probability
+    :meth:`inclusion_probability`: a skipped item contributes its prediction
+    (:meth:`skip`), a labelled one ``p + (z - p) / pi`` (:meth:`record`).
     """
 
     design = "stream"
 
     def __init__(self, sampler, predictor, n_questions, budget, order):
-        self.sampler = sampler
-        self.predictor = predictor
-        self.n_questions = int(n_questions)
-        self.budget = int(budget)
+        super().__init__(sampler, predictor, n_questions, budget)
         self.order = np.asarray(order)
-        self.available = np.ones(self.n_questions, dtype=bool)  # not yet visited
         self.position = 0
         self.labels_used = 0
         self.terms = []  # psi_t = p_t + (z_t - p_t) xi_t / pi_t, one per visited item
         self.variance_terms = []  # xi_t (z_t - p_t)^2 (1 - pi_t) / pi_t^2
-        self.records = []
         self._rescore()
 
-    def _rescore(self):
-        self.scores = np.asarray(self.sampler.item_scores(self.predictor.predictions), dtype=float)
+    def _rescore(self):  # the scores of the items not yet visited and their sum
+        self.scores = np.asarray(self.sampler.item_scores(self.predictions), dtype=float)
         self.score_sum = float(np.where(self.available, self.scores, 0.0).sum())
 
     @property
@@ -342,11 +310,10 @@ class StreamRun:
     def inclusion_probability(self):
         """``pi_t`` of the current item."""
         remaining = self.n_questions - self.position
-        pi = self.sampler.inclusion_probability(
+        return float(self.sampler.inclusion_probability(
             self.scores[self.item], self.score_sum / remaining, self.labels_used, remaining, self.budget,
             self.n_questions,
-        )
-        return float(pi)
+        ))
 
     def _advance(self, item):
         self.available[item] = False
@@ -356,12 +323,11 @@ class StreamRun:
     def skip(self):
         """The coin said skip: the item contributes its prediction."""
         item = self.item
-        self.terms.append(self.predictor.predictions[item])
+        self.terms.append(self.predictions[item])
         self._advance(item)
 
     def draw_round(self, rng, size=1, keep_laws=False):
-        """Toss coins along the stream until one says label: ``[(item, pi, None)]``, or
-        ``[]`` at the end of the stream."""
+        """Coins along the stream until one says label: ``[(item, pi, None)]``, or ``[]`` at its end."""
         while not self.done:
             pi = self.inclusion_probability()
             if rng.random() < pi:
@@ -371,7 +337,7 @@ class StreamRun:
 
     def record(self, question, probability, outcome):
         """The labelled current item's answer; returns its term."""
-        p = self.predictor.predictions[question]
+        p = self.predictions[question]
         term, variance_term = aipw_terms(p, outcome, probability)
         self.terms.append(term)
         self.variance_terms.append(variance_term)
@@ -381,17 +347,12 @@ class StreamRun:
         return term
 
     def end_round(self, questions, outcomes):
-        for question, outcome in zip(questions, outcomes):
-            self.predictor.update(question, outcome)
+        super().end_round(questions, outcomes)
         self._rescore()
-
-    def table(self):
-        return np.array(self.records, dtype=QUERY_DTYPE)
 
 
 def sample_mean_design(factor_model, sampler):
-    """Whether a configuration is simple random sampling without replacement with no
-    predictions: then the FPC sample mean is reported (it beats the increments' mean there)."""
+    """Whether the FPC sample mean is reported: uniform sampling without replacement, no predictions."""
     return factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace
 
 
@@ -488,8 +449,7 @@ class QueryLoop:
         return new
 
     def record(self, outcome):
-        """Record the answer to the first pending draw; a completed round ends (the
-        predictor learns, the stopping rules are checked)."""
+        """Record the answer to the first pending draw; a round ends when all its draws are answered."""
         draw = self.draws[self.n_recorded]
         run, cs = self.run, self.cs
         bounds = run.increment_range(draw.law) if cs is not None else None
@@ -511,6 +471,5 @@ class QueryLoop:
             self.confidence_rows.append((run.progress, low, high))
             if self.stop_when_width is not None and high - low <= self.stop_when_width and run.progress > 1:
                 self.stop_reason = "width"
-                return
-        if run.done:
+        if run.done and self.stop_reason is None:
             self.stop_reason = "budget"

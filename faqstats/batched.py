@@ -1,24 +1,10 @@
 """Many PAI runs in lockstep: a batched torch engine for simulations.
 
-A simulation study evaluates the same policy on many new models and seeds. Run one
-at a time, each round of each run is a handful of small numpy calls, and the Python
-overhead dominates. :func:`simulate` advances ``R`` runs together: every round is a
-few tensor operations over an ``R x N`` block (predictions, scores, sampling
-distributions, cumulative sums for the draws) plus batched rank-one Laplace updates of
-the ``R`` factor posteriors (``R x k x k``). Memory is O(R (N + k^2)) per chunk of runs;
-no ``R x N x k`` intermediate is ever formed.
-
-It is the engine of :class:`~faqstats.PAIEstimator` in lockstep, with the same parts:
-the policy's own scores (the built-in policies' ``scores`` accept these torch states;
-any other policy's numpy scores are called run by run), the same Laplace step and
-quadratic-form cache (:mod:`faqstats.posterior`), increments and inference
-(:mod:`faqstats._engine`, :mod:`faqstats._inference`). Run ``r`` takes its uniforms
-from its own generator exactly as the estimator would (one ``random()`` per draw
-through the same two-level inverse CDF; for a stream design the order first, then one
-``random()`` per item), so in float64 it asks the estimator's questions up to rounding
-(tested). It covers every policy with ``batch_size=1``, a fixed budget, the martingale
-variance and the ``robust-t``/``t``/``normal`` intervals (:func:`supports`); early
-stopping and batches go through the estimator itself.
+:func:`simulate` advances ``R`` runs of :class:`~faqstats.PAIEstimator`'s loop together, each
+round a few tensor operations over an ``R x N`` block, with the estimator's parts (policies'
+scores, Laplace step, increments, inference) and draws: in float64 it asks the estimator's
+questions (docs/architecture.md, "One loop"; memory and timings: docs/performance.md,
+"Batched engine"). What it covers: :func:`supports`.
 """
 
 from __future__ import annotations
@@ -60,11 +46,9 @@ class BatchedRuns:
     method : str
         ``"pai"``, ``"sample_mean"`` or ``"aipw"``, as in :class:`~faqstats.AccuracyResult`.
     increments : ndarray of shape (R, budget) or None
-        With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample
-        mean), for studying other intervals on the same runs.
+        With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample mean).
     increment_ranges : ndarray of shape (R, budget, 2) or None
-        With ``keep_increments=True``: the range of each ``phi_t`` known before its draw
-        (what a confidence sequence uses).
+        With ``keep_increments=True``: the range of each ``phi_t`` known before its draw.
     """
 
     estimate: np.ndarray
@@ -116,9 +100,7 @@ def simulate(
         One per run, used exactly as ``PAIEstimator(random_state=g)`` would use it.
     factor_model : fitted LogisticFactorModel, GaussianProcessSurrogate or None
     sampler : Sampler, StreamSampler or None
-        Any policy (``None`` is ``HybridSampler()``). The built-in ones run as tensor
-        operations; a policy whose ``scores`` are numpy-only is asked run by run, from
-        each run's :class:`~faqstats.sampling.PolicyState`.
+        Any policy (``None`` is ``HybridSampler()``); one with numpy-only ``scores`` is asked run by run.
     budget : int
     rows : array-like of int, shape (R,), or None
         Which row of ``outcomes`` run ``r`` evaluates; ``None`` means run ``r`` uses row ``r``.
@@ -130,9 +112,8 @@ def simulate(
     dtype : {"float64", "float32"}
         float64 reproduces the sequential estimator to rounding; float32 is faster on GPUs.
     max_elements : int
-        Runs are processed in chunks of at most ``max_elements // N`` runs. A chunk that
-        runs out of memory (host or GPU) is run again in halves from the same generator
-        states, with a ``ResourceWarning``: the results are those of any chunking.
+        Runs are processed in chunks of at most ``max_elements // N`` runs; a chunk that runs
+        out of memory is run again in halves (``ResourceWarning``), with the same results.
     progress : callable or None
         Called with the number of runs finished after each chunk.
     keep_increments : bool, default=False
@@ -186,8 +167,6 @@ def simulate(
     start = 0
     while start < R:
         sl = slice(start, min(R, start + chunk))
-        # a chunk that runs out of memory is run again in halves, from the same generator
-        # states, so the draws (and results) do not depend on where memory ran short
         states = [g.bit_generator.state for g in gens[sl]]
         try:
             parts.append(engine.run(Z[rows[sl]], gens[sl]))
@@ -474,14 +453,8 @@ def _block_sums(s):
 
 
 def _draw(s, block_s, A, a, b, counts, u):
-    """The two-level inverse-CDF draw for every run, with ``q = a A + b s`` never formed.
-
-    The block holding ``u * sum(q)`` from the block masses ``a counts + b block_s``
-    (``block_s = _block_sums(s)``), then the question inside that block from a
-    cumulative sum over ``_BLOCK`` columns: the estimator's draw
-    (:func:`faqstats.sampling.draw_from`) up to rounding (the masses are summed in
-    another order), without forming ``q``.
-    """
+    """:func:`faqstats.sampling.draw_from` for every run, up to rounding, with ``q = a A + b s``
+    never formed: the block from the masses ``a counts + b block_s``, then the question inside it."""
     R, N = s.shape
     mass = torch.addcmul(counts * a[:, None], block_s, b[:, None])
     cdf = torch.cumsum(mass, 1)

@@ -1,22 +1,11 @@
 """Predictors: what the answers so far say about every question's outcome.
 
-A query loop needs, before each round, a prediction ``p_j`` for every question of the
-bank, and updates it with the answers of the round. Any predictor made before a draw
-(predictable) keeps the PAI estimate exactly unbiased; better ones lower its variance.
-A predictor has ``predictions`` (read-only, shape (N,)), ``update(question, outcome)``
-and ``view()``, the read-only :class:`PosteriorView` that sampling policies see.
-
-:class:`FactorPosterior` is the logistic factor model's: a Gaussian approximation of
-the new model's factor ``u`` (prior from the history, one Laplace step per answer,
-paper Eqs. 9-10), predicting ``p_j = sigmoid(v_j . u)`` at the posterior mean.
-:class:`GaussianPosterior` is the Gaussian-process surrogate's
-(:class:`faqstats.surrogate.GaussianProcessSurrogate`): the same low-rank posterior with
-an identity link, ``p_j = m_j + v_j . u``, updated exactly by Gaussian conditioning.
-:class:`FixedPredictions` never moves (no factor model: all zero).
-
-The Laplace step and the cache of the quadratic forms ``v_j' Sigma v_j`` (the
-active-learning score's) are written once, for one run (numpy) and for many runs in
-lockstep (torch, :mod:`faqstats.batched`).
+A predictor has ``predictions`` (read-only, shape (N,)), ``update(question, outcome)`` and
+``view()``, the read-only :class:`PosteriorView` that policies see (docs/architecture.md,
+"Adding a predictor"). :class:`FactorPosterior` is the logistic factor model's,
+:class:`GaussianPosterior` the Gaussian-process surrogate's, :class:`FixedPredictions` the
+one without a model. The Laplace step and the quadratic-form cache serve one run (numpy)
+and many in lockstep (torch, :mod:`faqstats.batched`).
 """
 
 from __future__ import annotations
@@ -45,22 +34,11 @@ _SCRATCH_ELEMENTS = 2**20
 def laplace_step(mean, cov, v, z, *, offset=None, noise=None):
     """One online Laplace (Sherman-Morrison) update of Gaussian factor posteriors.
 
-    With ``p = sigmoid(mean . v)`` and ``w = p (1 - p)`` (paper Eqs. 9-10),
-
-    ``cov' = cov - c (cov v)(cov v)^T`` with ``c = w / (1 + w v^T cov v)``,
-    ``mean' = mean + cov' v (z - p) = mean + (cov v) (z - p) / (1 + w v^T cov v)``.
-
-    With ``noise`` (and ``offset``) given, the link is the identity instead:
-    ``z = offset + v . u + e``, ``e ~ N(0, noise)``, so ``p = offset + mean . v``,
-    ``w = 1 / noise`` and the gradient is ``(z - p) / noise``: the same formulas are then
-    the exact Kalman (Gaussian conditioning) update of :class:`GaussianPosterior`.
-
-    The downdate is written ``cov - u u^T`` with ``u = sqrt(c) cov v``: ``u_i u_j`` and
-    ``u_j u_i`` are the same float, so an exactly symmetric ``cov`` stays exactly
-    symmetric, and ``w >= 0`` makes it a contraction (positive semi-definite).
-
-    Works on one posterior (numpy: ``mean`` (k,), ``cov`` (k, k), ``v`` (k,), ``z`` a
-    float) or on many at once (leading run axis, numpy or torch).
+    The formulas, and why the downdate ``cov - u u^T`` stays exactly symmetric: docs/statistics.md,
+    "The factor model and its online update". With ``noise`` and ``offset`` the link is the identity
+    (``w = 1 / noise``): the exact Gaussian conditioning step of :class:`GaussianPosterior`.
+    One posterior (numpy: ``mean`` (k,), ``cov`` (k, k), ``v`` (k,), ``z`` a float) or many
+    (leading run axis, numpy or torch).
 
     Returns
     -------
@@ -87,8 +65,7 @@ def laplace_step(mean, cov, v, z, *, offset=None, noise=None):
 def quadratic_forms_from_scratch(question_factors, cov):
     """``v_j' cov v_j`` for every row ``v_j`` of ``question_factors``: O(N k^2) per run.
 
-    ``cov`` of shape (k, k) gives (N,); (R, k, k) gives (R, N), computed in chunks of
-    runs so that no large (R, N, k) intermediate is formed.
+    ``cov`` (k, k) gives (N,); (R, k, k) gives (R, N), in chunks of runs (no large (R, N, k) product).
     """
     V = question_factors
     if cov.ndim == 2:
@@ -103,21 +80,12 @@ def quadratic_forms_from_scratch(question_factors, cov):
 class QuadraticForms:
     """Lazily kept ``quad_j = v_j' cov v_j`` of a changing posterior covariance.
 
-    Nothing is maintained until the forms are first asked for (:meth:`get`, O(N k^2)
-    once); from then on each Laplace update ``cov' = cov - c (cov v)(cov v)'`` changes
-    them by ``quad' = quad - c (V cov v)^2``: O(N k) per answer. Updates are queued and
-    applied when the forms are next asked for (``m`` queued answers are one ``N x m``
-    product); if more than ``max(4, k // 4)`` queue up unasked (a policy that stopped
-    using them, such as the hybrid policy past ``rho * budget``), the cache is dropped,
-    so policies that never use the forms pay nothing.
-
-    Each downdate uses ``V cov v`` computed afresh, so rounding errors add up without
-    being amplified; they are recomputed from scratch after ``refresh_every``
-    incremental updates (:data:`REFRESH_EVERY`), and stay within about 1e-12 (relative
-    to ``max_j quad_j``) of the recomputation.
-
-    Works for one posterior (``Sv`` (k,), ``c`` a float) and for many runs (``Sv``
-    (R, k), ``c`` (R,), forms (R, N)).
+    Computed when first asked for (:meth:`get`, O(N k^2)); then each Laplace update changes
+    them by ``quad' = quad - c (V cov v)^2`` (O(N k)), queued until next asked for. If more than
+    ``max(4, k // 4)`` updates queue up unasked, the cache is dropped (policies that do not use
+    the forms pay nothing); it is recomputed from scratch every ``refresh_every`` updates
+    (:data:`REFRESH_EVERY`). One posterior (``Sv`` (k,), ``c`` a float) or many runs
+    (``Sv`` (R, k), ``c`` (R,), forms (R, N)).
     """
 
     def __init__(self, question_factors, refresh_every=None):
@@ -159,9 +127,8 @@ class QuadraticForms:
 
 
 def oracle_scores(predictions):
-    """``sqrt(p (1 - p))``, the oracle (Neyman) score, as a new array (numpy: 0 for a
-    prediction outside ``[0, 1]``, NaN for NaN; torch, any shape: ``p - p^2`` in one pass,
-    for predictions in [0, 1], where ``fl(p * p) <= p``)."""
+    """``sqrt(p (1 - p))``, the oracle (Neyman) score, as a new array (numpy: 0 outside ``[0, 1]``,
+    NaN for NaN; torch: ``p - p^2`` in one pass, for predictions in [0, 1])."""
     p = predictions
     if is_torch(p):
         return namespace(p).addcmul(p, p, p, value=-1.0).sqrt_()
@@ -172,10 +139,8 @@ def oracle_scores(predictions):
 
 
 class PosteriorView:
-    """What a sampling policy may read of a predictor: a snapshot of its state and its
-    cached derived quantities, all read-only. A policy never holds the live predictor, so
-    it cannot move it, and a view kept across an update still describes its own time
-    (the predictor's caches are used only while they describe the snapshot).
+    """What a sampling policy may read of a predictor: a read-only snapshot of its state and caches
+    (used only while they describe the snapshot, so a view kept across an update stays valid).
 
     Attributes
     ----------
@@ -247,10 +212,8 @@ class FixedPredictions:
 class FactorPosterior:
     """Gaussian approximation of a new model's factor and the predictions it implies.
 
-    Starts at the factor model's prior ``N(mean, cov)``; :meth:`update` takes one
-    Laplace step per answer (:func:`laplace_step`) and recomputes the predictions
-    ``sigmoid(V mean)``, one O(N k) pass. The quadratic forms of the active-learning
-    score are kept lazily (:class:`QuadraticForms`).
+    Starts at the prior ``N(mean, cov)``; :meth:`update` takes one :func:`laplace_step` per
+    answer and recomputes the predictions ``sigmoid(V mean)`` (O(N k)).
 
     Parameters
     ----------
@@ -259,9 +222,8 @@ class FactorPosterior:
     cov : ndarray of shape (k, k)
         Made exactly symmetric once; the Laplace downdates keep it so.
     dtype : {"float64", "float32"}, default="float64"
-        Precision of the predictions: ``"float32"`` computes them from a float32 copy of
-        the factors (half the memory traffic of the per-answer pass), within about 2e-7
-        of float64's. The posterior itself stays float64.
+        Precision of the predictions (float32: from a float32 copy of the factors, within
+        about 2e-7 of float64's); the posterior itself stays float64.
     refresh_every : int or None
         See :class:`QuadraticForms`.
 
@@ -295,20 +257,20 @@ class FactorPosterior:
         self._forms = QuadraticForms(self.question_factors, refresh_every)
         self._predict()
 
+    offsets = noise = None  # the identity link's, set by GaussianPosterior
+
     def update(self, question, outcome):
-        """One Laplace step with the answer ``outcome`` to ``question``."""
-        mean, cov, Sv, c = laplace_step(self.mean, self.cov, self.question_factors[question], outcome)
+        """One Laplace (identity link: exact Gaussian) step with the answer ``outcome`` to ``question``."""
+        link = {} if self.noise is None else {"offset": self.offsets[question], "noise": self.noise[question]}
+        mean, cov, Sv, c = laplace_step(self.mean, self.cov, self.question_factors[question], outcome, **link)
         self.mean, self.cov = _read_only(mean), _read_only(cov)
         self._forms.updated(Sv, c)
         self._predict()
 
     def _predict(self):
         if self._V32 is None:
-            # sigmoid(x) = 1 / (1 + h^2) with h = exp(-x / 2), numpy's vectorised exp (scipy's
-            # expit takes 5x as long); h also gives the oracle score sqrt(p (1 - p)) = h p
-            # without a square root or the cancellation in 1 - p. Where a logit is below -709
-            # (rare: checked by one reduction), h^2 overflows: then logits below -1418 are
-            # clipped (h stays finite; p = 0 and score 0, both exact to within 1e-300).
+            # sigmoid(x) = 1 / (1 + h^2) with h = exp(-x / 2), and the oracle score h p; logits
+            # below -1418 clipped where h^2 would overflow (docs/performance.md, "Live step")
             h = self.question_factors @ (-0.5 * self.mean)
             if h.max() < 354.0:  # exp(2 * 354) is finite: nothing overflows
                 p = _sigmoid_from_half_logits(h)
@@ -318,8 +280,7 @@ class FactorPosterior:
                     p = _sigmoid_from_half_logits(h)
             scores = _read_only(np.multiply(h, p, out=h))
         else:
-            # sigmoid(x) = (1 + tanh(x / 2)) / 2 with numpy's SIMD float32 tanh: no overflow,
-            # within 1e-7 of float64 expit on the same float32 logits
+            # sigmoid(x) = (1 + tanh(x / 2)) / 2 with numpy's SIMD float32 tanh: no overflow
             x = self._V32 @ (0.5 * self.mean).astype(np.float32)
             np.tanh(x, out=x)
             x *= 0.5
@@ -345,21 +306,14 @@ class FactorPosterior:
 class GaussianPosterior(FactorPosterior):
     """A low-rank Gaussian process conditioned on a new model's answers.
 
-    The outcome of question ``j`` is modelled as ``z_j = m_j + v_j . u + e_j`` with
-    ``u ~ N(mean, cov)`` and independent ``e_j ~ N(0, noise_j)``: a Gaussian process over
-    the bank whose prior mean is ``m`` and covariance ``V cov V' + diag(noise)`` (for the
-    surrogate, the history's per-question means and shrunk question-by-question
-    covariance). Each answer is one exact conditioning step, O(k^2), and the predictions
-    ``clip(m + V mean, 0, 1)`` one O(N k) pass (:func:`laplace_step` with the identity
-    link). Clipping to [0, 1] is a fixed function of the posterior, so the predictions
-    stay predictable and PAI unbiased.
+    ``z_j = m_j + v_j . u + e_j`` with ``u ~ N(mean, cov)``, ``e_j ~ N(0, noise_j)``; each answer
+    is one exact conditioning step and the predictions are ``clip(m + V mean, 0, 1)``
+    (docs/statistics.md, "Any predictable predictor").
 
     Parameters
     ----------
-    question_factors : ndarray of shape (N, k)
-        The loadings ``V``.
-    mean, cov : ndarray of shape (k,), (k, k)
-        The prior of ``u``.
+    question_factors, mean, cov
+        As in :class:`FactorPosterior`: the loadings ``V`` and the prior of ``u``.
     offsets : ndarray of shape (N,)
         The prior means ``m``.
     noise : ndarray of shape (N,)
@@ -386,14 +340,6 @@ class GaussianPosterior(FactorPosterior):
         if not (np.all(np.isfinite(self.noise)) and self.noise.min() > 0):
             raise ValueError("noise must be finite and positive.")
         super().__init__(question_factors, mean, cov, dtype=dtype, refresh_every=refresh_every)
-
-    def update(self, question, outcome):
-        """Condition on the answer ``outcome`` to ``question`` (one exact Gaussian step)."""
-        mean, cov, Sv, c = laplace_step(self.mean, self.cov, self.question_factors[question], outcome,
-                                        offset=self.offsets[question], noise=self.noise[question])
-        self.mean, self.cov = _read_only(mean), _read_only(cov)
-        self._forms.updated(Sv, c)
-        self._predict()
 
     def _predict(self):
         V = self.question_factors if self._V32 is None else self._V32

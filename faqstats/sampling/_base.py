@@ -1,17 +1,8 @@
 """What a policy sees, the base of sequential policies, and the one draw.
 
-A sequential policy is a :class:`Sampler`: it sees a read-only :class:`PolicyState`
-and returns non-negative *scores*; the base class restricts them to the askable
-questions ``R``, normalises them and mixes in a uniform floor ``tau``:
-
-    q_t(j) = tau / |R| + (1 - tau) * score(j) / sum_{j' in R} score(j'),   j in R,
-
-so every policy inherits the bound ``1/q_t <= |R| / tau`` that keeps the
-inverse-probability terms of the estimator bounded. A new policy is one small class
-overriding :meth:`Sampler.scores`; a policy whose law is not such a mixture overrides
-:meth:`Sampler.probabilities`. Every draw, in every loop, is :func:`draw_from` the law
-``probabilities`` returns, so whatever a subclass overrides, the draws follow its law
-and the probability recorded is the one the draw was made with.
+A :class:`Sampler` turns a read-only :class:`PolicyState` into scores and mixes in a uniform
+floor ``tau`` over the askable questions (:func:`mixture`); every draw, in every loop, is
+:func:`draw_from` the law ``probabilities`` returns (docs/architecture.md, "Adding a policy").
 """
 
 from __future__ import annotations
@@ -25,7 +16,7 @@ from sklearn.base import BaseEstimator
 
 from .._backend import is_torch
 from .._validation import check_scalar
-from ..posterior import PosteriorView, oracle_scores, quadratic_forms_from_scratch
+from ..posterior import PosteriorView, _read_only, oracle_scores, quadratic_forms_from_scratch
 
 __all__ = [
     "DRAW_BLOCK",
@@ -41,8 +32,7 @@ __all__ = [
 
 _sum = np.add.reduce
 
-#: Questions per block of the two-level inverse-CDF draw (:func:`draw_from`; the batched
-#: engine draws in the same blocks).
+#: Questions per block of the two-level inverse-CDF draw (:func:`draw_from` and the batched engine's).
 DRAW_BLOCK = 128
 
 
@@ -50,9 +40,7 @@ DRAW_BLOCK = 128
 class PolicyState:
     """What a policy may look at before choosing question ``step``.
 
-    In :func:`faqstats.batched.simulate` the arrays are torch tensors with a leading run
-    axis (predictions of shape (R, N), and so on); the built-in policies' scores are
-    written for both.
+    In :func:`faqstats.batched.simulate` the arrays are torch tensors with a leading run axis.
 
     Attributes
     ----------
@@ -67,12 +55,10 @@ class PolicyState:
     question_factors : ndarray of shape (N, k) or None
     posterior_mean : ndarray of shape (k,) or None
     posterior_cov : ndarray of shape (k, k) or None
-        The Gaussian approximation of the new model's factor; ``None`` without a
-        factor model.
+        The factor posterior; ``None`` without a factor model.
     posterior : PosteriorView or None
-        A read-only view of the predictor, whose cached quantities
-        (:meth:`oracle_scores`, :meth:`quadratic_forms`) the state hands out; ``None``
-        when the state was built by hand.
+        A read-only view of the predictor, whose caches the state hands out; ``None`` when
+        the state was built by hand.
     asked : ndarray of int or None
         The questions no longer askable (default: those not ``available``).
     """
@@ -88,19 +74,14 @@ class PolicyState:
     asked: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def oracle_scores(self):
-        """The oracle score ``sqrt(p_j (1 - p_j))`` for every question (read-only).
-
-        From the predictor's cache when there is one (a factor posterior computes it
-        from the logits, accurate also where ``p`` rounds to 0 or 1), else from the
-        predictions.
-        """
+        """The oracle score ``sqrt(p_j (1 - p_j))`` for every question (read-only), from the
+        predictor's cache when there is one, else from the predictions."""
         if self.posterior is not None:
             return self.posterior.oracle_scores()
         return oracle_scores(self.predictions)
 
     def quadratic_forms(self):
-        """``v_j' Sigma v_j`` for every question: the predictor's cache (O(N k) per answer
-        since the previous round), or computed from scratch (O(N k^2))."""
+        """``v_j' Sigma v_j`` for every question: the predictor's cache, or computed from scratch."""
         if self.posterior is not None and self.posterior.question_factors is not None:
             return self.posterior.quadratic_forms()
         return quadratic_forms_from_scratch(self.question_factors, self.posterior_cov)
@@ -116,25 +97,17 @@ class Sampler(BaseEstimator):
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Weight of the uniform distribution mixed into every policy. It bounds the
-        inverse-probability weights by ``N / tau``, which the validity guarantees need.
-        The default is larger than the seed paper's 0.05: it had the same mean squared
-        error as 0.05-0.25 on real data, with increments less heavy-tailed and intervals
-        that cover better at small budgets (user guide, "default policy").
+        Weight of the uniform distribution mixed into every policy; it bounds the
+        inverse-probability weights by ``N / tau`` (docs/statistics.md, "Default policy").
     replace : bool, default=False
-        Sample without replacement (each question at most once; the estimator then
-        uses the Des Raj-type increment that keeps it exactly unbiased) or with
-        replacement (the seed paper).
+        Sample without replacement (each question at most once, the Des Raj-type increment)
+        or with replacement (the seed paper).
 
     Notes
     -----
-    ``batched`` says whether :meth:`scores` also works on the torch states of
-    :func:`faqstats.batched.simulate`; a subclass that overrides ``scores`` or
-    ``probabilities`` without saying so runs there through its numpy scores, one run
-    at a time. ``checks_law`` says whether the loops check the law :meth:`probabilities`
-    returns before drawing from it (non-negative, zero where not askable): the built-in
-    policies' laws are distributions by construction; the law of a subclass that
-    overrides ``scores`` or ``probabilities`` is checked unless it says otherwise.
+    A subclass that overrides ``scores`` or ``probabilities`` runs in the batched engine
+    through its numpy scores unless it sets ``batched = True``, and has its law checked
+    before each draw unless it sets ``checks_law = False`` (docs/architecture.md).
     """
 
     #: which loop runs this policy: one question at a time from a law over the bank
@@ -148,11 +121,9 @@ class Sampler(BaseEstimator):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # scores written for numpy only unless the subclass says otherwise
-        if ("scores" in vars(cls) or "probabilities" in vars(cls)) and "batched" not in vars(cls):
-            cls.batched = False
-        if ("scores" in vars(cls) or "probabilities" in vars(cls)) and "checks_law" not in vars(cls):
-            cls.checks_law = True
+        if "scores" in vars(cls) or "probabilities" in vars(cls):  # numpy-only, law checked, unless declared
+            cls.batched = vars(cls).get("batched", False)
+            cls.checks_law = vars(cls).get("checks_law", True)
 
     def __init__(self, tau=0.5, replace=False):
         self.tau = tau
@@ -187,13 +158,8 @@ def mixture(scores, tau, asked, name="scores"):
     """``q = tau / |R| + (1 - tau) s / sum_R s`` on the askable questions ``R`` (all but
     ``asked``), zero elsewhere; uniform over ``R`` when every askable score is 0.
 
-    In one pass over the bank in the usual case: the askable sum is the whole sum less
-    the few asked scores (summed directly when the asked ones hold most of the sum, where
-    the subtraction would lose digits), and
-    ``s (1 - tau) / sum`` is one multiplication (``s / sum`` first when the scale would
-    overflow, e.g. for a subnormal sum). Scores only need to be finite where askable
-    (and non-negative: a law with a negative entry is refused where it is drawn from,
-    :func:`check_law`).
+    One pass over the bank in the usual case (the askable sum as the whole sum less the asked
+    scores); scores need only be finite where askable.
 
     >>> mixture(np.array([3.0, 1.0, 5.0]), 0.5, np.array([2])).tolist()
     [0.625, 0.375, 0.0]
@@ -227,9 +193,8 @@ def mixture(scores, tau, asked, name="scores"):
 
 
 def mixture_coefficients(total, tau, n_avail):
-    """``(a, b)`` of the law ``q_j = a + b s_j`` on the askable questions: ``tau / |R|`` and
-    ``(1 - tau) / total``, or the uniform ``(1 / |R|, 0)`` where every score is 0. ``total``
-    is the askable scores' sum: a float, or a tensor of one per run (batched engine)."""
+    """``(a, b)`` of the law ``q_j = a + b s_j`` on the askable questions (see :func:`mixture`);
+    ``total``, the askable scores' sum, is a float or a tensor of one per run."""
     if not isinstance(total, float) and is_torch(total):
         positive = total > 0  # (python scalars in torch.where would make float32: keep the dtype)
         a = total.new_full(total.shape, 1.0 / n_avail).masked_fill_(positive, tau / n_avail)
@@ -240,8 +205,7 @@ def mixture_coefficients(total, tau, n_avail):
 
 def check_law(q, shape, asked, name):
     """Raise unless ``q`` is non-negative, of ``shape`` and zero at ``asked``; return it as
-    float64. (Its sum need not be exactly 1: every draw divides by the mass it drew from,
-    :func:`draw_from`.)"""
+    float64 (its sum need not be 1: :func:`draw_from` divides by the mass)."""
     if not isinstance(q, np.ndarray) or q.shape != shape or q.dtype != np.float64:
         q = np.asarray(q, dtype=float)
         if q.shape != shape:
@@ -256,13 +220,9 @@ def check_law(q, shape, asked, name):
 def draw_from(q, rng):
     """One question from the distribution ``q``: ``(question, probability)``.
 
-    The inverse CDF in two levels: the block of :data:`DRAW_BLOCK` questions holding
-    ``u sum(q)`` from the block sums, then the question inside that block from a
-    cumulative sum over the block alone (no length-N cumulative sum). It consumes one
-    ``rng.random()`` as ``Generator.choice(p=q)`` does and picks the same question up to
-    the rounding of the cumulative sums. The probability returned is the question's
-    share of the masses the draw used, so it is exact for the draw made whatever the
-    rounding.
+    A two-level inverse CDF (the block of :data:`DRAW_BLOCK` questions, then the question in
+    it) from one ``rng.random()``, as ``Generator.choice(p=q)`` up to rounding; the probability
+    is the question's share of the masses the draw used.
 
     Examples
     --------
@@ -295,18 +255,12 @@ def inverse_cdf(q, u):
 
 @functools.lru_cache(maxsize=16)
 def _block_starts(n):
-    starts = np.arange(0, n, DRAW_BLOCK)
-    starts.flags.writeable = False
-    return starts
+    return _read_only(np.arange(0, n, DRAW_BLOCK))
 
 
 def within_round(q_round, available, replace):
-    """Distribution of a later draw inside a round of several draws.
-
-    With replacement every draw of the round uses the round's ``q``; without, later
-    draws use ``q`` renormalised over the questions not yet drawn (successive
-    sampling), whose probability is what the increment must divide by.
-    """
+    """Distribution of a later draw inside a round: the round's ``q``, renormalised over the
+    questions not yet drawn without replacement (docs/statistics.md, "Batches")."""
     if replace:
         return q_round
     q = np.where(available, q_round, 0.0)

@@ -1,8 +1,6 @@
 """The built-in sequential policies: uniform, Neyman (oracle score), active learning, hybrid.
 
-Their scores are written once for one run (numpy) and for many runs in lockstep (the
-torch states of :func:`faqstats.batched.simulate`, with a leading run axis), so the
-batched engine runs exactly these policies.
+Their scores work on numpy and on the batched engine's torch states (a leading run axis).
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ __all__ = ["UniformSampler", "NeymanSampler", "ActiveLearningSampler", "HybridSa
 class UniformSampler(Sampler):
     """Every askable question equally likely.
 
-    With ``replace=False`` and no factor model, ``PAIEstimator`` reports the plain
-    sample mean with the finite-population correction: the honest baseline.
+    With ``replace=False`` and no factor model: the FPC sample mean (docs/statistics.md, "Baselines").
 
     Examples
     --------
@@ -59,11 +56,8 @@ def active_learning_scores(predictions, question_factors, posterior_cov, quadrat
     """The paper's d(j) (Appendix A.2.3): posterior-variance reduction of theta from asking j.
 
     ``d(j) = w_j (v_j' S g)^2 / (1 + w_j v_j' S v_j)`` with ``w_j = p_j (1 - p_j)`` and
-    ``g = mean_j' w_j' v_j'``. The projections ``v_j' S g`` cost O(N k); the quadratic
-    forms ``v_j' S v_j`` cost O(N k^2) unless given (``quadratic_forms``, e.g.
-    :meth:`PolicyState.quadratic_forms`, which the factor posterior keeps up to date in
-    O(N k) per answer). Leading run axes (predictions (R, N), covariances (R, k, k))
-    give the scores of every run.
+    ``g = mean_j' w_j' v_j'``. The quadratic forms ``v_j' S v_j`` are computed (O(N k^2)) unless
+    given (:meth:`PolicyState.quadratic_forms`). Leading run axes give the scores of every run.
     """
     p = predictions
     w = p * (1.0 - p)
@@ -81,10 +75,7 @@ class ActiveLearningSampler(Sampler):
     checks_law = False  # the mixture of non-negative scores
 
     def scores(self, state):
-        _require_factors(self, state)
-        return active_learning_scores(
-            state.predictions, state.question_factors, state.posterior_cov, state.quadratic_forms()
-        )
+        return _active_learning(self, state)
 
 
 class HybridSampler(Sampler):
@@ -150,11 +141,7 @@ class HybridSampler(Sampler):
         xp, available = namespace(s), state.available
         mix = _normalise(s, available)
         if weight > 0:
-            _require_factors(self, state)
-            d = active_learning_scores(
-                state.predictions, state.question_factors, state.posterior_cov, state.quadratic_forms()
-            )
-            mix = (1.0 - weight) * mix + weight * _normalise(d, available)
+            mix = (1.0 - weight) * mix + weight * _normalise(_active_learning(self, state), available)
         # x ** 0 == 1 also for x == 0: b_t == 0 means uniform over the askable questions
         return xp.where(available, mix**exponent, 0.0)
 
@@ -168,6 +155,9 @@ def _normalise(x, available):
     return xp.where(total > 0, x / xp.where(total > 0, total, 1.0), ones / ones.sum(-1)[..., None])
 
 
-def _require_factors(sampler, state):
+def _active_learning(sampler, state):
+    """:func:`active_learning_scores` of ``state``, which must hold a factor posterior."""
     if state.question_factors is None or state.posterior_cov is None:
         raise ValueError(f"{type(sampler).__name__} needs a fitted factor model (its question factors and posterior).")
+    return active_learning_scores(state.predictions, state.question_factors, state.posterior_cov,
+                                  state.quadratic_forms())

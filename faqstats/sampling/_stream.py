@@ -1,9 +1,6 @@
 """Nature's-order designs: every item visited once, in a stream, labelled or skipped by a coin.
 
-The estimate is the AIPW mean ``(1/N) sum_t [p_t + (z_t - p_t) xi_t / pi_t]`` with
-``xi_t`` the coin (labelled or not) and ``pi_t`` its probability, known before the coin
-is tossed; its design-based variance ``sum_t xi_t (z_t - p_t)^2 (1 - pi_t) / pi_t^2 / N^2``
-is exactly unbiased.
+The estimate is an AIPW mean with an exactly unbiased variance (docs/statistics.md, "Baselines").
 """
 
 from __future__ import annotations
@@ -20,9 +17,8 @@ __all__ = ["StreamSampler", "BernoulliAIPW"]
 class StreamSampler(BaseEstimator):
     """Base class of nature's-order designs (label or skip each item of a stream).
 
-    A subclass defines :meth:`item_scores` and :meth:`inclusion_probability`; the loop
-    visits the items in :meth:`stream_order`, keeps the scores of the items not yet
-    visited and their sum up to date, and tosses one coin per item.
+    A subclass defines :meth:`item_scores` and :meth:`inclusion_probability`; the loop visits
+    the items in :meth:`stream_order` and tosses one coin per item.
     """
 
     design = "stream"
@@ -33,8 +29,8 @@ class StreamSampler(BaseEstimator):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if ("item_scores" in vars(cls) or "inclusion_probability" in vars(cls)) and "batched" not in vars(cls):
-            cls.batched = False
+        if "item_scores" in vars(cls) or "inclusion_probability" in vars(cls):
+            cls.batched = vars(cls).get("batched", False)
 
     def check_params(self):
         """Raise for invalid parameters; return ``self``."""
@@ -57,19 +53,10 @@ class StreamSampler(BaseEstimator):
 class BernoulliAIPW(StreamSampler):
     """Nature's-order active inference (Zrnic & Candes, 2024): label or skip each item.
 
-    Items are visited once, in ``order``; item ``t`` is labelled with probability
-    ``pi_t``, and the estimate is the AIPW mean
-    ``(1/N) sum_t [p_t + (z_t - p_t) xi_t / pi_t]``.
-
-    Budget stabilisation: with ``B_t`` labels left and ``R_t`` items left,
-
-    ``pi_t = min(1, (B_t / R_t) * [(1 - tau) s_t / mean_{remaining} s + tau])``,
-
-    so the expected number of labels tracks the budget whatever the scores, labelling
-    speeds up when the budget is under-spent and slows down when over-spent. Once the
-    budget is spent, ``pi_t`` falls to a floor ``pi_floor`` (a fraction of the initial
-    rate) rather than 0, which keeps the estimator exactly unbiased; the number of
-    labels is therefore random with mean close to ``budget``.
+    Item ``t`` is labelled with probability
+    ``pi_t = min(1, (B_t / R_t) [(1 - tau) s_t / mean_{remaining} s + tau])`` (``B_t`` labels and
+    ``R_t`` items left), never below a floor, so the label count is random with mean close to
+    ``budget`` (docs/statistics.md, "Baselines").
 
     Parameters
     ----------
@@ -81,11 +68,8 @@ class BernoulliAIPW(StreamSampler):
     order : {"random", "natural"}, default="random"
         Stream order: a seeded random permutation, or question index order.
     pi_floor : float in (0, 1], default=0.5
-        Floor of ``pi_t`` as a fraction of ``budget / N``. The floor only binds once the
-        budget is spent, which with this rule happens about ``N / budget`` items before
-        the end of the stream, so it costs about ``pi_floor`` extra labels on average;
-        a high floor keeps the inverse-probability weights below ``N / (pi_floor budget)``
-        (at 0.05 a late label could weigh ``20 N / budget``).
+        Floor of ``pi_t`` as a fraction of ``budget / N``: it binds once the budget is spent
+        (about ``pi_floor`` extra labels) and bounds the weights by ``N / (pi_floor budget)``.
 
     Examples
     --------
