@@ -15,7 +15,7 @@ import numpy as np
 
 from ._inference import check_interval
 from ._validation import check_outcome_values, check_scalar
-from .posterior import _read_only
+from .posterior import read_only
 from .sampling import PolicyState, UniformSampler, check_law, draw_from, within_round
 
 __all__ = [
@@ -154,7 +154,7 @@ class SequentialRun(_Run):
     def __init__(self, sampler, predictor, n_questions, budget):
         super().__init__(sampler, predictor, n_questions, budget)
         self.replace = bool(sampler.replace)
-        self._available_view = _read_only(self.available.view())
+        self._available_view = read_only(self.available.view())
         self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
         self._asked = np.empty(max(self.budget, 1), dtype=np.intp)  # those questions, in order
         self._n_asked = 0
@@ -263,7 +263,7 @@ class SequentialRun(_Run):
                 self._asked = np.concatenate([self._asked, np.empty_like(self._asked)])
             self._asked[self._n_asked] = question
             self._n_asked += 1
-            self._asked_view = _read_only(self._asked[: self._n_asked])
+            self._asked_view = read_only(self._asked[: self._n_asked])
         self.step += 1
         return phi
 

@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator
 from ._engine import Oracle, QueryLoop, SequentialRun, check_design, sample_mean_design
 from ._inference import fpc_mean, interval_df, pai_inference
 from ._validation import check_generator, check_outcome_values, check_scalar
-from .estimator import _EstimatorMixin, resolve_bank_size
+from .estimator import PAIResultMixin, resolve_bank_size
 from .posterior import FixedPredictions, PosteriorView
 from .results import ComparisonResult
 from .sampling import HybridSampler, PolicyState, Sampler, UniformSampler, draw_from, within_round
@@ -243,7 +243,7 @@ class PairedRun:
         return np.array(self.records, dtype=PAIRED_QUERY_DTYPE)
 
 
-class PairedPAIEstimator(_EstimatorMixin, BaseEstimator):
+class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     """Estimate the accuracy difference of two models from the same actively chosen questions.
 
     ``fit(outcomes_a, outcomes_b)`` compares two new models, ``fit(outcomes_a, reference=z_R)``

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class _EstimatorMixin:
+class PAIResultMixin:
     """What both estimators share: the bank size, and ``conf_int`` and ``summary`` of ``result_``."""
 
     def bank_size(self):
@@ -62,7 +62,7 @@ class _EstimatorMixin:
         return self.result_.summary(alpha)
 
 
-class PAIEstimator(_EstimatorMixin, BaseEstimator):
+class PAIEstimator(PAIResultMixin, BaseEstimator):
     """Estimate a new model's accuracy on a bank from a small, actively chosen set of queries.
 
     Parameters

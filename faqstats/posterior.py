@@ -182,7 +182,8 @@ def _sigmoid_from_half_logits(h):
     return np.reciprocal(p, out=p)
 
 
-def _read_only(a):
+def read_only(a):
+    """``a``, made read-only in place (what samplers are handed must not be changed by them)."""
     a.flags.writeable = False
     return a
 
@@ -199,8 +200,8 @@ class FixedPredictions:
     """
 
     def __init__(self, predictions):
-        self.predictions = _read_only(np.array(predictions, dtype=float))
-        self.oracle_scores = _read_only(oracle_scores(self.predictions))
+        self.predictions = read_only(np.array(predictions, dtype=float))
+        self.oracle_scores = read_only(oracle_scores(self.predictions))
 
     def update(self, question, outcome):
         """Nothing to learn."""
@@ -249,11 +250,11 @@ class FactorPosterior:
         if dtype not in ("float64", "float32"):
             raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
         # a read-only view of the fitted factors, not a copy
-        self.question_factors = _read_only(np.asarray(question_factors, dtype=float).view())
+        self.question_factors = read_only(np.asarray(question_factors, dtype=float).view())
         self._V32 = None if dtype == "float64" else np.ascontiguousarray(question_factors, dtype=np.float32)
-        self.mean = _read_only(np.array(mean, dtype=float))
+        self.mean = read_only(np.array(mean, dtype=float))
         cov = np.asarray(cov, dtype=float)
-        self.cov = _read_only(0.5 * (cov + cov.T))
+        self.cov = read_only(0.5 * (cov + cov.T))
         self._forms = QuadraticForms(self.question_factors, refresh_every)
         self._predict()
 
@@ -263,7 +264,7 @@ class FactorPosterior:
         """One Laplace (identity link: exact Gaussian) step with the answer ``outcome`` to ``question``."""
         link = {} if self.noise is None else {"offset": self.offsets[question], "noise": self.noise[question]}
         mean, cov, Sv, c = laplace_step(self.mean, self.cov, self.question_factors[question], outcome, **link)
-        self.mean, self.cov = _read_only(mean), _read_only(cov)
+        self.mean, self.cov = read_only(mean), read_only(cov)
         self._forms.updated(Sv, c)
         self._predict()
 
@@ -278,7 +279,7 @@ class FactorPosterior:
                 np.minimum(h, 709.0, out=h)
                 with np.errstate(over="ignore"):
                     p = _sigmoid_from_half_logits(h)
-            scores = _read_only(np.multiply(h, p, out=h))
+            scores = read_only(np.multiply(h, p, out=h))
         else:
             # sigmoid(x) = (1 + tanh(x / 2)) / 2 with numpy's SIMD float32 tanh: no overflow
             x = self._V32 @ (0.5 * self.mean).astype(np.float32)
@@ -286,13 +287,13 @@ class FactorPosterior:
             x *= 0.5
             x += 0.5
             p, scores = x.astype(np.float64), None  # scores computed when first asked for
-        self.predictions, self._scores = _read_only(p), scores
+        self.predictions, self._scores = read_only(p), scores
 
     @property
     def oracle_scores(self):
         """``sqrt(p_j (1 - p_j))`` for the current predictions (read-only)."""
         if self._scores is None:
-            self._scores = _read_only(oracle_scores(self.predictions))
+            self._scores = read_only(oracle_scores(self.predictions))
         return self._scores
 
     def quadratic_forms(self):
@@ -333,8 +334,8 @@ class GaussianPosterior(FactorPosterior):
     """
 
     def __init__(self, question_factors, mean, cov, offsets, noise, *, dtype="float64", refresh_every=None):
-        self.offsets = _read_only(np.array(offsets, dtype=float))
-        self.noise = _read_only(np.array(noise, dtype=float))
+        self.offsets = read_only(np.array(offsets, dtype=float))
+        self.noise = read_only(np.array(noise, dtype=float))
         if self.offsets.shape != self.noise.shape or self.offsets.shape != (np.shape(question_factors)[0],):
             raise ValueError("offsets and noise must have one entry per question (row of question_factors).")
         if not (np.all(np.isfinite(self.noise)) and self.noise.min() > 0):
@@ -345,7 +346,7 @@ class GaussianPosterior(FactorPosterior):
         V = self.question_factors if self._V32 is None else self._V32
         p = (V @ self.mean.astype(V.dtype)).astype(np.float64, copy=False)
         p += self.offsets
-        self.predictions, self._scores = _read_only(np.clip(p, 0.0, 1.0, out=p)), None
+        self.predictions, self._scores = read_only(np.clip(p, 0.0, 1.0, out=p)), None
 
     def predictive_variance(self):
         """``v_j' cov v_j + noise_j``: the process's variance of each outcome given the answers."""

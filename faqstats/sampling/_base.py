@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator
 
 from .._backend import is_torch
 from .._validation import check_scalar
-from ..posterior import PosteriorView, _read_only, oracle_scores, quadratic_forms_from_scratch
+from ..posterior import PosteriorView, read_only, oracle_scores, quadratic_forms_from_scratch
 
 __all__ = [
     "DRAW_BLOCK",
@@ -255,7 +255,7 @@ def inverse_cdf(q, u):
 
 @functools.lru_cache(maxsize=16)
 def _block_starts(n):
-    return _read_only(np.arange(0, n, DRAW_BLOCK))
+    return read_only(np.arange(0, n, DRAW_BLOCK))
 
 
 def within_round(q_round, available, replace):
