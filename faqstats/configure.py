@@ -1,17 +1,9 @@
 """Self-configuration from the history: which predictor, which weights, and what to expect.
 
-:func:`configure_from_history` chooses, for one budget, between the predictors that plug
-into PAI (the logistic factor model, the Gaussian-process surrogate) and the plain sample
-mean, by cross-fitting on the history alone, as :func:`~faqstats.step_weights.learn_step_weights`
-does: a seeded share of the complete history rows become validation models, every
-candidate predictor is fitted on the rest, the default policy runs on the validation
-models (batched engine), and each candidate's increment weights and the variance of its
-weighted estimate are measured there. The candidate with the largest predicted effective
-sample size against the sample mean with finite-population correction is refitted on the
-whole history; when no candidate beats the sample mean on validation, the sample mean is
-chosen and the report says so. The test models are never seen, and whichever is chosen,
-PAI's estimate stays exactly unbiased and its interval valid: the choice only sets the
-width.
+:func:`configure_from_history` chooses, for one budget, between the predictors that plug into
+PAI and the plain sample mean by cross-fitting on the history alone, as
+:func:`~faqstats.step_weights.learn_step_weights` does (docs/results.md, "self-configuration").
+The test models are never seen, so PAI stays exactly unbiased whichever is chosen.
 """
 
 from __future__ import annotations
@@ -99,6 +91,17 @@ class Configuration:
         return str(self.summary())
 
 
+def _sample_mean(budget):
+    """The FPC sample mean: PAI without a predictor, sampling uniformly without replacement."""
+    return PAIEstimator(None, UniformSampler(replace=False), budget=budget)
+
+
+def _cached_fit(cache, key, candidate, data):
+    if key not in cache:
+        cache[key] = clone(candidate).fit(data)
+    return cache[key]
+
+
 def _fpc_variance(Z, budget):
     """Mean variance of the sample mean of ``budget`` of the N outcomes, without replacement, over rows of ``Z``."""
     N = Z.shape[1]
@@ -147,7 +150,7 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     start = time.perf_counter()
     H = check_history(history, name="history")
     random_state = check_seed(random_state)
-    check_scalar(budget, "budget", kind=numbers.Integral, low=3, high=H.shape[1])
+    budget = int(check_scalar(budget, "budget", kind=numbers.Integral, low=3, high=H.shape[1]))
     if candidates is None:
         candidates = default_candidates(H.shape[0], random_state)
     if not candidates:
@@ -157,22 +160,19 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     except ValueError as exc:  # too few complete rows to validate anything on: the safe choice
         warnings.warn(f"configure_from_history: the sample mean, since no predictor can be validated ({exc})",
                       RuntimeWarning, stacklevel=2)
-        estimator = PAIEstimator(None, UniformSampler(replace=False), budget=int(budget))
         table = pd.DataFrame(columns=["candidate", "predicted_ess", "variance_ratio", "fit_seconds",
                                       "validation_seconds"])
-        return Configuration(estimator, "sample-mean", table, int(budget), 0, 0, time.perf_counter() - start)
-    var_fpc = _fpc_variance(Z, int(budget))
+        return Configuration(_sample_mean(budget), "sample-mean", table, budget, 0, 0, time.perf_counter() - start)
+    var_fpc = _fpc_variance(Z, budget)
     sampler = HybridSampler()
     rows, fitted = [], {}
     bar = progress_bar(len(candidates), "candidates", verbose)
     cache = {} if cache is None else cache
     for name, candidate in candidates.items():
         t0 = time.perf_counter()
-        if ("train", name) not in cache:
-            cache[("train", name)] = clone(candidate).fit(train)
-        model = cache[("train", name)]
+        model = _cached_fit(cache, ("train", name), candidate, train)
         t1 = time.perf_counter()
-        sw = learn_step_weights(H, None, budget=int(budget), sampler=sampler, validation_fraction=validation_fraction,
+        sw = learn_step_weights(H, None, budget=budget, sampler=sampler, validation_fraction=validation_fraction,
                                 n_runs=n_runs, random_state=random_state, fitted_factor_model=model)
         lam = sw.weights / sw.weights.sum()
         var = float(np.sum(lam**2 * sw.step_variance))  # the martingale's: increments are uncorrelated
@@ -186,12 +186,8 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     best = table.loc[table["predicted_ess"].idxmax()]
     if best["predicted_ess"] > 1.0:
         choice = str(best["candidate"])
-        if ("whole", choice) not in cache:
-            cache[("whole", choice)] = clone(candidates[choice]).fit(H)
-        model = cache[("whole", choice)]
-        estimator = PAIEstimator(model, HybridSampler(), budget=int(budget), step_weights=fitted[choice].weights)
+        model = _cached_fit(cache, ("whole", choice), candidates[choice], H)
+        estimator = PAIEstimator(model, HybridSampler(), budget=budget, step_weights=fitted[choice].weights)
     else:
-        choice = "sample-mean"
-        estimator = PAIEstimator(None, UniformSampler(replace=False), budget=int(budget))
-    return Configuration(estimator, choice, table, int(budget), fitted[next(iter(fitted))].n_validation,
-                         fitted[next(iter(fitted))].n_runs, time.perf_counter() - start)
+        choice, estimator = "sample-mean", _sample_mean(budget)
+    return Configuration(estimator, choice, table, budget, sw.n_validation, sw.n_runs, time.perf_counter() - start)
