@@ -162,7 +162,8 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
                       RuntimeWarning, stacklevel=2)
         table = pd.DataFrame(columns=["candidate", "predicted_ess", "variance_ratio", "fit_seconds",
                                       "validation_seconds"])
-        return Configuration(_sample_mean(budget), "sample-mean", table, budget, 0, 0, time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        return Configuration(_sample_mean(budget), "sample-mean", table, budget, 0, 0, seconds)
     var_fpc = _fpc_variance(Z, budget)
     sampler = HybridSampler()
     rows, fitted = [], {}
@@ -190,4 +191,5 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
         estimator = PAIEstimator(model, HybridSampler(), budget=budget, step_weights=fitted[choice].weights)
     else:
         choice, estimator = "sample-mean", _sample_mean(budget)
-    return Configuration(estimator, choice, table, budget, sw.n_validation, sw.n_runs, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return Configuration(estimator, choice, table, budget, sw.n_validation, sw.n_runs, seconds)
