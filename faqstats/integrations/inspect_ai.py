@@ -1,25 +1,11 @@
 """inspect-ai: eval logs as a history, ``--sample-id`` for a session's questions.
 
-An inspect eval log (one per task and model) is either a ``.eval`` file (a zip with
-``header.json`` and one ``samples/<id>_epoch_<n>.json`` per sample and epoch) or a
-``.json`` file (one object with ``eval`` and ``samples``). Each sample has ``id``,
-``epoch`` and ``scores``: ``{scorer name: {"value": ...}}``; the log's ``eval`` gives
-``model`` (e.g. ``"openai/gpt-4o"``), ``task`` and ``created``.
-
-When inspect-ai is installed, logs are read with :func:`inspect_ai.log.read_eval_log`;
-otherwise with the built-in reader here (:mod:`zipfile` and :mod:`json`). Recent
-inspect-ai writes ``.eval`` entries compressed with zstandard: the built-in reader
-then needs Python >= 3.14 or the ``zstandard`` package (a dependency of inspect-ai).
-
-A question id is ``"<task>/<sample id>"``. Score values become numbers in [0, 1]:
-``"C"`` (correct) 1, ``"I"`` (incorrect) 0, ``"P"`` (partial) 0.5, ``"N"`` (no
-answer) 0, as inspect's ``value_to_float`` does; numbers and bools are used as they
-are; ``value_map`` adds or overrides mappings. With several epochs a sample's value
-is the mean over its epochs (inspect's default ``mean`` reducer), so it may be
-fractional: :class:`~faqstats.LogisticFactorModel` needs 0/1, so round or threshold
-such a history before fitting (:class:`~faqstats.PAIEstimator` takes graded scores).
-Samples that ended in an error, or have no score from the scorer, count as not
-observed (NaN).
+A log (``.eval`` zip or ``.json``, one task and model) is read with inspect-ai's
+``read_eval_log`` when it is installed, else with :mod:`zipfile` and :mod:`json` (zstandard-
+compressed ``.eval`` entries then need Python >= 3.14 or the ``zstandard`` package). A question
+id is ``"<task>/<sample id>"``; its value is the scorer's, mapped to [0, 1] by
+:data:`DEFAULT_VALUE_MAP` and averaged over epochs, NaN for errored or unscored samples
+(docs/tutorials/inspect_ai.md).
 """
 
 from __future__ import annotations

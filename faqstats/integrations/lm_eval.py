@@ -1,19 +1,9 @@
 """EleutherAI lm-evaluation-harness: its logged samples as a history, ``--samples`` for a session.
 
-``lm_eval ... --output_path OUT --log_samples`` writes, per model, a directory
-``OUT/<model>/`` (the model name with ``/`` and other reserved characters replaced by
-``__``) holding ``results_<timestamp>.json`` and one ``samples_<task>_<timestamp>.jsonl``
-per task. Each line of a samples file is one document under one filter: ``doc_id``
-(its index in the task's evaluation split), ``doc_hash``, ``filter`` (``"none"`` unless
-the task defines a ``filter_list``, e.g. ``"strict-match"``), ``metrics`` (the names
-computed) and one key per metric with the document's score (``"acc": 1.0``).
-
-These functions read those files with :mod:`json` only; lm-eval need not be
-installed. A question id is ``"<task>/<doc_id>"`` (or ``"<task>/<doc_hash>"`` with
-``key="doc_hash"``, which survives a reordering of the dataset but cannot be used with
-``--samples``). The ``--samples`` argument (lm-eval >= 0.4.5) takes a JSON object
-``{"<task>": [doc_id, ...]}``, inline or as a path to a file, and is incompatible
-with ``--limit``.
+``lm_eval ... --output_path OUT --log_samples`` writes ``OUT/<model>/samples_<task>_<timestamp>.jsonl``,
+one line per document and filter with its ``doc_id``, ``doc_hash``, ``filter`` and one score per
+metric. They are read with :mod:`json` only (lm-eval need not be installed); a question id is
+``"<task>/<doc_id>"`` (docs/tutorials/lm_eval.md).
 """
 
 from __future__ import annotations
