@@ -31,23 +31,6 @@ _READERS = ("auto", "inspect", "builtin")
 
 
 # -- reading one log into plain dicts ------------------------------------------------------
-def _zstd_decompress(data, path):
-    if sys.version_info >= (3, 14):  # pragma: no cover - stdlib zstd, where zipfile reads it anyway
-        from compression import zstd
-
-        return zstd.decompress(data)
-    try:
-        import zstandard
-    except ImportError:
-        raise ImportError(
-            f"{path} is compressed with zstandard (inspect-ai's default): install inspect-ai or the 'zstandard' "
-            "package to read it (or use Python >= 3.14)."
-        ) from None
-    # inspect may split large entries into several frames
-    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
-        return reader.read()
-
-
 def _read_member(zf, name, path):
     info = zf.getinfo(name)
     if info.compress_type != _ZIP_ZSTANDARD or sys.version_info >= (3, 14):
@@ -60,7 +43,17 @@ def _read_member(zf, name, path):
         raise ValueError(f"{path}: bad zip local header for {name!r}.")
     name_len, extra_len = struct.unpack("<HH", header[26:30])
     fp.seek(info.header_offset + 30 + name_len + extra_len)
-    return _zstd_decompress(fp.read(info.compress_size), path)
+    data = fp.read(info.compress_size)
+    try:
+        import zstandard
+    except ImportError:
+        raise ImportError(
+            f"{path} is compressed with zstandard (inspect-ai's default): install inspect-ai or the 'zstandard' "
+            "package to read it (or use Python >= 3.14)."
+        ) from None
+    # inspect may split large entries into several frames
+    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
+        return reader.read()
 
 
 def _read_builtin(path):
@@ -190,9 +183,8 @@ def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
     scorer : str, mapping task -> str, or None, default=None
         The scorer whose value to read; ``None`` works for logs with a single scorer.
     value_map : mapping or callable, optional
-        Extra value -> number mappings on top of :data:`DEFAULT_VALUE_MAP` (e.g.
-        ``{"P": 0.0}`` to count partial credit as wrong), or a function from the raw
-        value to a number in [0, 1] (for dict values of multi-metric scorers).
+        Mappings on top of :data:`DEFAULT_VALUE_MAP` (``{"P": 0.0}``: partial credit is
+        wrong), or a function from the raw value to a number in [0, 1] (for dict values).
     reader : {"auto", "inspect", "builtin"}, default="auto"
         ``"auto"`` uses inspect-ai's ``read_eval_log`` when it is installed.
 
@@ -307,8 +299,7 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
     for qid, (_, sample) in zip(ids, pairs):
         if "," in sample:
             raise ValueError(f"question id {qid!r}: a sample id with a comma cannot be passed to --sample-id.")
-    tasks = {task for task, _ in pairs}
-    prefix = len(tasks) > 1 if task_prefix == "auto" else task_prefix
+    prefix = len({task for task, _ in pairs}) > 1 if task_prefix == "auto" else task_prefix
     value = ",".join(f"{task}:{_escape_glob(s)}" if prefix else _escape_glob(s) for task, s in pairs)
     write_arg(path, value)
     return value
