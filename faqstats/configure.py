@@ -47,16 +47,14 @@ class Configuration:
     Attributes
     ----------
     estimator : PAIEstimator
-        Ready to ``fit(outcomes)`` a new model: the chosen predictor refitted on the
-        whole history, the default policy and the learned increment weights (or the
-        sample mean with finite-population correction).
+        Ready to ``fit(outcomes)`` a new model: the chosen predictor refitted on the whole
+        history with its learned increment weights, or the FPC sample mean.
     choice : str
         The chosen candidate's name, or ``"sample-mean"``.
     table : pandas.DataFrame
-        One row per candidate: ``candidate``, ``predicted_ess`` (variance of the FPC
-        sample mean / variance of the candidate's weighted estimate, on the validation
-        models), ``variance_ratio`` (weighted / equal-weight variance), ``fit_seconds``
-        and ``validation_seconds``.
+        One row per candidate: ``candidate``, ``predicted_ess`` (validation variance of the FPC
+        sample mean / the candidate's), ``variance_ratio`` (as in
+        :class:`~faqstats.step_weights.StepWeights`), ``fit_seconds`` and ``validation_seconds``.
     budget, n_validation, n_runs : int
     seconds : float
     """
@@ -115,8 +113,7 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     Parameters
     ----------
     history : array-like of shape (n_models, N)
-        Earlier models' outcomes in [0, 1], NaN for not observed; its complete rows
-        supply the validation models.
+        Earlier models' outcomes in [0, 1], NaN for not observed.
     budget : int
         Queries the new model will be asked (at least 3, at most N).
     candidates : dict or None
@@ -130,9 +127,8 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     verbose : bool, default=False
         A progress bar over the candidates.
     cache : dict or None
-        Filled with the candidates fitted on the training part of the split and on the
-        whole history; pass the same dict to configure several budgets with one set of
-        fits (same history, candidates, split and seed).
+        Filled with the candidates' fits; pass the same dict to configure several budgets
+        with one set of fits (same history, candidates, split and seed).
 
     Returns
     -------

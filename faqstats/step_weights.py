@@ -36,12 +36,10 @@ class StepWeights:
     n_validation, n_runs : int
         Validation models and runs behind the estimate.
     variance_ratio : float
-        Predicted variance of the weighted mean relative to the plain mean (from the
-        smoothed variances; below 1 means the weights help).
+        Predicted variance of the weighted mean relative to the plain mean (below 1: the weights help).
     seconds : float
     factor_model : fitted estimator or None
-        The factor model refitted on the training part of the split (pass it as
-        ``fitted_factor_model`` to learn weights for other budgets on the same split).
+        The factor model refitted on the training part of the split (see ``fitted_factor_model``).
     """
 
     weights: np.ndarray
@@ -54,8 +52,7 @@ class StepWeights:
     factor_model: object = field(default=None, repr=False, compare=False)
 
     def plot(self, ax=None):
-        """Measured and smoothed per-step variance, and the weights, on ``ax`` (a new
-        figure when None; the object API, the user's backend untouched). Returns the axes."""
+        """Measured and smoothed per-step variance, and the weights, on ``ax`` (default: a new figure)."""
         if ax is None:
             from matplotlib.figure import Figure
 
@@ -101,8 +98,7 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     Parameters
     ----------
     history : array-like of shape (n_models, N)
-        Earlier models' outcomes (NaN = not observed); its complete rows supply the
-        validation models.
+        Earlier models' outcomes (NaN = not observed).
     factor_model : unfitted estimator
         Cloned and fitted on the history without the validation models (ignored when
         ``fitted_factor_model`` is given).
@@ -115,12 +111,10 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
         Validation runs per budget (spread over the validation models, at least one each);
         a few hundred leave visible noise in the fitted curve.
     random_state : int or None, default=None
-        Seeds the split (the same split as :func:`~faqstats.experiments.tuning.tune_policy`
-        for the same int) and the runs; ``None`` draws a fresh seed.
+        Seeds the split (as :func:`~faqstats.experiments.tuning.tune_policy`'s) and the runs.
     fitted_factor_model : fitted estimator or None
-        A factor model already fitted on the training part of this split (as
-        ``tune_policy`` returns, or an earlier call's ``factor_model``), to skip the
-        refit: weights for several budgets share one refit this way.
+        A factor model already fitted on the training part of this split (an earlier
+        call's ``factor_model``): several budgets then share one refit.
     device, dtype : str
         Of the batched engine (:func:`faqstats.batched.simulate`) that runs the validation
         runs; on large banks lower ``n_runs`` or use a GPU.

@@ -31,8 +31,7 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     n_components : int, default=32
-        Rank ``k`` of the covariance's low-rank part (at most ``min(n_models, N) - 1``;
-        fewer are used when the history is smaller).
+        Rank ``k`` of the covariance's low-rank part (at most ``min(n_models, N) - 1``).
     shrinkage : float in [0, 1), default=0.0
         Shrinks the low-rank part to ``(1 - shrinkage) V V'``, the removed variance moving
         to ``noise`` (for thin histories).
@@ -128,8 +127,7 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         return self
 
     def posterior(self, dtype="float64"):
-        """A new model's Gaussian process at the prior, ready to condition on its answers
-        (:class:`~faqstats.posterior.GaussianPosterior`)."""
+        """A new model's :class:`~faqstats.posterior.GaussianPosterior` at the prior."""
         check_is_fitted(self, "question_factors_")
         return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
                                  self.noise_, dtype=dtype)
@@ -152,9 +150,8 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         return np.clip(self.question_means_ + U @ self.question_factors_.T, 0.0, 1.0)
 
     def score(self, X, y=None):
-        """Held-out negative Brier score on new models (higher is better): for each row a
-        seeded random half of its observed cells conditions the process, the other half is
-        predicted. Makes ``GridSearchCV(GaussianProcessSurrogate(), ...)`` work."""
+        """Held-out negative Brier score (higher is better) of each row's observed cells, one seeded
+        half conditioning the prediction of the other (:func:`~faqstats._validation.observed_halves`)."""
         check_is_fitted(self, "question_factors_")
         H, fit_half, test_half = observed_halves(self, X)
         P = self.predict(np.where(fit_half, H, np.nan))

@@ -115,11 +115,9 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
     task : str, sequence of str or None, default=None
         Tasks to read; ``None`` reads every task found.
     metric : str or mapping task -> str, default="acc"
-        The per-document score to read (``"acc"``, ``"acc_norm"``, ``"exact_match"``,
-        ...). Values must be numbers (or bools) in [0, 1].
+        The per-document score to read (``"acc_norm"``, ``"exact_match"``, ...), in [0, 1].
     filter : str or mapping task -> str, default="none"
-        The filter whose lines to read; generation tasks often define several (e.g.
-        ``"strict-match"``, ``"flexible-extract"``).
+        The filter whose lines to read (e.g. ``"strict-match"`` of a generation task).
     key : {"doc_id", "doc_hash"}, default="doc_id"
         What identifies a document in the question id ``"<task>/<key>"``.
 
@@ -134,8 +132,7 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
 
     Notes
     -----
-    When a model directory holds several runs of a task, the latest timestamp wins
-    for every document it covers (earlier runs still fill the documents it lacks).
+    Of several runs of a task, the latest wins for the documents it covers.
 
     See Also
     --------
@@ -176,8 +173,7 @@ def write_lm_eval_samples_arg(question_ids, path=None):
     Returns
     -------
     dict
-        Task -> sorted doc ids; ``json.dumps`` of it is also accepted inline by
-        ``--samples``.
+        Task -> sorted doc ids (its ``json.dumps`` is also accepted inline).
 
     Examples
     --------
@@ -206,8 +202,7 @@ def read_lm_eval_outcomes(path, question_ids, *, metric="acc", filter="none", ke
     Parameters
     ----------
     path : path, sequence of paths, or mapping
-        The run's ``--output_path`` (holding a single model directory), the model
-        directory, or its samples files.
+        The run's ``--output_path`` (one model), the model directory, or its samples files.
     question_ids : sequence of str
         The ids asked; every one must have a score.
     metric, filter, key
