@@ -36,11 +36,8 @@ __all__ = [
 
 
 def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None, closed="both"):
-    """Check that ``value`` is a scalar of ``kind`` inside the interval ``[low, high]``.
-
-    ``closed`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"`` and says which
-    ends of the interval are allowed. Booleans are refused for numeric kinds.
-    """
+    """Check that ``value`` is a scalar of ``kind`` (not a bool) inside ``[low, high]``, whose ends
+    ``closed`` allows: ``"both"``, ``"left"``, ``"right"`` or ``"neither"``."""
     if isinstance(value, bool) or not isinstance(value, kind):
         kind_name = {"Integral": "an integer", "Real": "a real number"}.get(
             getattr(kind, "__name__", ""), f"a {getattr(kind, '__name__', kind)}"

@@ -276,8 +276,7 @@ def _session_next(args):
 
 
 def _pairs_from_json(path):
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    data = json.loads(text)
+    data = json.loads(sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8"))
     if isinstance(data, dict):
         return list(data.items())
     if isinstance(data, list):

@@ -177,9 +177,8 @@ def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        ``.eval``/``.json`` log files or log directories (searched recursively). The
-        model of a log is its ``eval.model``; a mapping ``{model name: path(s)}``
-        names the models itself (e.g. to tell apart runs of one model id).
+        Log files or directories (searched recursively); the model is the log's ``eval.model``,
+        unless a mapping ``{model name: path(s)}`` names it.
     scorer : str, mapping task -> str, or None, default=None
         The scorer whose value to read; ``None`` works for logs with a single scorer.
     value_map : mapping or callable, optional
@@ -274,15 +273,13 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
     path : path or None, default=None
         When given, the value is also written there (``--sample-id "$(cat PATH)"``).
     task_prefix : {"auto", True, False}, default="auto"
-        Write ``<task>:<id>`` selectors, which scope an id to one task of a
-        multi-task run (inspect-ai 0.3.2xx and later). ``"auto"`` does so only when
+        Write ``<task>:<id>`` selectors (inspect-ai 0.3.2xx and later); ``"auto"``: only when
         the ids span several tasks.
 
     Returns
     -------
     str
-        Comma-separated ids; ``*``, ``?`` and ``[`` are escaped because inspect
-        matches ids as glob patterns.
+        Comma-separated ids, glob characters ``*?[`` escaped.
 
     Examples
     --------

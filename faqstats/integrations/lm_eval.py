@@ -109,9 +109,8 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
     Parameters
     ----------
     paths_or_dirs : path, sequence of paths, or mapping
-        ``--output_path`` directories (one subdirectory per model), model directories,
-        or ``samples_<task>_<timestamp>.jsonl`` files; the model of a file is the name
-        of its directory. A mapping ``{model name: path(s)}`` names the models itself.
+        ``--output_path`` directories, model directories or samples files (the model is the
+        directory's name), or a mapping ``{model name: path(s)}``.
     task : str, sequence of str or None, default=None
         Tasks to read; ``None`` reads every task found.
     metric : str or mapping task -> str, default="acc"
