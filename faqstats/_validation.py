@@ -39,9 +39,8 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None, closed=
     """Check that ``value`` is a scalar of ``kind`` (not a bool) inside ``[low, high]``, whose ends
     ``closed`` allows: ``"both"``, ``"left"``, ``"right"`` or ``"neither"``."""
     if isinstance(value, bool) or not isinstance(value, kind):
-        kind_name = {"Integral": "an integer", "Real": "a real number"}.get(
-            getattr(kind, "__name__", ""), f"a {getattr(kind, '__name__', kind)}"
-        )
+        kind_name = getattr(kind, "__name__", kind)
+        kind_name = {"Integral": "an integer", "Real": "a real number"}.get(kind_name, f"a {kind_name}")
         raise TypeError(f"{name} must be {kind_name}, got {value!r} ({type(value).__name__}).")
     if isinstance(value, numbers.Real) and not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}.")
@@ -176,11 +175,9 @@ def check_generator(random_state):
         return random_state
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**32 - 1, dtype=np.uint64))
-    if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
-        if random_state is not None and random_state < 0:
-            raise ValueError(f"random_state must be a non-negative integer, got {random_state}.")
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, np.random.SeedSequence):
+    if isinstance(random_state, (numbers.Integral, np.integer)) and random_state < 0:
+        raise ValueError(f"random_state must be a non-negative integer, got {random_state}.")
+    if isinstance(random_state, (type(None), numbers.Integral, np.integer, np.random.SeedSequence)):
         return np.random.default_rng(random_state)
     if isinstance(random_state, (list, tuple)) and all(
         isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, bool) and x >= 0 for x in random_state
