@@ -1,9 +1,7 @@
 """Self-configuration from the history: which predictor, which weights, and what to expect.
 
-:func:`configure_from_history` chooses, for one budget, between the predictors that plug into
-PAI and the plain sample mean by cross-fitting on the history alone, as
-:func:`~faqstats.step_weights.learn_step_weights` does (docs/results.md, "self-configuration").
-The test models are never seen, so PAI stays exactly unbiased whichever is chosen.
+:func:`configure_from_history` chooses between PAI's predictors and the sample mean by
+cross-fitting on the history alone (docs/results.md, "self-configuration").
 """
 
 from __future__ import annotations

@@ -100,8 +100,7 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     history : array-like of shape (n_models, N)
         Earlier models' outcomes (NaN = not observed).
     factor_model : unfitted estimator
-        Cloned and fitted on the history without the validation models (ignored when
-        ``fitted_factor_model`` is given).
+        Cloned and fitted on the history without the validation models (unless ``fitted_factor_model``).
     budget : int
         Queries of the run to weight.
     sampler : Sampler or None
@@ -154,10 +153,8 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
 
 
 def validation_split(history, validation_fraction=0.25, random_state=None):
-    """``(training history, validation models)``: a seeded share of the complete rows held out.
-
-    The split depends on the int ``random_state`` only (``None``: a fresh seed).
-    """
+    """``(training history, validation models)``: a share of the complete rows held out, seeded by
+    the int ``random_state`` only (``None``: a fresh seed)."""
     random_state = check_seed(random_state)
     H = check_history(history, name="history")
     check_scalar(validation_fraction, "validation_fraction", low=0.0, high=1.0, closed="neither")

@@ -105,11 +105,8 @@ def write_arg(path, text):
 
 
 class HarnessRecords:
-    """Scores keyed by model and question id, with a recency stamp per (model, question).
-
-    A later stamp replaces an earlier one (a re-run wins); several values with the
-    same stamp (epochs) are averaged.
-    """
+    """Scores keyed by model and question id: a later stamp replaces an earlier one (a re-run wins);
+    values with the same stamp (epochs) are averaged."""
 
     def __init__(self):
         self._scores = {}  # model -> qid -> (stamp, [values])

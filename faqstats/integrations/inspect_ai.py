@@ -1,11 +1,9 @@
 """inspect-ai: eval logs as a history, ``--sample-id`` for a session's questions.
 
-A log (``.eval`` zip or ``.json``, one task and model) is read with inspect-ai's
-``read_eval_log`` when it is installed, else with :mod:`zipfile` and :mod:`json` (zstandard-
-compressed ``.eval`` entries then need Python >= 3.14 or the ``zstandard`` package). A question
-id is ``"<task>/<sample id>"``; its value is the scorer's, mapped to [0, 1] by
-:data:`DEFAULT_VALUE_MAP` and averaged over epochs, NaN for errored or unscored samples
-(docs/tutorials/inspect_ai.md).
+Logs are read with inspect-ai's ``read_eval_log`` when it is installed, else with :mod:`zipfile`
+and :mod:`json` (zstd ``.eval`` entries then need Python >= 3.14 or ``zstandard``). A question id
+is ``"<task>/<sample id>"``; its value is the scorer's, mapped by :data:`DEFAULT_VALUE_MAP` and
+averaged over epochs, NaN when errored or unscored (docs/tutorials/inspect_ai.md).
 """
 
 from __future__ import annotations
@@ -128,10 +126,8 @@ def _log_paths(path, name):
 
 
 def _collect(paths, scorer, value_map, reader, name, wanted=None):
-    if value_map is None:
-        value_map = DEFAULT_VALUE_MAP
-    elif isinstance(value_map, Mapping):
-        value_map = {**DEFAULT_VALUE_MAP, **value_map}
+    if value_map is None or isinstance(value_map, Mapping):
+        value_map = {**DEFAULT_VALUE_MAP, **(value_map or {})}
     elif not callable(value_map):
         raise TypeError(f"value_map must be a mapping or a function, got {type(value_map).__name__}.")
     read_eval_log = _inspect_reader(reader)
