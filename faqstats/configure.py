@@ -31,11 +31,8 @@ def default_candidates(n_models, random_state=0):
     """The predictors tried by default: ``{"factor": LogisticFactorModel, "gp": GaussianProcessSurrogate}``
     (the factor rank capped by the number of history models)."""
     rank = int(max(1, min(16, n_models - 1)))
-    return {
-        "factor": LogisticFactorModel(n_components=rank, regularization=0.1, max_iter=2000,
-                                      random_state=random_state),
-        "gp": GaussianProcessSurrogate(random_state=random_state),
-    }
+    return {"factor": LogisticFactorModel(n_components=rank, random_state=random_state),
+            "gp": GaussianProcessSurrogate(random_state=random_state)}
 
 
 @dataclass(frozen=True)
