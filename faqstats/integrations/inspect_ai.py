@@ -186,15 +186,12 @@ def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
     Returns
     -------
     matrix : ndarray of shape (n_models, n_questions)
-        Values in [0, 1], averaged over epochs; NaN where a model has no scored sample.
+        Values in [0, 1], averaged over epochs (of two logs of a sample, the later created wins);
+        NaN where a model has no scored sample.
     model_names : list of str
         In the order first seen (log files sorted by path within each argument).
     question_ids : list of str
         ``"<task>/<sample id>"``, sorted by task then sample id (integers numerically).
-
-    Notes
-    -----
-    When two logs of a model cover the same sample, the one created last wins (epochs: see Returns).
 
     See Also
     --------

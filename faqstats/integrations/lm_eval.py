@@ -123,15 +123,11 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
     Returns
     -------
     matrix : ndarray of shape (n_models, n_questions)
-        Scores, NaN where a model has no line for a question.
+        Scores (of several runs of a task, the latest wins), NaN where a model has no line.
     model_names : list of str
         In the order first seen (files sorted by path within each argument).
     question_ids : list of str
         Sorted by task, then by doc id (numerically).
-
-    Notes
-    -----
-    Of several runs of a task, the latest wins for the documents it covers.
 
     See Also
     --------
