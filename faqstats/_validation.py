@@ -1,8 +1,6 @@
-"""Input and parameter checks shared by every public entry point.
+"""Input and parameter checks shared by every public entry point (scikit-learn's own are private).
 
-scikit-learn's ``_param_validation`` is private, so we keep a small, explicit
-version here: every check raises a ``ValueError``/``TypeError`` whose message
-names the offending argument and what was expected.
+Every check raises a ``ValueError``/``TypeError`` naming the argument and what was expected.
 """
 
 from __future__ import annotations
@@ -38,15 +36,11 @@ __all__ = [
 
 
 def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None, closed="both"):
-    """Check that ``value`` is a scalar of ``kind`` inside the interval ``[low, high]``.
-
-    ``closed`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"`` and says which
-    ends of the interval are allowed. Booleans are refused for numeric kinds.
-    """
+    """Check that ``value`` is a scalar of ``kind`` (not a bool) inside ``[low, high]``, whose ends
+    ``closed`` allows: ``"both"``, ``"left"``, ``"right"`` or ``"neither"``."""
     if isinstance(value, bool) or not isinstance(value, kind):
-        kind_name = {"Integral": "an integer", "Real": "a real number"}.get(
-            getattr(kind, "__name__", ""), f"a {getattr(kind, '__name__', kind)}"
-        )
+        kind_name = getattr(kind, "__name__", kind)
+        kind_name = {"Integral": "an integer", "Real": "a real number"}.get(kind_name, f"a {kind_name}")
         raise TypeError(f"{name} must be {kind_name}, got {value!r} ({type(value).__name__}).")
     if isinstance(value, numbers.Real) and not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}.")
@@ -69,11 +63,8 @@ def check_alpha(alpha):
 def check_outcome_values(values, name, *, allow_nan=False, allow_graded=True):
     """Raise unless every entry of ``values`` is an outcome in [0, 1] (NaN too when ``allow_nan``).
 
-    Outcomes are 1 (correct) and 0 (wrong) or, with ``allow_graded`` (the default),
-    any graded score in between: rubric scores, pass@k fractions, partial credit.
-    ``allow_graded=False`` insists on 0/1. Non-numeric input raises ``TypeError``;
-    values outside [0, 1], infinities and (unless allowed) NaN raise ``ValueError``
-    naming ``name`` and the first offending position. Returns a float64 array.
+    ``allow_graded=False`` insists on 0/1. The ``ValueError`` names the first offending
+    position; non-numeric input raises ``TypeError``. Returns a float64 array.
 
     Examples
     --------
@@ -108,11 +99,7 @@ def check_outcome_values(values, name, *, allow_nan=False, allow_graded=True):
 
 
 def check_binary_values(values, name, *, allow_nan=False):
-    """Raise if ``values`` holds anything but 0, 1 (and NaN when ``allow_nan``).
-
-    The strict form of :func:`check_outcome_values` (``allow_graded=False``); returns
-    ``values`` as a float64 array.
-    """
+    """:func:`check_outcome_values` with ``allow_graded=False``: only 0, 1 (and NaN when ``allow_nan``)."""
     return check_outcome_values(values, name, allow_nan=allow_nan, allow_graded=False)
 
 
@@ -122,14 +109,8 @@ def _is_non_numeric(values):
 
 
 def check_history(H, *, name="H", n_questions=None, allow_graded=True):
-    """Validate a models x questions history matrix (NaN = not observed).
-
-    Entries are outcomes in [0, 1] (0/1, or graded scores unless ``allow_graded=False``).
-
-    Returns a float64 copy. Rows (models) with no observation are refused because a
-    model with no data carries no information about the question factors and would
-    only be pulled to the prior by weight decay.
-    """
+    """Validate a models x questions history of outcomes in [0, 1] (NaN = not observed, 0/1 only
+    with ``allow_graded=False``; no all-NaN rows); returns a float64 copy."""
     if hasattr(H, "to_numpy"):  # pandas without importing it
         H = H.to_numpy(dtype=float, na_value=np.nan)
     if _is_non_numeric(H):
@@ -163,16 +144,11 @@ def check_no_empty_rows(H, name):
 
 def validate_history(estimator, X, *, reset, allow_empty_rows=False, allow_graded=True):
     """Validate the outcome matrix ``X`` given to an estimator's fit (``reset=True``)
-    or transform/score (``reset=False``).
+    or transform/score (``reset=False``); returns a float64 copy.
 
-    scikit-learn's ``validate_data`` does the array conversion and conventions (2-D,
-    no sparse or complex input, at least one row and column, no infinity, numbers in
-    object arrays, pandas input; ``n_features_in_`` and ``feature_names_in_`` set on
-    fit and checked afterwards). On top of it: outcomes are in [0, 1] (0/1, or graded
-    scores unless ``allow_graded=False``) or NaN (not observed), and every row has an
-    observation unless ``allow_empty_rows``.
-
-    Returns a float64 copy.
+    scikit-learn's ``validate_data`` does the conversion and its conventions
+    (``n_features_in_`` set on fit, checked afterwards); on top of it, the checks of
+    :func:`check_history`, empty rows allowed with ``allow_empty_rows``.
     """
     if hasattr(X, "to_numpy") and hasattr(X, "columns"):
         # pandas nullable columns (pd.NA) become NaN, the "not observed" marker
@@ -199,11 +175,9 @@ def check_generator(random_state):
         return random_state
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**32 - 1, dtype=np.uint64))
-    if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
-        if random_state is not None and random_state < 0:
-            raise ValueError(f"random_state must be a non-negative integer, got {random_state}.")
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, np.random.SeedSequence):
+    if isinstance(random_state, (numbers.Integral, np.integer)) and random_state < 0:
+        raise ValueError(f"random_state must be a non-negative integer, got {random_state}.")
+    if isinstance(random_state, (type(None), numbers.Integral, np.integer, np.random.SeedSequence)):
         return np.random.default_rng(random_state)
     if isinstance(random_state, (list, tuple)) and all(
         isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, bool) and x >= 0 for x in random_state

@@ -24,9 +24,8 @@ def _demo(args):
     print(f"Factor model: k={fm.n_components}, regularization={fm.regularization}, final training loss "
           f"{fm.loss_curve_[-1]:.4f}.")
     print("".join(f"\n  {name}: {what}" for name, what in DEMO_METHODS.items()) + "\n")
-    print(demo.examples(budget=args.budgets[len(args.budgets) // 2]))
-    print()
-    print(format_summary(demo.summary()))
+    examples = demo.examples(budget=args.budgets[len(args.budgets) // 2])
+    print(examples, format_summary(demo.summary()), sep="\n\n")
     print(f"\nPlot written to {demo.plot(Path(args.out) / 'width_vs_budget.png')}")
 
 
@@ -95,8 +94,7 @@ def _experiment(args):
         print(f"Factor model fit: {result.fit_seconds:.1f} s.")
         if hasattr(result.factor_model, "best_params_"):
             print(f"Cross-validated factor model: {result.factor_model.best_params_}.")
-    print()
-    print(format_summary(summary))
+    print("\n" + format_summary(summary))
     names = ", ".join(p.name for p in files)
     print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
 
@@ -276,8 +274,7 @@ def _session_next(args):
 
 
 def _pairs_from_json(path):
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    data = json.loads(text)
+    data = json.loads(sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8"))
     if isinstance(data, dict):
         return list(data.items())
     if isinstance(data, list):

@@ -1,17 +1,7 @@
 """Self-configuration from the history: which predictor, which weights, and what to expect.
 
-:func:`configure_from_history` chooses, for one budget, between the predictors that plug
-into PAI (the logistic factor model, the Gaussian-process surrogate) and the plain sample
-mean, by cross-fitting on the history alone, as :func:`~faqstats.step_weights.learn_step_weights`
-does: a seeded share of the complete history rows become validation models, every
-candidate predictor is fitted on the rest, the default policy runs on the validation
-models (batched engine), and each candidate's increment weights and the variance of its
-weighted estimate are measured there. The candidate with the largest predicted effective
-sample size against the sample mean with finite-population correction is refitted on the
-whole history; when no candidate beats the sample mean on validation, the sample mean is
-chosen and the report says so. The test models are never seen, and whichever is chosen,
-PAI's estimate stays exactly unbiased and its interval valid: the choice only sets the
-width.
+:func:`configure_from_history` chooses between PAI's predictors and the sample mean by
+cross-fitting on the history alone (docs/results.md, "self-configuration").
 """
 
 from __future__ import annotations
@@ -41,11 +31,8 @@ def default_candidates(n_models, random_state=0):
     """The predictors tried by default: ``{"factor": LogisticFactorModel, "gp": GaussianProcessSurrogate}``
     (the factor rank capped by the number of history models)."""
     rank = int(max(1, min(16, n_models - 1)))
-    return {
-        "factor": LogisticFactorModel(n_components=rank, regularization=0.1, max_iter=2000,
-                                      random_state=random_state),
-        "gp": GaussianProcessSurrogate(random_state=random_state),
-    }
+    return {"factor": LogisticFactorModel(n_components=rank, random_state=random_state),
+            "gp": GaussianProcessSurrogate(random_state=random_state)}
 
 
 @dataclass(frozen=True)
@@ -55,16 +42,14 @@ class Configuration:
     Attributes
     ----------
     estimator : PAIEstimator
-        Ready to ``fit(outcomes)`` a new model: the chosen predictor refitted on the
-        whole history, the default policy and the learned increment weights (or the
-        sample mean with finite-population correction).
+        Ready to ``fit(outcomes)`` a new model: the chosen predictor refitted on the whole
+        history with its learned increment weights, or the FPC sample mean.
     choice : str
         The chosen candidate's name, or ``"sample-mean"``.
     table : pandas.DataFrame
-        One row per candidate: ``candidate``, ``predicted_ess`` (variance of the FPC
-        sample mean / variance of the candidate's weighted estimate, on the validation
-        models), ``variance_ratio`` (weighted / equal-weight variance), ``fit_seconds``
-        and ``validation_seconds``.
+        One row per candidate: ``candidate``, ``predicted_ess`` (validation variance of the FPC
+        sample mean / the candidate's), ``variance_ratio`` (as in
+        :class:`~faqstats.step_weights.StepWeights`), ``fit_seconds`` and ``validation_seconds``.
     budget, n_validation, n_runs : int
     seconds : float
     """
@@ -99,6 +84,17 @@ class Configuration:
         return str(self.summary())
 
 
+def _sample_mean(budget):
+    """The FPC sample mean: PAI without a predictor, sampling uniformly without replacement."""
+    return PAIEstimator(None, UniformSampler(replace=False), budget=budget)
+
+
+def _cached_fit(cache, key, candidate, data):
+    if key not in cache:
+        cache[key] = clone(candidate).fit(data)
+    return cache[key]
+
+
 def _fpc_variance(Z, budget):
     """Mean variance of the sample mean of ``budget`` of the N outcomes, without replacement, over rows of ``Z``."""
     N = Z.shape[1]
@@ -112,8 +108,7 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     Parameters
     ----------
     history : array-like of shape (n_models, N)
-        Earlier models' outcomes in [0, 1], NaN for not observed; its complete rows
-        supply the validation models.
+        Earlier models' outcomes in [0, 1], NaN for not observed.
     budget : int
         Queries the new model will be asked (at least 3, at most N).
     candidates : dict or None
@@ -127,9 +122,8 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     verbose : bool, default=False
         A progress bar over the candidates.
     cache : dict or None
-        Filled with the candidates fitted on the training part of the split and on the
-        whole history; pass the same dict to configure several budgets with one set of
-        fits (same history, candidates, split and seed).
+        Filled with the candidates' fits; pass the same dict to configure several budgets
+        with one set of fits (same history, candidates, split and seed).
 
     Returns
     -------
@@ -147,7 +141,7 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     start = time.perf_counter()
     H = check_history(history, name="history")
     random_state = check_seed(random_state)
-    check_scalar(budget, "budget", kind=numbers.Integral, low=3, high=H.shape[1])
+    budget = int(check_scalar(budget, "budget", kind=numbers.Integral, low=3, high=H.shape[1]))
     if candidates is None:
         candidates = default_candidates(H.shape[0], random_state)
     if not candidates:
@@ -157,22 +151,20 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     except ValueError as exc:  # too few complete rows to validate anything on: the safe choice
         warnings.warn(f"configure_from_history: the sample mean, since no predictor can be validated ({exc})",
                       RuntimeWarning, stacklevel=2)
-        estimator = PAIEstimator(None, UniformSampler(replace=False), budget=int(budget))
         table = pd.DataFrame(columns=["candidate", "predicted_ess", "variance_ratio", "fit_seconds",
                                       "validation_seconds"])
-        return Configuration(estimator, "sample-mean", table, int(budget), 0, 0, time.perf_counter() - start)
-    var_fpc = _fpc_variance(Z, int(budget))
+        seconds = time.perf_counter() - start
+        return Configuration(_sample_mean(budget), "sample-mean", table, budget, 0, 0, seconds)
+    var_fpc = _fpc_variance(Z, budget)
     sampler = HybridSampler()
     rows, fitted = [], {}
     bar = progress_bar(len(candidates), "candidates", verbose)
     cache = {} if cache is None else cache
     for name, candidate in candidates.items():
         t0 = time.perf_counter()
-        if ("train", name) not in cache:
-            cache[("train", name)] = clone(candidate).fit(train)
-        model = cache[("train", name)]
+        model = _cached_fit(cache, ("train", name), candidate, train)
         t1 = time.perf_counter()
-        sw = learn_step_weights(H, None, budget=int(budget), sampler=sampler, validation_fraction=validation_fraction,
+        sw = learn_step_weights(H, None, budget=budget, sampler=sampler, validation_fraction=validation_fraction,
                                 n_runs=n_runs, random_state=random_state, fitted_factor_model=model)
         lam = sw.weights / sw.weights.sum()
         var = float(np.sum(lam**2 * sw.step_variance))  # the martingale's: increments are uncorrelated
@@ -186,12 +178,9 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     best = table.loc[table["predicted_ess"].idxmax()]
     if best["predicted_ess"] > 1.0:
         choice = str(best["candidate"])
-        if ("whole", choice) not in cache:
-            cache[("whole", choice)] = clone(candidates[choice]).fit(H)
-        model = cache[("whole", choice)]
-        estimator = PAIEstimator(model, HybridSampler(), budget=int(budget), step_weights=fitted[choice].weights)
+        model = _cached_fit(cache, ("whole", choice), candidates[choice], H)
+        estimator = PAIEstimator(model, HybridSampler(), budget=budget, step_weights=fitted[choice].weights)
     else:
-        choice = "sample-mean"
-        estimator = PAIEstimator(None, UniformSampler(replace=False), budget=int(budget))
-    return Configuration(estimator, choice, table, int(budget), fitted[next(iter(fitted))].n_validation,
-                         fitted[next(iter(fitted))].n_runs, time.perf_counter() - start)
+        choice, estimator = "sample-mean", _sample_mean(budget)
+    seconds = time.perf_counter() - start
+    return Configuration(estimator, choice, table, budget, sw.n_validation, sw.n_runs, seconds)

@@ -1,7 +1,5 @@
-"""Embedded synthetic data: a history and new models with realistic factor structure.
-
-No download and nothing from disk: the demo, the quickstart and the tests use it.
-"""
+"""Embedded synthetic data (no download, nothing from disk): a history and new models with
+realistic factor structure, for the demo, the quickstart and the tests."""
 
 from __future__ import annotations
 
@@ -43,12 +41,9 @@ class SyntheticBank:
 def make_synthetic_bank(n_models=200, n_questions=500, n_new=20, n_components=4, missing_rate=0.0, random_state=None):
     """Draw a fixed bank from a planted logistic factor model.
 
-    The first latent coordinate is an intercept (question easiness), the second is
-    general ability times discrimination (most of the signal, as on real
-    leaderboards), the others are skills that questions load on sparsely. New models
-    come from a shifted ability distribution (newer models are stronger), so the
-    prior is imperfect. With the defaults, the oracle Neyman policy has about half
-    the variance of uniform sampling, close to what real leaderboards show.
+    Latent coordinates: an intercept (question easiness), general ability (most of the
+    signal), then sparse skills. New models are stronger than the history, so the prior
+    is imperfect.
 
     Parameters
     ----------
@@ -104,12 +99,8 @@ def make_synthetic_bank(n_models=200, n_questions=500, n_new=20, n_components=4,
 def draw_bank_from_factors(model_factors, question_factors, *, random_state=None):
     """A fixed semi-synthetic bank ``z_ij ~ Bernoulli(sigmoid(u_i . v_j))`` from published factors.
 
-    For paper-scale studies (e.g. the factors published with the FAQ paper, thousands of
-    models and questions): draw once, keep it as the finite bank. The factor model is well specified
-    for such a bank, so its efficiency figures are optimistic. Rows are drawn in chunks
-    (no models x questions float matrix beyond one chunk).
-
-    Returns an ``int8`` matrix of 0/1 outcomes.
+    For paper-scale studies: draw once, keep it as the finite bank (the factor model is then
+    well specified, so its efficiency figures are optimistic). Returns an ``int8`` 0/1 matrix.
 
     >>> import numpy as np
     >>> Z = draw_bank_from_factors(np.ones((3, 2)), np.zeros((5, 2)), random_state=0)
@@ -131,8 +122,8 @@ def draw_bank_from_factors(model_factors, question_factors, *, random_state=None
 def load_response_matrix(path):
     """Load a models x items matrix: an ``.npz`` with an ``outcomes`` array, or an ``.npy`` array.
 
-    Entries ``-1`` (a common convention for "not observed") become NaN. Returns
-    ``(matrix, metadata)`` where metadata holds the other arrays of an ``.npz`` file.
+    Returns ``(matrix, metadata)``: entries ``-1`` ("not observed") become NaN; metadata
+    holds the other arrays of an ``.npz`` file.
     """
     path = Path(path)
     if not path.exists():

@@ -1,23 +1,8 @@
 """Weights for the increments, learned from the history: later answers count more.
 
-Every PAI increment ``phi_t`` has conditional mean theta, so any weights fixed before
-the run give an exactly unbiased estimate ``sum_t lambda_t phi_t``
-(:func:`faqstats.estimator.weighted_martingale`). The increments are far from equally
-variable: the first ones use the prior's predictions, later ones a posterior that has
-seen the model's answers, and without replacement fewer questions remain unobserved.
-On real data the mean squared error of ``phi_t`` falls several-fold from the first
-query to the last (user guide, "step weights"). Weights
-``lambda_t`` proportional to ``1 / Var(phi_t)`` minimise the variance of the weighted
-mean; equal weights waste the later, better increments.
-
-:func:`learn_step_weights` measures ``Var(phi_t)`` by cross-fitting on the history,
-as the seed paper tuned its policy: a seeded share of the history's complete rows
-becomes validation models, the factor model is refitted on the rest, the policy runs on
-the validation models (batched engine), and the per-step mean squared error around each
-model's true accuracy is smoothed by a decreasing isotonic fit (answers never make
-the increments worse in expectation; the fit also pools the noise of neighbouring
-steps). If the measured variance does not fall, the fit is flat and the weights are
-equal: they can only help as much as the data show.
+Weights ``lambda_t`` proportional to ``1 / Var(phi_t)``, fixed before the run, keep the
+estimate exactly unbiased and lower its variance; :func:`learn_step_weights` measures
+``Var(phi_t)`` by cross-fitting on the history (docs/statistics.md, "Weighted increments").
 """
 
 from __future__ import annotations
@@ -51,12 +36,10 @@ class StepWeights:
     n_validation, n_runs : int
         Validation models and runs behind the estimate.
     variance_ratio : float
-        Predicted variance of the weighted mean relative to the plain mean (from the
-        smoothed variances; below 1 means the weights help).
+        Predicted variance of the weighted mean relative to the plain mean (below 1: the weights help).
     seconds : float
     factor_model : fitted estimator or None
-        The factor model refitted on the training part of the split (pass it as
-        ``fitted_factor_model`` to learn weights for other budgets on the same split).
+        The factor model refitted on the training part of the split (see ``fitted_factor_model``).
     """
 
     weights: np.ndarray
@@ -69,8 +52,7 @@ class StepWeights:
     factor_model: object = field(default=None, repr=False, compare=False)
 
     def plot(self, ax=None):
-        """Measured and smoothed per-step variance, and the weights, on ``ax`` (a new
-        figure when None; the object API, the user's backend untouched). Returns the axes."""
+        """Measured and smoothed per-step variance, and the weights, on ``ax`` (default: a new figure)."""
         if ax is None:
             from matplotlib.figure import Figure
 
@@ -109,50 +91,32 @@ def inverse_variance_weights(step_variance, counts=None):
     return w / w.mean(), smooth
 
 
-def learn_step_weights(
-    history,
-    factor_model,
-    *,
-    budget,
-    sampler=None,
-    validation_fraction=0.25,
-    n_runs=2000,
-    random_state=None,
-    fitted_factor_model=None,
-    device="cpu",
-    dtype="float64",
-):
+def learn_step_weights(history, factor_model, *, budget, sampler=None, validation_fraction=0.25, n_runs=2000,
+                       random_state=None, fitted_factor_model=None, device="cpu", dtype="float64"):
     """Learn per-step increment weights for ``budget`` queries by cross-fitting on the history.
 
     Parameters
     ----------
     history : array-like of shape (n_models, N)
-        Earlier models' outcomes (NaN = not observed); its complete rows supply the
-        validation models.
+        Earlier models' outcomes (NaN = not observed).
     factor_model : unfitted estimator
-        Cloned and fitted on the history without the validation models (ignored when
-        ``fitted_factor_model`` is given).
+        Cloned and fitted on the history without the validation models (unless ``fitted_factor_model``).
     budget : int
         Queries of the run to weight.
     sampler : Sampler or None
         The policy the weights are for (``None``: ``HybridSampler()``).
     validation_fraction : float in (0, 1)
     n_runs : int, default=2000
-        Validation runs per budget (spread over the validation models, at least one each).
-        The per-step variances are means of heavy-tailed squares: a few hundred runs
-        leave visible noise in the fitted curve; 2,000 take seconds in the batched engine.
+        Validation runs per budget (spread over the validation models, at least one each);
+        a few hundred leave visible noise in the fitted curve.
     random_state : int or None, default=None
-        Seeds the split (the same split as :func:`~faqstats.experiments.tuning.tune_policy`
-        for the same int) and the runs; ``None`` draws a fresh seed.
+        Seeds the split (as :func:`~faqstats.experiments.tuning.tune_policy`'s) and the runs.
     fitted_factor_model : fitted estimator or None
-        A factor model already fitted on the training part of this split (as
-        ``tune_policy`` returns, or an earlier call's ``factor_model``), to skip the
-        refit: weights for several budgets share one refit this way.
+        A factor model already fitted on the training part of this split (an earlier
+        call's ``factor_model``): several budgets then share one refit.
     device, dtype : str
-        Of the batched engine (:func:`faqstats.batched.simulate`), which runs the
-        validation runs (any policy). Their cost is that of ``n_runs`` evaluations of
-        ``budget`` queries (seconds for a bank of a few hundred questions; on a bank of
-        10,000 questions with 1,000 queries, minutes: lower ``n_runs`` or use a GPU).
+        Of the batched engine (:func:`faqstats.batched.simulate`) that runs the validation
+        runs; on large banks lower ``n_runs`` or use a GPU.
 
     Returns
     -------
@@ -189,10 +153,8 @@ def learn_step_weights(
 
 
 def validation_split(history, validation_fraction=0.25, random_state=None):
-    """``(training history, validation models)``: a seeded share of the complete rows held out.
-
-    The split depends on the int ``random_state`` only (``None``: a fresh seed).
-    """
+    """``(training history, validation models)``: a share of the complete rows held out, seeded by
+    the int ``random_state`` only (``None``: a fresh seed)."""
     random_state = check_seed(random_state)
     H = check_history(history, name="history")
     check_scalar(validation_fraction, "validation_fraction", low=0.0, high=1.0, closed="neither")

@@ -1,19 +1,8 @@
 """A Gaussian-process surrogate of a new model's answers, from the history's responses.
 
-The history says directly how questions co-vary across models: a question's mean over
-the earlier models is a prior guess of a new model's answer, and the question-by-question
-covariance says how an answer to one question moves the guesses for all others. A
-Gaussian process with that prior mean and covariance, conditioned on the answers so far,
-predicts the rest (the surrogate of Bayesian-quadrature evaluators such as ProEval).
-Inside PAI its predictions only lower the variance: the estimate stays exactly unbiased
-and the interval valid whatever their quality.
-
-The covariance is kept in low-rank form, ``C = V V' + diag(noise)`` with ``V`` of shape
-(N, k), so that a step costs O(N k) and memory O(N k) (:class:`~faqstats.posterior.GaussianPosterior`).
-``V`` holds the top ``k`` principal directions of the centred history, scaled by their
-standard deviations and shrunk by ``shrinkage``; ``noise`` is what they leave of each
-question's variance. Missing history cells are filled by iterated low-rank imputation
-(hard-impute), starting from the question means.
+The history's question means and low-rank question-by-question covariance, conditioned on
+the answers so far, predict the rest (docs/statistics.md, "Any predictable predictor");
+inside PAI the estimate stays exactly unbiased and the interval valid whatever their quality.
 """
 
 from __future__ import annotations
@@ -34,25 +23,22 @@ __all__ = ["GaussianProcessSurrogate"]
 class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
     """Empirical-covariance Gaussian process on the history's responses, in low-rank form.
 
-    A drop-in for :class:`~faqstats.LogisticFactorModel` wherever a fitted factor model
-    is taken (:class:`~faqstats.PAIEstimator`, :class:`~faqstats.PairedPAIEstimator`,
-    :func:`faqstats.batched.simulate`): its :meth:`posterior` is the predictor a query
-    loop conditions on each answer.
+    A drop-in for a fitted :class:`~faqstats.LogisticFactorModel` (e.g. in :class:`~faqstats.PAIEstimator`):
+    its :meth:`posterior` is the predictor a query loop conditions on each answer. The
+    covariance is ``V V' + diag(noise)``, ``V`` the top ``k`` principal directions of the
+    centred history; missing history cells are filled by iterated low-rank imputation.
 
     Parameters
     ----------
     n_components : int, default=32
-        Rank ``k`` of the covariance's low-rank part (at most ``min(n_models, N) - 1``;
-        fewer are used when the history is smaller).
+        Rank ``k`` of the covariance's low-rank part (at most ``min(n_models, N) - 1``).
     shrinkage : float in [0, 1), default=0.0
-        Shrinks the low-rank part towards the diagonal: ``(1 - shrinkage) V V'``, the
-        removed variance moving to ``noise``. Helps thin histories, whose sample
-        covariance overstates how questions co-vary.
+        Shrinks the low-rank part to ``(1 - shrinkage) V V'``, the removed variance moving
+        to ``noise`` (for thin histories).
     noise_floor : float, default=1e-3
         Smallest residual variance of a question (keeps every conditioning step stable).
     prior_count : float, default=1.0
-        The question means are shrunk to the overall mean by this many pseudo-models
-        (questions that few history models answered).
+        The question means are shrunk to the overall mean by this many pseudo-models.
     n_iter : int, default=10
         Imputation rounds when the history has missing cells.
     random_state : int, Generator or None, default=0
@@ -141,8 +127,7 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         return self
 
     def posterior(self, dtype="float64"):
-        """A new model's Gaussian process at the prior, ready to condition on its answers
-        (:class:`~faqstats.posterior.GaussianPosterior`)."""
+        """A new model's :class:`~faqstats.posterior.GaussianPosterior` at the prior."""
         check_is_fitted(self, "question_factors_")
         return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
                                  self.noise_, dtype=dtype)
@@ -165,9 +150,8 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         return np.clip(self.question_means_ + U @ self.question_factors_.T, 0.0, 1.0)
 
     def score(self, X, y=None):
-        """Held-out negative Brier score on new models (higher is better): for each row a
-        seeded random half of its observed cells conditions the process, the other half is
-        predicted. Makes ``GridSearchCV(GaussianProcessSurrogate(), ...)`` work."""
+        """Held-out negative Brier score (higher is better) of each row's observed cells, one seeded
+        half conditioning the prediction of the other (:func:`~faqstats._validation.observed_halves`)."""
         check_is_fitted(self, "question_factors_")
         H, fit_half, test_half = observed_halves(self, X)
         P = self.predict(np.where(fit_half, H, np.nan))

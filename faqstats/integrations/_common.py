@@ -61,11 +61,9 @@ def check_question_id_list(question_ids, name="question_ids", empty=None):
 
 def as_score(value, where):
     """A harness score as a float in [0, 1]; bools become 0/1."""
-    if isinstance(value, (bool, np.bool_)):
-        return float(value)
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+    if isinstance(value, numbers.Real):
         value = float(value)
         if math.isfinite(value) and 0.0 <= value <= 1.0:
             return value
@@ -107,30 +105,22 @@ def write_arg(path, text):
 
 
 class HarnessRecords:
-    """Scores keyed by model and question id, with a recency stamp per (model, question).
-
-    A later stamp replaces an earlier one (a re-run wins); several values with the
-    same stamp (epochs) are averaged.
-    """
+    """Scores keyed by model and question id: a later stamp replaces an earlier one (a re-run wins);
+    values with the same stamp (epochs) are averaged."""
 
     def __init__(self):
         self._scores = {}  # model -> qid -> (stamp, [values])
         self.models = []  # first-seen order
 
     def add(self, model, question_id, value, stamp=""):
-        per_model = self._scores.get(model)
-        if per_model is None:
-            per_model = self._scores[model] = {}
+        if model not in self._scores:
             self.models.append(model)
+        per_model = self._scores.setdefault(model, {})
         old = per_model.get(question_id)
         if old is None or stamp > old[0]:
             per_model[question_id] = (stamp, [value])
         elif stamp == old[0]:
             old[1].append(value)
-
-    def question_ids(self):
-        ids = {qid for per_model in self._scores.values() for qid in per_model}
-        return sorted(ids, key=_id_sort_key)
 
     def value(self, model, question_id):
         entry = self._scores.get(model, {}).get(question_id)
@@ -140,7 +130,7 @@ class HarnessRecords:
         """``(matrix of shape (n_models, n_questions), model names, question ids)``; NaN where unscored."""
         if not self.models:
             raise ValueError(empty_message)
-        ids = self.question_ids()
+        ids = sorted({qid for per_model in self._scores.values() for qid in per_model}, key=_id_sort_key)
         return np.array([[self.value(m, q) for q in ids] for m in self.models], dtype=float), list(self.models), ids
 
     def outcomes(self, question_ids, source):

@@ -1,25 +1,9 @@
 """inspect-ai: eval logs as a history, ``--sample-id`` for a session's questions.
 
-An inspect eval log (one per task and model) is either a ``.eval`` file (a zip with
-``header.json`` and one ``samples/<id>_epoch_<n>.json`` per sample and epoch) or a
-``.json`` file (one object with ``eval`` and ``samples``). Each sample has ``id``,
-``epoch`` and ``scores``: ``{scorer name: {"value": ...}}``; the log's ``eval`` gives
-``model`` (e.g. ``"openai/gpt-4o"``), ``task`` and ``created``.
-
-When inspect-ai is installed, logs are read with :func:`inspect_ai.log.read_eval_log`;
-otherwise with the built-in reader here (:mod:`zipfile` and :mod:`json`). Recent
-inspect-ai writes ``.eval`` entries compressed with zstandard: the built-in reader
-then needs Python >= 3.14 or the ``zstandard`` package (a dependency of inspect-ai).
-
-A question id is ``"<task>/<sample id>"``. Score values become numbers in [0, 1]:
-``"C"`` (correct) 1, ``"I"`` (incorrect) 0, ``"P"`` (partial) 0.5, ``"N"`` (no
-answer) 0, as inspect's ``value_to_float`` does; numbers and bools are used as they
-are; ``value_map`` adds or overrides mappings. With several epochs a sample's value
-is the mean over its epochs (inspect's default ``mean`` reducer), so it may be
-fractional: :class:`~faqstats.LogisticFactorModel` needs 0/1, so round or threshold
-such a history before fitting (:class:`~faqstats.PAIEstimator` takes graded scores).
-Samples that ended in an error, or have no score from the scorer, count as not
-observed (NaN).
+Logs are read with inspect-ai's ``read_eval_log`` when it is installed, else with :mod:`zipfile`
+and :mod:`json` (zstd ``.eval`` entries then need Python >= 3.14 or ``zstandard``). A question id
+is ``"<task>/<sample id>"``; its value is the scorer's, mapped by :data:`DEFAULT_VALUE_MAP` and
+averaged over epochs, NaN when errored or unscored (docs/tutorials/inspect_ai.md).
 """
 
 from __future__ import annotations
@@ -45,23 +29,6 @@ _READERS = ("auto", "inspect", "builtin")
 
 
 # -- reading one log into plain dicts ------------------------------------------------------
-def _zstd_decompress(data, path):
-    if sys.version_info >= (3, 14):  # pragma: no cover - stdlib zstd, where zipfile reads it anyway
-        from compression import zstd
-
-        return zstd.decompress(data)
-    try:
-        import zstandard
-    except ImportError:
-        raise ImportError(
-            f"{path} is compressed with zstandard (inspect-ai's default): install inspect-ai or the 'zstandard' "
-            "package to read it (or use Python >= 3.14)."
-        ) from None
-    # inspect may split large entries into several frames
-    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
-        return reader.read()
-
-
 def _read_member(zf, name, path):
     info = zf.getinfo(name)
     if info.compress_type != _ZIP_ZSTANDARD or sys.version_info >= (3, 14):
@@ -74,7 +41,17 @@ def _read_member(zf, name, path):
         raise ValueError(f"{path}: bad zip local header for {name!r}.")
     name_len, extra_len = struct.unpack("<HH", header[26:30])
     fp.seek(info.header_offset + 30 + name_len + extra_len)
-    return _zstd_decompress(fp.read(info.compress_size), path)
+    data = fp.read(info.compress_size)
+    try:
+        import zstandard
+    except ImportError:
+        raise ImportError(
+            f"{path} is compressed with zstandard (inspect-ai's default): install inspect-ai or the 'zstandard' "
+            "package to read it (or use Python >= 3.14)."
+        ) from None
+    # inspect may split large entries into several frames
+    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
+        return reader.read()
 
 
 def _read_builtin(path):
@@ -149,10 +126,8 @@ def _log_paths(path, name):
 
 
 def _collect(paths, scorer, value_map, reader, name, wanted=None):
-    if value_map is None:
-        value_map = DEFAULT_VALUE_MAP
-    elif isinstance(value_map, Mapping):
-        value_map = {**DEFAULT_VALUE_MAP, **value_map}
+    if value_map is None or isinstance(value_map, Mapping):
+        value_map = {**DEFAULT_VALUE_MAP, **(value_map or {})}
     elif not callable(value_map):
         raise TypeError(f"value_map must be a mapping or a function, got {type(value_map).__name__}.")
     read_eval_log = _inspect_reader(reader)
@@ -198,30 +173,25 @@ def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        ``.eval``/``.json`` log files or log directories (searched recursively). The
-        model of a log is its ``eval.model``; a mapping ``{model name: path(s)}``
-        names the models itself (e.g. to tell apart runs of one model id).
+        Log files or directories (searched recursively); the model is the log's ``eval.model``,
+        unless a mapping ``{model name: path(s)}`` names it.
     scorer : str, mapping task -> str, or None, default=None
         The scorer whose value to read; ``None`` works for logs with a single scorer.
     value_map : mapping or callable, optional
-        Extra value -> number mappings on top of :data:`DEFAULT_VALUE_MAP` (e.g.
-        ``{"P": 0.0}`` to count partial credit as wrong), or a function from the raw
-        value to a number in [0, 1] (for dict values of multi-metric scorers).
+        Mappings on top of :data:`DEFAULT_VALUE_MAP` (``{"P": 0.0}``: partial credit is
+        wrong), or a function from the raw value to a number in [0, 1] (for dict values).
     reader : {"auto", "inspect", "builtin"}, default="auto"
         ``"auto"`` uses inspect-ai's ``read_eval_log`` when it is installed.
 
     Returns
     -------
     matrix : ndarray of shape (n_models, n_questions)
-        Values in [0, 1], averaged over epochs; NaN where a model has no scored sample.
+        Values in [0, 1], averaged over epochs (of two logs of a sample, the later created wins);
+        NaN where a model has no scored sample.
     model_names : list of str
         In the order first seen (log files sorted by path within each argument).
     question_ids : list of str
         ``"<task>/<sample id>"``, sorted by task then sample id (integers numerically).
-
-    Notes
-    -----
-    When two logs of a model cover the same sample, the one created last wins (epochs: see Returns).
 
     See Also
     --------
@@ -296,15 +266,13 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
     path : path or None, default=None
         When given, the value is also written there (``--sample-id "$(cat PATH)"``).
     task_prefix : {"auto", True, False}, default="auto"
-        Write ``<task>:<id>`` selectors, which scope an id to one task of a
-        multi-task run (inspect-ai 0.3.2xx and later). ``"auto"`` does so only when
+        Write ``<task>:<id>`` selectors (inspect-ai 0.3.2xx and later); ``"auto"``: only when
         the ids span several tasks.
 
     Returns
     -------
     str
-        Comma-separated ids; ``*``, ``?`` and ``[`` are escaped because inspect
-        matches ids as glob patterns.
+        Comma-separated ids, glob characters ``*?[`` escaped.
 
     Examples
     --------
@@ -321,8 +289,7 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
     for qid, (_, sample) in zip(ids, pairs):
         if "," in sample:
             raise ValueError(f"question id {qid!r}: a sample id with a comma cannot be passed to --sample-id.")
-    tasks = {task for task, _ in pairs}
-    prefix = len(tasks) > 1 if task_prefix == "auto" else task_prefix
+    prefix = len({task for task, _ in pairs}) > 1 if task_prefix == "auto" else task_prefix
     value = ",".join(f"{task}:{_escape_glob(s)}" if prefix else _escape_glob(s) for task, s in pairs)
     write_arg(path, value)
     return value

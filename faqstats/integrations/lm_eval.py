@@ -1,19 +1,9 @@
 """EleutherAI lm-evaluation-harness: its logged samples as a history, ``--samples`` for a session.
 
-``lm_eval ... --output_path OUT --log_samples`` writes, per model, a directory
-``OUT/<model>/`` (the model name with ``/`` and other reserved characters replaced by
-``__``) holding ``results_<timestamp>.json`` and one ``samples_<task>_<timestamp>.jsonl``
-per task. Each line of a samples file is one document under one filter: ``doc_id``
-(its index in the task's evaluation split), ``doc_hash``, ``filter`` (``"none"`` unless
-the task defines a ``filter_list``, e.g. ``"strict-match"``), ``metrics`` (the names
-computed) and one key per metric with the document's score (``"acc": 1.0``).
-
-These functions read those files with :mod:`json` only; lm-eval need not be
-installed. A question id is ``"<task>/<doc_id>"`` (or ``"<task>/<doc_hash>"`` with
-``key="doc_hash"``, which survives a reordering of the dataset but cannot be used with
-``--samples``). The ``--samples`` argument (lm-eval >= 0.4.5) takes a JSON object
-``{"<task>": [doc_id, ...]}``, inline or as a path to a file, and is incompatible
-with ``--limit``.
+``lm_eval ... --output_path OUT --log_samples`` writes ``OUT/<model>/samples_<task>_<timestamp>.jsonl``,
+one line per document and filter with its ``doc_id``, ``doc_hash``, ``filter`` and one score per
+metric. They are read with :mod:`json` only (lm-eval need not be installed); a question id is
+``"<task>/<doc_id>"`` (docs/tutorials/lm_eval.md).
 """
 
 from __future__ import annotations
@@ -119,33 +109,25 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
     Parameters
     ----------
     paths_or_dirs : path, sequence of paths, or mapping
-        ``--output_path`` directories (one subdirectory per model), model directories,
-        or ``samples_<task>_<timestamp>.jsonl`` files; the model of a file is the name
-        of its directory. A mapping ``{model name: path(s)}`` names the models itself.
+        ``--output_path`` directories, model directories or samples files (the model is the
+        directory's name), or a mapping ``{model name: path(s)}``.
     task : str, sequence of str or None, default=None
         Tasks to read; ``None`` reads every task found.
     metric : str or mapping task -> str, default="acc"
-        The per-document score to read (``"acc"``, ``"acc_norm"``, ``"exact_match"``,
-        ...). Values must be numbers (or bools) in [0, 1].
+        The per-document score to read (``"acc_norm"``, ``"exact_match"``, ...), in [0, 1].
     filter : str or mapping task -> str, default="none"
-        The filter whose lines to read; generation tasks often define several (e.g.
-        ``"strict-match"``, ``"flexible-extract"``).
+        The filter whose lines to read (e.g. ``"strict-match"`` of a generation task).
     key : {"doc_id", "doc_hash"}, default="doc_id"
         What identifies a document in the question id ``"<task>/<key>"``.
 
     Returns
     -------
     matrix : ndarray of shape (n_models, n_questions)
-        Scores, NaN where a model has no line for a question.
+        Scores (of several runs of a task, the latest wins), NaN where a model has no line.
     model_names : list of str
         In the order first seen (files sorted by path within each argument).
     question_ids : list of str
         Sorted by task, then by doc id (numerically).
-
-    Notes
-    -----
-    When a model directory holds several runs of a task, the latest timestamp wins
-    for every document it covers (earlier runs still fill the documents it lacks).
 
     See Also
     --------
@@ -186,8 +168,7 @@ def write_lm_eval_samples_arg(question_ids, path=None):
     Returns
     -------
     dict
-        Task -> sorted doc ids; ``json.dumps`` of it is also accepted inline by
-        ``--samples``.
+        Task -> sorted doc ids (its ``json.dumps`` is also accepted inline).
 
     Examples
     --------
@@ -216,8 +197,7 @@ def read_lm_eval_outcomes(path, question_ids, *, metric="acc", filter="none", ke
     Parameters
     ----------
     path : path, sequence of paths, or mapping
-        The run's ``--output_path`` (holding a single model directory), the model
-        directory, or its samples files.
+        The run's ``--output_path`` (one model), the model directory, or its samples files.
     question_ids : sequence of str
         The ids asked; every one must have a score.
     metric, filter, key
