@@ -267,8 +267,9 @@ def test_inspect_sample_id_round_trip(tmp_path):
     arg = inspect_sample_id_arg(INSPECT_ASKED, tmp_path / "ids.txt")
     assert arg == (INSPECT / "asked_ids.txt").read_text().strip()
     assert (tmp_path / "ids.txt").read_text().strip() == arg
-    assert inspect_sample_id_arg(["arith/3", "arith/7"]) == "3,7"
-    assert inspect_sample_id_arg(["arith/3"], task_prefix=True) == "arith:3"
+    assert inspect_sample_id_arg(["arith/3", "arith/7"]) == "arith:3,arith:7"
+    assert inspect_sample_id_arg(["arith/3", "arith/7"], task_prefix="auto") == "3,7"
+    assert inspect_sample_id_arg(["arith/3"], task_prefix=False) == "3"
     full = read_inspect_outcomes(INSPECT / "new_model", INSPECT_ASKED, scorer=INSPECT_SCORER, reader="builtin")
     assert full.shape == (4,) and set(full) <= {0.0, 1.0}
     if not (_has("zstandard") or _has("inspect_ai")):
@@ -287,7 +288,7 @@ def test_inspect_builtin_reader_decompresses_zstd():
 
 
 def test_inspect_sample_id_arg_escapes_and_errors():
-    assert inspect_sample_id_arg(["t/a*b", "t/c?", "t/[x]"]) == "a[*]b,c[?],[[]x]"
+    assert inspect_sample_id_arg(["t/a*b", "t/c?", "t/[x]"], task_prefix=False) == "a[*]b,c[?],[[]x]"
     with pytest.raises(ValueError, match="comma"):
         inspect_sample_id_arg(["t/a,b"])
     with pytest.raises(ValueError, match="empty"):

@@ -200,7 +200,7 @@ def test_inspect_ids_round_trip_real(tmp_path, monkeypatch):
     assert {"odd/a%2Fb", "odd/x*y", "odd/two words", "odd/007", "odd/7", "odd/[1]", "odd/q?", "odd/50%25"} == set(odd)
     truth = dict(zip(ids, full[0]))
     for k, asked in enumerate([odd + ["arith/3", "words/w-kiwi"], ["odd/7", "odd/[1]", "odd/x*y"], ["arith/7"]]):
-        inspect_eval(f"asked-{k}", "--sample-id", inspect_sample_id_arg(asked, task_prefix=True))
+        inspect_eval(f"asked-{k}", "--sample-id", inspect_sample_id_arg(asked))
         np.testing.assert_array_equal(read_inspect_outcomes(f"asked-{k}", asked, scorer="match"), [truth[q] for q in asked])
         ran = read_inspect_logs(f"asked-{k}", scorer="match")[2]
         # inspect reads "007" and 7 as the same selector: asking one runs both; nothing else runs

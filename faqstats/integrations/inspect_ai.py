@@ -256,7 +256,7 @@ def _escape_glob(sample_id):
     return "".join(f"[{c}]" if c in "*?[" else c for c in sample_id)
 
 
-def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
+def inspect_sample_id_arg(question_ids, path=None, *, task_prefix=True):
     """The ``--sample-id`` value for the questions a session asks.
 
     Parameters
@@ -265,9 +265,10 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
         Ids ``"<task>/<sample id>"``.
     path : path or None, default=None
         When given, the value is also written there (``--sample-id "$(cat PATH)"``).
-    task_prefix : {"auto", True, False}, default="auto"
-        Write ``<task>:<id>`` selectors (inspect-ai 0.3.2xx and later); ``"auto"``: only when
-        the ids span several tasks.
+    task_prefix : {True, "auto", False}, default=True
+        Write ``<task>:<id>`` selectors (inspect-ai 0.3.2xx and later), which keep an id to
+        its task when the task file holds several; ``"auto"``: only when the ids span
+        several tasks (for older inspect-ai on single-task files).
 
     Returns
     -------
@@ -277,10 +278,10 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix="auto"):
     Examples
     --------
     >>> from faqstats.integrations import inspect_sample_id_arg
-    >>> inspect_sample_id_arg(["gpqa/12", "gpqa/rec7*"])
-    '12,rec7[*]'
     >>> inspect_sample_id_arg(["arith/3", "words/w-kiwi"])
     'arith:3,words:w-kiwi'
+    >>> inspect_sample_id_arg(["gpqa/12", "gpqa/rec7*"], task_prefix="auto")
+    '12,rec7[*]'
     """
     ids = check_question_id_list(question_ids, empty="inspect would run every sample")
     if task_prefix not in ("auto", True, False):
