@@ -1,26 +1,15 @@
 """Experiments on a response matrix: split, sweep, tidy records, summaries, CSV.
 
-One experiment takes a models x questions matrix of outcomes, splits its rows into a
-*history* (to fit the factor model) and *new models* (to evaluate), optionally masks the
-history, and runs every method at every budget for every new model and seed
-(:func:`run_experiment`; :func:`run_methods` does the same for a history and new models
-given apart). Every run goes through the core library: the batched engine
-:func:`faqstats.batched.simulate`, which advances all new models of a (method, budget,
-seed) in lockstep with the estimator's draws, or :class:`~faqstats.PAIEstimator` itself.
-The result is a tidy :class:`pandas.DataFrame` with one row per (method, budget, model,
-seed); :func:`summarize` and :func:`per_model_coverage` reduce it. No statistics live
-here: estimates, standard errors and intervals all come from the estimator.
+:func:`run_experiment` splits a matrix into a history and new models and runs every method
+at every budget for every new model and seed (:func:`run_methods` takes the two apart),
+through :func:`faqstats.batched.simulate` or :class:`~faqstats.PAIEstimator`; no statistics
+live here (docs/architecture.md, 'Experiments').
 
 Reproducibility: run (method, budget, model, seed) draws from
 ``np.random.default_rng([random_state, method_key(method), budget, model, seed])``
-where ``budget`` is the number of queries and :func:`method_key` a stable hash of
-the method's name. Its numbers therefore do not depend on ``n_jobs``, on the
-joblib backend, nor on which other methods and budgets were run alongside it.
-
-Parallelism: chunks of (method, budget, seed), each over all new models, go
-through :class:`joblib.Parallel`. Choose the backend with ``backend=`` or an
-enclosing ``joblib.parallel_config(backend="dask")`` (``n_jobs=None`` then defers
-to that context).
+(``budget`` in queries), so its numbers do not depend on ``n_jobs``, the joblib backend,
+nor the other methods and budgets run alongside it. Chunks of (method, budget, seed) go
+through :class:`joblib.Parallel` (``backend=`` or an enclosing ``joblib.parallel_config``).
 """
 
 from __future__ import annotations
@@ -72,37 +61,28 @@ __all__ = [
 DEFAULT_BUDGETS = tuple(float(f) for f in np.round(np.linspace(0.025, 0.25, 10), 4))
 
 
-def _with_fm(sampler_factory):
-    return lambda fm: (fm, sampler_factory())
+def _method(sampler_factory, uses_fm=True):
+    return lambda fm: (fm if uses_fm else None, sampler_factory())
 
 
-def _without_fm(sampler_factory):
-    return lambda fm: (None, sampler_factory())
-
-
-#: Named methods: ``name -> callable(factor_model) -> (factor_model or None, sampler)``.
-#: A method uses the factor model exactly when its callable returns the model it was given.
+#: Named methods: ``name -> callable(factor_model) -> (factor_model or None, sampler)``; a method
+#: uses the factor model exactly when its callable returns it. Described in docs/results.md.
 METHODS = {
-    # the package default: HybridSampler() (tau 0.5, without replacement) with increment
-    # weights learned from the history (faqstats.step_weights); run_methods adds the weights
-    "faq": _with_fm(HybridSampler),
-    "faq-equal": _with_fm(HybridSampler),  # the same policy, equal weights (the plain mean of increments)
-    "faq-paper": _with_fm(lambda: HybridSampler(tau=0.05, replace=True)),  # the seed paper's policy
-    "neyman": _with_fm(NeymanSampler),
-    "active": _with_fm(ActiveLearningSampler),
-    "uniform-fpc": _without_fm(lambda: UniformSampler(replace=False)),  # sample mean with FPC
-    "ht-uniform": _without_fm(lambda: BernoulliAIPW(score="uniform")),  # the paper's "uniform" baseline
-    "aipw-neyman": _with_fm(lambda: BernoulliAIPW(score="neyman")),
-    "aipw-min": _with_fm(lambda: BernoulliAIPW(score="min")),
-    # HybridSampler tuned per budget on validation models from the history (see tuning.py);
-    # the entry is the untuned fallback, run_methods swaps in the tuned sampler (and weights)
-    "faq-tuned": _with_fm(HybridSampler),
-    # the same policies with the Gaussian-process surrogate's predictions (faqstats.surrogate)
-    "gp": _with_fm(HybridSampler),  # with learned increment weights, as "faq"
-    "gp-equal": _with_fm(HybridSampler),
-    # configured per budget from the history alone (faqstats.configure_from_history): the predictor
-    # with the largest validation ESS and its increment weights, or the sample mean; run_methods swaps it in
-    "auto": _without_fm(lambda: UniformSampler(replace=False)),
+    "faq": _method(HybridSampler),  # run_methods adds increment weights learned from the history
+    "faq-equal": _method(HybridSampler),  # the same policy, equal weights (the plain mean of increments)
+    "faq-paper": _method(lambda: HybridSampler(tau=0.05, replace=True)),  # the seed paper's policy
+    "neyman": _method(NeymanSampler),
+    "active": _method(ActiveLearningSampler),
+    "uniform-fpc": _method(lambda: UniformSampler(replace=False), uses_fm=False),  # sample mean with FPC
+    "ht-uniform": _method(lambda: BernoulliAIPW(score="uniform"), uses_fm=False),  # the paper's baseline
+    "aipw-neyman": _method(lambda: BernoulliAIPW(score="neyman")),
+    "aipw-min": _method(lambda: BernoulliAIPW(score="min")),
+    # the untuned fallbacks: run_methods swaps in the sampler tuned per budget on the history (tuning.py)
+    # or the configuration of faqstats.configure_from_history
+    "faq-tuned": _method(HybridSampler),
+    "gp": _method(HybridSampler),  # the Gaussian-process surrogate's predictions, learned weights as "faq"
+    "gp-equal": _method(HybridSampler),
+    "auto": _method(lambda: UniformSampler(replace=False), uses_fm=False),
 }
 
 #: Methods whose predictor is the Gaussian-process surrogate fitted on the history
@@ -199,16 +179,9 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
                  p_obs=None, max_models=None):
     """Split a response matrix into a history and fully observed new models.
 
-    Only complete rows (no NaN) can be new models, since their true accuracy must be
-    known. The complete rows are permuted with ``np.random.default_rng(split_seed)``
-    (or taken in the supplied ``order``); the first ``round(history_fraction * n)``
-    go to the history, the rest are the new models. Incomplete rows join the history
-    unless ``complete_rows`` drops them.
-
-    History missingness: with ``p_obs`` set, the first ``n_full_obs`` history rows
-    (in split order) stay as they are and every other cell is kept with probability
-    ``p_obs``, completely at random (seeded by ``[split_seed, 1]``; every row keeps
-    at least one observed cell). Without ``p_obs`` the data's own missingness is kept.
+    Only complete rows can be new models (their truth must be known). They are permuted
+    with ``np.random.default_rng(split_seed)``, or taken in ``order``; the first
+    ``round(history_fraction * n)`` go to the history, the rest are the new models.
 
     Parameters
     ----------
@@ -217,12 +190,14 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
     history_fraction : float in (0, 1)
     split_seed : int
     order : sequence of int or None
-        Row indices of complete rows to use instead of the seeded permutation
-        (e.g. sorted by release date: the oldest become the history).
+        Complete rows in the order to use instead of the seeded permutation (e.g. by release date).
     complete_rows : bool
-        Drop incomplete rows altogether (the setting of the real-data study).
+        Drop incomplete rows; otherwise they join the history.
     n_full_obs : int or None
+        History rows (in split order) that ``p_obs`` leaves as they are.
     p_obs : float in (0, 1] or None
+        Keep every other history cell with this probability, completely at random (seeded by
+        ``[split_seed, 1]``; every row keeps one cell); ``None`` keeps the data's own missingness.
     max_models : int or None
         Keep only the first ``max_models`` new models.
 
@@ -407,21 +382,15 @@ def _default_factor_model(verbose):
     return LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0, verbose=verbose)
 
 
-def _is_fitted(estimator):
-    return hasattr(estimator, "question_factors_") or hasattr(estimator, "best_estimator_")
-
-
 def _fit_factor_model(spec, history, verbose):
     """``(fitted model, seconds)``: fit ``spec`` on the history, or take an already fitted one as is."""
-    if spec is not None and not isinstance(spec, dict) and _is_fitted(spec):
+    if hasattr(spec, "question_factors_") or hasattr(spec, "best_estimator_"):  # already fitted
         n = spec.question_factors_.shape[0]
         if n != history.shape[1]:
             raise ValueError(f"the fitted factor_model covers {n} questions, the matrix {history.shape[1]}.")
         return spec, 0.0
-    if spec is None:
-        fm = _default_factor_model(verbose)
-    elif isinstance(spec, dict):
-        fm = _default_factor_model(verbose).set_params(**spec)
+    if spec is None or isinstance(spec, dict):
+        fm = _default_factor_model(verbose).set_params(**(spec or {}))
     elif hasattr(spec, "fit") and hasattr(spec, "get_params"):
         fm = clone(spec)
     else:
@@ -461,11 +430,7 @@ def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed
 
 @contextlib.contextmanager
 def _torch_threads(n):
-    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is).
-
-    Parallel workers each running two threads on a two-core machine spend most of
-    their time waiting at thread barriers; one thread per worker is several times faster.
-    """
+    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is; docs/performance.md)."""
     if n is None:
         yield
         return
@@ -483,12 +448,13 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
     """``{(method, budget): (factor model, sampler, step weights)}``, tuning and weights learned on the history."""
     specs = {(m, int(b)): (*_method_spec(m, fitted, surrogate), None) for m in methods for b in sizes}
     unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
-    tuning_results, weight_results, configurations, cross_fm = {}, {}, {}, None
+    tuning_results, weight_results, configurations, cross_fm, cross_gp = {}, {}, {}, None, None
+    weight_cfg = dict(step_weights or {})
     if "auto" in methods:
         cache = {}
         for b in sizes:
             cfg = configure_from_history(history, int(b), random_state=random_state, cache=cache,
-                                         **(step_weights or {}))
+                                         **weight_cfg)
             est = cfg.estimator
             specs[("auto", int(b))] = (est.factor_model, est.sampler, est.step_weights)
             configurations[int(b)] = cfg
@@ -501,9 +467,7 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
             tuning_results[int(b)] = res
             specs[("faq-tuned", int(b))] = (fitted, res.sampler(), None)
             cross_fm = res.factor_model
-    weight_cfg = dict(step_weights or {})
     weighted = [m for m in methods if parse_method(m)[0] in WEIGHTED_METHODS]
-    cross_gp = None
     if weighted:
         split = weight_cfg.get("validation_fraction", 0.25)
         if cross_fm is None or split != (tuning or {}).get("validation_fraction", 0.25):
@@ -533,14 +497,13 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
                 verbose=True):
     """Run methods x budgets x new models x seeds, given a history and the new models apart.
 
-    :func:`run_experiment` splits a matrix and calls this; call it directly when the
-    history and the new models come from different places (the demo does).
+    :func:`run_experiment` splits a matrix and calls this.
 
     Parameters
     ----------
     history : array-like of shape (n_history, N)
-        Earlier models' outcomes (NaN = not observed): the factor model, the tuning
-        and the learned weights see only these.
+        Earlier models' outcomes (NaN = not observed): the only data the factor model,
+        the tuning and the learned weights see.
     new : array-like of shape (n_new, N)
         Complete outcomes of the models to evaluate.
     budgets : sequence of int
@@ -548,54 +511,38 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     seeds : int or sequence of int, default=3
         Repeats per (method, budget, model): a count (``range(seeds)``) or explicit seeds.
     methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
-        Names in :data:`METHODS`. ``summarize`` needs "uniform-fpc" (and "ht-uniform")
-        among them for its ESS columns.
+        Names in :data:`METHODS`; :func:`summarize`'s ESS columns need the baselines among them.
     factor_model : None, dict or estimator
         ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000,
-        random_state=0)``; a dict overrides some of those parameters; an unfitted
-        estimator is cloned. It is fitted on the history, and only when some method
-        needs it. An already fitted model is used as is, to reuse one fit across
-        experiments on the same split: it must have been fitted on this split's history
-        (nothing checks that it has not seen the new models).
+        random_state=0)``; a dict overrides some of those; an estimator is cloned and fitted on
+        the history when some method needs it, or used as is if already fitted (on this
+        split's history: nothing checks it).
     alpha : float, default=0.05
         Significance level of the intervals.
     random_state : int, default=0
         Root of every run's seed (see the module docstring).
-    n_jobs : int or None, default=None
-        Workers for :class:`joblib.Parallel`; ``None`` is 1 unless an enclosing
-        ``joblib.parallel_config`` says otherwise. Results do not depend on it.
-    backend : str or None, default=None
-        joblib backend ("loky", "threading", "dask", "ray" once registered, ...);
-        ``None`` uses joblib's default or the enclosing ``parallel_config``.
+    n_jobs, backend : int, str or None
+        Workers and backend of :class:`joblib.Parallel`; ``None`` defers to an enclosing
+        ``joblib.parallel_config``. Results do not depend on them.
     engine : {"auto", "batched", "sequential"}, default="auto"
-        ``"auto"``/``"batched"``: every new model of a (method, budget, seed) runs in
-        lockstep in :func:`faqstats.batched.simulate` (vectorised; same draws and, to
-        rounding, the same numbers as the estimator) whenever it covers the method's
-        sampler, else one :class:`~faqstats.PAIEstimator` per run. ``"sequential"``:
+        ``"auto"``/``"batched"``: :func:`faqstats.batched.simulate` whenever it covers the
+        method's sampler, else one :class:`~faqstats.PAIEstimator` per run; ``"sequential"``:
         always the estimator (slow; for checking).
     device, dtype : str
-        Torch device and precision of the batched engine ("cuda" on a GPU; "float32"
-        there trades exact agreement with the estimator for speed).
+        Torch device and precision of the batched engine.
     torch_threads : int, None or "auto", default="auto"
-        Torch threads per worker while running the batched engine: ``"auto"`` is 1 when
-        ``n_jobs`` is not 1 (workers share the cores) and torch's default otherwise.
+        Torch threads per worker in the batched engine; ``"auto"`` is 1 when ``n_jobs`` is not 1.
     tuning : dict or None
-        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` (``grid``,
-        ``seeds``, ``validation_fraction``, ``guard``, ``sampler``) for the "faq-tuned"
-        method, which is tuned separately at every budget on validation models drawn from
-        the history (the test models are never seen).
+        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` for "faq-tuned",
+        tuned at every budget on validation models from the history.
     step_weights : dict or None
-        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights`
-        (``n_runs``, ``validation_fraction``) for the methods in :data:`WEIGHTED_METHODS`,
-        whose increment weights are learned per budget by cross-fitting on the history
-        (the same validation split as the tuning; test models never seen). If the
-        history has too few complete rows to cross-fit, those methods fall back to equal
-        weights with a warning.
+        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` for the
+        :data:`WEIGHTED_METHODS` (learned per budget by cross-fitting on the history; equal
+        weights, with a warning, when it has too few complete rows) and for "auto".
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
     budget_fractions : sequence of float or None
-        The fractions of the bank the budgets stand for, for the records; ``None`` is
-        ``budgets / N``.
+        Fractions of the bank the budgets stand for, for the records; ``None`` is ``budgets / N``.
     new_rows : sequence of int or None
         Row labels of the new models for the records; ``None`` is ``0 .. n_new - 1``.
 
@@ -676,8 +623,6 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
     Returns
     -------
     ExperimentResult
-        ``.records`` is a DataFrame with one row per (method, budget, model, seed) and
-        the columns :data:`RECORD_COLUMNS`.
 
     Examples
     --------
@@ -754,17 +699,10 @@ def _ess(records, baseline):
 def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
     """One row per (method, budget): coverage, width, RMSE, variance and ESS.
 
-    Columns (:data:`SUMMARY_COLUMNS`): ``coverage`` (mean of ``covered``) and
-    ``coverage_se`` (its standard error, ``sd / sqrt(n_runs)``), ``mean_width`` (of the
-    interval), ``rmse`` (of the estimate against the truth), ``mean_variance`` (mean of
-    ``std_error ** 2``), ``mean_queries``, and the effective sample size factors
-
-    * ``ess_fpc`` = (mean variance of ``fpc_method``) / (mean variance of the method),
-    * ``ess_ht`` = the same against ``ht_method``,
-
-    both over the (model, seed) runs the two share at the same budget (a ratio of
-    means, not a mean of ratios, which a few near-zero variances would dominate). NaN
-    when the baseline was not run.
+    Columns :data:`SUMMARY_COLUMNS`, defined in docs/results.md: ``coverage_se`` is
+    ``sd / sqrt(n_runs)``; ``ess_fpc`` and ``ess_ht`` are (mean variance of the baseline) /
+    (mean variance of the method) over the (model, seed) runs both have at the budget (a
+    ratio of means), NaN when the baseline was not run.
 
     Parameters
     ----------
