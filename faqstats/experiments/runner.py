@@ -85,8 +85,7 @@ METHODS = {
     "auto": _method(lambda: UniformSampler(replace=False), uses_fm=False),
 }
 
-#: Methods whose predictor is the Gaussian-process surrogate fitted on the history
-#: (:class:`~faqstats.GaussianProcessSurrogate` with default parameters) instead of the factor model.
+#: Methods whose predictor is :class:`~faqstats.GaussianProcessSurrogate()` fitted on the history.
 SURROGATE_METHODS = ("gp", "gp-equal")
 
 #: Methods whose increments get weights learned from the history (:func:`learn_step_weights`).
@@ -152,10 +151,8 @@ class ExperimentResult(MethodRuns):
 
     Attributes
     ----------
-    history_shape : tuple of int
-        Shape of the history after masking.
-    history_observed : float
-        Fraction of observed history cells.
+    history_shape, history_observed : tuple of int, float
+        Shape and fraction of observed cells of the history after masking.
     new_rows : ndarray of int
         Rows of the input matrix evaluated as new models, in model order.
     budgets : ndarray of float
@@ -230,16 +227,13 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
             raise ValueError("order must not repeat rows.")
         bad = ordered[~np.isin(ordered, complete)]
         if bad.size:
-            raise ValueError(
-                f"order must list complete rows only (new models need every outcome); rows {bad[:10].tolist()} "
-                "are out of range or have missing entries."
-            )
+            raise ValueError(f"order must list complete rows only (new models need every outcome); rows "
+                             f"{bad[:10].tolist()} are out of range or have missing entries.")
     n_history = int(round(history_fraction * ordered.size))
     if n_history < 2 or n_history >= ordered.size:
-        raise ValueError(
-            f"history_fraction={history_fraction} of {ordered.size} complete rows leaves {n_history} history rows "
-            f"and {ordered.size - n_history} new models; need at least 2 and 1."
-        )
+        raise ValueError(f"history_fraction={history_fraction} of {ordered.size} complete rows leaves "
+                         f"{n_history} history rows and {ordered.size - n_history} new models; "
+                         "need at least 2 and 1.")
     history_rows = ordered[:n_history]
     new_rows = ordered[n_history:]
     if max_models is not None:
@@ -286,19 +280,14 @@ def budget_sizes(fractions, n_questions):
     first = np.sort(first)
     if first.size < sizes.size:
         dropped = sorted(set(range(sizes.size)) - set(first.tolist()))
-        warnings.warn(
-            f"budget fractions {fr[dropped].tolist()} give the same number of queries as an earlier one on a bank "
-            f"of {n_questions} questions; dropped.",
-            UserWarning,
-            stacklevel=2,
-        )
+        warnings.warn(f"budget fractions {fr[dropped].tolist()} give the same number of queries as an "
+                      f"earlier one on a bank of {n_questions} questions; dropped.", UserWarning,
+                      stacklevel=2)
     return fr[first], sizes[first]
 
 
 def _check_methods(methods):
-    if isinstance(methods, str):
-        methods = [methods]
-    methods = list(methods)
+    methods = [methods] if isinstance(methods, str) else list(methods)
     if not methods:
         raise ValueError("methods must name at least one method.")
     unknown = [m for m in methods if parse_method(m)[0] not in METHODS]
@@ -394,10 +383,8 @@ def _fit_factor_model(spec, history, verbose):
     elif hasattr(spec, "fit") and hasattr(spec, "get_params"):
         fm = clone(spec)
     else:
-        raise TypeError(
-            "factor_model must be None, a dict of LogisticFactorModel parameters or an estimator, "
-            f"got {type(spec).__name__}."
-        )
+        raise TypeError("factor_model must be None, a dict of LogisticFactorModel parameters or an "
+                        f"estimator, got {type(spec).__name__}.")
     start = time.perf_counter()
     fm.fit(history)
     return fm, time.perf_counter() - start
@@ -502,8 +489,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     Parameters
     ----------
     history : array-like of shape (n_history, N)
-        Earlier models' outcomes (NaN = not observed): the only data the factor model,
-        the tuning and the learned weights see.
+        Earlier models' outcomes (NaN = not observed), the only data fitting and tuning see.
     new : array-like of shape (n_new, N)
         Complete outcomes of the models to evaluate.
     budgets : sequence of int
@@ -513,10 +499,9 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
         Names in :data:`METHODS`; :func:`summarize`'s ESS columns need the baselines among them.
     factor_model : None, dict or estimator
-        ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000,
-        random_state=0)``; a dict overrides some of those; an estimator is cloned and fitted on
-        the history when some method needs it, or used as is if already fitted (on this
-        split's history: nothing checks it).
+        ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0)``;
+        a dict overrides some of those; an estimator is cloned and fitted on the history when some
+        method needs it, or used as is if already fitted (on this split's history: unchecked).
     alpha : float, default=0.05
         Significance level of the intervals.
     random_state : int, default=0
@@ -616,9 +601,7 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
     budgets : sequence of float in (0, 1], default=2.5%, 5%, ..., 25%
         Budgets as fractions of the bank; each becomes ``max(2, round(f * N))`` queries.
     **options
-        The sweep's settings, passed to :func:`run_methods`: ``seeds``, ``methods``,
-        ``factor_model``, ``alpha``, ``random_state``, ``n_jobs``, ``backend``, ``engine``,
-        ``device``, ``dtype``, ``torch_threads``, ``tuning``, ``step_weights``, ``verbose``.
+        The sweep's settings: :func:`run_methods`' keyword arguments but ``budget_fractions``, ``new_rows``.
 
     Returns
     -------
