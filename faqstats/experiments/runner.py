@@ -311,9 +311,6 @@ def _check_seeds(seeds):
     return seeds
 
 
-_USES_FM = object()
-
-
 def parse_method(name):
     """``"base:key=value,..."`` -> ``(base, {key: value})``: a named method with other sampler parameters.
 
@@ -356,11 +353,6 @@ def _method_spec(name, fitted, surrogate=None):
         except (ValueError, TypeError) as exc:
             raise ValueError(f"method {name!r}: {exc}") from exc
     return fm, sampler
-
-
-def _uses_factor_model(name):
-    fm, _ = _method_spec(name, _USES_FM)
-    return fm is _USES_FM
 
 
 def _uses_surrogate(name):
@@ -567,7 +559,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     truths = new.mean(axis=1)
 
     fitted, fit_seconds, surrogate = None, 0.0, None
-    if any(_uses_factor_model(m) and not _uses_surrogate(m) for m in methods):
+    if any(_method_spec(m, True)[0] is True for m in methods):  # a method returns the factor model it uses
         fitted, fit_seconds = _fit_factor_model(factor_model, history, verbose)
     if any(_uses_surrogate(m) for m in methods):
         surrogate = GaussianProcessSurrogate(random_state=random_state).fit(history)
@@ -654,9 +646,8 @@ def _as_records(records):
     missing = [c for c in _NEEDED if c not in records.columns]
     if missing:
         raise ValueError(f"records lack the column(s) {missing}; pass the records of run_experiment or read_csv.")
-    for optional, default in (("budget_fraction", np.nan), ("n_queries", np.nan), ("row", -1)):
-        if optional not in records.columns:
-            records = records.assign(**{optional: default})
+    optional = {"budget_fraction": np.nan, "n_queries": np.nan, "row": -1}
+    records = records.assign(**{c: d for c, d in optional.items() if c not in records.columns})
     return records.assign(variance=records["std_error"] ** 2, width=records["high"] - records["low"],
                           sq_error=(records["estimate"] - records["truth"]) ** 2,
                           covered=records["covered"].astype(float))

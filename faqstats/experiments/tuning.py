@@ -73,8 +73,7 @@ def tune_policy(history, factor_model, *, budget, sampler=None, grid=None, valid
     Parameters
     ----------
     history : array-like of shape (n_models, N)
-        The history of an experiment (NaN = not observed). Its complete rows supply the
-        validation models.
+        An experiment's history (NaN = not observed); its complete rows supply the validation models.
     factor_model : unfitted estimator
         Cloned and fitted on the training part.
     budget : int
@@ -91,11 +90,10 @@ def tune_policy(history, factor_model, *, budget, sampler=None, grid=None, valid
     alpha, guard : float
         Intervals at level ``1 - alpha``; the coverage guard is ``1 - alpha - guard``.
     random_state : int or None, default=None
-        Seeds the split (the same as :func:`~faqstats.learn_step_weights`' for the same
-        int) and the runs; ``None`` draws a fresh seed.
+        Seeds the split (as :func:`~faqstats.learn_step_weights`' for the same int) and the runs;
+        ``None`` draws a fresh seed.
     fitted_factor_model : fitted estimator or None
-        A factor model already fitted on the training part of this split (an earlier
-        call's ``factor_model``), to skip the refit when tuning several budgets.
+        Already fitted on this split's training part (an earlier call's ``factor_model``): no refit.
     verbose : bool, default=False
         A progress bar over the grid points.
 
