@@ -54,8 +54,8 @@ def _legend(ax):
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
 
 
-def _budget_axis(ax):
-    ax.set_xlabel("budget (% of the bank)")
+def _budget_axis(ax, label="budget (% of the bank)"):
+    ax.set_xlabel(label)
     ax.grid(alpha=0.3)
 
 
@@ -114,9 +114,7 @@ def plot_width(summary, path, title=None, x="budget_fraction"):
     ax.set_ylabel("mean interval width")
     _log_y(ax)
     ax.set_title(title or "interval width", fontsize=10)
-    _budget_axis(ax)
-    if x == "budget":
-        ax.set_xlabel("budget (queries)")
+    _budget_axis(ax, "budget (queries)" if x == "budget" else "budget (% of the bank)")
     _legend(ax)
     return _save(fig, path)
 

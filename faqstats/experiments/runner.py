@@ -1,9 +1,5 @@
-"""Experiments on a response matrix: split, sweep, tidy records, summaries, CSV.
-
-:func:`run_experiment` splits a matrix into a history and new models and runs every method
-at every budget for every new model and seed (:func:`run_methods` takes the two apart),
-through :func:`faqstats.batched.simulate` or :class:`~faqstats.PAIEstimator`; no statistics
-live here (docs/architecture.md, 'Experiments').
+"""Experiments on a response matrix: split, sweep, tidy records, summaries, CSV; no statistics of
+their own (docs/architecture.md, 'Experiments').
 
 Reproducibility: run (method, budget, model, seed) draws from
 ``np.random.default_rng([random_state, method_key(method), budget, model, seed])``
@@ -77,8 +73,7 @@ METHODS = {
     "ht-uniform": _method(lambda: BernoulliAIPW(score="uniform"), uses_fm=False),  # the paper's baseline
     "aipw-neyman": _method(lambda: BernoulliAIPW(score="neyman")),
     "aipw-min": _method(lambda: BernoulliAIPW(score="min")),
-    # the untuned fallbacks: run_methods swaps in the sampler tuned per budget on the history (tuning.py)
-    # or the configuration of faqstats.configure_from_history
+    # fallbacks: run_methods swaps in the sampler tuned on the history (tuning.py) or configure_from_history's
     "faq-tuned": _method(HybridSampler),
     "gp": _method(HybridSampler),  # the Gaussian-process surrogate's predictions, learned weights as "faq"
     "gp-equal": _method(HybridSampler),
@@ -118,10 +113,8 @@ class MethodRuns:
     ----------
     records : pandas.DataFrame
         One row per (method, budget, model, seed), columns :data:`RECORD_COLUMNS`.
-    factor_model : fitted LogisticFactorModel or None
-        ``None`` when no method needed one.
-    fit_seconds : float
-        Seconds spent fitting the factor model.
+    factor_model, fit_seconds : fitted LogisticFactorModel or None, float
+        The factor model (``None`` when no method needed one) and the seconds its fit took.
     tuning : dict
         ``{budget (queries): TuningResult}`` when "faq-tuned" ran.
     step_weights : dict
@@ -234,8 +227,7 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
         raise ValueError(f"history_fraction={history_fraction} of {ordered.size} complete rows leaves "
                          f"{n_history} history rows and {ordered.size - n_history} new models; "
                          "need at least 2 and 1.")
-    history_rows = ordered[:n_history]
-    new_rows = ordered[n_history:]
+    history_rows, new_rows = ordered[:n_history], ordered[n_history:]
     if max_models is not None:
         check_scalar(max_models, "max_models", kind=numbers.Integral, low=1)
         new_rows = new_rows[:max_models]
@@ -502,9 +494,8 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         Workers and backend of :class:`joblib.Parallel`; ``None`` defers to an enclosing
         ``joblib.parallel_config``. Results do not depend on them.
     engine : {"auto", "batched", "sequential"}, default="auto"
-        ``"auto"``/``"batched"``: :func:`faqstats.batched.simulate` whenever it covers the
-        method's sampler, else one :class:`~faqstats.PAIEstimator` per run; ``"sequential"``:
-        always the estimator (slow; for checking).
+        ``"auto"``/``"batched"``: :func:`faqstats.batched.simulate` where it covers the sampler, else
+        one :class:`~faqstats.PAIEstimator` per run; ``"sequential"``: always the estimator (for checks).
     device, dtype : str
         Torch device and precision of the batched engine.
     torch_threads : int, None or "auto", default="auto"
@@ -611,22 +602,18 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
     unknown = (set(options) - set(_RUN_DEFAULTS)) | (set(options) & {"budget_fractions", "new_rows"})
     if unknown:
         raise TypeError(f"run_experiment() got unexpected keyword argument(s) {sorted(unknown)}.")
-    history, new, new_rows = split_matrix(
-        matrix, history_fraction=history_fraction, split_seed=split_seed, order=order, complete_rows=complete_rows,
-        n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models,
-    )
+    split = dict(history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
+                 n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models)
+    history, new, new_rows = split_matrix(matrix, order=order, **split)
     fractions, sizes = budget_sizes(budgets, new.shape[1])
     runs = run_methods(history, new, sizes, budget_fractions=fractions, new_rows=new_rows, **options)
     settings = _RUN_DEFAULTS | options
     return ExperimentResult(
         **vars(runs), history_shape=tuple(history.shape), history_observed=float(np.mean(~np.isnan(history))),
         new_rows=np.asarray(new_rows), budgets=fractions, elapsed=time.perf_counter() - start,
-        config=dict(
-            history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
-            n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models, seeds=_check_seeds(settings["seeds"]),
-            methods=_check_methods(settings["methods"]),
-            **{k: settings[k] for k in ("alpha", "random_state", "engine", "device", "dtype")},
-        ),
+        config=dict(**split, seeds=_check_seeds(settings["seeds"]),
+                    methods=_check_methods(settings["methods"]),
+                    **{k: settings[k] for k in ("alpha", "random_state", "engine", "device", "dtype")}),
     )
 
 
@@ -690,11 +677,10 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
         Methods in their order of appearance, budgets increasing.
     """
     records = _as_records(records)
-    groups = records.groupby(["method", "budget"])
-    table = groups.agg(budget_fraction=("budget_fraction", "first"), n_runs=("covered", "size"),
-                       coverage=("covered", "mean"), coverage_se=("covered", "std"), mean_width=("width", "mean"),
-                       rmse=("sq_error", "mean"), mean_variance=("variance", "mean"),
-                       mean_queries=("n_queries", "mean"))
+    table = records.groupby(["method", "budget"]).agg(
+        budget_fraction=("budget_fraction", "first"), n_runs=("covered", "size"),
+        coverage=("covered", "mean"), coverage_se=("covered", "std"), mean_width=("width", "mean"),
+        rmse=("sq_error", "mean"), mean_variance=("variance", "mean"), mean_queries=("n_queries", "mean"))
     table["coverage_se"] /= np.sqrt(table["n_runs"])
     table["rmse"] = np.sqrt(table["rmse"])
     table["ess_fpc"] = _ess(records, fpc_method)

@@ -1,10 +1,9 @@
 """Tune a policy's parameters on validation models taken from the history only.
 
-The history's complete rows are split (seeded) into a training part, on which the factor model
-is fitted, and validation models, on which every grid point runs through the batched engine.
-The winner is the narrowest mean interval among the points whose validation coverage is at
-least ``1 - alpha - guard`` (the guard keeps tuning from picking intervals that under-cover),
-else the best-covering point (docs/results.md, 'Tuning on validation models').
+The factor model is fitted on a seeded training part of the history's complete rows and every grid
+point runs on the rest; the narrowest mean interval among the points with validation coverage at
+least ``1 - alpha - guard`` wins, else the best-covering point (docs/results.md, 'Tuning on
+validation models').
 """
 
 from __future__ import annotations
