@@ -1,10 +1,5 @@
-"""The embedded demo: FAQ versus the uniform sample mean on a synthetic bank.
-
-Builds a synthetic history and new models with realistic factor structure
-(:func:`faqstats.make_synthetic_bank`) and runs two methods of the experiment runner on
-them (:func:`~faqstats.experiments.runner.run_methods`): "faq-equal" (the hybrid policy
-without replacement, equal increment weights) and "uniform-fpc" (the uniform sample mean
-with finite-population correction). The tables and the plot are the runner's.
+"""The embedded demo: the :data:`DEMO_METHODS` of :func:`~faqstats.experiments.runner.run_methods`
+on a synthetic bank (:func:`faqstats.make_synthetic_bank`); the tables and the plot are the runner's.
 """
 
 from __future__ import annotations
@@ -78,10 +73,8 @@ def run_demo(budgets=(25, 50, 100), n_models=200, n_questions=500, n_new=10, see
     >>> demo.summary()[["method", "budget", "n_runs"]].values.tolist()
     [['faq-equal', 10, 6], ['faq-equal', 20, 6], ['uniform-fpc', 10, 6], ['uniform-fpc', 20, 6]]
     """
-    bank = make_synthetic_bank(
-        n_models=n_models, n_questions=n_questions, n_new=n_new, n_components=4, missing_rate=0.3,
-        random_state=random_state,
-    )
+    bank = make_synthetic_bank(n_models=n_models, n_questions=n_questions, n_new=n_new, n_components=4,
+                               missing_rate=0.3, random_state=random_state)
     fm = LogisticFactorModel(n_components=4, regularization=0.01, max_iter=1000, random_state=random_state,
                              verbose=verbose)
     runs = run_methods(bank.history, bank.new_outcomes, list(budgets), seeds=seeds, methods=list(DEMO_METHODS),

@@ -1,7 +1,5 @@
-"""Figures of an experiment: ESS, coverage and width vs budget, per-model coverage vs true
-accuracy. Inputs are the tables of :func:`faqstats.experiments.summarize` and
-:func:`faqstats.experiments.per_model_coverage`. Figures are drawn with matplotlib's object
-API (:class:`matplotlib.figure.Figure`, no pyplot), so the user's backend is never changed.
+"""Figures of an experiment from the tables of :func:`faqstats.experiments.summarize` and
+:func:`faqstats.experiments.per_model_coverage`, on :class:`matplotlib.figure.Figure` (no pyplot).
 """
 
 from __future__ import annotations
@@ -24,8 +22,10 @@ def _figure(ncols=1, figsize=(6, 4), **kwargs):
     return fig, fig.subplots(1, ncols, squeeze=False, **kwargs)[0]
 
 
-def _methods(table):
-    return list(pd.unique(table["method"]))
+def _by_method(table):
+    """``(i, method, its rows)`` for the methods in order of first appearance."""
+    for i, m in enumerate(pd.unique(table["method"])):
+        yield i, m, table[table["method"] == m]
 
 
 def _style(i):
@@ -54,8 +54,8 @@ def _legend(ax):
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
 
 
-def _budget_axis(ax):
-    ax.set_xlabel("budget (% of the bank)")
+def _budget_axis(ax, label="budget (% of the bank)"):
+    ax.set_xlabel(label)
     ax.grid(alpha=0.3)
 
 
@@ -67,8 +67,7 @@ def plot_ess(summary, path, title=None):
     panels = panels or [("ess_fpc", "uniform sample mean (FPC)")]
     fig, axes = _figure(len(panels), figsize=(5 * len(panels) + 1.5 * (len(panels) == 1), 4), sharex=True)
     for ax, (col, ref) in zip(axes, panels):
-        for i, m in enumerate(_methods(summary)):
-            s = summary[summary["method"] == m]
+        for i, m, s in _by_method(summary):
             if np.all(np.isnan(s[col])):
                 continue
             ax.plot(100 * s["budget_fraction"], s[col], label=m, **_style(i))
@@ -88,12 +87,11 @@ def plot_coverage(summary, path, nominal=0.95, title=None):
     """Coverage vs budget with +/- 2 standard errors and the nominal level."""
     summary = pd.DataFrame(summary)
     fig, (ax,) = _figure()
-    methods = _methods(summary)
+    n_methods = summary["method"].nunique()
     budgets = np.unique(100 * summary["budget_fraction"])
     spread = 0.3 * (np.diff(budgets).min() if budgets.size > 1 else 1.0)  # dodge methods apart
-    offsets = np.linspace(-spread, spread, len(methods)) if len(methods) > 1 else [0.0]
-    for i, m in enumerate(methods):
-        s = summary[summary["method"] == m]
+    offsets = np.linspace(-spread, spread, n_methods) if n_methods > 1 else [0.0]
+    for i, m, s in _by_method(summary):
         se2 = 2 * np.nan_to_num(s["coverage_se"])
         cov = s["coverage"]
         yerr = np.vstack([np.minimum(se2, cov), np.minimum(se2, 1.0 - cov)])  # coverage lies in [0, 1]
@@ -111,15 +109,12 @@ def plot_width(summary, path, title=None, x="budget_fraction"):
     summary = pd.DataFrame(summary)
     fig, (ax,) = _figure()
     scale = 100 if x == "budget_fraction" else 1
-    for i, m in enumerate(_methods(summary)):
-        s = summary[summary["method"] == m]
+    for i, m, s in _by_method(summary):
         ax.plot(scale * s[x], s["mean_width"], label=m, **_style(i))
     ax.set_ylabel("mean interval width")
     _log_y(ax)
     ax.set_title(title or "interval width", fontsize=10)
-    _budget_axis(ax)
-    if x == "budget":
-        ax.set_xlabel("budget (queries)")
+    _budget_axis(ax, "budget (queries)" if x == "budget" else "budget (% of the bank)")
     _legend(ax)
     return _save(fig, path)
 
@@ -127,22 +122,19 @@ def plot_width(summary, path, title=None, x="budget_fraction"):
 def plot_model_coverage(model_table, path, nominal=0.95, n_bins=8, title=None):
     """Per-model coverage (pooled over budgets and seeds) vs the model's true accuracy.
 
-    Dots: one per (method, model); lines: mean coverage within bins of true accuracy
-    (equal-count bins), the readable part when there are many models.
+    Dots: one per (method, model); lines: mean coverage within equal-count bins of true accuracy.
     """
     model_table = pd.DataFrame(model_table)
     fig, (ax,) = _figure()
     rng = np.random.default_rng(0)  # jitter only
-    for i, m in enumerate(_methods(model_table)):
-        t = model_table[model_table["method"] == m]
+    for i, m, t in _by_method(model_table):
         pooled = t.assign(hits=t["coverage"] * t["n_runs"]).groupby("model").agg(
             truth=("truth", "first"), runs=("n_runs", "sum"), hits=("hits", "sum"))
         truth, runs, hits = (pooled[c].to_numpy() for c in ("truth", "runs", "hits"))
         cov = hits / runs
-        models = pooled.index
         style = _style(i)
         ax.scatter(truth, cov + rng.uniform(-0.01, 0.01, cov.size), s=8, alpha=0.3, color=style["color"])
-        n_b = max(1, min(n_bins, models.size // 5))
+        n_b = max(1, min(n_bins, len(pooled) // 5))
         edges = np.quantile(truth, np.linspace(0, 1, n_b + 1))
         which = np.clip(np.searchsorted(edges, truth, side="right") - 1, 0, n_b - 1)
         centers = [truth[which == b].mean() for b in range(n_b) if np.any(which == b)]

@@ -1,26 +1,11 @@
-"""Experiments on a response matrix: split, sweep, tidy records, summaries, CSV.
-
-One experiment takes a models x questions matrix of outcomes, splits its rows into a
-*history* (to fit the factor model) and *new models* (to evaluate), optionally masks the
-history, and runs every method at every budget for every new model and seed
-(:func:`run_experiment`; :func:`run_methods` does the same for a history and new models
-given apart). Every run goes through the core library: the batched engine
-:func:`faqstats.batched.simulate`, which advances all new models of a (method, budget,
-seed) in lockstep with the estimator's draws, or :class:`~faqstats.PAIEstimator` itself.
-The result is a tidy :class:`pandas.DataFrame` with one row per (method, budget, model,
-seed); :func:`summarize` and :func:`per_model_coverage` reduce it. No statistics live
-here: estimates, standard errors and intervals all come from the estimator.
+"""Experiments on a response matrix: split, sweep, tidy records, summaries, CSV; no statistics of
+their own (docs/architecture.md, 'Experiments').
 
 Reproducibility: run (method, budget, model, seed) draws from
 ``np.random.default_rng([random_state, method_key(method), budget, model, seed])``
-where ``budget`` is the number of queries and :func:`method_key` a stable hash of
-the method's name. Its numbers therefore do not depend on ``n_jobs``, on the
-joblib backend, nor on which other methods and budgets were run alongside it.
-
-Parallelism: chunks of (method, budget, seed), each over all new models, go
-through :class:`joblib.Parallel`. Choose the backend with ``backend=`` or an
-enclosing ``joblib.parallel_config(backend="dask")`` (``n_jobs=None`` then defers
-to that context).
+(``budget`` in queries), so its numbers do not depend on ``n_jobs``, the joblib backend,
+nor the other methods and budgets run alongside it. Chunks of (method, budget, seed) go
+through :class:`joblib.Parallel` (``backend=`` or an enclosing ``joblib.parallel_config``).
 """
 
 from __future__ import annotations
@@ -72,41 +57,30 @@ __all__ = [
 DEFAULT_BUDGETS = tuple(float(f) for f in np.round(np.linspace(0.025, 0.25, 10), 4))
 
 
-def _with_fm(sampler_factory):
-    return lambda fm: (fm, sampler_factory())
+def _method(sampler_factory, uses_fm=True):
+    return lambda fm: (fm if uses_fm else None, sampler_factory())
 
 
-def _without_fm(sampler_factory):
-    return lambda fm: (None, sampler_factory())
-
-
-#: Named methods: ``name -> callable(factor_model) -> (factor_model or None, sampler)``.
-#: A method uses the factor model exactly when its callable returns the model it was given.
+#: Named methods: ``name -> callable(factor_model) -> (factor_model or None, sampler)``; a method
+#: uses the factor model exactly when its callable returns it. Described in docs/results.md.
 METHODS = {
-    # the package default: HybridSampler() (tau 0.5, without replacement) with increment
-    # weights learned from the history (faqstats.step_weights); run_methods adds the weights
-    "faq": _with_fm(HybridSampler),
-    "faq-equal": _with_fm(HybridSampler),  # the same policy, equal weights (the plain mean of increments)
-    "faq-paper": _with_fm(lambda: HybridSampler(tau=0.05, replace=True)),  # the seed paper's policy
-    "neyman": _with_fm(NeymanSampler),
-    "active": _with_fm(ActiveLearningSampler),
-    "uniform-fpc": _without_fm(lambda: UniformSampler(replace=False)),  # sample mean with FPC
-    "ht-uniform": _without_fm(lambda: BernoulliAIPW(score="uniform")),  # the paper's "uniform" baseline
-    "aipw-neyman": _with_fm(lambda: BernoulliAIPW(score="neyman")),
-    "aipw-min": _with_fm(lambda: BernoulliAIPW(score="min")),
-    # HybridSampler tuned per budget on validation models from the history (see tuning.py);
-    # the entry is the untuned fallback, run_methods swaps in the tuned sampler (and weights)
-    "faq-tuned": _with_fm(HybridSampler),
-    # the same policies with the Gaussian-process surrogate's predictions (faqstats.surrogate)
-    "gp": _with_fm(HybridSampler),  # with learned increment weights, as "faq"
-    "gp-equal": _with_fm(HybridSampler),
-    # configured per budget from the history alone (faqstats.configure_from_history): the predictor
-    # with the largest validation ESS and its increment weights, or the sample mean; run_methods swaps it in
-    "auto": _without_fm(lambda: UniformSampler(replace=False)),
+    "faq": _method(HybridSampler),  # run_methods adds increment weights learned from the history
+    "faq-equal": _method(HybridSampler),  # the same policy, equal weights (the plain mean of increments)
+    "faq-paper": _method(lambda: HybridSampler(tau=0.05, replace=True)),  # the seed paper's policy
+    "neyman": _method(NeymanSampler),
+    "active": _method(ActiveLearningSampler),
+    "uniform-fpc": _method(lambda: UniformSampler(replace=False), uses_fm=False),  # sample mean with FPC
+    "ht-uniform": _method(lambda: BernoulliAIPW(score="uniform"), uses_fm=False),  # the paper's baseline
+    "aipw-neyman": _method(lambda: BernoulliAIPW(score="neyman")),
+    "aipw-min": _method(lambda: BernoulliAIPW(score="min")),
+    # fallbacks: run_methods swaps in the sampler tuned on the history (tuning.py) or configure_from_history's
+    "faq-tuned": _method(HybridSampler),
+    "gp": _method(HybridSampler),  # the Gaussian-process surrogate's predictions, learned weights as "faq"
+    "gp-equal": _method(HybridSampler),
+    "auto": _method(lambda: UniformSampler(replace=False), uses_fm=False),
 }
 
-#: Methods whose predictor is the Gaussian-process surrogate fitted on the history
-#: (:class:`~faqstats.GaussianProcessSurrogate` with default parameters) instead of the factor model.
+#: Methods whose predictor is :class:`~faqstats.GaussianProcessSurrogate()` fitted on the history.
 SURROGATE_METHODS = ("gp", "gp-equal")
 
 #: Methods whose increments get weights learned from the history (:func:`learn_step_weights`).
@@ -139,10 +113,8 @@ class MethodRuns:
     ----------
     records : pandas.DataFrame
         One row per (method, budget, model, seed), columns :data:`RECORD_COLUMNS`.
-    factor_model : fitted LogisticFactorModel or None
-        ``None`` when no method needed one.
-    fit_seconds : float
-        Seconds spent fitting the factor model.
+    factor_model, fit_seconds : fitted LogisticFactorModel or None, float
+        The factor model (``None`` when no method needed one) and the seconds its fit took.
     tuning : dict
         ``{budget (queries): TuningResult}`` when "faq-tuned" ran.
     step_weights : dict
@@ -172,10 +144,8 @@ class ExperimentResult(MethodRuns):
 
     Attributes
     ----------
-    history_shape : tuple of int
-        Shape of the history after masking.
-    history_observed : float
-        Fraction of observed history cells.
+    history_shape, history_observed : tuple of int, float
+        Shape and fraction of observed cells of the history after masking.
     new_rows : ndarray of int
         Rows of the input matrix evaluated as new models, in model order.
     budgets : ndarray of float
@@ -199,16 +169,9 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
                  p_obs=None, max_models=None):
     """Split a response matrix into a history and fully observed new models.
 
-    Only complete rows (no NaN) can be new models, since their true accuracy must be
-    known. The complete rows are permuted with ``np.random.default_rng(split_seed)``
-    (or taken in the supplied ``order``); the first ``round(history_fraction * n)``
-    go to the history, the rest are the new models. Incomplete rows join the history
-    unless ``complete_rows`` drops them.
-
-    History missingness: with ``p_obs`` set, the first ``n_full_obs`` history rows
-    (in split order) stay as they are and every other cell is kept with probability
-    ``p_obs``, completely at random (seeded by ``[split_seed, 1]``; every row keeps
-    at least one observed cell). Without ``p_obs`` the data's own missingness is kept.
+    Only complete rows can be new models (their truth must be known). They are permuted
+    with ``np.random.default_rng(split_seed)``, or taken in ``order``; the first
+    ``round(history_fraction * n)`` go to the history, the rest are the new models.
 
     Parameters
     ----------
@@ -217,12 +180,14 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
     history_fraction : float in (0, 1)
     split_seed : int
     order : sequence of int or None
-        Row indices of complete rows to use instead of the seeded permutation
-        (e.g. sorted by release date: the oldest become the history).
+        Complete rows in the order to use instead of the seeded permutation (e.g. by release date).
     complete_rows : bool
-        Drop incomplete rows altogether (the setting of the real-data study).
+        Drop incomplete rows; otherwise they join the history.
     n_full_obs : int or None
+        History rows (in split order) that ``p_obs`` leaves as they are.
     p_obs : float in (0, 1] or None
+        Keep every other history cell with this probability, completely at random (seeded by
+        ``[split_seed, 1]``; every row keeps one cell); ``None`` keeps the data's own missingness.
     max_models : int or None
         Keep only the first ``max_models`` new models.
 
@@ -255,18 +220,14 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
             raise ValueError("order must not repeat rows.")
         bad = ordered[~np.isin(ordered, complete)]
         if bad.size:
-            raise ValueError(
-                f"order must list complete rows only (new models need every outcome); rows {bad[:10].tolist()} "
-                "are out of range or have missing entries."
-            )
+            raise ValueError(f"order must list complete rows only (new models need every outcome); rows "
+                             f"{bad[:10].tolist()} are out of range or have missing entries.")
     n_history = int(round(history_fraction * ordered.size))
     if n_history < 2 or n_history >= ordered.size:
-        raise ValueError(
-            f"history_fraction={history_fraction} of {ordered.size} complete rows leaves {n_history} history rows "
-            f"and {ordered.size - n_history} new models; need at least 2 and 1."
-        )
-    history_rows = ordered[:n_history]
-    new_rows = ordered[n_history:]
+        raise ValueError(f"history_fraction={history_fraction} of {ordered.size} complete rows leaves "
+                         f"{n_history} history rows and {ordered.size - n_history} new models; "
+                         "need at least 2 and 1.")
+    history_rows, new_rows = ordered[:n_history], ordered[n_history:]
     if max_models is not None:
         check_scalar(max_models, "max_models", kind=numbers.Integral, low=1)
         new_rows = new_rows[:max_models]
@@ -311,19 +272,14 @@ def budget_sizes(fractions, n_questions):
     first = np.sort(first)
     if first.size < sizes.size:
         dropped = sorted(set(range(sizes.size)) - set(first.tolist()))
-        warnings.warn(
-            f"budget fractions {fr[dropped].tolist()} give the same number of queries as an earlier one on a bank "
-            f"of {n_questions} questions; dropped.",
-            UserWarning,
-            stacklevel=2,
-        )
+        warnings.warn(f"budget fractions {fr[dropped].tolist()} give the same number of queries as an "
+                      f"earlier one on a bank of {n_questions} questions; dropped.", UserWarning,
+                      stacklevel=2)
     return fr[first], sizes[first]
 
 
 def _check_methods(methods):
-    if isinstance(methods, str):
-        methods = [methods]
-    methods = list(methods)
+    methods = [methods] if isinstance(methods, str) else list(methods)
     if not methods:
         raise ValueError("methods must name at least one method.")
     unknown = [m for m in methods if parse_method(m)[0] not in METHODS]
@@ -345,9 +301,6 @@ def _check_seeds(seeds):
     if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
         raise ValueError("seeds must be a positive count or a non-empty sequence of distinct non-negative ints.")
     return seeds
-
-
-_USES_FM = object()
 
 
 def parse_method(name):
@@ -394,11 +347,6 @@ def _method_spec(name, fitted, surrogate=None):
     return fm, sampler
 
 
-def _uses_factor_model(name):
-    fm, _ = _method_spec(name, _USES_FM)
-    return fm is _USES_FM
-
-
 def _uses_surrogate(name):
     return parse_method(name)[0] in SURROGATE_METHODS
 
@@ -407,28 +355,20 @@ def _default_factor_model(verbose):
     return LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0, verbose=verbose)
 
 
-def _is_fitted(estimator):
-    return hasattr(estimator, "question_factors_") or hasattr(estimator, "best_estimator_")
-
-
 def _fit_factor_model(spec, history, verbose):
     """``(fitted model, seconds)``: fit ``spec`` on the history, or take an already fitted one as is."""
-    if spec is not None and not isinstance(spec, dict) and _is_fitted(spec):
+    if hasattr(spec, "question_factors_") or hasattr(spec, "best_estimator_"):  # already fitted
         n = spec.question_factors_.shape[0]
         if n != history.shape[1]:
             raise ValueError(f"the fitted factor_model covers {n} questions, the matrix {history.shape[1]}.")
         return spec, 0.0
-    if spec is None:
-        fm = _default_factor_model(verbose)
-    elif isinstance(spec, dict):
-        fm = _default_factor_model(verbose).set_params(**spec)
+    if spec is None or isinstance(spec, dict):
+        fm = _default_factor_model(verbose).set_params(**(spec or {}))
     elif hasattr(spec, "fit") and hasattr(spec, "get_params"):
         fm = clone(spec)
     else:
-        raise TypeError(
-            "factor_model must be None, a dict of LogisticFactorModel parameters or an estimator, "
-            f"got {type(spec).__name__}."
-        )
+        raise TypeError("factor_model must be None, a dict of LogisticFactorModel parameters or an "
+                        f"estimator, got {type(spec).__name__}.")
     start = time.perf_counter()
     fm.fit(history)
     return fm, time.perf_counter() - start
@@ -461,11 +401,7 @@ def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed
 
 @contextlib.contextmanager
 def _torch_threads(n):
-    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is).
-
-    Parallel workers each running two threads on a two-core machine spend most of
-    their time waiting at thread barriers; one thread per worker is several times faster.
-    """
+    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is; docs/performance.md)."""
     if n is None:
         yield
         return
@@ -483,12 +419,13 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
     """``{(method, budget): (factor model, sampler, step weights)}``, tuning and weights learned on the history."""
     specs = {(m, int(b)): (*_method_spec(m, fitted, surrogate), None) for m in methods for b in sizes}
     unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
-    tuning_results, weight_results, configurations, cross_fm = {}, {}, {}, None
+    tuning_results, weight_results, configurations, cross_fm, cross_gp = {}, {}, {}, None, None
+    weight_cfg = dict(step_weights or {})
     if "auto" in methods:
         cache = {}
         for b in sizes:
             cfg = configure_from_history(history, int(b), random_state=random_state, cache=cache,
-                                         **(step_weights or {}))
+                                         **weight_cfg)
             est = cfg.estimator
             specs[("auto", int(b))] = (est.factor_model, est.sampler, est.step_weights)
             configurations[int(b)] = cfg
@@ -501,9 +438,7 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
             tuning_results[int(b)] = res
             specs[("faq-tuned", int(b))] = (fitted, res.sampler(), None)
             cross_fm = res.factor_model
-    weight_cfg = dict(step_weights or {})
     weighted = [m for m in methods if parse_method(m)[0] in WEIGHTED_METHODS]
-    cross_gp = None
     if weighted:
         split = weight_cfg.get("validation_fraction", 0.25)
         if cross_fm is None or split != (tuning or {}).get("validation_fraction", 0.25):
@@ -533,14 +468,12 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
                 verbose=True):
     """Run methods x budgets x new models x seeds, given a history and the new models apart.
 
-    :func:`run_experiment` splits a matrix and calls this; call it directly when the
-    history and the new models come from different places (the demo does).
+    :func:`run_experiment` splits a matrix and calls this.
 
     Parameters
     ----------
     history : array-like of shape (n_history, N)
-        Earlier models' outcomes (NaN = not observed): the factor model, the tuning
-        and the learned weights see only these.
+        Earlier models' outcomes (NaN = not observed), the only data fitting and tuning see.
     new : array-like of shape (n_new, N)
         Complete outcomes of the models to evaluate.
     budgets : sequence of int
@@ -548,54 +481,36 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     seeds : int or sequence of int, default=3
         Repeats per (method, budget, model): a count (``range(seeds)``) or explicit seeds.
     methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
-        Names in :data:`METHODS`. ``summarize`` needs "uniform-fpc" (and "ht-uniform")
-        among them for its ESS columns.
+        Names in :data:`METHODS`; :func:`summarize`'s ESS columns need the baselines among them.
     factor_model : None, dict or estimator
-        ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000,
-        random_state=0)``; a dict overrides some of those parameters; an unfitted
-        estimator is cloned. It is fitted on the history, and only when some method
-        needs it. An already fitted model is used as is, to reuse one fit across
-        experiments on the same split: it must have been fitted on this split's history
-        (nothing checks that it has not seen the new models).
+        ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0)``;
+        a dict overrides some of those; an estimator is cloned and fitted on the history when some
+        method needs it, or used as is if already fitted (on this split's history: unchecked).
     alpha : float, default=0.05
         Significance level of the intervals.
     random_state : int, default=0
         Root of every run's seed (see the module docstring).
-    n_jobs : int or None, default=None
-        Workers for :class:`joblib.Parallel`; ``None`` is 1 unless an enclosing
-        ``joblib.parallel_config`` says otherwise. Results do not depend on it.
-    backend : str or None, default=None
-        joblib backend ("loky", "threading", "dask", "ray" once registered, ...);
-        ``None`` uses joblib's default or the enclosing ``parallel_config``.
+    n_jobs, backend : int, str or None
+        Workers and backend of :class:`joblib.Parallel`; ``None`` defers to an enclosing
+        ``joblib.parallel_config``. Results do not depend on them.
     engine : {"auto", "batched", "sequential"}, default="auto"
-        ``"auto"``/``"batched"``: every new model of a (method, budget, seed) runs in
-        lockstep in :func:`faqstats.batched.simulate` (vectorised; same draws and, to
-        rounding, the same numbers as the estimator) whenever it covers the method's
-        sampler, else one :class:`~faqstats.PAIEstimator` per run. ``"sequential"``:
-        always the estimator (slow; for checking).
+        ``"auto"``/``"batched"``: :func:`faqstats.batched.simulate` where it covers the sampler, else
+        one :class:`~faqstats.PAIEstimator` per run; ``"sequential"``: always the estimator (for checks).
     device, dtype : str
-        Torch device and precision of the batched engine ("cuda" on a GPU; "float32"
-        there trades exact agreement with the estimator for speed).
+        Torch device and precision of the batched engine.
     torch_threads : int, None or "auto", default="auto"
-        Torch threads per worker while running the batched engine: ``"auto"`` is 1 when
-        ``n_jobs`` is not 1 (workers share the cores) and torch's default otherwise.
+        Torch threads per worker in the batched engine; ``"auto"`` is 1 when ``n_jobs`` is not 1.
     tuning : dict or None
-        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` (``grid``,
-        ``seeds``, ``validation_fraction``, ``guard``, ``sampler``) for the "faq-tuned"
-        method, which is tuned separately at every budget on validation models drawn from
-        the history (the test models are never seen).
+        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` for "faq-tuned",
+        tuned at every budget on validation models from the history.
     step_weights : dict or None
-        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights`
-        (``n_runs``, ``validation_fraction``) for the methods in :data:`WEIGHTED_METHODS`,
-        whose increment weights are learned per budget by cross-fitting on the history
-        (the same validation split as the tuning; test models never seen). If the
-        history has too few complete rows to cross-fit, those methods fall back to equal
-        weights with a warning.
+        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` for the
+        :data:`WEIGHTED_METHODS` (learned per budget by cross-fitting on the history; equal
+        weights, with a warning, when it has too few complete rows) and for "auto".
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
     budget_fractions : sequence of float or None
-        The fractions of the bank the budgets stand for, for the records; ``None`` is
-        ``budgets / N``.
+        Fractions of the bank the budgets stand for, for the records; ``None`` is ``budgets / N``.
     new_rows : sequence of int or None
         Row labels of the new models for the records; ``None`` is ``0 .. n_new - 1``.
 
@@ -635,7 +550,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     truths = new.mean(axis=1)
 
     fitted, fit_seconds, surrogate = None, 0.0, None
-    if any(_uses_factor_model(m) and not _uses_surrogate(m) for m in methods):
+    if any(_method_spec(m, True)[0] is True for m in methods):  # a method returns the factor model it uses
         fitted, fit_seconds = _fit_factor_model(factor_model, history, verbose)
     if any(_uses_surrogate(m) for m in methods):
         surrogate = GaussianProcessSurrogate(random_state=random_state).fit(history)
@@ -669,15 +584,11 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
     budgets : sequence of float in (0, 1], default=2.5%, 5%, ..., 25%
         Budgets as fractions of the bank; each becomes ``max(2, round(f * N))`` queries.
     **options
-        The sweep's settings, passed to :func:`run_methods`: ``seeds``, ``methods``,
-        ``factor_model``, ``alpha``, ``random_state``, ``n_jobs``, ``backend``, ``engine``,
-        ``device``, ``dtype``, ``torch_threads``, ``tuning``, ``step_weights``, ``verbose``.
+        The sweep's settings: :func:`run_methods`' keyword arguments but ``budget_fractions``, ``new_rows``.
 
     Returns
     -------
     ExperimentResult
-        ``.records`` is a DataFrame with one row per (method, budget, model, seed) and
-        the columns :data:`RECORD_COLUMNS`.
 
     Examples
     --------
@@ -691,22 +602,18 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
     unknown = (set(options) - set(_RUN_DEFAULTS)) | (set(options) & {"budget_fractions", "new_rows"})
     if unknown:
         raise TypeError(f"run_experiment() got unexpected keyword argument(s) {sorted(unknown)}.")
-    history, new, new_rows = split_matrix(
-        matrix, history_fraction=history_fraction, split_seed=split_seed, order=order, complete_rows=complete_rows,
-        n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models,
-    )
+    split = dict(history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
+                 n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models)
+    history, new, new_rows = split_matrix(matrix, order=order, **split)
     fractions, sizes = budget_sizes(budgets, new.shape[1])
     runs = run_methods(history, new, sizes, budget_fractions=fractions, new_rows=new_rows, **options)
     settings = _RUN_DEFAULTS | options
     return ExperimentResult(
         **vars(runs), history_shape=tuple(history.shape), history_observed=float(np.mean(~np.isnan(history))),
         new_rows=np.asarray(new_rows), budgets=fractions, elapsed=time.perf_counter() - start,
-        config=dict(
-            history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
-            n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models, seeds=_check_seeds(settings["seeds"]),
-            methods=_check_methods(settings["methods"]),
-            **{k: settings[k] for k in ("alpha", "random_state", "engine", "device", "dtype")},
-        ),
+        config=dict(**split, seeds=_check_seeds(settings["seeds"]),
+                    methods=_check_methods(settings["methods"]),
+                    **{k: settings[k] for k in ("alpha", "random_state", "engine", "device", "dtype")}),
     )
 
 
@@ -726,9 +633,8 @@ def _as_records(records):
     missing = [c for c in _NEEDED if c not in records.columns]
     if missing:
         raise ValueError(f"records lack the column(s) {missing}; pass the records of run_experiment or read_csv.")
-    for optional, default in (("budget_fraction", np.nan), ("n_queries", np.nan), ("row", -1)):
-        if optional not in records.columns:
-            records = records.assign(**{optional: default})
+    optional = {"budget_fraction": np.nan, "n_queries": np.nan, "row": -1}
+    records = records.assign(**{c: d for c, d in optional.items() if c not in records.columns})
     return records.assign(variance=records["std_error"] ** 2, width=records["high"] - records["low"],
                           sq_error=(records["estimate"] - records["truth"]) ** 2,
                           covered=records["covered"].astype(float))
@@ -754,17 +660,10 @@ def _ess(records, baseline):
 def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
     """One row per (method, budget): coverage, width, RMSE, variance and ESS.
 
-    Columns (:data:`SUMMARY_COLUMNS`): ``coverage`` (mean of ``covered``) and
-    ``coverage_se`` (its standard error, ``sd / sqrt(n_runs)``), ``mean_width`` (of the
-    interval), ``rmse`` (of the estimate against the truth), ``mean_variance`` (mean of
-    ``std_error ** 2``), ``mean_queries``, and the effective sample size factors
-
-    * ``ess_fpc`` = (mean variance of ``fpc_method``) / (mean variance of the method),
-    * ``ess_ht`` = the same against ``ht_method``,
-
-    both over the (model, seed) runs the two share at the same budget (a ratio of
-    means, not a mean of ratios, which a few near-zero variances would dominate). NaN
-    when the baseline was not run.
+    Columns :data:`SUMMARY_COLUMNS`, defined in docs/results.md: ``coverage_se`` is
+    ``sd / sqrt(n_runs)``; ``ess_fpc`` and ``ess_ht`` are (mean variance of the baseline) /
+    (mean variance of the method) over the (model, seed) runs both have at the budget (a
+    ratio of means), NaN when the baseline was not run.
 
     Parameters
     ----------
@@ -778,11 +677,10 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
         Methods in their order of appearance, budgets increasing.
     """
     records = _as_records(records)
-    groups = records.groupby(["method", "budget"])
-    table = groups.agg(budget_fraction=("budget_fraction", "first"), n_runs=("covered", "size"),
-                       coverage=("covered", "mean"), coverage_se=("covered", "std"), mean_width=("width", "mean"),
-                       rmse=("sq_error", "mean"), mean_variance=("variance", "mean"),
-                       mean_queries=("n_queries", "mean"))
+    table = records.groupby(["method", "budget"]).agg(
+        budget_fraction=("budget_fraction", "first"), n_runs=("covered", "size"),
+        coverage=("covered", "mean"), coverage_se=("covered", "std"), mean_width=("width", "mean"),
+        rmse=("sq_error", "mean"), mean_variance=("variance", "mean"), mean_queries=("n_queries", "mean"))
     table["coverage_se"] /= np.sqrt(table["n_runs"])
     table["rmse"] = np.sqrt(table["rmse"])
     table["ess_fpc"] = _ess(records, fpc_method)

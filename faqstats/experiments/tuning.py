@@ -1,17 +1,9 @@
 """Tune a policy's parameters on validation models taken from the history only.
 
-The seed paper chose the hybrid policy's ``(beta0, rho, gamma, tau)`` on held-out
-*validation* models; any sampler's parameters can be tuned the same way. Here
-the complete rows of the history are split (seeded) into a training part and
-validation models; the factor model is fitted on the training part only (plus the
-incomplete rows), every grid point runs on the validation models through the batched
-engine, and the winner is the narrowest mean interval among the points whose
-validation coverage passes a guard. The test models of an experiment are never seen.
-
-Coverage guard: a point qualifies when its validation coverage is at least
-``1 - alpha - guard`` (default ``guard=0.01``: 0.94 for 95% intervals). Narrow
-intervals that under-cover are what tuning on width alone would pick, so the guard
-is what keeps tuning honest; if no point qualifies, the best-covering point wins.
+The factor model is fitted on a seeded training part of the history's complete rows and every grid
+point runs on the rest; the narrowest mean interval among the points with validation coverage at
+least ``1 - alpha - guard`` wins, else the best-covering point (docs/results.md, 'Tuning on
+validation models').
 """
 
 from __future__ import annotations
@@ -33,8 +25,7 @@ from ..step_weights import validation_split
 
 __all__ = ["PAPER_GRID", "TuningResult", "tune_policy"]
 
-#: The seed paper's grid over the hybrid policy's parameters (with tau 0.5 added,
-#: the package default).
+#: The seed paper's grid over the hybrid policy's parameters, plus tau 0.5 (the package default).
 PAPER_GRID = {
     "beta0": (0.5, 1.0),
     "rho": (0.0, 0.5),
@@ -74,39 +65,23 @@ class TuningResult:
         return clone(self.template if self.template is not None else HybridSampler()).set_params(**self.best_params)
 
 
-def tune_policy(
-    history,
-    factor_model,
-    *,
-    budget,
-    sampler=None,
-    grid=None,
-    validation_fraction=0.25,
-    seeds=3,
-    alpha=0.05,
-    guard=0.01,
-    random_state=None,
-    fitted_factor_model=None,
-    verbose=False,
-):
+def tune_policy(history, factor_model, *, budget, sampler=None, grid=None, validation_fraction=0.25, seeds=3,
+                alpha=0.05, guard=0.01, random_state=None, fitted_factor_model=None, verbose=False):
     """Choose a sampler's parameters on validation models from the history.
 
     Parameters
     ----------
     history : array-like of shape (n_models, N)
-        The history of an experiment (NaN = not observed). Its complete rows supply the
-        validation models.
+        An experiment's history (NaN = not observed); its complete rows supply the validation models.
     factor_model : unfitted estimator
         Cloned and fitted on the training part.
     budget : int
         Queries per validation run (the budget being tuned for).
     sampler : Sampler or None, default=None
-        The policy to tune (any sampler, custom ones included: they run through the
-        batched engine's generic path); ``None`` is ``HybridSampler()``. Parameters not
-        in the grid keep its values.
+        The policy to tune (any sampler, custom ones included); ``None`` is ``HybridSampler()``.
+        Parameters not in the grid keep its values.
     grid : dict of sequences or None
-        Values of the sampler's parameters to cross. ``None`` is :data:`PAPER_GRID`
-        (for the hybrid policy).
+        Values of the sampler's parameters to cross; ``None`` is :data:`PAPER_GRID`.
     validation_fraction : float in (0, 1)
         Fraction of the complete history rows held out as validation models.
     seeds : int
@@ -114,11 +89,12 @@ def tune_policy(
     alpha, guard : float
         Intervals at level ``1 - alpha``; the coverage guard is ``1 - alpha - guard``.
     random_state : int or None, default=None
-        Seeds the split (the same as :func:`~faqstats.learn_step_weights`' for the same
-        int) and the runs; ``None`` draws a fresh seed.
+        Seeds the split (as :func:`~faqstats.learn_step_weights`' for the same int) and the runs;
+        ``None`` draws a fresh seed.
     fitted_factor_model : fitted estimator or None
-        A factor model already fitted on the training part of this split (an earlier
-        call's ``factor_model``), to skip the refit when tuning several budgets.
+        Already fitted on this split's training part (an earlier call's ``factor_model``): no refit.
+    verbose : bool, default=False
+        A progress bar over the grid points.
 
     Returns
     -------
