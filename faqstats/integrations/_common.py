@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -111,16 +112,30 @@ class HarnessRecords:
     def __init__(self):
         self._scores = {}  # model -> qid -> (stamp, [values])
         self.models = []  # first-seen order
+        self._merged = {}  # model -> stamps of runs that scored a question twice
 
     def add(self, model, question_id, value, stamp=""):
         if model not in self._scores:
             self.models.append(model)
         per_model = self._scores.setdefault(model, {})
         old = per_model.get(question_id)
+        if old is not None and stamp != old[0]:
+            self._merged.setdefault(model, set()).update((stamp, old[0]))
         if old is None or stamp > old[0]:
             per_model[question_id] = (stamp, [value])
         elif stamp == old[0]:
             old[1].append(value)
+
+    def _warn_merged(self):
+        """Say which models' runs were merged: a re-run replaced their earlier scores."""
+        for model, stamps in self._merged.items():
+            warnings.warn(
+                f"model {model!r}: {len(stamps)} runs ({', '.join(sorted(map(repr, stamps)))}) scored the same "
+                "questions; the latest run's scores are used. To keep the runs apart, read them as separate models "
+                "(a mapping {name: path}).",
+                UserWarning,
+                stacklevel=4,
+            )
 
     def value(self, model, question_id):
         entry = self._scores.get(model, {}).get(question_id)
@@ -130,6 +145,7 @@ class HarnessRecords:
         """``(matrix of shape (n_models, n_questions), model names, question ids)``; NaN where unscored."""
         if not self.models:
             raise ValueError(empty_message)
+        self._warn_merged()
         ids = sorted({qid for per_model in self._scores.values() for qid in per_model}, key=_id_sort_key)
         return np.array([[self.value(m, q) for q in ids] for m in self.models], dtype=float), list(self.models), ids
 
@@ -139,6 +155,7 @@ class HarnessRecords:
             found = ", ".join(map(repr, self.models)) or "none"
             raise ValueError(f"{source} must hold the run of exactly one model; found models {found}.")
         (model,) = self.models
+        self._warn_merged()
         values = np.array([self.value(model, qid) for qid in question_ids], dtype=float)
         missing = [qid for qid, v in zip(question_ids, values) if np.isnan(v)]
         if missing:
