@@ -303,7 +303,8 @@ def _read_array(data, key, path):
         if "pickle" in str(exc):
             raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load it.") from exc
         raise ValueError(f"{path}: entry {key!r} is damaged ({exc}).") from exc
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:  # a flipped byte, a truncated file
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
+        # a flipped byte, a truncated file; zipfile reads flipped flag bits as "encrypted" or "patched"
         raise ValueError(f"{path}: entry {key!r} is damaged ({type(exc).__name__}: {exc}).") from exc
 
 
@@ -526,7 +527,13 @@ def _header(format_name, format_version):
 
 # -- step weights ----------------------------------------------------------------------
 STEP_WEIGHTS_FORMAT = "faqstats-step-weights"
-STEP_WEIGHTS_FORMAT_VERSION = 1
+STEP_WEIGHTS_FORMAT_VERSION = 2  # 2: with the SHA-256 of the rest of the document
+
+
+def _json_sha256(value):
+    """SHA-256 of a JSON value in canonical form (sorted keys, no spaces)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def save_step_weights(step_weights, path):
@@ -552,7 +559,7 @@ def save_step_weights(step_weights, path):
         "variance_ratio": float(step_weights.variance_ratio),
         "seconds": float(step_weights.seconds),
     }
-    return _write_json(path, doc, indent=1)
+    return _write_json(path, doc | {"sha256": _json_sha256(doc)}, indent=1)
 
 
 def load_step_weights(path):
@@ -561,6 +568,8 @@ def load_step_weights(path):
 
     path = Path(path)
     doc = _read_json(path, "step-weights", STEP_WEIGHTS_FORMAT, STEP_WEIGHTS_FORMAT_VERSION)
+    if doc["format_version"] >= 2 and doc.pop("sha256", None) != _json_sha256(doc):
+        raise ValueError(f"{path}: step-weights file does not match its checksum (edited or damaged).")
     try:
         arrays = {k: np.asarray(doc[k], dtype=float) for k in ("weights", "step_variance", "smoothed_variance")}
         budget, n_val, n_runs = int(doc["budget"]), int(doc["n_validation"]), int(doc["n_runs"])
@@ -589,9 +598,7 @@ def session_checksums(state):
     parts = {"settings": {key: state.get(key) for key in _SETTINGS}, "draws": state.get("draws"),
              "answers": state.get("answers"), "rng_state": state.get("rng_state"),
              "header": {key: value for key, value in state.items() if key not in _SETTINGS + _PARTS}}
-    return {name: hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                                            allow_nan=False).encode("utf-8")).hexdigest()
-            for name, value in parts.items()}
+    return {name: _json_sha256(value) for name, value in parts.items()}
 
 
 def read_session_state(path):

@@ -215,9 +215,12 @@ def test_step_weights_file_round_trip_and_refusals(tmp_path):
     np.testing.assert_array_equal(back.weights, sw.weights)
     assert back.variance_ratio == sw.variance_ratio
     doc = json.loads((tmp_path / "w.json").read_text())
-    for change, match in (({"format_version": 99}, "newer"), ({"format": "x"}, "not a faqstats"),
-                          ({"weights": [1.0, -1.0, 1.0]}, "positive")):
-        (tmp_path / "bad.json").write_text(json.dumps(doc | change))
+    v1 = {key: value for key, value in doc.items() if key != "sha256"} | {"format_version": 1}  # no checksum yet
+    (tmp_path / "v1.json").write_text(json.dumps(v1))
+    np.testing.assert_array_equal(load_step_weights(tmp_path / "v1.json").weights, sw.weights)
+    for bad, match in ((doc | {"format_version": 99}, "newer"), (doc | {"format": "x"}, "not a faqstats"),
+                       (doc | {"n_runs": 41}, "checksum"), (v1 | {"weights": [1.0, -1.0, 1.0]}, "positive")):
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
         with pytest.raises(ValueError, match=match):
             load_step_weights(tmp_path / "bad.json")
     (tmp_path / "bad.json").write_text("{")
