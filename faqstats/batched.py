@@ -89,6 +89,7 @@ def simulate(
     progress=None,
     keep_increments=False,
     step_weights=None,
+    predict_every=1,
 ):
     """Run ``PAIEstimator(factor_model, sampler, budget)`` once per generator, in lockstep.
 
@@ -120,6 +121,8 @@ def simulate(
         Also return every run's increments and their ranges (sequential samplers only).
     step_weights : array-like or None
         As in :class:`~faqstats.PAIEstimator` (weighted increments).
+    predict_every : int, default=1
+        As in :class:`~faqstats.PAIEstimator` (predictions refreshed on a schedule).
 
     Returns
     -------
@@ -153,12 +156,14 @@ def simulate(
     if rows.shape != (R,) or (R and (rows.min() < 0 or rows.max() >= Z.shape[0])):
         raise ValueError(f"rows must hold one row index of outcomes per generator ({R}).")
     # the estimator's own checks (budget, sampler, factor model, bank size, interval)
-    est = PAIEstimator(factor_model, sampler, budget=budget, interval=interval, step_weights=step_weights)
+    est = PAIEstimator(factor_model, sampler, budget=budget, interval=interval, step_weights=step_weights,
+                       predict_every=predict_every)
     n_fm = est.bank_size()
     if n_fm is not None and n_fm != N:
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on {n_fm}.")
     sampler = est.validate(N)
     engine = _Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
+    engine.predict_every = int(predict_every)
     if keep_increments and engine.stream:
         raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
     engine.keep_ranges = bool(keep_increments)
@@ -217,8 +222,10 @@ class _BatchedPosterior:
     """The factor posteriors of ``R`` runs (or fixed zero predictions without a factor
     model): what :class:`~faqstats.posterior.FactorPosterior` is for one run."""
 
-    def __init__(self, V, mean0, cov0, R, N, dtype, device, offsets=None, noise=None):
+    def __init__(self, V, mean0, cov0, R, N, dtype, device, offsets=None, noise=None, predict_every=1):
         self.question_factors = V
+        # answers each run learned since its predictions were computed (FactorPosterior's schedule)
+        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
         self.offsets, self.noise = offsets, noise  # a Gaussian process (identity link) when set
         if V is None:
             self.mean = self.cov = None
@@ -253,13 +260,22 @@ class _BatchedPosterior:
         gaussian = {} if self.noise is None else {"offset": self.offsets[questions], "noise": self.noise[questions]}
         if idx is None:
             self.mean, self.cov, Sv, c = laplace_step(self.mean, self.cov, V[questions], outcomes, **gaussian)
-            self._predict(self.mean, out=self.predictions)  # in place: the old ones are not needed
             self._forms.updated(Sv, c)
+            self._unpredicted += 1
+            if self._unpredicted[0] == self.predict_every:  # all runs in step
+                self._predict(self.mean, out=self.predictions)  # in place: the old ones are not needed
+                self._unpredicted[:] = 0
             return
         mean, cov, _, _ = laplace_step(self.mean[idx], self.cov[idx], V[questions], outcomes, **gaussian)
         self.mean[idx], self.cov[idx] = mean, cov
-        self.predictions[idx] = self._predict(mean)
         self._forms.drop()  # the forms follow all runs or none
+        runs = idx.cpu().numpy() if torch.is_tensor(idx) else np.asarray(idx)
+        self._unpredicted[runs] += 1
+        due = self._unpredicted[runs] == self.predict_every
+        if due.any():
+            learned = idx[torch.as_tensor(due, device=idx.device)]
+            self.predictions[learned] = self._predict(self.mean[learned])
+            self._unpredicted[runs[due]] = 0
 
 
 class _Lockstep:
@@ -282,6 +298,7 @@ class _Lockstep:
             gaussian = getattr(factor_model, "noise_", None) is not None  # GaussianProcessSurrogate
             self.offsets = t(factor_model.question_means_) if gaussian else None
             self.noise = t(factor_model.noise_) if gaussian else None
+        self.predict_every = 1
         self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
         self.posterior = None
 
@@ -295,7 +312,7 @@ class _Lockstep:
     def run(self, Z, generators):
         """``(distinct questions asked, increments or terms, variance terms, ranges)`` of one chunk."""
         self.posterior = _BatchedPosterior(self.V, self.mean0, self.cov0, len(generators), self.N, self.dtype,
-                                           self.device, self.offsets, self.noise)
+                                           self.device, self.offsets, self.noise, self.predict_every)
         if self.stream:
             return self._run_stream(Z, generators)
         return self._run_sequential(Z, generators)

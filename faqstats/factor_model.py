@@ -311,11 +311,12 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
             )
         return expit(u @ self.question_factors_.T)
 
-    def posterior(self, dtype="float64"):
+    def posterior(self, dtype="float64", predict_every=1):
         """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior, ready to learn
-        its answers; ``dtype`` is the precision of its predictions."""
+        its answers; ``dtype`` and ``predict_every`` as there."""
         check_is_fitted(self, "question_factors_")
-        return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype)
+        return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
+                               predict_every=predict_every)
 
     def score(self, X, y=None):
         """Held-out mean log-likelihood on new models (higher is better).
@@ -533,10 +534,10 @@ class LogisticFactorModelCV(BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_proba(model_factors)
 
-    def posterior(self, dtype="float64"):
+    def posterior(self, dtype="float64", predict_every=1):
         """The refitted model's :meth:`LogisticFactorModel.posterior`."""
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.posterior(dtype=dtype)
+        return self.best_estimator_.posterior(dtype=dtype, predict_every=predict_every)
 
 
 def _cv_score(H, logits, cells, scoring):

@@ -10,8 +10,11 @@ and many in lockstep (torch, :mod:`faqstats.batched`).
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
+from ._validation import check_scalar
 from ._backend import column, dot, is_torch, matvec, namespace, sigmoid
 
 __all__ = [
@@ -227,6 +230,10 @@ class FactorPosterior:
         about 2e-7 of float64's); the posterior itself stays float64.
     refresh_every : int or None
         See :class:`QuadraticForms`.
+    predict_every : int, default=1
+        Recompute the predictions (the O(N k) pass) after every ``predict_every``-th answer only;
+        between, they stay those of an earlier posterior: still fixed before each draw, so PAI
+        stays exactly unbiased (docs/statistics.md, "Predictions refreshed on a schedule").
 
     Attributes
     ----------
@@ -246,9 +253,11 @@ class FactorPosterior:
     ([0.599, 0.401], 0.8)
     """
 
-    def __init__(self, question_factors, mean, cov, *, dtype="float64", refresh_every=None):
+    def __init__(self, question_factors, mean, cov, *, dtype="float64", refresh_every=None, predict_every=1):
         if dtype not in ("float64", "float32"):
             raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
+        check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
+        self.predict_every, self._unpredicted = int(predict_every), 0
         # a read-only view of the fitted factors, not a copy
         self.question_factors = read_only(np.asarray(question_factors, dtype=float).view())
         self._V32 = None if dtype == "float64" else np.ascontiguousarray(question_factors, dtype=np.float32)
@@ -266,7 +275,10 @@ class FactorPosterior:
         mean, cov, Sv, c = laplace_step(self.mean, self.cov, self.question_factors[question], outcome, **link)
         self.mean, self.cov = read_only(mean), read_only(cov)
         self._forms.updated(Sv, c)
-        self._predict()
+        self._unpredicted += 1
+        if self._unpredicted == self.predict_every:
+            self._predict()
+            self._unpredicted = 0
 
     def _predict(self):
         if self._V32 is None:
@@ -319,7 +331,7 @@ class GaussianPosterior(FactorPosterior):
         The prior means ``m``.
     noise : ndarray of shape (N,)
         The per-question residual variances, positive.
-    dtype, refresh_every
+    dtype, refresh_every, predict_every
         As in :class:`FactorPosterior`.
 
     Examples
@@ -333,14 +345,16 @@ class GaussianPosterior(FactorPosterior):
     [0.147, 0.147]
     """
 
-    def __init__(self, question_factors, mean, cov, offsets, noise, *, dtype="float64", refresh_every=None):
+    def __init__(self, question_factors, mean, cov, offsets, noise, *, dtype="float64", refresh_every=None,
+                 predict_every=1):
         self.offsets = read_only(np.array(offsets, dtype=float))
         self.noise = read_only(np.array(noise, dtype=float))
         if self.offsets.shape != self.noise.shape or self.offsets.shape != (np.shape(question_factors)[0],):
             raise ValueError("offsets and noise must have one entry per question (row of question_factors).")
         if not (np.all(np.isfinite(self.noise)) and self.noise.min() > 0):
             raise ValueError("noise must be finite and positive.")
-        super().__init__(question_factors, mean, cov, dtype=dtype, refresh_every=refresh_every)
+        super().__init__(question_factors, mean, cov, dtype=dtype, refresh_every=refresh_every,
+                         predict_every=predict_every)
 
     def _predict(self):
         V = self.question_factors if self._V32 is None else self._V32

@@ -126,11 +126,11 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         self.explained_variance_ratio_ = float((loadings**2).sum() / total) if total > 0 else 0.0
         return self
 
-    def posterior(self, dtype="float64"):
+    def posterior(self, dtype="float64", predict_every=1):
         """A new model's :class:`~faqstats.posterior.GaussianPosterior` at the prior."""
         check_is_fitted(self, "question_factors_")
         return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
-                                 self.noise_, dtype=dtype)
+                                 self.noise_, dtype=dtype, predict_every=predict_every)
 
     def transform(self, X):
         """Posterior mean of each row's latent ``u`` given its observed cells (NaN = not observed)."""
