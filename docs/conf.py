@@ -28,6 +28,13 @@ PUBLIC_MODULES = ("faqstats", "faqstats.experiments", "faqstats.integrations", "
 # the gallery draws with matplotlib's object API; no display here
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+# The gallery runs in this process. Its problems are small, and torch's intra-op threads
+# contending for a few shared cores made the build 5x slower (2 min 51 s against 31 s
+# with one thread, on the 2-core CI machine under load).
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
 project = "faqstats"
 author = "faqstats developers"
 copyright = "faqstats developers"
