@@ -269,13 +269,13 @@ class _BatchedPosterior:
         mean, cov, _, _ = laplace_step(self.mean[idx], self.cov[idx], V[questions], outcomes, **gaussian)
         self.mean[idx], self.cov[idx] = mean, cov
         self._forms.drop()  # the forms follow all runs or none
-        runs = idx.cpu().numpy() if torch.is_tensor(idx) else np.asarray(idx)
-        self._unpredicted[runs] += 1
-        due = self._unpredicted[runs] == self.predict_every
-        if due.any():
-            learned = idx[torch.as_tensor(due, device=idx.device)]
-            self.predictions[learned] = self._predict(self.mean[learned])
+        if self.predict_every > 1:  # only the runs whose schedule is due (a host copy of idx, so not by default)
+            runs = idx.cpu().numpy()
+            self._unpredicted[runs] += 1
+            due = self._unpredicted[runs] == self.predict_every
             self._unpredicted[runs[due]] = 0
+            idx = idx[torch.as_tensor(due, device=idx.device)]
+        self.predictions[idx] = self._predict(self.mean[idx])
 
 
 class _Lockstep:
