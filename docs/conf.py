@@ -110,53 +110,45 @@ numpydoc_validation_exclude = {
 }
 
 
-def _lambda_properties():
-    """Public properties written ``property(lambda self: ...)``.
-
-    numpydoc's validator looks for a ``def`` line in a property's source and crashes
-    (StopIteration) on a lambda; these few are left out of validation, by name.
-    """
+def _public_names():
+    """``(module name, name, object)`` for every name of a public module's ``__all__``."""
     import importlib
-    import inspect
 
-    names = set()
     for modname in PUBLIC_MODULES:
         module = importlib.import_module(modname)
         for name in module.__all__:
-            obj = getattr(module, name)
-            if not inspect.isclass(obj):
-                continue
-            for attr, value in vars(obj).items():
-                if isinstance(value, property) and getattr(value.fget, "__name__", "") == "<lambda>":
-                    names.add("^" + re.escape(f"{modname}.{name}.{attr}") + "$")
-    return names
+            yield modname, name, getattr(module, name)
 
 
-def _inherited_docstrings():
-    """Public methods with no docstring of their own that inherit one (``Sampler.scores``...).
+def _unvalidatable_members():
+    """Public class members numpydoc cannot validate, as exclusion patterns.
 
-    autodoc shows the parent's docstring (``autodoc_inherit_docstrings``), but numpydoc
-    validates the object's own ``__doc__`` and would report GL08 for each.
+    * properties written ``property(lambda self: ...)``: numpydoc's validator looks for a
+      ``def`` line in a property's source and crashes (StopIteration) on a lambda;
+    * methods with no docstring of their own that inherit one (``Sampler.scores``...): autodoc
+      shows the parent's (``autodoc_inherit_docstrings``), but numpydoc validates the object's
+      own ``__doc__`` and would report GL08 for each.
     """
-    import importlib
     import inspect
 
     names = set()
-    for modname in PUBLIC_MODULES:
-        module = importlib.import_module(modname)
-        for name in module.__all__:
-            cls = getattr(module, name)
-            if not inspect.isclass(cls):
-                continue
-            for attr, value in vars(cls).items():
-                if attr.startswith("_") or not callable(value) or getattr(value, "__doc__", None):
-                    continue
-                if any(getattr(getattr(base, attr, None), "__doc__", None) for base in cls.__mro__[1:]):
-                    names.add("^" + re.escape(f"{modname}.{name}.{attr}") + "$")
+    for modname, name, cls in _public_names():
+        if not inspect.isclass(cls):
+            continue
+        for attr, value in vars(cls).items():
+            lambda_property = isinstance(value, property) and getattr(value.fget, "__name__", "") == "<lambda>"
+            inherits_doc = (
+                not attr.startswith("_")
+                and callable(value)
+                and not getattr(value, "__doc__", None)
+                and any(getattr(getattr(base, attr, None), "__doc__", None) for base in cls.__mro__[1:])
+            )
+            if lambda_property or inherits_doc:
+                names.add("^" + re.escape(f"{modname}.{name}.{attr}") + "$")
     return names
 
 
-numpydoc_validation_exclude |= _lambda_properties() | _inherited_docstrings()
+numpydoc_validation_exclude |= _unvalidatable_members()
 
 # -- sphinx-gallery: examples/ executed at build time ---------------------------------------
 sphinx_gallery_conf = {
@@ -199,9 +191,6 @@ intersphinx_mapping: dict = {}
 # -- every public name has an API page -------------------------------------------------------
 def _check_api_coverage(app):
     """Warn (an error under -W) about a public name missing from the API pages."""
-    import importlib
-    import re
-
     from sphinx.util import logging
 
     logger = logging.getLogger("faqstats.docs")
@@ -216,11 +205,9 @@ def _check_api_coverage(app):
             m = re.match(r"^\s{3,}(~?[\w.]+)\s*$", line)
             if m and current is not None:
                 listed.add(f"{current}.{m.group(1).lstrip('~')}")
-    for modname in PUBLIC_MODULES:
-        module = importlib.import_module(modname)
-        for name in module.__all__:
-            if f"{modname}.{name}" not in listed:
-                logger.warning(f"{modname}.{name} is in __all__ but on no API page (docs/api*.rst)")
+    for modname, name, _ in _public_names():
+        if f"{modname}.{name}" not in listed:
+            logger.warning(f"{modname}.{name} is in __all__ but on no API page (docs/api*.rst)")
 
 
 _SKIPPED_MEMBERS = re.compile(r"^(set_\w+_request|get_metadata_routing)$")
