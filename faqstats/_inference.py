@@ -18,6 +18,7 @@ __all__ = [
     "INTERVALS",
     "check_interval",
     "effective_df",
+    "finite_population_weights",
     "fpc_mean",
     "interval_df",
     "martingale_variance",
@@ -127,6 +128,25 @@ def weights_usable(weights, n):
     return n >= 3 and w.max() < 0.5 * w.sum()
 
 
+def finite_population_weights(n_questions, n):
+    """The default increment weights without replacement: ``w_t = (N / (N - t + 1))^(3/2)``, ``t = 1..n``.
+
+    Without replacement ``phi_t - theta`` is ``(N - t + 1) / N`` times an error about the
+    ``N - t + 1`` questions still unasked, so the inverse-variance weights would be the square
+    of ``N / (N - t + 1)``; the power 3/2 keeps the variance estimate resting on a dozen
+    increments or more near a census. Fixed before the run (exactly unbiased), nearly equal at
+    small budgets, and the width shrinks to 0 as ``n`` approaches ``N`` (user guide,
+    "Finite-population weights").
+
+    Examples
+    --------
+    >>> finite_population_weights(4, 3).round(3)
+    array([1.   , 1.54 , 2.828])
+    """
+    t = np.arange(1, int(n) + 1, dtype=float)
+    return (n_questions / (n_questions - t + 1.0)) ** 1.5
+
+
 def fpc_mean(outcomes, n_questions):
     """The sample mean of ``n`` outcomes drawn uniformly without replacement from
     ``n_questions``, and its unbiased variance ``(1 - n / N) s^2 / n``.
@@ -203,31 +223,44 @@ def interval_df(interval, residuals):
     return np.full(x.shape[0], value)
 
 
-def pai_inference(increments, *, interval="robust-t", weights=None, census=False):
+def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=None):
     """Estimate, variance, degrees of freedom and the variance method's name from PAI increments.
 
-    With ``weights`` (and enough increments to weight, see :func:`weights_usable`) the
-    weighted estimate of :func:`weighted_martingale`, else the mean and
-    :func:`martingale_variance`. With ``census`` (every question asked without replacement)
-    the last increment, which is theta, with variance 0 (``docs/statistics.md``, "Increments").
+    ``n_questions`` is the bank size when the draws were without replacement (``None``: with
+    replacement). Without replacement and without ``weights`` the increments get
+    :func:`finite_population_weights`; ``n == n_questions`` is a census, whose last increment is
+    theta, with variance 0 (user guide, "Increments"). With weights (and enough increments to
+    weight, see :func:`weights_usable`) the weighted estimate of :func:`weighted_martingale`, else
+    the mean and :func:`martingale_variance`.
 
     >>> est, var, df, method = pai_inference([0.2, 0.4, 0.9], interval="t")
     >>> round(est, 4), df, method
     (0.5, 2.0, 'martingale')
     """
     phi = np.asarray(increments, dtype=float)
-    if census:
+    n = phi.shape[-1]
+    if n_questions is not None and weights is None:
+        weights = finite_population_weights(n_questions, n)
+    if n_questions is not None and n == n_questions:
         est, var, resid = phi[..., -1], np.zeros(phi.shape[:-1]), phi
         method = "census"
-    elif weights_usable(weights, phi.shape[-1]):
+    elif weights_usable(weights, n):
         est, var, resid = weighted_martingale(phi, weights)
         method = "weighted martingale"
     else:
         est, var, resid = phi.mean(axis=-1), martingale_variance(phi), phi
         method = "martingale"
+    df = interval_df(interval, resid)
+    if method == "weighted martingale" and df is not None:
+        # Kish's effective number of increments bounds the variance estimate's degrees of freedom
+        # as n does for equal weights (user guide, "Weighted increments")
+        lam = np.asarray(weights, dtype=float)[:n]
+        lam = lam / lam.sum()
+        df = np.where(np.isinf(df), df, np.minimum(df, 1.0 / np.sum(lam**2) - 1.0))  # inf: normal
+        df = float(df) if df.ndim == 0 else df
     if phi.ndim == 1:
         est, var = float(est), float(var)
-    return est, var, interval_df(interval, resid), method
+    return est, var, df, method
 
 
 def _critical(alpha, alternative, df):

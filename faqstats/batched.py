@@ -200,8 +200,8 @@ def simulate(
     elif engine.method == "sample_mean":
         (estimate, var), df = fpc_mean(values, N), interval_df(interval, values)
     else:
-        census = not sampler.replace and int(budget) == N  # every question asked: the exact mean
-        estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights, census=census)
+        estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights,
+                                             n_questions=None if sampler.replace else N)
     if not (np.all(np.isfinite(estimate)) and np.all(np.isfinite(var))):
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
     se = np.sqrt(var)

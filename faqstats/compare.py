@@ -426,15 +426,19 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
             increments = table["outcome_a"] - table["outcome_b"]
             method, variance_method = f"{design}_sample_mean", "finite-population"
             estimate, var = fpc_mean(increments, n_questions)
+            df = interval_df(self.interval, increments)
             est_b = run.theta_reference if run.reference is not None else float(table["outcome_b"].mean())
             est_a = est_b + estimate if run.reference is not None else float(table["outcome_a"].mean())
         else:
             method, increments = design, table["increment"]
-            census = not run.replace and len(table) == n_questions  # both models asked every question
-            estimate, var, _, variance_method = pai_inference(increments, interval=self.interval, census=census)
-            est_a = float(table["increment_a"].mean())
+            # without replacement each model has N - t + 1 questions unasked at draw t: the same weights
+            # for the difference and for each model, so that estimate_a - estimate_b = estimate
+            without = None if run.replace else n_questions
+            estimate, var, df, variance_method = pai_inference(increments, interval=self.interval, n_questions=without)
+            est_a = pai_inference(table["increment_a"], n_questions=without)[0]
             # the reference's increments are theta_R: report it exactly
-            est_b = float(table["increment_b"].mean()) if run.reference is None else run.theta_reference
+            est_b = pai_inference(table["increment_b"], n_questions=without)[0] if run.reference is None \
+                else run.theta_reference
         self.queries_ = table
         self.n_queries_ = int(np.unique(np.r_[table["question"], table["question_b"]]).size)
         self.estimate_ = float(estimate)
@@ -450,7 +454,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
             n_questions=n_questions,
             method=method,
             variance_method=variance_method,
-            df=interval_df(self.interval, increments),
+            df=df,
         )
 
 

@@ -78,7 +78,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         Number of queries (expected number of labels for ``BernoulliAIPW``). At least
         2; at most N without replacement.
     variance : {"martingale", "paper"}, default="martingale"
-        ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``.
+        ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``, or its
+        weighted form for weighted increments (:func:`weighted_martingale`).
         ``"paper"``: the paper's closed form (with replacement only).
     interval : {"robust-t", "t", "normal"}, default="robust-t"
         Quantile ``c`` of the Wald-type interval ``estimate -/+ c se``: Student's t with the
@@ -97,7 +98,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     step_weights : array-like of shape (>= budget,) or None, default=None
         Increment weights fixed before the run (:func:`weighted_martingale`; user guide,
         "Weighted increments"), e.g. from :func:`faqstats.step_weights.learn_step_weights`;
-        ``None``: equal. Not for ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
+        ``None``: without replacement the finite-population weights (the width falls to 0 as
+        ``budget`` reaches the bank; user guide, "Finite-population weights"), with replacement
+        equal. Not for ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
     random_state : int, Generator or None, default=None
         Seeds every draw; the same seed and answers give the same queries.
     verbose : bool, default=False
@@ -323,9 +326,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         else:
             method = "pai"
             if self.variance == "martingale":
-                census = not run.sampler.replace and table.size == n_questions  # every question asked
                 estimate, var, df, variance_method = pai_inference(
-                    table["increment"], interval=self.interval, weights=self.step_weights, census=census
+                    table["increment"], interval=self.interval, weights=self.step_weights,
+                    n_questions=None if run.sampler.replace else n_questions,
                 )
             else:
                 variance_method = "paper"

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import faqstats as fq
+from faqstats._inference import finite_population_weights, weighted_martingale
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,8 @@ def test_fit_exposes_estimate_interval_and_queries(bank, fm):
     assert q.shape == (30,) and len(np.unique(q["question"])) == 30  # without replacement
     np.testing.assert_array_equal(q["outcome"], z[q["question"]])
     assert np.all((q["probability"] > 0) & (q["probability"] <= 1))
-    assert est.estimate_ == pytest.approx(q["increment"].mean())
+    # without replacement the default weights are the finite-population ones
+    assert est.estimate_ == pytest.approx(weighted_martingale(q["increment"], finite_population_weights(300, 30))[0])
     assert est.n_queries_ == 30
     assert est.posterior_cov_.shape == (4, 4)
     assert "95% CI" in str(est.summary()) and f"{est.estimate_:.4f}" in str(est.summary())
@@ -157,7 +159,9 @@ def test_robust_t_is_the_default_and_at_least_as_wide_as_t(bank, fm):
     kw = dict(factor_model=fm, budget=30, random_state=3)
     robust = fq.PAIEstimator(**kw).fit(bank.new_outcomes[0])
     plain = fq.PAIEstimator(interval="t", **kw).fit(bank.new_outcomes[0])
-    assert 1 <= robust.result_.df <= plain.result_.df == 29
+    lam = finite_population_weights(300, 30) / finite_population_weights(300, 30).sum()
+    # t's degrees of freedom: Kish's effective number of increments minus 1 (n - 1 for equal weights)
+    assert 1 <= robust.result_.df <= plain.result_.df == pytest.approx(1 / np.sum(lam**2) - 1) and plain.result_.df < 29
     assert np.diff(robust.confint())[0] >= np.diff(plain.confint())[0]
 
 
@@ -175,11 +179,11 @@ def test_t_interval_is_wider_than_normal(bank, fm):
     kw = dict(factor_model=fm, budget=12, random_state=3)
     t_est = fq.PAIEstimator(interval="t", **kw).fit(bank.new_outcomes[0])
     z_est = fq.PAIEstimator(interval="normal", **kw).fit(bank.new_outcomes[0])
-    assert t_est.result_.df == 11 and z_est.result_.df is None
+    assert 10.9 < t_est.result_.df < 11 and z_est.result_.df is None  # Kish's effective 12 increments - 1
     (lt, ht), (lz, hz) = t_est.confint(0.1), z_est.confint(0.1)
     from scipy import stats
 
-    assert (ht - lt) / (hz - lz) == pytest.approx(stats.t.ppf(0.95, 11) / stats.norm.ppf(0.95), rel=1e-9)
+    assert (ht - lt) / (hz - lz) == pytest.approx(stats.t.ppf(0.95, t_est.result_.df) / stats.norm.ppf(0.95), rel=1e-9)
     with pytest.raises(ValueError, match="interval"):
         fq.PAIEstimator(interval="bootstrap", **kw).fit(bank.new_outcomes[0])
 
@@ -290,7 +294,7 @@ def test_float32_predictions_are_close_valid_and_resumable(tmp_path):
     np.testing.assert_allclose(p32.predictions, p64.predictions, atol=1e-6)
     est = fq.PAIEstimator(fm, budget=30, dtype="float32", random_state=0).fit(bank.new_outcomes[0])
     phi = est.queries_["increment"]
-    assert est.estimate_ == pytest.approx(phi.mean(), abs=1e-15)
+    assert est.estimate_ == pytest.approx(weighted_martingale(phi, finite_population_weights(120, 30))[0], abs=1e-15)
     s = EvaluationSession.create(tmp_path / "s", fm, budget=30, dtype="float32", random_state=0)
     while not s.done:
         ids, _ = s.next_questions()

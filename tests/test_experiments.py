@@ -158,7 +158,8 @@ def test_surrogate_methods_fit_the_gp_only_and_match_the_estimator(matrix):
     np.testing.assert_allclose(out.surrogate.question_means_, fq.GaussianProcessSurrogate().fit(history).question_means_)
     rec = out.records[out.records["method"] == "gp-equal"].iloc[1]
     rng = np.random.default_rng([0, method_key("gp-equal"), 20, 1, 0])
-    est = fq.PAIEstimator(out.surrogate, fq.HybridSampler(), budget=20, random_state=rng).fit(new[1])
+    est = fq.PAIEstimator(out.surrogate, fq.HybridSampler(), budget=20, random_state=rng,
+                          step_weights=np.ones(20)).fit(new[1])  # "-equal": literally equal weights
     assert abs(rec["estimate"] - est.estimate_) < 1e-12 and abs(rec["std_error"] - est.std_error_) < 1e-12
 
 

@@ -77,12 +77,14 @@ def test_estimator_reports_the_weighted_estimate(bank, fm):
     e, v, resid = weighted_martingale(est.queries_["increment"], w)
     assert est.estimate_ == pytest.approx(e, abs=1e-15) and est.std_error_ == pytest.approx(np.sqrt(v), abs=1e-15)
     assert est.result_.variance_method == "weighted martingale"
-    assert est.result_.df == pytest.approx(fq._inference.effective_df(resid))
-    # equal weights: the default's numbers
+    lam = w / w.sum()  # robust df, capped by Kish's effective number of increments minus 1
+    assert est.result_.df == pytest.approx(min(fq._inference.effective_df(resid), 1 / np.sum(lam**2) - 1))
+    # equal weights: the plain mean and martingale variance
     eq = fq.PAIEstimator(fm, budget=30, random_state=0, step_weights=np.ones(30)).fit(bank.new_outcomes[0])
-    assert eq.estimate_ == pytest.approx(plain.estimate_, abs=1e-14)
-    assert eq.std_error_ == pytest.approx(plain.std_error_, rel=1e-12)
-    assert eq.result_.df == pytest.approx(plain.result_.df, rel=1e-12)
+    phi = plain.queries_["increment"]
+    assert eq.estimate_ == pytest.approx(phi.mean(), abs=1e-14)
+    assert eq.std_error_ == pytest.approx(np.sqrt(fq.martingale_variance(phi)), rel=1e-12)
+    assert eq.result_.df == pytest.approx(fq._inference.effective_df(phi), rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -147,7 +149,7 @@ def test_learned_weights_lower_the_variance_on_new_models(bank, fm):
     rows = np.arange(2000) % Z.shape[0]
     truth = Z.mean(1)[rows]
     mse = {}
-    for name, w in (("equal", None), ("learned", sw.weights)):
+    for name, w in (("equal", np.ones(40)), ("learned", sw.weights)):
         gens = [np.random.default_rng([11, r]) for r in range(rows.size)]
         runs = simulate(Z, gens, factor_model=fm, budget=40, rows=rows, step_weights=w)
         mse[name] = np.mean((runs.estimate - truth) ** 2)
@@ -181,4 +183,4 @@ def test_experiment_learns_weights_for_faq_and_falls_back_with_a_warning(bank):
         res = run_experiment(M2, budgets=[0.1], seeds=1, methods=["faq"], factor_model=fmspec, max_models=5,
                              history_fraction=0.1, verbose=False)
     assert res.step_weights == {}
-    assert any("equal increment weights" in str(w.message) for w in caught)
+    assert any("the default increment weights" in str(w.message) for w in caught)

@@ -83,6 +83,9 @@ METHODS = {
 #: Methods whose predictor is :class:`~faqstats.GaussianProcessSurrogate()` fitted on the history.
 SURROGATE_METHODS = ("gp", "gp-equal")
 
+#: Methods whose increments are weighted equally (their plain mean).
+EQUAL_METHODS = ("faq-equal", "gp-equal")
+
 #: Methods whose increments get weights learned from the history (:func:`learn_step_weights`).
 WEIGHTED_METHODS = ("faq", "faq-tuned", "gp")
 
@@ -417,7 +420,10 @@ def _torch_threads(n):
 
 def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_state, tuning, step_weights, verbose):
     """``{(method, budget): (factor model, sampler, step weights)}``, tuning and weights learned on the history."""
-    specs = {(m, int(b)): (*_method_spec(m, fitted, surrogate), None) for m in methods for b in sizes}
+    # "-equal" methods: literally equal weights, the plain mean of the increments (not the default's
+    # finite-population weights), so that their results stay comparable with earlier runs
+    specs = {(m, int(b)): (*_method_spec(m, fitted, surrogate), np.ones(int(b)) if parse_method(m)[0] in EQUAL_METHODS else None)
+             for m in methods for b in sizes}
     unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
     tuning_results, weight_results, configurations, cross_fm, cross_gp = {}, {}, {}, None, None
     weight_cfg = dict(step_weights or {})
@@ -449,7 +455,7 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
                 if any(_uses_surrogate(m) for m in weighted):
                     cross_gp = clone(surrogate).fit(train)
             except ValueError as exc:  # too few complete rows to cross-fit
-                warnings.warn(f"{', '.join(weighted)}: equal increment weights ({exc})", RuntimeWarning,
+                warnings.warn(f"{', '.join(weighted)}: the default increment weights ({exc})", RuntimeWarning,
                               stacklevel=3)
                 weighted = []
     for m in weighted:
