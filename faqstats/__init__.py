@@ -12,6 +12,7 @@ from .estimator import PAIEstimator, martingale_variance, paper_variance, weight
 from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
 from .io import load_factor_model, load_step_weights, save_factor_model, save_step_weights
+from .estimands import GroupResults
 from .results import AccuracyResult, ComparisonResult
 from .session import EvaluationSession
 from .sampling import (
@@ -36,6 +37,7 @@ __all__ = [
     "ComparisonResult",
     "EvaluationSession",
     "GaussianProcessSurrogate",
+    "GroupResults",
     "HybridSampler",
     "LogisticFactorModel",
     "LogisticFactorModelCV",

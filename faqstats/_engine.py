@@ -160,6 +160,7 @@ class SequentialRun(_Run):
         self._n_asked = 0
         self._asked_view = self._asked[:0]
         self.step = 1
+        self.tracker = None  # an estimands.EstimandTracker when groups or a weighted estimand are asked for
 
     @property
     def asked(self):
@@ -199,7 +200,7 @@ class SequentialRun(_Run):
         q = self.sampler.probabilities(state)
         if self.sampler.checks_law:
             q = check_law(q, state.available.shape, state.asked, f"{type(self.sampler).__name__}.probabilities")
-        return q
+        return q if self.tracker is None else self.tracker.law(q, self.available)
 
     def draw_round(self, rng, size, keep_laws=False):
         """``size`` draws ``(question, probability, law)`` from the current policy."""
@@ -256,6 +257,8 @@ class SequentialRun(_Run):
         prediction = self.predictions[question]
         phi = pai_increment(base, outcome, prediction, probability, self.n_questions)
         self.records.append((question, probability, outcome, phi, prediction, base))
+        if self.tracker is not None:
+            self.tracker.record(question, probability, outcome, self.predictions)
         if not self.replace:
             self.available[question] = False
             self.asked_total += outcome

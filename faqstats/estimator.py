@@ -27,6 +27,7 @@ from ._inference import (
 from ._progress import progress_bar
 from ._validation import check_alpha, check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
+from .estimands import EstimandTracker, encode_groups, estimand_weights, group_results
 from .posterior import FixedPredictions
 from .results import AccuracyResult
 from .sampling import HybridSampler, Sampler, StreamSampler
@@ -113,12 +114,22 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         Recompute the predictions after every ``predict_every``-th answer only (the posterior
         still learns every answer): on large banks that pass dominates a query's cost. Still
         exactly unbiased (user guide, "Predictions refreshed on a schedule").
+    estimand : {"micro", "macro"} or array-like of shape (N,), default="micro"
+        What ``estimate_`` estimates: the bank's accuracy, the mean of the groups' accuracies
+        (``fit(..., groups=)``), or ``sum_j w_j z_j / sum_j w_j`` for question weights ``w``
+        (user guide, "Groups and weighted estimands").
+    min_group_share : float in [0, 1), default=0.0
+        With ``groups``: mix this share of a law giving every group the same mass into the
+        policy, so that no group goes without draws (still exactly unbiased).
 
     Attributes
     ----------
     result_ : AccuracyResult
     estimate_ : float
     std_error_ : float
+    group_results_ : GroupResults or None
+        With ``fit(..., groups=)``: every group's estimate, standard error and interval
+        (:meth:`~faqstats.estimands.GroupResults.conf_int`, ``simultaneous=True`` for all at once).
     n_queries_ : int
         Distinct questions answered (a question drawn again with replacement is asked once).
     queries_ : structured ndarray
@@ -164,6 +175,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         verbose=False,
         dtype="float64",
         predict_every=1,
+        estimand="micro",
+        min_group_share=0.0,
     ):
         self.factor_model = factor_model
         self.sampler = sampler
@@ -178,6 +191,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         self.verbose = verbose
         self.dtype = dtype
         self.predict_every = predict_every
+        self.estimand = estimand
+        self.min_group_share = min_group_share
 
     @classmethod
     def from_history(cls, history, budget, **options):
@@ -245,20 +260,43 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             return None
         return check_alpha(cs)
 
-    def new_loop(self, n_questions=None, rng=None):
+    def _tracker(self, sampler, n_questions, groups):
+        """The :class:`~faqstats.estimands.EstimandTracker` the run needs, or None (the bank's mean)."""
+        micro = isinstance(self.estimand, str) and self.estimand == "micro"
+        share = check_scalar(self.min_group_share, "min_group_share", low=0.0, high=1.0, closed="left")
+        if groups is None and micro:
+            if share > 0:
+                raise ValueError("min_group_share needs groups: pass groups= to fit.")
+            return None
+        if sampler.design == "stream":
+            raise ValueError("groups and weighted estimands need a sequential sampler, not BernoulliAIPW.")
+        if self.variance != "martingale":
+            raise ValueError("groups and weighted estimands need variance='martingale'.")
+        if not micro and self._cs_alpha() is not None:
+            raise ValueError("confidence sequences and stop_when_width track the bank's accuracy: use estimand='micro'.")
+        codes, labels = (None, None) if groups is None else encode_groups(groups, n_questions)
+        if share > 0 and codes is None:
+            raise ValueError("min_group_share needs groups: pass groups= to fit.")
+        tracker = EstimandTracker(estimand_weights(self.estimand, codes, n_questions), codes, sampler.replace, share)
+        tracker.labels = labels
+        return tracker
+
+    def new_loop(self, n_questions=None, rng=None, groups=None):
         """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration; used by ``fit``,
-        the session and the tests."""
+        the session and the tests (``groups``: as in :meth:`fit`)."""
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self.validate(n_questions)
+        tracker = self._tracker(sampler, n_questions, groups)
         fm = self.factor_model
         predictor = FixedPredictions(np.zeros(n_questions)) if fm is None else fm.posterior(dtype=self.dtype, predict_every=self.predict_every)
         run = start_run(sampler, predictor, n_questions, self.budget, check_generator(rng))
+        run.tracker = tracker
         alpha = self._cs_alpha()
         cs = None if alpha is None else BettingConfidenceSequence(alpha=alpha, truncation=0.9, horizon=self.budget)
         return QueryLoop(run, batch_size=self.batch_size, confidence_sequence=cs, stop_when_width=self.stop_when_width)
 
     # -- fitting ---------------------------------------------------------------
-    def fit(self, outcomes, y=None):
+    def fit(self, outcomes, y=None, *, groups=None):
         """Run the query loop against ``outcomes`` and estimate the accuracy.
 
         Parameters
@@ -267,6 +305,11 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             The new model's outcomes in [0, 1] (0/1 or graded: user guide, "Graded outcomes");
             only the asked entries are read, NaN elsewhere is fine. Or a function mapping an
             integer array of question indices to their outcomes (called once per round).
+        y : None
+            Ignored (scikit-learn's signature).
+        groups : array-like of shape (N,) or None
+            A label per question (a subject, a task): ``group_results_`` then holds every
+            group's estimate and interval, and ``estimand="macro"`` averages them.
 
         Returns
         -------
@@ -279,7 +322,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             n_questions = int(np.size(outcomes))
         oracle = Oracle(outcomes, n_questions)
         rng = check_generator(self.random_state)
-        loop = self.new_loop(n_questions, rng)
+        loop = self.new_loop(n_questions, rng, groups=groups)
         run = loop.run
         total = n_questions if run.design == "stream" else self.budget
         with progress_bar(total, "querying", self.verbose) as bar:
@@ -298,6 +341,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         self.std_error_ = result.std_error
         self.n_queries_ = result.n_queries
         self.stop_reason_ = result.stop_reason
+        self.group_results_ = self.group_results_of(loop)
         self.confidence_sequence_ = self._confidence_rows(loop)
         self.posterior_mean_ = getattr(run.predictor, "mean", None)
         self.posterior_cov_ = getattr(run.predictor, "cov", None)
@@ -307,6 +351,22 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     def _confidence_rows(loop):
         rows = loop.confidence_rows
         return np.array(rows, dtype=float).reshape(-1, 3) if loop.cs is not None and rows else None
+
+    def _weights_for(self, run):
+        """The increment weights and the bank size the inference needs (None with replacement)."""
+        return self.step_weights, None if run.sampler.replace else run.n_questions
+
+    def group_results_of(self, loop, n_draws=None):
+        """The :class:`~faqstats.estimands.GroupResults` of a loop's first ``n_draws`` draws (all by
+        default), or None when the loop was started without groups."""
+        tracker = loop.run.tracker
+        if tracker is None or tracker.codes is None:
+            return None
+        run, table = loop.run, loop.run.table()[:n_draws]
+        weights, without = self._weights_for(run)
+        return group_results(tracker.increments()[:n_draws, 1:], tracker.labels, tracker.sizes,
+                             tracker.codes[table["question"]], interval=self.interval, weights=weights,
+                             n_questions=without)
 
     def result_of(self, loop, n_draws=None):
         """The :class:`AccuracyResult` of a loop made by :meth:`new_loop` over every recorded
@@ -319,6 +379,12 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             method, variance_method, df = "aipw", "design-based", None
             estimate = float(np.mean(run.terms))
             var = float(np.sum(run.variance_terms)) / n_questions**2
+        elif run.tracker is not None and not (isinstance(self.estimand, str) and self.estimand == "micro"):
+            # the headline is a weighted estimand: its own increments (estimands.py), same inference
+            method = "pai-macro" if isinstance(self.estimand, str) else "pai-weighted"
+            weights, without = self._weights_for(run)
+            estimate, var, df, variance_method = pai_inference(
+                run.tracker.increments()[:n_draws, 0], interval=self.interval, weights=weights, n_questions=without)
         elif sample_mean_design(self.factor_model, run.sampler):
             method, variance_method = "sample_mean", "finite-population"
             estimate, var = fpc_mean(table["outcome"], n_questions)
@@ -326,10 +392,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         else:
             method = "pai"
             if self.variance == "martingale":
+                weights, without = self._weights_for(run)
                 estimate, var, df, variance_method = pai_inference(
-                    table["increment"], interval=self.interval, weights=self.step_weights,
-                    n_questions=None if run.sampler.replace else n_questions,
-                )
+                    table["increment"], interval=self.interval, weights=weights, n_questions=without)
             else:
                 variance_method = "paper"
                 estimate = float(table["increment"].mean())

@@ -80,21 +80,27 @@ def sequential_samplers(draw, replace):
 
 
 # ---------------------------------------------------------------- enumeration
-def enumerate_sequential(estimator, z):
+def enumerate_sequential(estimator, z, groups=None):
     """Leaves ``(probability, increments)`` of every path; asserts the martingale property.
 
     Rounds of ``estimator.batch_size`` draws share the round's policy (``run.law()``, the
     law every draw is made from); inside a round each draw is a node of the tree
     (successive draws without replacement), and the posterior moves only when the round
-    ends, as in ``PAIEstimator.fit``.
+    ends, as in ``PAIEstimator.fit``. With ``groups`` or a weighted ``estimand`` the leaves
+    hold the estimands' ``(n, 1 + G)`` increments (``EstimandTracker``), whose conditional
+    means are checked against the headline and every group's accuracy at each node.
     """
-    run = estimator.new_loop(z.size).run
+    run = estimator.new_loop(z.size, groups=groups).run
     theta = z.mean()
+    targets = None
+    if run.tracker is not None:
+        tr = run.tracker
+        targets = np.r_[tr.weights @ z, [] if tr.codes is None else np.bincount(tr.codes, z) / tr.sizes]
     leaves = []
 
     def walk(run, prob, phis):
         if len(phis) == estimator.budget:
-            leaves.append((prob, np.array(phis)))
+            leaves.append((prob, np.array(phis) if targets is None else run.tracker.increments()))
             return
         size = min(estimator.batch_size, estimator.budget - len(phis))
         q_round = run.law()
@@ -108,13 +114,18 @@ def enumerate_sequential(estimator, z):
             return
         q = within_round(q_round, run.available, run.replace)
         conditional_mean = 0.0
+        estimands_mean = 0.0
         for j in np.flatnonzero(q > 0):
             child = copy.deepcopy(run)
             phi = child.record(int(j), float(q[j]), float(z[j]))
             conditional_mean += q[j] * phi
+            if targets is not None:
+                estimands_mean = estimands_mean + q[j] * child.tracker.increments()[-1]
             draw(child, prob * q[j], phis + [phi], q_round, left - 1, drawn + [int(j)])
         # martingale property: E[phi_t - theta | F_{t-1}] = 0 at this node
         assert abs(conditional_mean - theta) < TOL, (conditional_mean, theta)
+        if targets is not None:  # and for every estimand
+            np.testing.assert_allclose(estimands_mean, targets, atol=TOL)
 
     walk(run, 1.0, [])
     return leaves

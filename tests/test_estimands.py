@@ -1,0 +1,138 @@
+"""Groups, macro averages and weighted estimands (issue 15): exact by enumeration, valid by Monte Carlo.
+
+Every group's accuracy and any weighted aggregate ``sum_j w_j z_j`` get Des Raj increments from
+the same draws (``faqstats.estimands.EstimandTracker``); enumerating every sampling path of tiny
+banks checks that each estimate is exactly unbiased and each variance estimate exactly unbiased
+for its variance, with and without replacement, in batches, with a group floor in the policy.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import faqstats as fq
+from faqstats._inference import pai_inference
+from faqstats.estimands import encode_groups, estimand_weights
+from test_unbiasedness import TOL, banks, enumerate_sequential, sequential_samplers
+
+
+def _exact_moments(leaves, n_questions):
+    """Per column of the leaves' increments: ``(E[estimate], Var(estimate), E[V_hat])``."""
+    p = np.array([prob for prob, _ in leaves])
+    assert abs(p.sum() - 1) < 1e-12
+    out = []
+    for c in range(leaves[0][1].shape[1]):
+        inf = [pai_inference(inc[:, c], n_questions=n_questions) for _, inc in leaves]
+        est, vhat = np.array([x[0] for x in inf]), np.array([x[1] for x in inf])
+        mean = p @ est
+        out.append((mean, p @ (est - mean) ** 2, p @ vhat))
+    return np.array(out)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), replace=st.booleans())
+def test_groups_macro_and_weights_unbiased_with_exact_variance(data, replace):
+    z, fm = data.draw(banks(min_n=3, max_n=5, graded=data.draw(st.booleans())))
+    n = z.size
+    groups = np.array(data.draw(st.lists(st.sampled_from("abc"), min_size=n, max_size=n)))
+    estimand = data.draw(st.sampled_from(["micro", "macro", "weights"]))
+    if estimand == "weights":
+        estimand = np.array(data.draw(st.lists(st.floats(0.0, 3.0), min_size=n, max_size=n))) + 0.01
+    budget = data.draw(st.integers(2, 3 if replace else min(3, n)))
+    est = fq.PAIEstimator(fm, data.draw(sequential_samplers(replace)), budget=budget, estimand=estimand,
+                          batch_size=data.draw(st.integers(1, 2)),
+                          min_group_share=data.draw(st.sampled_from([0.0, 0.4])))
+    leaves = enumerate_sequential(est, z, groups=groups)  # also checks every estimand's martingale property
+    codes, _ = encode_groups(groups, n)
+    targets = np.r_[estimand_weights(estimand, codes, n) @ z, np.bincount(codes, z) / np.bincount(codes)]
+    moments = _exact_moments(leaves, None if replace else n)
+    np.testing.assert_allclose(moments[:, 0], targets, atol=TOL)  # unbiased: headline and every group
+    np.testing.assert_allclose(moments[:, 2], moments[:, 1], atol=TOL)  # E[V_hat] = Var, each of them
+
+
+def test_enumeration_sees_a_wrong_group_increment():
+    """The check above can fail: dividing a group's increment by N instead of its size biases it."""
+    V = np.array([[1.0], [-0.5], [0.3], [0.8]])
+    fm = fq.LogisticFactorModel.from_factors(V, np.zeros(1), np.eye(1))
+    z = np.array([1.0, 0.0, 1.0, 1.0])
+    groups = np.array(["a", "a", "b", "b"])
+    leaves = enumerate_sequential(fq.PAIEstimator(fm, budget=2), z, groups=groups)
+    p = np.array([prob for prob, _ in leaves])
+    wrong = np.array([inc[:, 1].mean() * 2 / 4 for _, inc in leaves])  # group a scaled by N_a / N
+    assert abs(p @ wrong - z[:2].mean()) > 0.1
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return fq.make_synthetic_bank(n_models=150, n_questions=300, n_components=3, n_new=30, random_state=4)
+
+
+@pytest.fixture(scope="module")
+def fm(bank):
+    return fq.LogisticFactorModel(n_components=3, max_iter=300, random_state=0).fit(bank.history)
+
+
+def test_group_results_frame_census_and_same_draws(bank, fm):
+    z = bank.new_outcomes[0]
+    groups = np.repeat(["e", "d", "c", "b", "a"], [10, 30, 60, 80, 120])
+    est = fq.PAIEstimator(fm, budget=60, random_state=0).fit(z, groups=groups)
+    plain = fq.PAIEstimator(fm, budget=60, random_state=0).fit(z)
+    # groups change no draw and not the headline
+    np.testing.assert_array_equal(est.queries_["question"], plain.queries_["question"])
+    assert est.estimate_ == plain.estimate_ and plain.group_results_ is None
+    frame = est.group_results_.to_frame()
+    assert list(frame.index) == ["a", "b", "c", "d", "e"] and frame["n_questions"].tolist() == [120, 80, 60, 30, 10]
+    assert frame["n_asked"].sum() == 60 and (frame["lower"] <= frame["upper"]).all()
+    ci, joint = est.group_results_.conf_int(), est.group_results_.conf_int(alpha=0.05, simultaneous=True)
+    assert ((joint["upper"] - joint["lower"]) >= (ci["upper"] - ci["lower"]) - 1e-12).all()
+    census = fq.PAIEstimator(fm, budget=300, random_state=0, estimand="macro").fit(z, groups=groups)
+    truth = [z[groups == g].mean() for g in "abcde"]
+    np.testing.assert_allclose(census.group_results_.estimate, truth, atol=1e-12)
+    assert (census.group_results_.std_error == 0).all()
+    assert abs(census.estimate_ - np.mean(truth)) < 1e-12 and census.std_error_ == 0
+
+
+def test_min_group_share_gives_every_group_draws(bank, fm):
+    z = bank.new_outcomes[1]
+    groups = np.r_[np.zeros(290, int), np.ones(10, int)]  # a 10-question group in a 300-question bank
+    asked = [sum(fq.PAIEstimator(fm, budget=30, random_state=s, min_group_share=share).fit(z, groups=groups)
+                 .group_results_.n_asked[1] for s in range(10)) for share in (0.0, 0.5)]
+    # half the budget's mass spread over 2 groups: about 30 * 0.25 draws in the small group, not 1
+    assert asked[1] > 4 * max(asked[0], 1)
+
+
+@pytest.mark.parametrize("kwargs, fit_kwargs, match", [
+    ({"estimand": "macro"}, {}, "pass groups="),
+    ({"min_group_share": 0.2}, {}, "needs groups"),
+    ({"min_group_share": 1.0}, {"groups": np.zeros(300)}, "min_group_share"),
+    ({"estimand": "median"}, {"groups": np.zeros(300)}, "estimand must be"),
+    ({"estimand": np.ones(5)}, {}, "one weight per question"),
+    ({"estimand": -np.ones(300)}, {}, "non-negative"),
+    ({}, {"groups": np.zeros(7)}, "one label per question"),
+    ({"sampler": fq.BernoulliAIPW()}, {"groups": np.zeros(300)}, "sequential sampler"),
+    ({"estimand": "macro", "stop_when_width": 0.2}, {"groups": np.zeros(300)}, "estimand='micro'"),
+])
+def test_bad_estimand_settings_are_clear_errors(bank, fm, kwargs, fit_kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fq.PAIEstimator(fm, budget=20, random_state=0, **kwargs).fit(bank.new_outcomes[0], **fit_kwargs)
+
+
+def test_simultaneous_and_macro_coverage_monte_carlo(bank, fm):
+    """Seeded Monte Carlo: 30 new models x 8 seeds = 240 runs at 20% of a 300-question bank in 5
+    groups (10-120 questions). The Bonferroni intervals must cover all five group accuracies
+    at once in >= 0.90 of the runs and the macro interval its target in >= 0.90 (nominal 0.95;
+    the binomial se of a coverage near 0.95 over 240 runs is 0.014, so 0.90 is 3.5 se below)."""
+    groups = np.repeat(["e", "d", "c", "b", "a"], [10, 30, 60, 80, 120])
+    codes, _ = encode_groups(groups, 300)
+    joint, macro = [], []
+    for m, z in enumerate(bank.new_outcomes):
+        truth = np.bincount(codes, z) / np.bincount(codes)
+        for s in range(8):
+            est = fq.PAIEstimator(fm, budget=60, estimand="macro", min_group_share=0.3,
+                                  random_state=[m, s]).fit(z, groups=groups)
+            ci = est.group_results_.conf_int(simultaneous=True)
+            joint.append(np.all((ci["lower"] <= truth) & (truth <= ci["upper"])))
+            low, high = est.conf_int()
+            macro.append(low <= truth.mean() <= high)
+    assert np.mean(joint) >= 0.90 and np.mean(macro) >= 0.90, (np.mean(joint), np.mean(macro))
