@@ -227,6 +227,8 @@ class SequentialRun(_Run):
         draws = []
         for i in range(size):
             q = q_round if i == 0 or self.replace else within_round(q_round, available, False)
+            if self.tracker is not None:  # a stratified design: the draw's group, fixed in advance
+                q = self.tracker.restrict(q, available, self.step - 1 + i)
             if keep_laws:  # normalised, and the probability read from it: inside its increment's range
                 q = q / q.sum()
             question, probability = pick(q, i)

@@ -18,7 +18,7 @@ import pandas as pd
 from ._inference import pai_inference, wald_interval
 from ._validation import check_alpha
 
-__all__ = ["GroupResults", "EstimandTracker", "encode_groups", "estimand_weights"]
+__all__ = ["GroupResults", "EstimandTracker", "encode_groups", "estimand_weights", "stratified_allocation"]
 
 
 def encode_groups(groups, n_questions):
@@ -64,6 +64,50 @@ def estimand_weights(estimand, codes, n_questions):
     return w / w.sum()
 
 
+def stratified_allocation(sizes, budget, min_group_share=0.0, replace=False):
+    """Draws per group for a stratified design: proportional to the groups' sizes, with the share
+    ``min_group_share`` of the budget spread evenly, at least 2 per group (or the whole group when
+    it is smaller, without replacement), summing to ``budget``.
+
+    >>> stratified_allocation(np.array([10, 30, 60]), 20).tolist()
+    [2, 6, 12]
+    >>> stratified_allocation(np.array([10, 30, 60]), 20, min_group_share=0.6).tolist()
+    [6, 6, 8]
+    """
+    sizes = np.asarray(sizes, dtype=int)
+    cap = np.full(sizes.size, budget) if replace else sizes
+    low = np.minimum(2, cap)
+    if low.sum() > budget:
+        raise ValueError(f"a stratified design needs at least {low.sum()} queries for {sizes.size} groups "
+                         f"(2 per group), got budget={budget}.")
+    if cap.sum() < budget:
+        raise ValueError(f"budget={budget} exceeds the {cap.sum()} questions of the groups.")
+    s = float(min_group_share)
+    target = budget * ((1.0 - s) * sizes / sizes.sum() + s / sizes.size)
+    n = np.clip(np.floor(target).astype(int), low, cap)
+    while n.sum() != budget:  # largest remainders first, within [low, cap]
+        gap = target - n
+        if n.sum() < budget:
+            gap[n >= cap] = -np.inf
+            n[int(np.argmax(gap))] += 1
+        else:
+            gap[n <= low] = np.inf
+            n[int(np.argmin(gap))] -= 1
+    return n
+
+
+def _schedule(allocation):
+    """The group of every draw: each group's draws spread evenly over the run (deterministic)."""
+    total, drawn, out = allocation.sum(), np.zeros_like(allocation), []
+    for t in range(total):
+        lag = allocation * (t + 1) / total - drawn
+        lag[drawn >= allocation] = -np.inf
+        g = int(np.argmax(lag))
+        drawn[g] += 1
+        out.append(g)
+    return np.array(out, dtype=np.intp)
+
+
 class EstimandTracker:
     """Increments of several linear estimands from one run's draws.
 
@@ -83,9 +127,13 @@ class EstimandTracker:
     min_group_share : float in [0, 1)
         Mix the policy with this share of a law that gives every group with askable
         questions the same mass, spread uniformly inside it (a floor on each group's draws).
+    allocation : ndarray of shape (G,) or None
+        A stratified design's draws per group (:func:`stratified_allocation`): draw ``t`` then
+        comes from one group fixed in advance, with the policy's law restricted to it, and only
+        that group's increment is recorded (``strata``).
     """
 
-    def __init__(self, weights, codes, replace, min_group_share=0.0):
+    def __init__(self, weights, codes, replace, min_group_share=0.0, allocation=None):
         self.weights = np.asarray(weights, dtype=float)
         self.codes = codes
         self.replace = bool(replace)
@@ -96,10 +144,27 @@ class EstimandTracker:
         self.asked = np.zeros(n, dtype=bool)
         self.values = np.zeros(n)  # the asked questions' outcomes (0 elsewhere)
         self.rows = []
+        self.allocation = allocation
+        self.schedule = None if allocation is None else _schedule(np.asarray(allocation))
+        self.strata = []  # stratified: (group, increment) of every draw, in order
+
+    @property
+    def stratified(self):
+        return self.schedule is not None
+
+    def restrict(self, q, available, index):
+        """A stratified design's law for draw ``index``: ``q`` on its group's askable questions
+        (uniform there if ``q`` gives them no mass); ``q`` itself otherwise."""
+        if self.schedule is None:
+            return q
+        member = (self.codes == self.schedule[index]) & available
+        r = np.where(member, q, 0.0)
+        total = r.sum()
+        return r / total if total > 0 else member / np.count_nonzero(member)
 
     def law(self, q, available):
-        """``q`` mixed with the group floor (unchanged without one)."""
-        if self.min_group_share == 0.0 or self.codes is None:
+        """``q`` mixed with the group floor (unchanged without one, or in a stratified design)."""
+        if self.min_group_share == 0.0 or self.codes is None or self.stratified:
             return q
         per_group = np.bincount(self.codes, weights=available, minlength=self.n_groups)
         open_groups = np.count_nonzero(per_group)
@@ -112,6 +177,14 @@ class EstimandTracker:
         p = np.asarray(predictions, dtype=float)
         v = p if self.replace else np.where(self.asked, self.values, p)
         residual = (outcome - p[question]) / probability
+        if self.stratified:  # the drawn group's Des Raj increment over its own questions
+            g = self.codes[question]
+            member = self.codes == g
+            self.strata.append((g, (v[member].sum() + residual) / self.sizes[g]))
+            if not self.replace:
+                self.asked[question] = True
+                self.values[question] = outcome
+            return
         head = self.weights @ v + self.weights[question] * residual
         row = [head]
         if self.codes is not None:
@@ -210,3 +283,38 @@ def group_results(increments, labels, sizes, asked_codes, *, interval, weights, 
         df.append(np.inf if d is None else d)
     n_asked = np.bincount(asked_codes, minlength=labels.size)
     return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked)
+
+
+def stratified_results(strata, labels, sizes, *, interval, replace):
+    """:class:`GroupResults` of a stratified design from its ``(group, increment)`` records: each
+    group's increments are a martingale of their own (the finite-population weights of its size)."""
+    by_group = [[] for _ in labels]
+    for g, phi in strata:
+        by_group[g].append(phi)
+    est, se, df = [], [], []
+    for g, phis in enumerate(by_group):
+        n_g = int(sizes[g])
+        if not replace and len(phis) == n_g:  # a census of the group: its last increment is exact
+            e, v, d = phis[-1], 0.0, np.inf
+        elif len(phis) < 2:
+            raise ValueError(f"group {labels[g]!r} has {len(phis)} draw(s) so far; its variance needs two.")
+        else:
+            e, v, d, _ = pai_inference(phis, interval=interval, n_questions=None if replace else n_g)
+        est.append(e)
+        se.append(np.sqrt(v))
+        df.append(np.inf if d is None else d)
+    n_asked = np.array([len(p) for p in by_group])
+    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked)
+
+
+def combine_strata(results, shares):
+    """``(estimate, variance, df)`` of ``sum_g a_g theta_g`` from a stratified design's groups:
+    their estimates are uncorrelated (martingale differences of different draws), so the variances
+    add; Welch-Satterthwaite degrees of freedom (``inf``: normal)."""
+    a = np.asarray(shares, dtype=float)
+    parts = a**2 * results.std_error**2
+    var = float(parts.sum())
+    finite = np.isfinite(results.df) & (parts > 0)
+    denominator = float(np.sum(parts[finite] ** 2 / results.df[finite]))
+    df = var**2 / denominator if denominator > 0 else np.inf
+    return float(a @ results.estimate), var, df

@@ -27,7 +27,15 @@ from ._inference import (
 from ._progress import progress_bar
 from ._validation import check_alpha, check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
-from .estimands import EstimandTracker, encode_groups, estimand_weights, group_results
+from .estimands import (
+    EstimandTracker,
+    combine_strata,
+    encode_groups,
+    estimand_weights,
+    group_results,
+    stratified_allocation,
+    stratified_results,
+)
 from .posterior import FixedPredictions
 from .results import AccuracyResult
 from .sampling import HybridSampler, Sampler, StreamSampler
@@ -120,7 +128,13 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         (user guide, "Groups and weighted estimands").
     min_group_share : float in [0, 1), default=0.0
         With ``groups``: mix this share of a law giving every group the same mass into the
-        policy, so that no group goes without draws (still exactly unbiased).
+        policy, so that no group goes without draws (still exactly unbiased). With
+        ``stratify``: the share of the budget split evenly between the groups.
+    stratify : bool, default=False
+        With ``groups``: a stratified design, a fixed number of draws per group
+        (:func:`~faqstats.estimands.stratified_allocation`), the policy's law restricted to the
+        draw's group; every group's interval then rests on its own draws (user guide, "Groups
+        and weighted estimands"). For ``estimand`` "micro" or "macro".
 
     Attributes
     ----------
@@ -177,6 +191,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         predict_every=1,
         estimand="micro",
         min_group_share=0.0,
+        stratify=False,
     ):
         self.factor_model = factor_model
         self.sampler = sampler
@@ -193,6 +208,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         self.predict_every = predict_every
         self.estimand = estimand
         self.min_group_share = min_group_share
+        self.stratify = stratify
 
     @classmethod
     def from_history(cls, history, budget, **options):
@@ -265,8 +281,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         micro = isinstance(self.estimand, str) and self.estimand == "micro"
         share = check_scalar(self.min_group_share, "min_group_share", low=0.0, high=1.0, closed="left")
         if groups is None and micro:
-            if share > 0:
-                raise ValueError("min_group_share needs groups: pass groups= to fit.")
+            if share > 0 or self.stratify:
+                raise ValueError(f"{'stratify' if self.stratify else 'min_group_share'} needs groups: pass groups= to fit.")
             return None
         if sampler.design == "stream":
             raise ValueError("groups and weighted estimands need a sequential sampler, not BernoulliAIPW.")
@@ -277,7 +293,18 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         codes, labels = (None, None) if groups is None else encode_groups(groups, n_questions)
         if share > 0 and codes is None:
             raise ValueError("min_group_share needs groups: pass groups= to fit.")
-        tracker = EstimandTracker(estimand_weights(self.estimand, codes, n_questions), codes, sampler.replace, share)
+        allocation = None
+        if self.stratify:
+            if codes is None:
+                raise ValueError("stratify needs groups: pass groups= to fit.")
+            if not isinstance(self.estimand, str):
+                raise ValueError("stratify is for estimand='micro' or 'macro'.")
+            if self.step_weights is not None or self._cs_alpha() is not None:
+                raise ValueError("stratify weights each group's draws itself: drop step_weights, "
+                                 "confidence_sequence and stop_when_width.")
+            allocation = stratified_allocation(np.bincount(codes), self.budget, share, sampler.replace)
+        tracker = EstimandTracker(estimand_weights(self.estimand, codes, n_questions), codes, sampler.replace, share,
+                                  allocation)
         tracker.labels = labels
         return tracker
 
@@ -362,6 +389,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         tracker = loop.run.tracker
         if tracker is None or tracker.codes is None:
             return None
+        if tracker.stratified:
+            return stratified_results(tracker.strata[:n_draws], tracker.labels, tracker.sizes,
+                                      interval=self.interval, replace=loop.run.sampler.replace)
         run, table = loop.run, loop.run.table()[:n_draws]
         weights, without = self._weights_for(run)
         return group_results(tracker.increments()[:n_draws, 1:], tracker.labels, tracker.sizes,
@@ -379,6 +409,13 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             method, variance_method, df = "aipw", "design-based", None
             estimate = float(np.mean(run.terms))
             var = float(np.sum(run.variance_terms)) / n_questions**2
+        elif run.tracker is not None and run.tracker.stratified:
+            groups = self.group_results_of(loop, n_draws)
+            macro = self.estimand == "macro"
+            shares = np.full(groups.labels.size, 1.0 / groups.labels.size) if macro else groups.n_questions / n_questions
+            method, variance_method = ("pai-stratified-macro" if macro else "pai-stratified"), "stratified martingale"
+            estimate, var, df = combine_strata(groups, shares)
+            df = None if np.isinf(df) else df
         elif run.tracker is not None and not (isinstance(self.estimand, str) and self.estimand == "micro"):
             # the headline is a weighted estimand: its own increments (estimands.py), same inference
             method = "pai-macro" if isinstance(self.estimand, str) else "pai-weighted"

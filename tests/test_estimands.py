@@ -93,6 +93,26 @@ def test_group_results_frame_census_and_same_draws(bank, fm):
     assert abs(census.estimate_ - np.mean(truth)) < 1e-12 and census.std_error_ == 0
 
 
+def test_stratified_draws_follow_the_allocation(bank, fm):
+    from faqstats.estimands import _schedule, stratified_allocation
+
+    z = bank.new_outcomes[2]
+    groups = np.repeat(["e", "d", "c", "b", "a"], [10, 30, 60, 80, 120])
+    codes, _ = encode_groups(groups, 300)
+    est = fq.PAIEstimator(fm, budget=50, stratify=True, min_group_share=0.5, batch_size=3, random_state=1)
+    est.fit(z, groups=groups)
+    allocation = stratified_allocation(np.bincount(codes), 50, 0.5)
+    np.testing.assert_array_equal(codes[est.queries_["question"]], _schedule(allocation))
+    np.testing.assert_array_equal(est.group_results_.n_asked, allocation)
+    assert est.result_.method == "pai-stratified" and est.result_.variance_method == "stratified martingale"
+    census = fq.PAIEstimator(fm, budget=300, stratify=True, random_state=0).fit(z, groups=groups)
+    assert abs(census.estimate_ - z.mean()) < 1e-12 and census.std_error_ == 0
+    with pytest.raises(ValueError, match="at least 10 queries"):
+        fq.PAIEstimator(fm, budget=8, stratify=True).fit(z, groups=groups)
+    with pytest.raises(ValueError, match="stratify needs groups"):
+        fq.PAIEstimator(fm, budget=20, stratify=True).fit(z)
+
+
 def test_min_group_share_gives_every_group_draws(bank, fm):
     z = bank.new_outcomes[1]
     groups = np.r_[np.zeros(290, int), np.ones(10, int)]  # a 10-question group in a 300-question bank
@@ -118,7 +138,8 @@ def test_bad_estimand_settings_are_clear_errors(bank, fm, kwargs, fit_kwargs, ma
         fq.PAIEstimator(fm, budget=20, random_state=0, **kwargs).fit(bank.new_outcomes[0], **fit_kwargs)
 
 
-def test_simultaneous_and_macro_coverage_monte_carlo(bank, fm):
+@pytest.mark.parametrize("stratify", [False, True])
+def test_simultaneous_and_macro_coverage_monte_carlo(bank, fm, stratify):
     """Seeded Monte Carlo: 30 new models x 8 seeds = 240 runs at 20% of a 300-question bank in 5
     groups (10-120 questions). The Bonferroni intervals must cover all five group accuracies
     at once in >= 0.90 of the runs and the macro interval its target in >= 0.90 (nominal 0.95;
@@ -129,7 +150,7 @@ def test_simultaneous_and_macro_coverage_monte_carlo(bank, fm):
     for m, z in enumerate(bank.new_outcomes):
         truth = np.bincount(codes, z) / np.bincount(codes)
         for s in range(8):
-            est = fq.PAIEstimator(fm, budget=60, estimand="macro", min_group_share=0.3,
+            est = fq.PAIEstimator(fm, budget=60, estimand="macro", min_group_share=0.3, stratify=stratify,
                                   random_state=[m, s]).fit(z, groups=groups)
             ci = est.group_results_.conf_int(simultaneous=True)
             joint.append(np.all((ci["lower"] <= truth) & (truth <= ci["upper"])))
@@ -143,7 +164,8 @@ OPENLLM = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" /
 
 @pytest.mark.slow
 @pytest.mark.skipif(not OPENLLM.exists(), reason="../shared/data/openllm_v1.npz not available")
-def test_groups_on_openllm_v1():
+@pytest.mark.parametrize("stratify", [False, True])
+def test_groups_on_openllm_v1(stratify):
     """openllm_v1's five sub-benchmarks at 10% (69 queries), min_group_share 0.3, the first 60 test
     models x 3 seeds (180 runs, coverage se about 0.016): every group's own interval and the macro
     interval cover >= 0.90. Prints the simultaneous coverage, still below nominal (user guide,
@@ -161,12 +183,44 @@ def test_groups_on_openllm_v1():
         z = new[m]
         truth = np.bincount(codes, z) / np.bincount(codes)
         for s in range(3):
-            est = fq.PAIEstimator(fm, budget=69, estimand="macro", min_group_share=0.3,
+            est = fq.PAIEstimator(fm, budget=69, estimand="macro", min_group_share=0.3, stratify=stratify,
                                   random_state=[m, s]).fit(z, groups=groups)
             ci, joint_ci = est.group_results_.conf_int(), est.group_results_.conf_int(simultaneous=True)
             each.append(((ci["lower"] <= truth) & (truth <= ci["upper"])).to_numpy())
             joint.append(np.all((joint_ci["lower"] <= truth) & (truth <= joint_ci["upper"])))
             low, high = est.conf_int()
             macro.append(low <= truth.mean() <= high)
-    print(dict(zip(labels, np.mean(each, 0).round(3))), "joint", np.mean(joint), "macro", np.mean(macro))
+    print(stratify, dict(zip(labels, np.mean(each, 0).round(3))), "joint", np.mean(joint), "macro", np.mean(macro))
     assert (np.mean(each, 0) >= 0.90).all() and np.mean(macro) >= 0.90
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), replace=st.booleans())
+def test_stratified_design_unbiased_with_exact_variance(data, replace):
+    """A stratified design (fixed draws per group, the law restricted to the draw's group): every
+    path of tiny banks in two groups; each group's estimate, the micro and the macro headline are
+    exactly unbiased and their variance estimates exactly unbiased (groups' estimates uncorrelated)."""
+    from faqstats.estimands import combine_strata, stratified_results
+
+    z, fm = data.draw(banks(min_n=4, max_n=5, graded=data.draw(st.booleans())))
+    n = z.size
+    groups = np.array(["a", "a"] + data.draw(st.lists(st.sampled_from("ab"), min_size=n - 4, max_size=n - 4))
+                      + ["b", "b"])
+    budget = data.draw(st.integers(4, n if not replace else 5))
+    est = fq.PAIEstimator(fm, data.draw(sequential_samplers(replace)), budget=budget, stratify=True,
+                          batch_size=data.draw(st.integers(1, 2)), min_group_share=data.draw(st.sampled_from([0.0, 0.5])))
+    leaves = enumerate_sequential(est, z, groups=groups)  # checks each draw's group increment is a martingale difference
+    codes, labels = encode_groups(groups, n)
+    sizes = np.bincount(codes)
+    truth = np.bincount(codes, z) / sizes
+    p = np.array([prob for prob, _ in leaves])
+    results = [stratified_results(strata, labels, sizes, interval="t", replace=replace) for _, strata in leaves]
+    for shares, target in ((sizes / n, z.mean()), (np.full(2, 0.5), truth.mean())):
+        combined = np.array([combine_strata(r, shares)[:2] for r in results])
+        mean = p @ combined[:, 0]
+        assert abs(mean - target) < TOL
+        assert abs(p @ combined[:, 1] - p @ (combined[:, 0] - mean) ** 2) < TOL
+    for g in range(2):
+        e = np.array([r.estimate[g] for r in results])
+        v = np.array([r.std_error[g] ** 2 for r in results])
+        assert abs(p @ e - truth[g]) < TOL and abs(p @ v - p @ (e - truth[g]) ** 2) < TOL

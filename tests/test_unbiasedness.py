@@ -93,6 +93,7 @@ def enumerate_sequential(estimator, z, groups=None):
     run = estimator.new_loop(z.size, groups=groups).run
     theta = z.mean()
     targets = None
+    stratified = run.tracker is not None and run.tracker.stratified
     if run.tracker is not None:
         tr = run.tracker
         targets = np.r_[tr.weights @ z, [] if tr.codes is None else np.bincount(tr.codes, z) / tr.sizes]
@@ -100,7 +101,8 @@ def enumerate_sequential(estimator, z, groups=None):
 
     def walk(run, prob, phis):
         if len(phis) == estimator.budget:
-            leaves.append((prob, np.array(phis) if targets is None else run.tracker.increments()))
+            leaf = run.tracker.strata if stratified else run.tracker.increments() if targets is not None else None
+            leaves.append((prob, np.array(phis) if leaf is None else leaf))
             return
         size = min(estimator.batch_size, estimator.budget - len(phis))
         q_round = run.law()
@@ -113,15 +115,23 @@ def enumerate_sequential(estimator, z, groups=None):
             walk(run, prob, phis)
             return
         q = within_round(q_round, run.available, run.replace)
+        if stratified:  # the draw's group, fixed in advance (as SequentialRun._round does)
+            q = run.tracker.restrict(q, run.available, len(phis))
         conditional_mean = 0.0
         estimands_mean = 0.0
         for j in np.flatnonzero(q > 0):
             child = copy.deepcopy(run)
             phi = child.record(int(j), float(q[j]), float(z[j]))
             conditional_mean += q[j] * phi
-            if targets is not None:
+            if stratified:  # the drawn group's increment (the group is fixed in advance)
+                g, phi_g = child.tracker.strata[-1]
+                estimands_mean = estimands_mean + q[j] * phi_g
+            elif targets is not None:
                 estimands_mean = estimands_mean + q[j] * child.tracker.increments()[-1]
             draw(child, prob * q[j], phis + [phi], q_round, left - 1, drawn + [int(j)])
+        if stratified:  # E[phi^g_t | F_{t-1}] = theta_g for the scheduled group g (the bank-wide phi is not used)
+            assert abs(estimands_mean - targets[1 + g]) < TOL, (estimands_mean, targets[1 + g])
+            return
         # martingale property: E[phi_t - theta | F_{t-1}] = 0 at this node
         assert abs(conditional_mean - theta) < TOL, (conditional_mean, theta)
         if targets is not None:  # and for every estimand
