@@ -134,7 +134,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         With ``groups``: a stratified design, a fixed number of draws per group
         (:func:`~faqstats.estimands.stratified_allocation`), the policy's law restricted to the
         draw's group; every group's interval then rests on its own draws (user guide, "Groups
-        and weighted estimands"). For ``estimand`` "micro" or "macro".
+        and weighted estimands"). For ``estimand`` "micro" or "macro"; the bank-wide
+        ``queries_["increment"]`` is then not an estimate (the groups' increments are).
 
     Attributes
     ----------
