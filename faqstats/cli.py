@@ -39,7 +39,8 @@ def _experiment(args):
 
     from .datasets import load_response_matrix
     from .experiments.plots import plot_all
-    from .experiments.runner import format_summary, per_model_coverage, run_experiment, summarize, write_csv
+    from .experiments.runner import (DEFAULT_BUDGETS, format_summary, per_model_coverage, run_experiment, summarize,
+                                     write_csv)
 
     start = time.perf_counter()
     matrix, _ = load_response_matrix(args.data)
@@ -60,7 +61,8 @@ def _experiment(args):
         )
     result = run_experiment(
         matrix, history_fraction=args.history_fraction, split_seed=args.split_seed, complete_rows=args.complete_rows,
-        n_full_obs=args.n_full_obs, p_obs=args.p_obs, max_models=args.max_models, budgets=tuple(args.budgets),
+        n_full_obs=args.n_full_obs, p_obs=args.p_obs, max_models=args.max_models,
+        budgets=tuple(args.budgets or DEFAULT_BUDGETS),
         seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
         n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
         step_weights={"n_runs": args.weight_runs}, verbose=not args.quiet,
@@ -125,20 +127,31 @@ def _draw_bank(args):
           f"with seed {args.seed}; wrote {out}.")
 
 
-def _add_experiment_parser(sub):
-    from .experiments.runner import DEFAULT_BUDGETS, METHODS
+class _ExperimentHelp(argparse.HelpFormatter):
+    """Fills ``{methods}`` in when the help is shown: the runner imports torch, which every other
+    command would otherwise wait for just to build the parser."""
 
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        if "{methods}" in text:
+            from .experiments.runner import METHODS
+
+            text = text.replace("{methods}", ", ".join(METHODS))
+        return text
+
+
+def _add_experiment_parser(sub):
     exp = sub.add_parser(
-        "experiment",
+        "experiment", formatter_class=_ExperimentHelp,
         help="run methods x budgets x seeds on a response matrix (.npz); write CSV tables and PNG figures",
     )
     exp.add_argument("--data", required=True, help=".npz file with an 'outcomes' models x items matrix (-1 missing)")
     exp.add_argument("--out", required=True, help="directory for CSV tables and figures")
-    exp.add_argument("--budgets", type=float, nargs="+", default=list(DEFAULT_BUDGETS),
+    exp.add_argument("--budgets", type=float, nargs="+", default=None,
                      help="budgets as fractions of the bank, in (0, 1] (default 0.025 ... 0.25)")
     exp.add_argument("--seeds", type=int, default=3, help="seeds per method, budget and model (default 3)")
     exp.add_argument("--methods", nargs="+", default=["faq", "uniform-fpc", "ht-uniform"],
-                     help=f"methods among {', '.join(METHODS)}, optionally with sampler parameters, e.g. "
+                     help="methods among {methods}, optionally with sampler parameters, e.g. "
                           "aipw-min:tau=0.05 (default: faq uniform-fpc ht-uniform)")
     exp.add_argument("--max-models", type=int, default=None, help="evaluate at most this many new models")
     exp.add_argument("--complete-rows", action="store_true",
