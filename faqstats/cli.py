@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import re
+import shlex
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +43,8 @@ def _experiment(args):
 
     from .datasets import load_response_matrix
     from .experiments.plots import plot_all
-    from .experiments.runner import format_summary, per_model_coverage, run_experiment, summarize, write_csv
+    from .experiments.runner import (DEFAULT_BUDGETS, format_summary, per_model_coverage, run_experiment, summarize,
+                                     write_csv)
 
     start = time.perf_counter()
     matrix, _ = load_response_matrix(args.data)
@@ -60,7 +65,8 @@ def _experiment(args):
         )
     result = run_experiment(
         matrix, history_fraction=args.history_fraction, split_seed=args.split_seed, complete_rows=args.complete_rows,
-        n_full_obs=args.n_full_obs, p_obs=args.p_obs, max_models=args.max_models, budgets=tuple(args.budgets),
+        n_full_obs=args.n_full_obs, p_obs=args.p_obs, max_models=args.max_models,
+        budgets=tuple(args.budgets or DEFAULT_BUDGETS),
         seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
         n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
         step_weights={"n_runs": args.weight_runs}, verbose=not args.quiet,
@@ -125,20 +131,31 @@ def _draw_bank(args):
           f"with seed {args.seed}; wrote {out}.")
 
 
-def _add_experiment_parser(sub):
-    from .experiments.runner import DEFAULT_BUDGETS, METHODS
+class _ExperimentHelp(argparse.HelpFormatter):
+    """Fills ``{methods}`` in when the help is shown: the runner imports torch, which every other
+    command would otherwise wait for just to build the parser."""
 
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        if "{methods}" in text:
+            from .experiments.runner import METHODS
+
+            text = text.replace("{methods}", ", ".join(METHODS))
+        return text
+
+
+def _add_experiment_parser(sub):
     exp = sub.add_parser(
-        "experiment",
+        "experiment", formatter_class=_ExperimentHelp,
         help="run methods x budgets x seeds on a response matrix (.npz); write CSV tables and PNG figures",
     )
     exp.add_argument("--data", required=True, help=".npz file with an 'outcomes' models x items matrix (-1 missing)")
     exp.add_argument("--out", required=True, help="directory for CSV tables and figures")
-    exp.add_argument("--budgets", type=float, nargs="+", default=list(DEFAULT_BUDGETS),
+    exp.add_argument("--budgets", type=float, nargs="+", default=None,
                      help="budgets as fractions of the bank, in (0, 1] (default 0.025 ... 0.25)")
     exp.add_argument("--seeds", type=int, default=3, help="seeds per method, budget and model (default 3)")
     exp.add_argument("--methods", nargs="+", default=["faq", "uniform-fpc", "ht-uniform"],
-                     help=f"methods among {', '.join(METHODS)}, optionally with sampler parameters, e.g. "
+                     help="methods among {methods}, optionally with sampler parameters, e.g. "
                           "aipw-min:tau=0.05 (default: faq uniform-fpc ht-uniform)")
     exp.add_argument("--max-models", type=int, default=None, help="evaluate at most this many new models")
     exp.add_argument("--complete-rows", action="store_true",
@@ -196,17 +213,91 @@ def _read_question_ids(path):
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+@contextlib.contextmanager
+def _reading_harness(after=""):
+    """Harness output being read: a warning (e.g. about merged runs) as one ``faqstats: warning:``
+    line each; an error in the command line's words, followed by ``after``."""
+    def show(message, *_):
+        print(f"faqstats: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        try:
+            yield
+        except ValueError as exc:
+            message = re.sub(r"[Pp]ass (\w+)=\.\.\. \(or a mapping task -> \w+\)",
+                             r"Pass --\1 NAME (or --\1 TASK=NAME)", str(exc))
+            raise ValueError(message + after) from exc
+
+
+def _harness_of(args):
+    """``(harness, paths)`` of ``--lm-eval``/``--inspect`` (paths: one, or a list), or ``(None, None)``."""
+    given = [(h, getattr(args, h.replace("-", "_"))) for h in ("lm-eval", "inspect")]
+    given = [(h, paths) for h, paths in given if paths]
+    if len(given) > 1:
+        raise ValueError("give --lm-eval or --inspect, not both.")
+    if not given:
+        return None, None
+    harness, paths = given[0]
+    return harness, paths[0] if len(paths) == 1 else list(paths)
+
+
+def _reader_options(args, harness):
+    """The reader options (``--metric``, ``--filter``, ``--scorer``) given, checked against ``harness``.
+
+    Each is ``NAME`` (every task) and/or ``TASK=NAME`` (repeatable): a plain string, or a mapping
+    task -> name whose other tasks get the ``NAME`` given, else the reader's default.
+    """
+    from .integrations._harness import OPTIONS, PerTask
+
+    options = {}
+    for name in ("metric", "filter", "scorer"):
+        values = getattr(args, name, None)
+        if not values:
+            continue
+        if harness is None or name not in OPTIONS[harness]:
+            owner = next(h for h, names in OPTIONS.items() if name in names)
+            raise ValueError(f"--{name} reads harness output: it goes with --{owner} only.")
+        named, plain = {}, []
+        for value in values:
+            task, sep, choice = value.partition("=")
+            if not (choice if sep else task):
+                raise ValueError(f"--{name} takes NAME or TASK=NAME, got {value!r}.")
+            if not sep:
+                plain.append(task)
+            elif task in named:
+                raise ValueError(f"--{name}: task {task!r} is given twice.")
+            else:
+                named[task] = choice
+        if len(plain) > 1:
+            raise ValueError(f"--{name}: one NAME for all tasks (and TASK=NAME for others), got {plain}.")
+        default = plain[0] if plain else OPTIONS[harness][name]
+        options[name] = PerTask(named, default) if named else default
+    return options
+
+
 def _fit_history(args):
     from .datasets import load_response_matrix
     from .factor_model import LogisticFactorModel
     from .io import save_factor_model
 
-    matrix, meta = load_response_matrix(args.data)
-    if args.question_ids is not None:
-        ids = _read_question_ids(args.question_ids)
+    harness, paths = _harness_of(args)
+    options = _reader_options(args, harness)
+    models = None
+    if harness is not None:  # earlier runs read straight from the harness output, ids "<task>/<sample id>"
+        from .integrations._harness import read_history
+
+        if args.question_ids is not None:
+            raise ValueError(f"--question-ids goes with --data; with --{harness} the ids are the harness's.")
+        with _reading_harness():
+            matrix, models, ids = read_history(harness, paths, **options)
     else:
-        key = next((k for k in ("question_ids", "items") if k in meta), None)
-        ids = None if key is None else [str(q) for q in meta[key].tolist()]
+        matrix, meta = load_response_matrix(args.data)
+        if args.question_ids is not None:
+            ids = _read_question_ids(args.question_ids)
+        else:
+            key = next((k for k in ("question_ids", "items") if k in meta), None)
+            ids = None if key is None else [str(q) for q in meta[key].tolist()]
     params = _given(args, "n_components", "regularization", "max_iter", "learning_rate", "prior_scale")
     verbose = not (args.quiet or args.json)
     fm = LogisticFactorModel(**params, device=args.device, random_state=args.seed, verbose=verbose)
@@ -224,8 +315,12 @@ def _fit_history(args):
         "observed_fraction": float(np.mean(~np.isnan(matrix))), "n_components": fm.n_components,
         "regularization": fm.regularization, "max_iter": fm.max_iter, "final_loss": float(fm.loss_curve_[-1]),
         "question_ids": ids is not None, "step_weights": None if weights_file is None else str(weights_file),
+        "harness": harness, "models": models,
     }
-    _emit(args, payload, (
+    read = "" if harness is None else (
+        f"Read {len(models)} model(s) from the {harness} output ({', '.join(models[:5])}"
+        f"{', ...' if len(models) > 5 else ''}).\n")
+    _emit(args, payload, read + (
         f"Fitted a rank-{fm.n_components} factor model on {matrix.shape[0]} models x {matrix.shape[1]} questions "
         f"({100 * payload['observed_fraction']:.1f}% observed), final loss {payload['final_loss']:.4f}.\n"
         f"Wrote {out}{'' if ids is not None else ' (no question ids: a session will number the questions 0..N-1)'}."
@@ -265,12 +360,34 @@ def _session_new(args):
 
 
 def _session_next(args):
+    if args.print is not None and (args.format == "ids" or args.json):
+        raise ValueError("--print prints one bare value of --format lm-eval or --format inspect (and not --json).")
     session = _load(args)
     ids, probabilities = session.next_questions(args.n)
     payload = {"ids": ids, "probabilities": probabilities, "done": session.done, "stop_reason": session.stop_reason}
-    text = "\n".join(f"{q}\t{p:.6g}" for q, p in zip(ids, probabilities)) if ids else (
-        f"Done ({session.stop_reason}): nothing left to ask. See: faqstats session report {session.directory}")
-    _emit(args, payload, text)
+    done = f"Done ({session.stop_reason}): nothing left to ask. See: faqstats session report {session.directory}"
+    if args.format == "ids":
+        _emit(args, payload, "\n".join(f"{q}\t{p:.6g}" for q, p in zip(ids, probabilities)) if ids else done)
+        return
+    from .integrations._harness import round_arguments
+
+    key = "samples" if args.format == "lm-eval" else "sample_id"
+    harness = round_arguments(args.format, ids) if ids else {"tasks": [], key: None}
+    payload.update(harness)
+    if not ids:  # with --print: nothing on stdout, so that a shell loop ends on an empty value
+        if args.print is None:
+            _emit(args, payload, done)
+        else:
+            print(f"faqstats: {done}", file=sys.stderr)
+        return
+    # the values as the harness takes them: lm-eval --tasks a,b --samples JSON; inspect --sample-id, tasks one a line
+    value = json.dumps(harness["samples"]) if args.format == "lm-eval" else harness["sample_id"]
+    tasks = ",".join(harness["tasks"]) if args.format == "lm-eval" else "\n".join(harness["tasks"])
+    if args.print is not None:
+        print(tasks if args.print == "tasks" else value)
+        return
+    line = ["--tasks", tasks, "--samples", value] if args.format == "lm-eval" else ["--sample-id", value]
+    _emit(args, payload, shlex.join(line))
 
 
 def _pairs_from_json(path):
@@ -300,18 +417,46 @@ def _outcome(text):
 
 
 def _session_record(args):
+    harness, paths = _harness_of(args)
+    if sum((bool(args.pairs), args.from_json is not None, harness is not None)) > 1:
+        raise ValueError("give answers one way: ID VALUE pairs, --from-json, --lm-eval or --inspect.")
+    options = _reader_options(args, harness)
+    if harness is not None:
+        return _record_harness(args, harness, paths, options)
     if args.from_json is not None:
-        if args.pairs:
-            raise ValueError("give answers either as ID VALUE pairs or with --from-json, not both.")
         pairs = _pairs_from_json(args.from_json)
     else:
         if not args.pairs or len(args.pairs) % 2:
-            raise ValueError(f"expected ID VALUE pairs, got {len(args.pairs)} argument(s).")
+            raise ValueError(f"expected ID VALUE pairs (or --from-json, --lm-eval, --inspect), "
+                             f"got {len(args.pairs)} argument(s).")
         pairs = [(q, _outcome(v)) for q, v in zip(args.pairs[::2], args.pairs[1::2])]
     session = _load(args)
     session.record([str(q) for q, _ in pairs], [v if isinstance(v, (int, float)) else _outcome(v) for _, v in pairs])
     st = session.status()
     _emit(args, st, f"Recorded {len(pairs)} answer(s).\n" + _status_text(st))
+
+
+def _record_harness(args, harness, paths, options):
+    """Record the pending questions' outcomes, read from a harness run's output (all or nothing)."""
+    from .integrations._harness import read_round
+
+    session = _load(args)
+    if session.done:
+        raise ValueError(f"The session is done ({session.stop_reason}); no question is pending.")
+    pending = session.pending.ids
+    if not pending:
+        raise ValueError(f"no question is pending: run 'faqstats session next {args.directory} --format {harness}', "
+                         "then the harness on what it prints.")
+    with _reading_harness(after=" Nothing was recorded."):
+        values, ignored = read_round(harness, paths, pending, **options)
+    session.record(pending, values.tolist())
+    st = session.status()
+    where = paths if isinstance(paths, str) else ", ".join(paths)
+    note = "" if not ignored else (
+        f" ({len(ignored)} other scored sample(s) there were not pending and are ignored: "
+        + ", ".join(map(repr, ignored[:5])) + (" ..." if len(ignored) > 5 else "") + ")")
+    _emit(args, {**st, "recorded": pending, "ignored": ignored},
+          f"Recorded {len(pending)} answer(s) from {where}{note}.\n" + _status_text(st))
 
 
 def _session_status(args):
@@ -345,9 +490,16 @@ def _finish(parser, func):
 
 
 def _add_fit_history_parser(sub):
-    fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz) and save it")
-    fit.add_argument("--data", required=True,
-                     help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")
+    fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz, lm-eval or "
+                                             "inspect output) and save it")
+    source = fit.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")
+    source.add_argument("--lm-eval", nargs="+", metavar="DIR",
+                        help="lm-eval --output_path directories (runs with --log_samples; or samples files): "
+                             "question ids '<task>/<doc_id>', a model per directory")
+    source.add_argument("--inspect", nargs="+", metavar="LOGDIR",
+                        help="inspect-ai log directories or log files: question ids '<task>/<sample id>', "
+                             "a model per eval.model")
     fit.add_argument("--out", required=True, help="where to write the fitted model (.npz)")
     fit.add_argument("--n-components", type=int, default=None, help="rank k (default 16)")
     fit.add_argument("--regularization", type=float, default=None,
@@ -365,7 +517,19 @@ def _add_fit_history_parser(sub):
     fit.add_argument("--device", default="auto", help="torch device (default auto)")
     fit.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_reader_options(fit)
     _finish(fit, _fit_history)
+
+
+def _add_reader_options(parser):
+    group = parser.add_argument_group(
+        "reading harness output", "NAME for every task and/or TASK=NAME for one (repeat the option)")
+    group.add_argument("--metric", action="append", metavar="[TASK=]NAME",
+                       help="lm-eval: the per-document metric (default acc), e.g. exact_match")
+    group.add_argument("--filter", action="append", metavar="[TASK=]NAME",
+                       help="lm-eval: the filter whose lines to read (default none), e.g. flexible-extract")
+    group.add_argument("--scorer", action="append", metavar="[TASK=]NAME",
+                       help="inspect: the scorer to read (default: the log's only scorer)")
 
 
 def _add_session_parser(sub):
@@ -392,13 +556,28 @@ def _add_session_parser(sub):
     nxt = ssub.add_parser("next", help="print the questions to ask now (the pending ones again until answered)")
     nxt.add_argument("directory")
     nxt.add_argument("--n", type=int, default=None, help="size of a new round (default: the batch size)")
+    nxt.add_argument("--format", choices=["ids", "lm-eval", "inspect"], default="ids",
+                     help="ids: one 'ID<TAB>probability' a line (default); lm-eval: the --tasks and --samples "
+                          "options to run them; inspect: the --sample-id option")
+    nxt.add_argument("--print", choices=["tasks", "samples"], default=None,
+                     help="print only this value (for \"$(...)\"; nothing once done): the --tasks value "
+                          "(lm-eval; inspect: one task a line), or the --samples JSON (lm-eval) / --sample-id "
+                          "value (inspect)")
     _finish(nxt, _session_next)
 
-    rec = ssub.add_parser("record", help="record answers: ID VALUE [ID VALUE ...] (VALUE in [0, 1])")
+    rec = ssub.add_parser("record", help="record answers: ID VALUE [ID VALUE ...] (VALUE in [0, 1]), or those "
+                                         "of the pending questions from a harness run")
     rec.add_argument("directory")
     rec.add_argument("pairs", nargs="*", metavar="ID VALUE", help="question id and its outcome")
     rec.add_argument("--from-json", default=None, metavar="FILE",
                      help="JSON {id: outcome} or [[id, outcome], ...] ('-' reads stdin)")
+    rec.add_argument("--lm-eval", action="append", metavar="OUTDIR",
+                     help="the --output_path of an lm-eval run (--log_samples) on the pending questions: every "
+                          "one must be there; other samples are ignored (repeat for several)")
+    rec.add_argument("--inspect", action="append", metavar="LOGDIR",
+                     help="the --log-dir (or a log file) of an inspect eval run on the pending questions: every "
+                          "one must be there; other samples are ignored (repeat for several)")
+    _add_reader_options(rec)
     _finish(rec, _session_record)
 
     stat = ssub.add_parser("status", help="progress, pending questions and the estimate so far")

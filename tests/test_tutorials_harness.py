@@ -1,4 +1,7 @@
-"""The ```python blocks of docs/tutorials/{lm_eval,inspect_ai}.md run as written.
+"""The tutorials docs/tutorials/{lm_eval,inspect_ai}.md run as written: their ```python blocks
+(``test_tutorial_runs``) and, with the real harness, their ```bash blocks as one shell script
+(``test_tutorial_shell_loop_runs``: faqstats fit-history, session new, the next / harness /
+record loop, session report; ```console blocks are examples and do not run).
 
 The tutorials call the harness CLIs with subprocess. Two ways here, each an ``lm_eval``
 and an ``inspect`` put first on PATH:
@@ -13,10 +16,11 @@ and an ``inspect`` put first on PATH:
   run (tests/data/make_harness_fixtures.py), so the scores read back must equal that
   run's.
 
-```bash blocks are not run.
+The inspect bank has three tasks: tests/data/inspect/history and, under ``odd/``,
+tests/data/inspect/odd/history (sample ids with '/', glob characters, a space, ``007``
+next to ``7``).
 """
 
-import json
 import os
 import re
 import shutil
@@ -35,11 +39,12 @@ FAKE_LM_EVAL = r'''
 import json, os, sys
 from pathlib import Path
 args = sys.argv[1:]
-samples = json.loads(Path(args[args.index("--samples") + 1]).read_text())
+samples = args[args.index("--samples") + 1]
+samples = json.loads(samples if samples.startswith("{") else Path(samples).read_text())
 out = Path(args[args.index("--output_path") + 1])
 tasks = args[args.index("--tasks") + 1].split(",")
 assert set(tasks) == set(samples), (tasks, samples)
-for src in Path(os.environ["FAQ_FIXTURE_RUN"]).rglob("samples_*.jsonl"):
+for src in (f for d in os.environ["FAQ_FIXTURE_RUN"].split(os.pathsep) for f in Path(d).rglob("samples_*.jsonl")):
     task = src.name[len("samples_"):].rsplit("_", 1)[0]
     if task not in samples:
         continue
@@ -50,20 +55,21 @@ for src in Path(os.environ["FAQ_FIXTURE_RUN"]).rglob("samples_*.jsonl"):
 '''
 
 FAKE_INSPECT = r'''
-import json, os, sys, zipfile
+import fnmatch, json, os, sys, zipfile
 from pathlib import Path
 args = sys.argv[1:]
 selectors = args[args.index("--sample-id") + 1].split(",")
 log_dir = Path(args[args.index("--log-dir") + 1])
 log_dir.mkdir(parents=True, exist_ok=True)
-for src in sorted(Path(os.environ["FAQ_FIXTURE_RUN"]).glob("*.eval")):
+for src in sorted(f for d in os.environ["FAQ_FIXTURE_RUN"].split(os.pathsep) for f in Path(d).glob("*.eval")):
     with zipfile.ZipFile(src) as zf:
         header = json.loads(zf.read("header.json"))
         task = header["eval"]["task"]
         wanted = {s.split(":", 1)[1] if s.startswith(task + ":") else s for s in selectors
                   if ":" not in s or s.startswith(task + ":")}
         samples = [json.loads(zf.read(n)) for n in zf.namelist() if n.startswith("samples/")]
-    header["samples"] = [s for s in samples if str(s["id"]) in wanted]
+    # selectors are glob patterns, as inspect reads them
+    header["samples"] = [s for s in samples if any(fnmatch.fnmatchcase(str(s["id"]), w) for w in wanted)]
     (log_dir / (src.stem + ".json")).write_text(json.dumps(header))
 '''
 
@@ -121,8 +127,33 @@ def install_real_tasks(tool, directory):
         shutil.copy(DATA / "harness_tasks.py", directory / "my_tasks.py")
 
 
-def _python_blocks(md):
-    return re.findall(r"^```python\n(.*?)^```", md.read_text(), flags=re.S | re.M)
+def _blocks(md, lang="python"):
+    return re.findall(rf"^```{lang}\n(.*?)^```", md.read_text(), flags=re.S | re.M)
+
+
+# the fixture runs of each tutorial: (history, written where the tutorial reads it), the new model's full run
+TUTORIALS = {
+    "lm_eval": ("lm_eval.md", [("lm_eval/history", "lm_eval_runs")], ["lm_eval/new_model"]),
+    "inspect": ("inspect_ai.md", [("inspect/history", "inspect_logs"), ("inspect/odd/history", "inspect_logs/odd")],
+                ["inspect/new_model", "inspect/odd/new_model"]),
+}
+
+
+def _setup_tutorial(tool, real, source, tmp_path, monkeypatch):
+    """The tutorial's working directory: the history where it reads it, the harness CLI first on PATH."""
+    if real:
+        source = (REAL_LM_EVAL if tool == "lm_eval" else REAL_INSPECT).format(data=str(DATA))
+        install_real_tasks(tool, tmp_path)
+    tutorial, histories, run_dirs = TUTORIALS[tool]
+    for src, dest in histories:
+        shutil.copytree(DATA / src, tmp_path / dest)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _install_fake(bin_dir, tool, source)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAQ_FIXTURE_RUN", os.pathsep.join(str(DATA / r) for r in run_dirs))
+    monkeypatch.chdir(tmp_path)
+    return ROOT / "docs" / "tutorials" / tutorial, [DATA / r for r in run_dirs], bin_dir
 
 
 def _install_fake(bin_dir, name, source):
@@ -132,34 +163,19 @@ def _install_fake(bin_dir, name, source):
 
 
 @pytest.mark.parametrize("real", [False, True], ids=["stand-in", "real"])
-@pytest.mark.parametrize(
-    "tutorial, history, run_dir, tool, source",
-    [
-        ("lm_eval.md", "lm_eval/history", "lm_eval/new_model", "lm_eval", FAKE_LM_EVAL),
-        ("inspect_ai.md", "inspect/history", "inspect/new_model", "inspect", FAKE_INSPECT),
-    ],
-    ids=["lm_eval", "inspect_ai"],
-)
-def test_tutorial_runs(tutorial, history, run_dir, tool, source, real, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("tool, source", [("lm_eval", FAKE_LM_EVAL), ("inspect", FAKE_INSPECT)],
+                         ids=["lm_eval", "inspect_ai"])
+def test_tutorial_runs(tool, source, real, tmp_path, monkeypatch, capsys):
     if sys.platform == "win32":
         pytest.skip("the CLIs put on PATH are scripts with a shebang")
     if real:
         pytest.importorskip("lm_eval" if tool == "lm_eval" else "inspect_ai")
-        source = (REAL_LM_EVAL if tool == "lm_eval" else REAL_INSPECT).format(data=str(DATA))
-        install_real_tasks(tool, tmp_path)
-    blocks = _python_blocks(ROOT / "docs" / "tutorials" / tutorial)
+    tutorial, run_dirs, _ = _setup_tutorial(tool, real, source, tmp_path, monkeypatch)
+    blocks = _blocks(tutorial)
     assert len(blocks) >= 3
-    target = "lm_eval_runs" if tool == "lm_eval" else "inspect_logs"
-    shutil.copytree(DATA / history, tmp_path / target)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    _install_fake(bin_dir, tool, source)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAQ_FIXTURE_RUN", str(DATA / run_dir))
-    monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "__tutorial__"}
     for block in blocks:
-        exec(compile(block, f"{tutorial}", "exec"), namespace)
+        exec(compile(block, tutorial.name, "exec"), namespace)
     out = capsys.readouterr().out
     assert "95% CI" in out
     est = namespace["est"]
@@ -171,11 +187,53 @@ def test_tutorial_runs(tutorial, history, run_dir, tool, source, real, tmp_path,
     # the scores read back are the new model's on exactly the ids asked
     reader = namespace["read_lm_eval_outcomes" if tool == "lm_eval" else "read_inspect_outcomes"]
     options = {"metric": namespace["metric"], "filter": namespace["filter"]} if tool == "lm_eval" else {"scorer": "match"}
-    outcomes = reader(DATA / run_dir, asked, **options)
+    outcomes = reader(run_dirs, asked, **options)
     np.testing.assert_array_equal(est.queries_["outcome"], outcomes)
     if real:  # what the real harness writes and the stand-ins do not
         written = "new_model_runs/round-*/*/results_*.json" if tool == "lm_eval" else "new_model_logs/round-*/*.eval"
         assert len(list(tmp_path.glob(written))) >= len(namespace["rounds"])
+
+
+@pytest.mark.parametrize("tool", ["lm_eval", "inspect"], ids=["lm_eval", "inspect_ai"])
+def test_tutorial_shell_loop_runs(tool, tmp_path, monkeypatch):
+    """The ```bash blocks, in order, as one bash script, with the real harness and this tree's
+    ``faqstats`` first on PATH: the session ends after its budget, with the new model's own
+    scores recorded, and its interval holds the new model's accuracy over the whole bank."""
+    if sys.platform == "win32":
+        pytest.skip("bash and scripts with a shebang")
+    pytest.importorskip("lm_eval" if tool == "lm_eval" else "inspect_ai")
+    from faqstats.integrations import read_inspect_logs, read_lm_eval_samples
+    from faqstats.session import EvaluationSession
+
+    tutorial, run_dirs, bin_dir = _setup_tutorial(tool, True, None, tmp_path, monkeypatch)
+    _install_fake(bin_dir, "faqstats", f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                                      "from faqstats.cli import main\nsys.exit(main())\n")
+    script = "\n".join(_blocks(tutorial, "bash"))
+    assert "session record" in script and "session report" in script
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "done (budget)" in done.stdout and "faqstats: Done (budget)" in done.stderr, done.stderr[-3000:]
+    assert "faqstats: error" not in done.stderr
+
+    session = EvaluationSession.load(tmp_path / "new_model")
+    assert session.done and session.n_draws == session.budget and session.pending.ids == []
+    if tool == "lm_eval":
+        metric = {"faq_arith": "acc", "faq_count": "exact_match"}
+        full, _, ids = read_lm_eval_samples(run_dirs, metric=metric, filter={"faq_count": "flexible-extract",
+                                                                             "faq_arith": "none"})
+        rounds = list(tmp_path.glob("new_model_runs/round-*/*/results_*.json"))
+    else:
+        full, _, ids = read_inspect_logs(run_dirs, scorer="match")
+        rounds = list(tmp_path.glob("new_model_logs/round-*"))
+    assert ids == session.question_ids and len(rounds) == session.budget // session.batch_size
+    queries = session.queries()
+    asked = [ids[q] for q in queries["question"]]
+    np.testing.assert_array_equal(queries["outcome"], full[0, queries["question"]])  # the harness's own scores
+    if tool == "inspect":  # a sample id with '/' went through the real inspect (seed 0 asks odd/a%2Fb)
+        assert any("%2F" in qid for qid in asked), asked
+    low, high = session.result().conf_int(alpha=session.alpha)
+    assert low <= full.mean() <= high
 
 
 def test_inspect_ids_round_trip_real(tmp_path, monkeypatch):

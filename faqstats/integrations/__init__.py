@@ -7,6 +7,8 @@
 The harnesses need not be installed (each module says how it reads their files).
 Question ids are ``"<task>/<id>"`` strings, the columns of the history matrix; pass them
 to :func:`faqstats.save_factor_model` so that a later session can check the bank's order.
+The command line does the same without Python: ``faqstats fit-history --lm-eval|--inspect``,
+``faqstats session next --format lm-eval|inspect``, ``faqstats session record --lm-eval|--inspect``.
 """
 
 from .inspect_ai import DEFAULT_VALUE_MAP, inspect_sample_id_arg, read_inspect_logs, read_inspect_outcomes

@@ -15,9 +15,10 @@ __all__ = ["HarnessRecords", "check_question_id_list", "make_question_id", "spli
 
 
 def _id_sort_key(question_id):
-    """Sort ids by task, then numerically when the sample id is an integer (2 before 10)."""
+    """Sort ids by task, then numerically when the sample id is an integer (2 before 10; ``007``
+    before ``7``, whatever order the files were read in)."""
     task, sample = split_question_id(question_id)
-    return (task, 0, int(sample), "") if sample.isdigit() else (task, 1, 0, sample)
+    return (task, 0, int(sample), sample) if sample.isdigit() else (task, 1, 0, sample)
 
 
 def make_question_id(task, sample):
@@ -113,6 +114,7 @@ class HarnessRecords:
         self._scores = {}  # model -> qid -> (stamp, [values])
         self.models = []  # first-seen order
         self._merged = {}  # model -> stamps of runs that scored a question twice
+        self.ignored = set()  # ids of scored samples skipped because they were not asked
 
     def add(self, model, question_id, value, stamp=""):
         if model not in self._scores:
@@ -150,15 +152,16 @@ class HarnessRecords:
         return np.array([[self.value(m, q) for q in ids] for m in self.models], dtype=float), list(self.models), ids
 
     def outcomes(self, question_ids, source):
-        """Scores of ``question_ids`` (all of them must be present) from a single model."""
-        if len(self.models) != 1:
-            found = ", ".join(map(repr, self.models)) or "none"
+        """Scores of ``question_ids`` (all of them must be present) from a single model, and the
+        ids of the scored samples that were read past because they were not asked (sorted)."""
+        if len(self.models) > 1:
+            found = ", ".join(map(repr, self.models))
             raise ValueError(f"{source} must hold the run of exactly one model; found models {found}.")
-        (model,) = self.models
+        model = self.models[0] if self.models else None  # none: every id is missing
         self._warn_merged()
         values = np.array([self.value(model, qid) for qid in question_ids], dtype=float)
         missing = [qid for qid, v in zip(question_ids, values) if np.isnan(v)]
         if missing:
             shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
             raise ValueError(f"{source} has no score for {len(missing)} of the asked question ids: {shown}.")
-        return values
+        return values, sorted(self.ignored, key=_id_sort_key)

@@ -160,6 +160,7 @@ def _collect(paths, scorer, value_map, reader, name, wanted=None):
                 continue  # not observed
             qid = make_question_id(task, s["id"])
             if wanted is not None and qid not in wanted:
+                records.ignored.add(qid)
                 continue
             where = f"{path} sample {s['id']!r} epoch {s.get('epoch')} scorer {task_scorer!r}"
             value = score.get("value") if isinstance(score, Mapping) else score
@@ -246,6 +247,11 @@ def read_inspect_outcomes(log_path, question_ids, *, scorer=None, value_map=None
     ...     read_inspect_outcomes(tmp, ["quiz/9", "quiz/4"], reader="builtin")
     array([1., 0.])
     """
+    return _read_outcomes(log_path, question_ids, scorer=scorer, value_map=value_map, reader=reader)[0]
+
+
+def _read_outcomes(log_path, question_ids, *, scorer=None, value_map=None, reader="auto"):
+    """:func:`read_inspect_outcomes`'s values and the ids of the scored samples not asked (read past)."""
     ids = check_question_id_list(question_ids)
     records = _collect(log_path, scorer, value_map, reader, "log_path", wanted=set(ids))
     return records.outcomes(ids, f"log_path {log_path}")

@@ -69,6 +69,7 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
                 raise ValueError(f"{path}:{line_no} has no {key!r} field; use key='doc_id' or key='doc_hash'.")
             qid = make_question_id(task, rec[key])
             if wanted is not None and qid not in wanted:
+                records.ignored.add(qid)
                 continue
             records.add(model, qid, as_score(rec[metric], f"{path}:{line_no} metric {metric!r}"), stamp)
             n_used += 1
@@ -221,6 +222,11 @@ def read_lm_eval_outcomes(path, question_ids, *, metric="acc", filter="none", ke
     ...     read_lm_eval_outcomes(out, ["arc/10", "arc/2"])
     array([0., 1.])
     """
+    return _read_outcomes(path, question_ids, metric=metric, filter=filter, key=key)[0]
+
+
+def _read_outcomes(path, question_ids, *, metric="acc", filter="none", key="doc_id"):
+    """:func:`read_lm_eval_outcomes`'s scores and the ids of the scored lines not asked (read past)."""
     ids = check_question_id_list(question_ids)
     tasks = {split_question_id(qid)[0] for qid in ids}
     records = _collect(path, None, metric, filter, key, "path", wanted_tasks=tasks, wanted=set(ids))

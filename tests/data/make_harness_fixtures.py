@@ -42,6 +42,11 @@ What it writes
     The new model on every sample of both tasks (deflate ``.eval``).
 ``inspect/asked/*.eval``
     The new model run with ``sample_id=[...]`` in the default format (zstd ``.eval``).
+``inspect/odd/history/*.eval``, ``inspect/odd/new_model/*.eval``
+    Task ``odd`` (sample ids ``a/b``, ``x*y``, ``two words``, ``007``, ``7``, ``[1]``, ``q?``,
+    ``50%``) run by ``mockllm/a`` to ``mockllm/d`` and by the new model (deflate ``.eval``):
+    with ``inspect/history`` a three-task bank for the shell loop of docs/tutorials/inspect_ai.md.
+    ``python tests/data/make_harness_fixtures.py inspect_odd`` writes only these.
 """
 
 from __future__ import annotations
@@ -369,16 +374,40 @@ def make_inspect():
     (INSPECT_DIR / "asked_ids.txt").write_text(",".join(sample_ids) + "\n")
 
 
-def main():
+def make_inspect_odd():
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai._util import zipfile as inspect_zipfile
+
+    from harness_tasks import odd
+
+    out = INSPECT_DIR / "odd"
+    shutil.rmtree(out, ignore_errors=True)
+    common = dict(display="none", score_display=False, max_connections=1)
+    saved = _deflate_eval_logs()
+    try:
+        for name in ("a", "b", "c", "d"):
+            model = _mock_model(name, INSPECT_MODELS[name])
+            inspect_eval(odd(), model=model, log_dir=str(out / "history"), **common)
+        inspect_eval(odd(), model=_mock_model(*INSPECT_NEW), log_dir=str(out / "new_model"), **common)
+    finally:
+        inspect_zipfile.zipfile_compress_kwargs.clear()
+        inspect_zipfile.zipfile_compress_kwargs.update(saved)
+
+
+def main(parts=("lm_eval", "inspect", "inspect_odd")):
     import inspect_ai
     import lm_eval
 
     print(f"lm_eval {lm_eval.__version__}, inspect_ai {inspect_ai.__version__}")
-    make_lm_eval()
-    make_inspect()
+    if "lm_eval" in parts:
+        make_lm_eval()
+    if "inspect" in parts:
+        make_inspect()
+    if "inspect_odd" in parts:
+        make_inspect_odd()
     total = sum(p.stat().st_size for d in (LM_DIR, INSPECT_DIR) for p in d.rglob("*") if p.is_file())
     print(f"wrote {total / 1024:.0f} KiB under {LM_DIR} and {INSPECT_DIR}")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:] or ("lm_eval", "inspect", "inspect_odd"))

@@ -1,0 +1,76 @@
+"""The harnesses behind one interface, for the command line (``faqstats fit-history --lm-eval``,
+``faqstats session next --format``, ``faqstats session record --inspect``): read earlier runs as a
+history, write a round's harness arguments, read a round's outcomes. Only dispatch: the work is
+in :mod:`.lm_eval` and :mod:`.inspect_ai`.
+"""
+
+from __future__ import annotations
+
+from inspect import signature
+
+from . import inspect_ai, lm_eval
+from ._common import check_question_id_list, split_question_id
+
+HARNESSES = ("lm-eval", "inspect")
+
+
+def _defaults(reader, names):
+    return {name: signature(reader).parameters[name].default for name in names}
+
+
+OPTIONS = {"lm-eval": _defaults(lm_eval.read_lm_eval_samples, ("metric", "filter")),
+           "inspect": _defaults(inspect_ai.read_inspect_logs, ("scorer",))}
+"""The reader options each harness takes (one value, or one per task), with their defaults."""
+
+
+class PerTask(dict):
+    """A reader option given per task (``{task: value}``) with ``default`` for every other task."""
+
+    def __init__(self, named, default):
+        super().__init__(named)
+        self.default = default
+
+    def __contains__(self, task):
+        return True
+
+    def __missing__(self, task):
+        return self.default
+
+    def get(self, task, default=None):
+        return self[task]
+
+
+def _check(harness):
+    if harness not in HARNESSES:
+        raise ValueError(f"harness must be one of {HARNESSES}, got {harness!r}.")
+
+
+def read_history(harness, paths, **options):
+    """``(matrix, model names, question ids)`` of earlier runs: :func:`.read_lm_eval_samples` or
+    :func:`.read_inspect_logs` with ``options``."""
+    _check(harness)
+    read = lm_eval.read_lm_eval_samples if harness == "lm-eval" else inspect_ai.read_inspect_logs
+    return read(paths, **options)
+
+
+def round_arguments(harness, question_ids):
+    """What to pass to the harness to run ``question_ids``: ``{"tasks": [...], "samples": {task:
+    [doc ids]}}`` for lm-eval (``--tasks``, ``--samples``), ``{"tasks": [...], "sample_id": str}``
+    for inspect (``--sample-id``, ``<task>:<id>`` selectors)."""
+    _check(harness)
+    ids = check_question_id_list(question_ids, "the session's question ids", empty="nothing is pending")
+    if harness == "lm-eval":
+        samples = lm_eval.write_lm_eval_samples_arg(ids)
+        return {"tasks": list(samples), "samples": samples}
+    tasks = list(dict.fromkeys(split_question_id(qid)[0] for qid in ids))
+    return {"tasks": tasks, "sample_id": inspect_ai.inspect_sample_id_arg(ids, task_prefix=True)}
+
+
+def read_round(harness, paths, question_ids, **options):
+    """``(outcomes of question_ids, ids of the other scored samples read past)`` from one model's
+    harness output: :func:`.read_lm_eval_outcomes` or :func:`.read_inspect_outcomes` with ``options``;
+    a ``ValueError`` names the path and the ids without a score."""
+    _check(harness)
+    ids = check_question_id_list(question_ids, "the session's question ids", empty="nothing is pending")
+    read = lm_eval._read_outcomes if harness == "lm-eval" else inspect_ai._read_outcomes
+    return read(paths, ids, **options)
