@@ -72,7 +72,7 @@ def stratified_allocation(sizes, budget, min_group_share=0.0, replace=False):
     >>> stratified_allocation(np.array([10, 30, 60]), 20).tolist()
     [2, 6, 12]
     >>> stratified_allocation(np.array([10, 30, 60]), 20, min_group_share=0.6).tolist()
-    [6, 6, 8]
+    [5, 6, 9]
     """
     sizes = np.asarray(sizes, dtype=int)
     cap = np.full(sizes.size, budget) if replace else sizes
