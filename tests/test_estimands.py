@@ -224,3 +224,20 @@ def test_stratified_design_unbiased_with_exact_variance(data, replace):
         e = np.array([r.estimate[g] for r in results])
         v = np.array([r.std_error[g] ** 2 for r in results])
         assert abs(p @ e - truth[g]) < TOL and abs(p @ v - p @ (e - truth[g]) ** 2) < TOL
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"estimand": "macro", "stratify": True, "min_group_share": 0.3}])
+def test_session_with_groups_resumes_to_the_estimators_results(bank, fm, tmp_path, kwargs):
+    z = bank.new_outcomes[3]
+    groups = np.repeat(["e", "d", "c", "b", "a"], [10, 30, 60, 80, 120])
+    est = fq.PAIEstimator(fm, budget=30, batch_size=4, random_state=5, **kwargs).fit(z, groups=groups)
+    fq.EvaluationSession.create(tmp_path / "s", fm, budget=30, batch_size=4, random_state=5, groups=groups, **kwargs)
+    while True:
+        s = fq.EvaluationSession.load(tmp_path / "s")  # resumed every round
+        if s.done:
+            break
+        ids, _ = s.next_questions()
+        s.record(ids, [z[i] for i in ids])
+    assert s.result() == est.result_
+    pd_testing = __import__("pandas").testing
+    pd_testing.assert_frame_equal(s.group_results().to_frame(), est.group_results_.to_frame())

@@ -50,6 +50,11 @@ class EvaluationSession:
         parameters: one from outside :mod:`faqstats.sampling` must be passed again to :meth:`load`.
     budget, batch_size, stop_when_width, confidence_sequence, interval, step_weights, dtype
         As in :class:`PAIEstimator`; a round of :meth:`next_questions` is ``batch_size`` draws.
+    groups : sequence of str or int, optional
+        A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``):
+        :meth:`group_results` then gives every group's estimate and interval.
+    estimand, min_group_share, stratify
+        As in :class:`PAIEstimator` (user guide, "Groups and weighted estimands").
     alpha : float in (0, 1), default=0.05
         Level of the reported intervals (:meth:`status`) and of the confidence sequence.
     random_state : int or None, default=None
@@ -104,6 +109,10 @@ class EvaluationSession:
         random_state=None,
         directory=None,
         dtype="float64",
+        groups=None,
+        estimand="micro",
+        min_group_share=0.0,
+        stratify=False,
     ):
         if directory is not None:
             SessionStore.refuse_existing(directory)
@@ -144,6 +153,15 @@ class EvaluationSession:
             config["step_weights"] = [float(x) for x in np.asarray(step_weights, dtype=float).ravel()]
         if dtype != "float64":
             config["dtype"] = dtype
+        # stored only when used, like step_weights
+        if groups is not None:
+            config["groups"] = np.asarray(groups).tolist()
+        if not (isinstance(estimand, str) and estimand == "micro"):
+            config["estimand"] = estimand if isinstance(estimand, str) else np.asarray(estimand, dtype=float).tolist()
+        if min_group_share:
+            config["min_group_share"] = min_group_share
+        if stratify:
+            config["stratify"] = bool(stratify)
         notes = []
         config = json_safe(config, "config", notes)  # numpy scalars -> plain JSON types
         if notes:
@@ -227,8 +245,11 @@ class EvaluationSession:
             interval=config["interval"],
             step_weights=config.get("step_weights"),
             dtype=config.get("dtype", "float64"),
+            estimand=config.get("estimand", "micro"),
+            min_group_share=config.get("min_group_share", 0.0),
+            stratify=config.get("stratify", False),
         )
-        self._loop = self._estimator.new_loop(fm.question_factors_.shape[0])
+        self._loop = self._estimator.new_loop(fm.question_factors_.shape[0], groups=config.get("groups"))
         self._config = config
         self.factor_model = fm
         self.sampler = sampler
@@ -399,6 +420,17 @@ class EvaluationSession:
         if self.n_draws < 2:
             raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
         return self._estimator.result_of(self._loop)
+
+    def group_results(self):
+        """Every group's estimate so far (:class:`~faqstats.GroupResults`); None without ``groups``.
+
+        Returns
+        -------
+        GroupResults or None
+        """
+        if self.n_draws < 2:
+            raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
+        return self._estimator.group_results_of(self._loop)
 
     def trajectory(self):
         """The running estimate and interval after each recorded draw (from the second on).
