@@ -180,8 +180,22 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     def from_history(cls, history, budget, **options):
         """An estimator configured from the history alone, ready to ``fit`` a new model.
 
-        See :func:`faqstats.configure.configure_from_history` (``options`` are its keyword
-        arguments; call it directly for the report of what was chosen and why).
+        See :func:`faqstats.configure.configure_from_history` (call it directly for the report
+        of what was chosen and why).
+
+        Parameters
+        ----------
+        history : array-like of shape (n_models, N)
+            Earlier models' outcomes (NaN = not observed).
+        budget : int
+            Queries the estimator will make.
+        **options
+            Keyword arguments of :func:`~faqstats.configure_from_history`.
+
+        Returns
+        -------
+        PAIEstimator
+            Unfitted: the chosen predictor (fitted) and step weights, or the sample mean.
 
         Examples
         --------
@@ -197,7 +211,18 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
 
     # -- set-up ----------------------------------------------------------------
     def validate(self, n_questions):
-        """Check every parameter for a bank of ``n_questions``; return the sampler."""
+        """Check every parameter for a bank of ``n_questions``; return the sampler.
+
+        Parameters
+        ----------
+        n_questions : int
+            The bank size ``N``.
+
+        Returns
+        -------
+        Sampler or StreamSampler
+            The policy to run (``HybridSampler()`` when ``sampler`` is None).
+        """
         sampler = HybridSampler() if self.sampler is None else self.sampler
         if not isinstance(sampler, (Sampler, StreamSampler)):
             raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
@@ -243,8 +268,22 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         return check_alpha(cs)
 
     def new_loop(self, n_questions=None, rng=None):
-        """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration; used by ``fit``,
-        the session and the tests."""
+        """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration.
+
+        Used by ``fit``, the session and the tests.
+
+        Parameters
+        ----------
+        n_questions : int or None, default=None
+            The bank size (``None``: the factor model's).
+        rng : numpy.random.Generator, int or None, default=None
+            Draws the order of a nature's-order design's stream (unused by sequential policies).
+
+        Returns
+        -------
+        faqstats._engine.QueryLoop
+            The loop, before its first draw.
+        """
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self.validate(n_questions)
         fm = self.factor_model
@@ -264,6 +303,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             The new model's outcomes in [0, 1] (0/1 or graded: user guide, "Graded outcomes");
             only the asked entries are read, NaN elsewhere is fine. Or a function mapping an
             integer array of question indices to their outcomes (called once per round).
+        y : None
+            Ignored (scikit-learn's convention).
 
         Returns
         -------
@@ -306,8 +347,21 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         return np.array(rows, dtype=float).reshape(-1, 3) if loop.cs is not None and rows else None
 
     def result_of(self, loop, n_draws=None):
-        """The :class:`AccuracyResult` of a loop made by :meth:`new_loop` over every recorded
-        draw, or over the first ``n_draws`` (an interim result, ``stop_reason`` None)."""
+        """The :class:`AccuracyResult` of a loop made by :meth:`new_loop`.
+
+        Parameters
+        ----------
+        loop : faqstats._engine.QueryLoop
+            The loop, with its recorded draws.
+        n_draws : int or None, default=None
+            Use the first ``n_draws`` draws only (an interim result, ``stop_reason`` None);
+            ``None``: every recorded draw.
+
+        Returns
+        -------
+        AccuracyResult
+            The estimate and its uncertainty.
+        """
         run = loop.run
         table = run.table()[:n_draws]
         partial = n_draws is not None
