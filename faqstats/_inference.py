@@ -57,8 +57,22 @@ def _out(value, one):
 def martingale_variance(increments):
     """``sum (phi_t - mean)^2 / (n (n - 1))``: exactly unbiased for ``Var(mean phi)``.
 
+    Parameters
+    ----------
+    increments : array-like of shape (n,) or (R, n)
+        One run's increments ``phi_t``, or one row per run (``n >= 2``).
+
+    Returns
+    -------
+    float or ndarray of shape (R,)
+        The variance estimate of each run.
+
+    Examples
+    --------
     >>> round(martingale_variance([0.2, 0.4, 0.9]), 6)
     0.043333
+    >>> martingale_variance([[0.2, 0.4, 0.9], [0.0, 1.0, 0.0]]).round(6)
+    array([0.043333, 0.111111])
     """
     phi, one = _rows(increments)
     n = phi.shape[1]
@@ -167,6 +181,32 @@ def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_qu
 
     ``sigma^2 = [sum_t (z - p)^2 / q^2 - sum_t (S - P_t)^2] / (n N^2)`` with
     ``S = mean_s z_s / q_s`` and ``P_t = sum_j p_j^{(t-1)}``; biased downward, kept for comparison.
+
+    Parameters
+    ----------
+    outcomes, predictions, probabilities, prediction_totals : array-like of shape (n,)
+        Per draw ``t``: the outcome ``z``, its prediction ``p`` before the answer, its draw
+        probability ``q`` and ``P_t`` (the fields of :attr:`PAIEstimator.queries_`).
+    n_questions : int
+        The bank size ``N``.
+
+    Returns
+    -------
+    float
+        The variance estimate (it can be negative).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=30, n_questions=100, n_new=1, random_state=0)
+    >>> fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
+    >>> est = fq.PAIEstimator(fm, fq.HybridSampler(replace=True), budget=30, variance="paper",
+    ...                       random_state=0).fit(bank.new_outcomes[0])
+    >>> q = est.queries_
+    >>> v = paper_variance(q["outcome"], q["prediction"], q["probability"], q["prediction_total"], 100)
+    >>> bool(np.isclose(np.sqrt(v), est.std_error_))
+    True
     """
     z, p, q, P = (np.asarray(a, dtype=float) for a in (outcomes, predictions, probabilities, prediction_totals))
     n = z.size

@@ -49,6 +49,21 @@ class BatchedRuns:
         With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample mean).
     increment_ranges : ndarray of shape (R, budget, 2) or None
         With ``keep_increments=True``: the range of each ``phi_t`` known before its draw.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> z = fq.make_synthetic_bank(n_models=30, n_questions=100, n_new=2, random_state=0).new_outcomes
+    >>> runs = simulate(z, [0, 1, 2, 3], sampler=fq.UniformSampler(), budget=20, rows=[0, 0, 1, 1],
+    ...                 keep_increments=True)
+    >>> runs.method, runs.estimate.shape, runs.increments.shape
+    ('sample_mean', (4,), (4, 20))
+    >>> bool(np.all((runs.low <= runs.estimate) & (runs.estimate <= runs.high)))
+    True
+    >>> est = fq.PAIEstimator(sampler=fq.UniformSampler(), budget=20, random_state=2).fit(z[1])
+    >>> bool(runs.estimate[2] == est.estimate_)  # run 2: row 1 with seed 2
+    True
     """
 
     estimate: np.ndarray
@@ -63,9 +78,24 @@ class BatchedRuns:
 
 
 def supports(sampler, *, batch_size=1, variance="martingale", stop_when_width=None, confidence_sequence=False):
-    """Whether :func:`simulate` reproduces ``PAIEstimator`` with these settings (any policy
-    with one draw per round, the martingale variance and no early stopping).
+    """Whether :func:`simulate` reproduces ``PAIEstimator`` with these settings.
 
+    It does for any policy with one draw per round, the martingale variance and no early stopping.
+
+    Parameters
+    ----------
+    sampler : Sampler or StreamSampler
+        The policy.
+    batch_size, variance, stop_when_width, confidence_sequence
+        As in :class:`~faqstats.PAIEstimator`.
+
+    Returns
+    -------
+    bool
+        Whether :func:`simulate` covers the settings.
+
+    Examples
+    --------
     >>> from faqstats import HybridSampler
     >>> supports(HybridSampler()), supports(HybridSampler(), batch_size=4)
     (True, False)

@@ -354,7 +354,20 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         return FixedPredictions(np.zeros(n_questions)) if fm is None else fm.posterior()
 
     def new_loop(self, n_questions=None, reference=None):
-        """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`PairedRun` (for ``fit`` and tests)."""
+        """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`PairedRun` (for ``fit`` and tests).
+
+        Parameters
+        ----------
+        n_questions : int or None, default=None
+            The bank size (``None``: the factor model's).
+        reference : array-like of shape (N,) or None, default=None
+            The reference's known outcomes (reference design), as in :meth:`fit`.
+
+        Returns
+        -------
+        faqstats._engine.QueryLoop
+            The loop, before its first draw.
+        """
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self._validate(n_questions)
         predictor_a = self._predictor(n_questions)
@@ -463,6 +476,25 @@ def compare(outcomes_a, outcomes_b=None, *, reference=None, factor_model=None, b
 
     Shorthand for ``PairedPAIEstimator(factor_model, budget=budget, **params).fit(outcomes_a,
     outcomes_b, reference=reference).result_``.
+
+    Parameters
+    ----------
+    outcomes_a, outcomes_b : array-like of shape (N,) or callable
+        The two models' outcomes (``outcomes_b`` None with a ``reference``), as in
+        :meth:`PairedPAIEstimator.fit`.
+    reference : array-like of shape (N,), optional
+        Fully known outcomes of a reference model (reference design).
+    factor_model : fitted LogisticFactorModel or None, default=None
+        As in :class:`PairedPAIEstimator`.
+    budget : int, default=100
+        Steps, each asking one question to each new model.
+    **params
+        The other parameters of :class:`PairedPAIEstimator`.
+
+    Returns
+    -------
+    ComparisonResult
+        The estimated difference ``theta_A - theta_B`` and its uncertainty.
 
     Examples
     --------

@@ -28,6 +28,16 @@ class SyntheticBank:
         True finite-bank accuracy ``theta`` of each new model.
     model_factors, question_factors, new_model_factors : ndarray
         The planted factors (logit = u . v).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import make_synthetic_bank
+    >>> bank = make_synthetic_bank(n_models=30, n_questions=40, n_new=5, n_components=4, random_state=0)
+    >>> bank.history.shape, bank.question_factors.shape, bank.new_model_factors.shape
+    ((30, 40), (40, 4), (5, 4))
+    >>> bool(np.array_equal(bank.new_accuracy, bank.new_outcomes.mean(axis=1)))
+    True
     """
 
     history: np.ndarray
@@ -97,15 +107,34 @@ def make_synthetic_bank(n_models=200, n_questions=500, n_new=20, n_components=4,
 
 
 def draw_bank_from_factors(model_factors, question_factors, *, random_state=None):
-    """A fixed semi-synthetic bank ``z_ij ~ Bernoulli(sigmoid(u_i . v_j))`` from published factors.
+    """Draw a fixed semi-synthetic 0/1 bank from published factors.
 
-    For paper-scale studies: draw once, keep it as the finite bank (the factor model is then
-    well specified, so its efficiency figures are optimistic). Returns an ``int8`` 0/1 matrix.
+    Each cell is ``z_ij ~ Bernoulli(sigmoid(u_i' v_j))``. For paper-scale studies: draw once,
+    keep it as the finite bank (the factor model is then well specified, so its efficiency
+    figures are optimistic).
 
+    Parameters
+    ----------
+    model_factors : array-like of shape (n_models, k)
+        The factors ``u_i`` of the models (rows).
+    question_factors : array-like of shape (n_questions, k)
+        The factors ``v_j`` of the questions (columns).
+    random_state : int, Generator or None, default=None
+        Seeds the draw.
+
+    Returns
+    -------
+    ndarray of int8, shape (n_models, n_questions)
+        The 0/1 outcomes.
+
+    Examples
+    --------
     >>> import numpy as np
-    >>> Z = draw_bank_from_factors(np.ones((3, 2)), np.zeros((5, 2)), random_state=0)
-    >>> Z.shape, Z.dtype, set(np.unique(Z)) <= {0, 1}
-    ((3, 5), dtype('int8'), True)
+    >>> from faqstats import make_synthetic_bank
+    >>> bank = make_synthetic_bank(n_models=30, n_questions=40, n_new=5, random_state=0)
+    >>> Z = draw_bank_from_factors(bank.new_model_factors, bank.question_factors, random_state=0)
+    >>> Z.shape, Z.dtype, set(np.unique(Z).tolist()) <= {0, 1}
+    ((5, 40), dtype('int8'), True)
     """
     U = np.asarray(model_factors, dtype=np.float64)
     V = np.asarray(question_factors, dtype=np.float64)
@@ -122,8 +151,31 @@ def draw_bank_from_factors(model_factors, question_factors, *, random_state=None
 def load_response_matrix(path):
     """Load a models x items matrix: an ``.npz`` with an ``outcomes`` array, or an ``.npy`` array.
 
-    Returns ``(matrix, metadata)``: entries ``-1`` ("not observed") become NaN; metadata
-    holds the other arrays of an ``.npz`` file.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npz`` or ``.npy`` file (read without pickle).
+
+    Returns
+    -------
+    matrix : ndarray of float, shape (n_models, n_items)
+        The outcomes; entries ``-1`` ("not observed") become NaN.
+    metadata : dict
+        The other arrays of an ``.npz`` file (empty for ``.npy``).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = pathlib.Path(tmp) / "bank.npz"
+    ...     np.savez(path, outcomes=np.array([[1, 0, -1], [0, 1, 1]]), models=np.array(["m1", "m2"]))
+    ...     matrix, metadata = load_response_matrix(path)
+    >>> matrix
+    array([[ 1.,  0., nan],
+           [ 0.,  1.,  1.]])
+    >>> metadata["models"].tolist()
+    ['m1', 'm2']
     """
     path = Path(path)
     if not path.exists():

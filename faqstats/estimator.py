@@ -215,8 +215,22 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     def from_history(cls, history, budget, **options):
         """An estimator configured from the history alone, ready to ``fit`` a new model.
 
-        See :func:`faqstats.configure.configure_from_history` (``options`` are its keyword
-        arguments; call it directly for the report of what was chosen and why).
+        See :func:`faqstats.configure.configure_from_history` (call it directly for the report
+        of what was chosen and why).
+
+        Parameters
+        ----------
+        history : array-like of shape (n_models, N)
+            Earlier models' outcomes (NaN = not observed).
+        budget : int
+            Queries the estimator will make.
+        **options
+            Keyword arguments of :func:`~faqstats.configure_from_history`.
+
+        Returns
+        -------
+        PAIEstimator
+            Unfitted: the chosen predictor (fitted) and step weights, or the sample mean.
 
         Examples
         --------
@@ -232,7 +246,18 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
 
     # -- set-up ----------------------------------------------------------------
     def validate(self, n_questions):
-        """Check every parameter for a bank of ``n_questions``; return the sampler."""
+        """Check every parameter for a bank of ``n_questions``; return the sampler.
+
+        Parameters
+        ----------
+        n_questions : int
+            The bank size ``N``.
+
+        Returns
+        -------
+        Sampler or StreamSampler
+            The policy to run (``HybridSampler()`` when ``sampler`` is None).
+        """
         sampler = HybridSampler() if self.sampler is None else self.sampler
         if not isinstance(sampler, (Sampler, StreamSampler)):
             raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
@@ -310,8 +335,24 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         return tracker
 
     def new_loop(self, n_questions=None, rng=None, groups=None):
-        """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration; used by ``fit``,
-        the session and the tests (``groups``: as in :meth:`fit`)."""
+        """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration.
+
+        Used by ``fit``, the session and the tests.
+
+        Parameters
+        ----------
+        n_questions : int or None, default=None
+            The bank size (``None``: the factor model's).
+        rng : numpy.random.Generator, int or None, default=None
+            Draws the order of a nature's-order design's stream (unused by sequential policies).
+        groups : array-like of shape (N,) or None, default=None
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        faqstats._engine.QueryLoop
+            The loop, before its first draw.
+        """
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self.validate(n_questions)
         tracker = self._tracker(sampler, n_questions, groups)
@@ -400,8 +441,21 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
                              n_questions=without)
 
     def result_of(self, loop, n_draws=None):
-        """The :class:`AccuracyResult` of a loop made by :meth:`new_loop` over every recorded
-        draw, or over the first ``n_draws`` (an interim result, ``stop_reason`` None)."""
+        """The :class:`AccuracyResult` of a loop made by :meth:`new_loop`.
+
+        Parameters
+        ----------
+        loop : faqstats._engine.QueryLoop
+            The loop, with its recorded draws.
+        n_draws : int or None, default=None
+            Use the first ``n_draws`` draws only (an interim result, ``stop_reason`` None);
+            ``None``: every recorded draw.
+
+        Returns
+        -------
+        AccuracyResult
+            The estimate and its uncertainty.
+        """
         run = loop.run
         table = run.table()[:n_draws]
         partial = n_draws is not None

@@ -81,7 +81,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
     prior_cov_ : ndarray of shape (n_components, n_components)
         Covariance of ``model_factors_`` (ddof=1; identity below two models) plus a tiny
         ridge, times ``prior_scale``.
-    loss_curve_ : ndarray of shape (n_iter_,)
+    loss_curve_ : ndarray of shape (``n_iter_``,)
         Training loss (mean cross-entropy over observed cells, without the penalty)
         at each AdamW step (before its update), or after each Newton sweep.
     n_iter_ : int
@@ -90,7 +90,7 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         The device actually used.
     n_features_in_ : int
         Number of questions seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Question names, when ``X`` in ``fit`` was a DataFrame with string column names.
 
     See Also
@@ -151,6 +151,22 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
 
         Give either ``model_factors`` (the prior is then their mean and covariance) or
         ``prior_mean`` and ``prior_cov`` directly.
+
+        Parameters
+        ----------
+        question_factors : array-like of shape (n_questions, k)
+            The question factors ``v_j``.
+        prior_mean : array-like of shape (k,), optional
+            The prior mean of a new model's factor.
+        prior_cov : array-like of shape (k, k), optional
+            Its prior covariance (symmetric positive semi-definite).
+        model_factors : array-like of shape (n_models, k), optional
+            Historical model factors ``u_i``, whose mean and covariance give the prior.
+
+        Returns
+        -------
+        LogisticFactorModel
+            Fitted: ``question_factors_``, ``prior_mean_``, ``prior_cov_`` and ``model_factors_`` set.
 
         Examples
         --------
@@ -244,11 +260,13 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         X : array-like of shape (n_models, n_questions)
             Historical outcomes: 1 correct, 0 wrong, graded in [0, 1] (a soft target:
             docs/statistics.md, "Graded outcomes"), NaN not observed; no empty rows.
-        y : ignored
+        y : None
+            Ignored (scikit-learn's convention).
 
         Returns
         -------
-        self : LogisticFactorModel
+        LogisticFactorModel
+            The fitted model (``self``).
         """
         from . import _torch_backend as backend
 
@@ -267,7 +285,20 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         return self
 
     def fit_transform(self, X, y=None):
-        """Fit and return ``model_factors_``."""
+        """Fit and return ``model_factors_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_models, n_questions)
+            Historical outcomes, as in :meth:`fit`.
+        y : None
+            Ignored (scikit-learn's convention).
+
+        Returns
+        -------
+        ndarray of shape (n_models, n_components)
+            The fitted ``model_factors_``.
+        """
         return self.fit(X).model_factors_
 
     def transform(self, X):
@@ -283,7 +314,8 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        U : ndarray of shape (n_rows, n_components)
+        ndarray of shape (n_rows, n_components)
+            The factor ``u`` of each row.
         """
         check_is_fitted(self, "question_factors_")
         return self._transform(validate_history(self, X, reset=False, allow_empty_rows=True))
@@ -301,7 +333,18 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         return U
 
     def predict_proba(self, model_factors):
-        """P(correct) for every question given model factor(s) ``u`` (shape (k,) or (m, k))."""
+        """P(correct) for every question given model factor(s) ``u``.
+
+        Parameters
+        ----------
+        model_factors : array-like of shape (k,) or (m, k)
+            One factor ``u``, or one per row.
+
+        Returns
+        -------
+        ndarray of shape (n_questions,) or (m, n_questions)
+            ``sigmoid(u' v_j)`` for every question.
+        """
         check_is_fitted(self, "question_factors_")
         u = np.asarray(model_factors, dtype=float)
         if u.shape[-1] != self.question_factors_.shape[1]:
@@ -312,8 +355,20 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
         return expit(u @ self.question_factors_.T)
 
     def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior, ready to learn
-        its answers; ``dtype`` and ``predict_every`` as there."""
+        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior, ready to learn its answers.
+
+        Parameters
+        ----------
+        dtype : {"float64", "float32"}, default="float64"
+            Precision of the predictions, as in :class:`~faqstats.posterior.FactorPosterior`.
+        predict_every : int, default=1
+            Refresh the predictions after every ``predict_every``-th answer only (as there).
+
+        Returns
+        -------
+        faqstats.posterior.FactorPosterior
+            The posterior, at the prior ``(prior_mean_, prior_cov_)``.
+        """
         check_is_fitted(self, "question_factors_")
         return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
                                predict_every=predict_every)
@@ -323,6 +378,18 @@ class LogisticFactorModel(TransformerMixin, BaseEstimator):
 
         A seeded half of each row's observed cells fits its factor (as in ``transform``),
         the other half is scored; so ``GridSearchCV(..., cv=KFold())`` works.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_questions)
+            Outcomes of held-out models, NaN where not observed.
+        y : None
+            Ignored (scikit-learn's convention).
+
+        Returns
+        -------
+        float
+            Minus the mean log-loss on the scored cells.
         """
         check_is_fitted(self, "question_factors_")
         H, fit_half, test_half = observed_halves(self, X)
@@ -535,7 +602,20 @@ class LogisticFactorModelCV(BaseEstimator):
         return self.best_estimator_.predict_proba(model_factors)
 
     def posterior(self, dtype="float64", predict_every=1):
-        """The refitted model's :meth:`LogisticFactorModel.posterior`."""
+        """The refitted model's :meth:`LogisticFactorModel.posterior`.
+
+        Parameters
+        ----------
+        dtype : {"float64", "float32"}, default="float64"
+            As in :meth:`LogisticFactorModel.posterior`.
+        predict_every : int, default=1
+            As in :meth:`LogisticFactorModel.posterior`.
+
+        Returns
+        -------
+        faqstats.posterior.FactorPosterior
+            The best estimator's posterior at its prior.
+        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.posterior(dtype=dtype, predict_every=predict_every)
 

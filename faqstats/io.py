@@ -165,7 +165,7 @@ def save_factor_model(model, path, *, question_ids=None):
 
     Returns
     -------
-    path : pathlib.Path
+    pathlib.Path
         The file written (with the ``.npz`` suffix).
 
     Examples
@@ -346,7 +346,7 @@ def load_factor_model(path):
 
     Returns
     -------
-    model : LogisticFactorModel or GaussianProcessSurrogate
+    LogisticFactorModel or GaussianProcessSurrogate
         Fitted (a saved CV model's best estimator), predicting exactly as the saved one,
         with its parameters (a Generator ``random_state`` comes back as None),
         ``question_ids_`` (for :func:`check_question_ids`) and ``metadata_`` (the JSON metadata; for a
@@ -539,6 +539,18 @@ def _json_sha256(value):
 def save_step_weights(step_weights, path):
     """Write :class:`~faqstats.StepWeights` as JSON (atomically); :func:`load_step_weights` reads it back.
 
+    Parameters
+    ----------
+    step_weights : StepWeights
+        What :func:`~faqstats.learn_step_weights` returned (its ``factor_model`` is not stored).
+    path : str or os.PathLike
+        The file to write.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
     Examples
     --------
     >>> import pathlib, tempfile
@@ -563,7 +575,36 @@ def save_step_weights(step_weights, path):
 
 
 def load_step_weights(path):
-    """Read a file written by :func:`save_step_weights` (a :class:`~faqstats.StepWeights`)."""
+    """Read a file written by :func:`save_step_weights` (a :class:`~faqstats.StepWeights`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The JSON file.
+
+    Returns
+    -------
+    StepWeights
+        As saved, with ``factor_model`` None.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a step-weights file (or a newer format), or was edited or damaged.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from faqstats import StepWeights, save_step_weights
+    >>> sw = StepWeights(weights=np.array([0.5, 1.0, 1.5]), step_variance=np.array([4.0, 2.0, 1.0]),
+    ...                  smoothed_variance=np.array([4.0, 2.0, 1.0]), n_validation=10, n_runs=100,
+    ...                  variance_ratio=0.9, seconds=0.5)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     loaded = load_step_weights(save_step_weights(sw, pathlib.Path(tmp) / "weights.json"))
+    >>> loaded.weights.tolist(), loaded.variance_ratio, loaded.factor_model
+    ([0.5, 1.0, 1.5], 0.9, None)
+    """
     from .step_weights import StepWeights
 
     path = Path(path)

@@ -130,8 +130,22 @@ class AccuracyResult(_Result):
     def conf_int(self, alpha=0.05, alternative="two-sided"):
         """Wald-type interval at level ``1 - alpha`` (t quantile when ``df`` is set), clipped to [0, 1].
 
-        Returns ``(low, high)``. After stopping early on width (``stop_reason == "width"``) only
-        the anytime-valid interval is valid: it is returned, and other intervals are refused.
+        After stopping early on width (``stop_reason == "width"``) only the anytime-valid
+        interval is valid: it is returned, and other intervals are refused.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the confidence level.
+        alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
+            ``"larger"``: the one-sided ``[low, 1]``; ``"smaller"``: ``[0, high]``.
+
+        Returns
+        -------
+        low : float
+            The interval's lower end.
+        high : float
+            Its upper end.
         """
         if self.stop_reason == "width":
             if alternative != "two-sided" or abs(alpha - self.anytime_alpha) > 1e-12:
@@ -145,7 +159,18 @@ class AccuracyResult(_Result):
     confint = conf_int
 
     def summary(self, alpha=0.05):
-        """The result as a statsmodels summary table (text with ``print``, HTML in notebooks)."""
+        """The result as a statsmodels summary table (text with ``print``, HTML in notebooks).
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the level of the interval shown.
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary
+            The table.
+        """
         low, high = self.conf_int(alpha)
         items = self._design_items("Method:", "Queries used:") | {
             "Stopped because of:": "(still running)" if self.stop_reason is None else self.stop_reason,
@@ -202,7 +227,22 @@ class ComparisonResult(_Result):
     df: float | None = None
 
     def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Wald-type interval for the difference (t quantile when ``df`` is set), clipped to [-1, 1]."""
+        """Wald-type interval for the difference (t quantile when ``df`` is set), clipped to [-1, 1].
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the confidence level.
+        alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
+            ``"larger"``: the one-sided ``[low, 1]``; ``"smaller"``: ``[-1, high]``.
+
+        Returns
+        -------
+        low : float
+            The interval's lower end.
+        high : float
+            Its upper end.
+        """
         return wald_interval(
             self.estimate, self.std_error, alpha=alpha, alternative=alternative, bounds=(-1.0, 1.0), df=self.df
         )
@@ -210,7 +250,20 @@ class ComparisonResult(_Result):
     confint = conf_int
 
     def pvalue(self, null=0.0, alternative="two-sided"):
-        """P-value of ``H0: delta = null`` (``alternative="larger"``: ``H1: delta > null``)."""
+        """P-value of ``H0: delta = null``.
+
+        Parameters
+        ----------
+        null : float in [-1, 1], default=0.0
+            The difference under the null hypothesis.
+        alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
+            The alternative: ``delta != null``, ``delta > null`` or ``delta < null``.
+
+        Returns
+        -------
+        float
+            The p-value (normal or t quantile, as :meth:`conf_int`).
+        """
         check_scalar(null, "null", low=-1.0, high=1.0)
         if alternative not in ("two-sided", "larger", "smaller"):
             raise ValueError(f"alternative must be 'two-sided', 'larger' or 'smaller', got {alternative!r}.")
@@ -224,7 +277,18 @@ class ComparisonResult(_Result):
         return float(dist.sf(stat) if alternative == "larger" else dist.cdf(stat))
 
     def summary(self, alpha=0.05):
-        """The comparison as a statsmodels summary table."""
+        """The comparison as a statsmodels summary table.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the level of the interval shown.
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary
+            The table.
+        """
         low, high = self.conf_int(alpha)
         known = " (known)" if self.method.startswith("reference") else ""
         items = self._design_items("Design:", "Questions asked:") | {

@@ -40,6 +40,18 @@ class StepWeights:
     seconds : float
     factor_model : fitted estimator or None
         The factor model refitted on the training part of the split (see ``fitted_factor_model``).
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=60, n_new=1, n_components=2, random_state=0)
+    >>> fm = fq.LogisticFactorModel(n_components=2, solver="newton", regularization=3.0, random_state=0)
+    >>> sw = fq.learn_step_weights(bank.history, fm, budget=12, n_runs=30, random_state=0)
+    >>> sw.weights.shape, round(float(sw.weights.mean()), 6), bool(sw.weights[-1] > sw.weights[0])
+    ((12,), 1.0, True)
+    >>> est = fq.PAIEstimator(sw.factor_model, budget=12, step_weights=sw.weights, random_state=0)
+    >>> est.fit(bank.new_outcomes[0]).result_.variance_method
+    'weighted martingale'
     """
 
     weights: np.ndarray
@@ -52,7 +64,18 @@ class StepWeights:
     factor_model: object = field(default=None, repr=False, compare=False)
 
     def plot(self, ax=None):
-        """Measured and smoothed per-step variance, and the weights, on ``ax`` (default: a new figure)."""
+        """Measured and smoothed per-step variance, and the weights.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes or None, default=None
+            Where to draw (``None``: a new :class:`~matplotlib.figure.Figure`, no pyplot).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on (the weights on a twin axis).
+        """
         if ax is None:
             from matplotlib.figure import Figure
 

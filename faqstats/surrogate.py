@@ -91,11 +91,19 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         check_scalar(self.n_iter, "n_iter", kind=numbers.Integral, low=1)
 
     def fit(self, X, y=None):
-        """Fit the prior mean and low-rank covariance on a history (models x questions, NaN = not observed).
+        """Fit the prior mean and low-rank covariance on a history.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_models, N)
+            Historical outcomes in [0, 1], NaN where not observed.
+        y : None
+            Ignored (scikit-learn's convention).
 
         Returns
         -------
-        self
+        GaussianProcessSurrogate
+            The fitted surrogate (``self``).
         """
         self.check_params()
         H = validate_history(self, X, reset=True)
@@ -127,13 +135,38 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         return self
 
     def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.GaussianPosterior` at the prior."""
+        """A new model's :class:`~faqstats.posterior.GaussianPosterior` at the prior.
+
+        Parameters
+        ----------
+        dtype : {"float64", "float32"}, default="float64"
+            Precision of the predictions.
+        predict_every : int, default=1
+            Refresh the predictions after every ``predict_every``-th answer only
+            (:meth:`LogisticFactorModel.posterior <faqstats.LogisticFactorModel.posterior>`).
+
+        Returns
+        -------
+        faqstats.posterior.GaussianPosterior
+            The posterior, ready to learn the new model's answers.
+        """
         check_is_fitted(self, "question_factors_")
         return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
                                  self.noise_, dtype=dtype, predict_every=predict_every)
 
     def transform(self, X):
-        """Posterior mean of each row's latent ``u`` given its observed cells (NaN = not observed)."""
+        """Posterior mean of each row's latent ``u`` given its observed cells.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, N)
+            Outcomes in [0, 1], NaN where not observed.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, k)
+            The posterior mean of each row's ``u``.
+        """
         check_is_fitted(self, "question_factors_")
         H = validate_history(self, X, reset=False, allow_empty_rows=True)
         return np.stack([self._latent(row) for row in H]) if H.shape[0] else np.empty((0, self.prior_mean_.size))
@@ -145,13 +178,39 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         return np.linalg.solve(precision, (V.T * w) @ (row[seen] - self.question_means_[seen]))
 
     def predict(self, X):
-        """Predicted outcome of every question for each row of ``X``, given its observed cells."""
+        """Predicted outcome of every question for each row of ``X``, given its observed cells.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, N)
+            Outcomes in [0, 1], NaN where not observed.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, N)
+            The predictions, clipped to [0, 1].
+        """
         U = self.transform(X)
         return np.clip(self.question_means_ + U @ self.question_factors_.T, 0.0, 1.0)
 
     def score(self, X, y=None):
-        """Held-out negative Brier score (higher is better) of each row's observed cells, one seeded
-        half conditioning the prediction of the other (:func:`~faqstats._validation.observed_halves`)."""
+        """Held-out negative Brier score (higher is better) of each row's observed cells.
+
+        One seeded half of the cells conditions the prediction of the other
+        (:func:`~faqstats._validation.observed_halves`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, N)
+            Outcomes of held-out models, NaN where not observed.
+        y : None
+            Ignored (scikit-learn's convention).
+
+        Returns
+        -------
+        float
+            Minus the mean squared error on the scored cells.
+        """
         check_is_fitted(self, "question_factors_")
         H, fit_half, test_half = observed_halves(self, X)
         P = self.predict(np.where(fit_half, H, np.nan))

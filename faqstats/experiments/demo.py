@@ -34,6 +34,18 @@ class DemoResult:
         One row per (method, budget, new model, seed), as in :func:`~faqstats.experiments.run_experiment`.
     factor_model : fitted LogisticFactorModel
     bank : SyntheticBank
+
+    Examples
+    --------
+    >>> demo = run_demo(budgets=(10,), n_models=40, n_questions=60, n_new=2, seeds=1, verbose=False)
+    >>> demo.records.shape, demo.bank.history.shape
+    ((4, 13), (40, 60))
+    >>> print(demo.examples(10))  # doctest: +ELLIPSIS
+    Budget 10 queries, seed 0, all 2 new models: estimate [95% CI]
+    ...
+    model truth       faq-equal           uniform-fpc...
+    ...
+    * = the interval missed the true accuracy
     """
 
     records: pd.DataFrame
@@ -41,11 +53,32 @@ class DemoResult:
     bank: object
 
     def summary(self):
-        """:func:`~faqstats.experiments.summarize` of the records."""
+        """:func:`~faqstats.experiments.summarize` of the records.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per (method, budget).
+        """
         return summarize(self.records)
 
     def examples(self, budget, seed=0, max_models=5):
-        """Estimate, 95% CI and truth of the first ``max_models`` new models at one budget, as text."""
+        """Estimate, 95% CI and truth of the first ``max_models`` new models at one budget, as text.
+
+        Parameters
+        ----------
+        budget : int
+            The budget (queries), one of the demo's.
+        seed : int, default=0
+            Which seed's runs.
+        max_models : int, default=5
+            Show at most this many new models.
+
+        Returns
+        -------
+        str
+            The table; ``*`` marks an interval that missed the true accuracy.
+        """
         r = self.records[(self.records["budget"] == budget) & (self.records["seed"] == seed)]
         n_models = r["model"].nunique()
         r = r[r["model"] < max_models]
@@ -59,13 +92,43 @@ class DemoResult:
                                  table=table, index=False, notes=["* = the interval missed the true accuracy"]))
 
     def plot(self, path):
-        """Save a PNG of the mean 95% CI width against the budget; returns the path."""
+        """Save a PNG of the mean 95% CI width against the budget.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The PNG file to write.
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
         return plot_width(self.summary(), Path(path), title="CI width vs budget (synthetic bank)", x="budget")
 
 
 def run_demo(budgets=(25, 50, 100), n_models=200, n_questions=500, n_new=10, seeds=5, random_state=0,
              verbose=True):
     """Run the demo: every new model at every budget and seed with both :data:`DEMO_METHODS`.
+
+    Parameters
+    ----------
+    budgets : sequence of int, default=(25, 50, 100)
+        Budgets in queries.
+    n_models, n_questions, n_new : int, default=200, 500, 10
+        The synthetic bank's history models, questions and new models
+        (:func:`~faqstats.make_synthetic_bank`, 30% of the history missing).
+    seeds : int, default=5
+        Runs per (method, budget, new model).
+    random_state : int, default=0
+        Seeds the bank, the factor fit and the runs.
+    verbose : bool, default=True
+        Progress bars.
+
+    Returns
+    -------
+    DemoResult
+        The records, the fitted factor model and the bank.
 
     Examples
     --------

@@ -53,16 +53,22 @@ __all__ = [
     "read_csv",
 ]
 
-#: Budgets as fractions of the bank: 2.5%, 5%, ..., 25%.
 DEFAULT_BUDGETS = tuple(float(f) for f in np.round(np.linspace(0.025, 0.25, 10), 4))
+"""Budgets as fractions of the bank: 2.5%, 5%, ..., 25% (:func:`run_experiment`'s default).
+
+Examples
+--------
+>>> DEFAULT_BUDGETS[:3], len(DEFAULT_BUDGETS)
+((0.025, 0.05, 0.075), 10)
+>>> budget_sizes(DEFAULT_BUDGETS, 200)[1]  # queries on a bank of 200 questions
+array([ 5, 10, 15, 20, 25, 30, 35, 40, 45, 50])
+"""
 
 
 def _method(sampler_factory, uses_fm=True):
     return lambda fm: (fm if uses_fm else None, sampler_factory())
 
 
-#: Named methods: ``name -> callable(factor_model) -> (factor_model or None, sampler)``; a method
-#: uses the factor model exactly when its callable returns it. Described in docs/results.md.
 METHODS = {
     "faq": _method(HybridSampler),  # run_methods adds increment weights learned from the history
     "faq-equal": _method(HybridSampler),  # the same policy, equal weights (the plain mean of increments)
@@ -79,6 +85,21 @@ METHODS = {
     "gp-equal": _method(HybridSampler),
     "auto": _method(lambda: UniformSampler(replace=False), uses_fm=False),
 }
+"""Named methods: ``name -> callable(factor_model) -> (factor_model or None, sampler)``.
+
+A method uses the factor model exactly when its callable returns it. Described in
+docs/results.md; :func:`run_methods` takes their names.
+
+Examples
+--------
+>>> sorted(METHODS)[:4]
+['active', 'aipw-min', 'aipw-neyman', 'auto']
+>>> METHODS["uniform-fpc"](None)  # no factor model: the sample mean
+(None, UniformSampler())
+>>> fm, sampler = METHODS["faq-paper"]("a fitted factor model")
+>>> fm, sampler
+('a fitted factor model', HybridSampler(replace=True, tau=0.05))
+"""
 
 #: Methods whose predictor is :class:`~faqstats.GaussianProcessSurrogate()` fitted on the history.
 SURROGATE_METHODS = ("gp", "gp-equal")
@@ -126,6 +147,17 @@ class MethodRuns:
         The predictor of the :data:`SURROGATE_METHODS`, when one ran.
     configurations : dict
         ``{budget (queries): Configuration}`` when "auto" ran (:func:`faqstats.configure_from_history`).
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8, 16], seeds=2,
+    ...                    methods=["uniform-fpc", "ht-uniform"], verbose=False)
+    >>> runs.records.shape, runs.factor_model is None  # the two baselines need no factor model
+    ((24, 13), True)
+    >>> runs.summary()[["method", "budget", "n_runs"]].values.tolist()
+    [['uniform-fpc', 8, 6], ['uniform-fpc', 16, 6], ['ht-uniform', 8, 6], ['ht-uniform', 16, 6]]
     """
 
     records: pd.DataFrame
@@ -137,7 +169,18 @@ class MethodRuns:
     configurations: dict = field(default_factory=dict)
 
     def summary(self, **kwargs):
-        """:func:`summarize` of the records."""
+        """:func:`summarize` of the records.
+
+        Parameters
+        ----------
+        **kwargs
+            Keyword arguments of :func:`summarize`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per (method, budget).
+        """
         return summarize(self.records, **kwargs)
 
 
@@ -157,6 +200,16 @@ class ExperimentResult(MethodRuns):
         Seconds for the whole experiment (factor fit included).
     config : dict
         The experiment's settings.
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_components=2, random_state=0)
+    >>> out = run_experiment(bank.history, budgets=[0.2], seeds=1, methods=["uniform-fpc"], verbose=False)
+    >>> out.history_shape, out.new_rows.size, out.budgets.tolist(), out.config["methods"]
+    ((45, 40), 15, [0.2], ['uniform-fpc'])
+    >>> out.summary()[["method", "budget", "n_runs"]].values.tolist()
+    [['uniform-fpc', 8, 15]]
     """
 
     history_shape: tuple
@@ -258,9 +311,22 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
 def budget_sizes(fractions, n_questions):
     """Budget fractions of the bank -> numbers of queries ``round(f * N)``, at least 2.
 
-    Returns ``(fractions, sizes)``; fractions mapping to an already used size are
-    dropped with a warning.
+    Parameters
+    ----------
+    fractions : sequence of float in (0, 1]
+        Budgets as fractions of the bank.
+    n_questions : int
+        The bank size ``N``.
 
+    Returns
+    -------
+    fractions : ndarray of float
+        The fractions kept: those mapping to an already used size are dropped with a warning.
+    sizes : ndarray of int
+        Their numbers of queries.
+
+    Examples
+    --------
     >>> budget_sizes([0.05, 0.1, 0.25], 693)
     (array([0.05, 0.1 , 0.25]), array([ 35,  69, 173]))
     """
@@ -492,6 +558,10 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0)``;
         a dict overrides some of those; an estimator is cloned and fitted on the history when some
         method needs it, or used as is if already fitted (on this split's history: unchecked).
+    budget_fractions : sequence of float or None
+        Fractions of the bank the budgets stand for, for the records; ``None`` is ``budgets / N``.
+    new_rows : sequence of int or None
+        Row labels of the new models for the records; ``None`` is ``0 .. n_new - 1``.
     alpha : float, default=0.05
         Significance level of the intervals.
     random_state : int, default=0
@@ -515,10 +585,6 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         weights, with a warning, when it has too few complete rows) and for "auto".
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
-    budget_fractions : sequence of float or None
-        Fractions of the bank the budgets stand for, for the records; ``None`` is ``budgets / N``.
-    new_rows : sequence of int or None
-        Row labels of the new models for the records; ``None`` is ``0 .. n_new - 1``.
 
     Returns
     -------
@@ -681,6 +747,18 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
     -------
     pandas.DataFrame
         Methods in their order of appearance, budgets increasing.
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8, 16], seeds=2,
+    ...                    methods=["uniform-fpc", "ht-uniform"], verbose=False)
+    >>> table = summarize(runs.records)
+    >>> table[["method", "budget", "n_runs"]].values.tolist()
+    [['uniform-fpc', 8, 6], ['uniform-fpc', 16, 6], ['ht-uniform', 8, 6], ['ht-uniform', 16, 6]]
+    >>> table["ess_fpc"].iloc[:2].tolist()  # the FPC baseline against itself
+    [1.0, 1.0]
     """
     records = _as_records(records)
     table = records.groupby(["method", "budget"]).agg(
@@ -695,8 +773,29 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
 
 
 def per_model_coverage(records):
-    """One row per (method, budget, model): its truth, coverage over seeds and mean width
-    (:data:`MODEL_COVERAGE_COLUMNS`)."""
+    """One row per (method, budget, model): its truth, coverage over seeds and mean width.
+
+    Parameters
+    ----------
+    records : DataFrame, ExperimentResult or MethodRuns
+        The runs' records.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`MODEL_COVERAGE_COLUMNS`.
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8], seeds=4, methods=["uniform-fpc"], verbose=False)
+    >>> table = per_model_coverage(runs)
+    >>> table[["model", "n_runs"]].values.tolist()
+    [[0, 4], [1, 4], [2, 4]]
+    >>> bool(table["truth"].equals(pd.Series(bank.new_accuracy)))
+    True
+    """
     records = _as_records(records)
     table = records.groupby(["method", "budget", "model"]).agg(
         budget_fraction=("budget_fraction", "first"), row=("row", "first"), truth=("truth", "first"),
@@ -705,7 +804,30 @@ def per_model_coverage(records):
 
 
 def format_summary(summary, markdown=False):
-    """The summary table as text (a statsmodels summary's) or as a Markdown table (``markdown=True``)."""
+    """The summary table as text (a statsmodels summary's) or as a Markdown table.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        What :func:`summarize` returns.
+    markdown : bool, default=False
+        A Markdown table instead of text.
+
+    Returns
+    -------
+    str
+        The table; the ESS columns of a baseline that did not run are left out.
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8], seeds=2, methods=["uniform-fpc"], verbose=False)
+    >>> print(format_summary(summarize(runs.records), markdown=True))
+    | method | budget | queries | runs | coverage | +/- se | mean width | RMSE | ESS vs FPC |
+    |---|---|---|---|---|---|---|---|---|
+    | uniform-fpc | 20.0% | 8.0 | 6 | ... | 1.00 |
+    """
     s = pd.DataFrame(summary)
     shown = pd.DataFrame({
         "method": s["method"], "budget": [f"{100 * f:.1f}%" for f in s["budget_fraction"]],
@@ -724,7 +846,32 @@ def format_summary(summary, markdown=False):
 
 # ---------------------------------------------------------------- CSV
 def write_csv(table, path):
-    """Write a table (records, summary, per-model table) as CSV; floats round-trip exactly."""
+    """Write a table (records, summary, per-model table) as CSV; floats round-trip exactly.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The table (its index is not written).
+    path : str or os.PathLike
+        The file; missing parent directories are made.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8], seeds=2, methods=["uniform-fpc"], verbose=False)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = write_csv(runs.records, pathlib.Path(tmp) / "runs" / "records.csv")
+    ...     back = read_csv(path)
+    >>> path.name, back.equals(runs.records)
+    ('records.csv', True)
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(table).to_csv(path, index=False, float_format="%.17g")
@@ -732,7 +879,32 @@ def write_csv(table, path):
 
 
 def read_csv(path, columns=RECORD_COLUMNS):
-    """Read a table written by :func:`write_csv`, checking it has ``columns`` (in order)."""
+    """Read a table written by :func:`write_csv`, checking it has ``columns`` (in order).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The CSV file.
+    columns : sequence of str, default=RECORD_COLUMNS
+        The columns the table must have, in order (e.g. :data:`SUMMARY_COLUMNS` for a summary).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table, floats exactly as written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8], seeds=2, methods=["uniform-fpc"], verbose=False)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = write_csv(runs.summary(), pathlib.Path(tmp) / "summary.csv")
+    ...     summary = read_csv(path, columns=SUMMARY_COLUMNS)
+    >>> summary[["method", "budget", "n_runs"]].values.tolist()
+    [['uniform-fpc', 8, 6]]
+    """
     # exact float parsing: pandas 3's default; pandas 2 needs it asked for
     exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
     table = pd.read_csv(path, **exact)

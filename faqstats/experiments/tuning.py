@@ -25,13 +25,24 @@ from ..step_weights import validation_split
 
 __all__ = ["PAPER_GRID", "TuningResult", "tune_policy"]
 
-#: The seed paper's grid over the hybrid policy's parameters, plus tau 0.5 (the package default).
 PAPER_GRID = {
     "beta0": (0.5, 1.0),
     "rho": (0.0, 0.5),
     "gamma": (0.0, 0.5),
     "tau": (0.05, 0.25, 0.5),
 }
+"""The seed paper's grid over the hybrid policy's parameters, plus tau 0.5 (the package default).
+
+:func:`tune_policy`'s default ``grid``: every combination is a candidate.
+
+Examples
+--------
+>>> import itertools
+>>> from faqstats import HybridSampler
+>>> points = [dict(zip(PAPER_GRID, values)) for values in itertools.product(*PAPER_GRID.values())]
+>>> len(points), HybridSampler(**points[0])
+(24, HybridSampler(beta0=0.5, tau=0.05))
+"""
 
 @dataclass(frozen=True)
 class TuningResult:
@@ -51,6 +62,19 @@ class TuningResult:
     seconds : float
     template : Sampler
         The sampler whose parameters were tuned (unchanged).
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=60, n_components=2, random_state=0)
+    >>> fm = fq.LogisticFactorModel(n_components=2, solver="newton", regularization=3.0, random_state=0)
+    >>> res = tune_policy(bank.history, fm, budget=10, grid={"tau": (0.25, 0.5), "beta0": (0.5, 1.0)},
+    ...                   seeds=2, random_state=0)
+    >>> res.table.columns.tolist(), res.n_validation
+    (['tau', 'beta0', 'n_runs', 'coverage', 'mean_width', 'rmse', 'qualifies'], 15)
+    >>> sampler = res.sampler()  # the template with the winning values
+    >>> {name: sampler.get_params()[name] for name in res.best_params} == res.best_params
+    True
     """
 
     best_params: dict
@@ -61,7 +85,13 @@ class TuningResult:
     template: object = None
 
     def sampler(self):
-        """The tuned sampler: a clone of the template with :attr:`best_params`."""
+        """The tuned sampler: a clone of the template with :attr:`best_params`.
+
+        Returns
+        -------
+        Sampler
+            Unfitted, ready for :class:`~faqstats.PAIEstimator`.
+        """
         return clone(self.template if self.template is not None else HybridSampler()).set_params(**self.best_params)
 
 

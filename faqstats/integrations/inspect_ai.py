@@ -22,7 +22,19 @@ from ._common import (HarnessRecords, as_score, check_question_id_list, expand_p
 __all__ = ["read_inspect_logs", "read_inspect_outcomes", "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
 
 DEFAULT_VALUE_MAP = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
-"""inspect's letter scores (CORRECT, INCORRECT, PARTIAL, NOANSWER) as numbers."""
+"""inspect's letter scores (CORRECT, INCORRECT, PARTIAL, NOANSWER) as numbers.
+
+A mapping ``value_map`` given to :func:`read_inspect_logs` or :func:`read_inspect_outcomes` is
+merged over these (a function replaces them).
+
+Examples
+--------
+>>> [DEFAULT_VALUE_MAP[letter] for letter in "CIPN"]
+[1.0, 0.0, 0.5, 0.0]
+>>> strict = {**DEFAULT_VALUE_MAP, "P": 0.0}  # what value_map={"P": 0.0} reads with: no partial credit
+>>> strict["P"], strict["C"]
+(0.0, 1.0)
+"""
 
 _ZIP_ZSTANDARD = 93  # zip compression method id of zstandard (inspect-ai's default)
 _READERS = ("auto", "inspect", "builtin")

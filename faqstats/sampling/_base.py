@@ -61,6 +61,15 @@ class PolicyState:
         the state was built by hand.
     asked : ndarray of int or None
         The questions no longer askable (default: those not ``available``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import PolicyState
+    >>> state = PolicyState(predictions=np.array([0.5, 0.9, 0.99]), available=np.array([True, True, False]),
+    ...                     step=2, budget=3)
+    >>> state.oracle_scores().round(3), state.asked_indices()
+    (array([0.5  , 0.3  , 0.099]), array([2]))
     """
 
     predictions: np.ndarray
@@ -108,6 +117,20 @@ class Sampler(BaseEstimator):
     A subclass that overrides ``scores`` or ``probabilities`` runs in the batched engine
     through its numpy scores unless it sets ``batched = True``, and has its law checked
     before each draw unless it sets ``checks_law = False`` (docs/architecture.md).
+
+    Examples
+    --------
+    A policy is a subclass with ``scores``; it runs wherever the built-in ones do:
+
+    >>> import faqstats as fq
+    >>> class Easiest(fq.Sampler):  # prefer the questions the model likely gets right
+    ...     def scores(self, state):
+    ...         return state.predictions
+    >>> bank = fq.make_synthetic_bank(n_models=30, n_questions=100, n_new=1, random_state=0)
+    >>> fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
+    >>> est = fq.PAIEstimator(fm, Easiest(tau=0.5), budget=20, random_state=0).fit(bank.new_outcomes[0])
+    >>> est.n_queries_, est.result_.method
+    (20, 'pai')
     """
 
     #: which loop runs this policy: one question at a time from a law over the bank
@@ -137,11 +160,33 @@ class Sampler(BaseEstimator):
         return self
 
     def scores(self, state: PolicyState):
-        """Non-negative, unnormalised preference for each question (shape (N,))."""
+        """Non-negative, unnormalised preference for each question (shape (N,)).
+
+        Parameters
+        ----------
+        state : PolicyState
+            What the policy may look at (read-only).
+
+        Returns
+        -------
+        ndarray of shape (N,)
+            The scores; :meth:`probabilities` mixes them with the uniform floor ``tau``.
+        """
         raise NotImplementedError
 
     def probabilities(self, state: PolicyState) -> np.ndarray:
-        """The sampling distribution ``q_t`` over all N questions (zero where unavailable)."""
+        """The sampling distribution ``q_t`` over all N questions (zero where unavailable).
+
+        Parameters
+        ----------
+        state : PolicyState
+            What the policy may look at (read-only).
+
+        Returns
+        -------
+        ndarray of shape (N,)
+            ``q_t``, summing to 1.
+        """
         s = np.asarray(self.scores(state), dtype=float)
         if s.shape != state.available.shape:
             raise RuntimeError(f"{type(self).__name__}.scores returned shape {s.shape}, expected {state.available.shape}.")
@@ -150,7 +195,22 @@ class Sampler(BaseEstimator):
         return mixture(s, self.tau, state.asked_indices(), name=type(self).__name__ + ".scores")
 
     def draw(self, state: PolicyState, rng):
-        """One question from :meth:`probabilities`: ``(question, probability)`` (see :func:`draw_from`)."""
+        """One question from :meth:`probabilities`: ``(question, probability)`` (see :func:`draw_from`).
+
+        Parameters
+        ----------
+        state : PolicyState
+            What the policy may look at (read-only).
+        rng : numpy.random.Generator
+            The source of the draw.
+
+        Returns
+        -------
+        question : int
+            The question drawn.
+        probability : float
+            Its probability ``q_t(question)``.
+        """
         return draw_from(self.probabilities(state), rng)
 
 

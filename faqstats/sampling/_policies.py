@@ -18,6 +18,11 @@ class UniformSampler(Sampler):
 
     With ``replace=False`` and no factor model: the FPC sample mean (docs/statistics.md, "Baselines").
 
+    Parameters
+    ----------
+    replace : bool, default=False
+        Sample without or with replacement (see :class:`Sampler`).
+
     Examples
     --------
     >>> import numpy as np
@@ -43,6 +48,21 @@ class NeymanSampler(Sampler):
 
     The variance-minimising policy when the predictions are the true probabilities
     (paper Theorem 3.2); ``tau`` mixes in the uniform floor.
+
+    Parameters
+    ----------
+    tau : float in (0, 1], default=0.5
+        Weight of the uniform floor (see :class:`Sampler`).
+    replace : bool, default=False
+        Sample without or with replacement (see :class:`Sampler`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import NeymanSampler, PolicyState
+    >>> state = PolicyState(predictions=np.array([0.5, 0.9, 0.99]), available=np.ones(3, bool), step=1, budget=2)
+    >>> NeymanSampler(tau=0.1).probabilities(state).round(3)  # most mass on the most uncertain question
+    array([0.534, 0.334, 0.133])
     """
 
     batched = True
@@ -69,7 +89,27 @@ def active_learning_scores(predictions, question_factors, posterior_cov, quadrat
 
 
 class ActiveLearningSampler(Sampler):
-    """``q_t(j)`` proportional to the active-learning score d(j) of the paper (Appendix A.2.3)."""
+    """``q_t(j)`` proportional to the active-learning score d(j) of the paper (Appendix A.2.3).
+
+    The scores are :func:`active_learning_scores`; they need a factor posterior.
+
+    Parameters
+    ----------
+    tau : float in (0, 1], default=0.5
+        Weight of the uniform floor (see :class:`Sampler`).
+    replace : bool, default=False
+        Sample without or with replacement (see :class:`Sampler`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import ActiveLearningSampler, PolicyState
+    >>> state = PolicyState(predictions=np.array([0.5, 0.7, 0.9]), available=np.ones(3, bool), step=1, budget=2,
+    ...                     question_factors=np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
+    ...                     posterior_mean=np.zeros(2), posterior_cov=np.eye(2))
+    >>> ActiveLearningSampler(tau=0.1).probabilities(state).round(3)
+    array([0.331, 0.234, 0.435])
+    """
 
     batched = True
     checks_law = False  # the mixture of non-negative scores
@@ -128,7 +168,22 @@ class HybridSampler(Sampler):
         return self
 
     def schedule(self, step, budget):
-        """``(a_t, b_t)``: the active-learning weight and the tempering exponent at round ``step``."""
+        """``(a_t, b_t)``: the active-learning weight and the tempering exponent at round ``step``.
+
+        Parameters
+        ----------
+        step : int
+            The round ``t`` (1-based).
+        budget : int
+            The number of rounds ``n_b``.
+
+        Returns
+        -------
+        weight : float
+            The active-learning weight ``a_t``.
+        exponent : float
+            The tempering exponent ``b_t``.
+        """
         weight = max(0.0, 1.0 - step / (self.rho * budget)) if self.rho > 0 else 0.0
         exponent = self.beta0 * min(1.0, step / (self.gamma * budget)) if self.gamma > 0 else self.beta0
         return weight, exponent

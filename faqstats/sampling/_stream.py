@@ -19,6 +19,22 @@ class StreamSampler(BaseEstimator):
 
     A subclass defines :meth:`item_scores` and :meth:`inclusion_probability`; the loop visits
     the items in :meth:`stream_order` and tosses one coin per item.
+
+    Examples
+    --------
+    Bernoulli sampling, each item labelled with probability ``budget / N``:
+
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> class Coin(fq.StreamSampler):
+    ...     def item_scores(self, predictions):
+    ...         return np.ones_like(predictions)
+    ...     def inclusion_probability(self, item_score, mean_score, labels_used, remaining, budget, n_items):
+    ...         return budget / n_items
+    >>> z = fq.make_synthetic_bank(n_models=30, n_questions=100, n_new=1, random_state=0).new_outcomes[0]
+    >>> est = fq.PAIEstimator(sampler=Coin(), budget=20, random_state=0).fit(z)
+    >>> est.result_.method, est.n_queries_  # the number of labels is random
+    ('aipw', 19)
     """
 
     design = "stream"
@@ -37,16 +53,60 @@ class StreamSampler(BaseEstimator):
         return self
 
     def stream_order(self, n_items, rng):
-        """The order in which the items are visited."""
+        """The order in which the items are visited.
+
+        Parameters
+        ----------
+        n_items : int
+            The number of items ``N``.
+        rng : numpy.random.Generator
+            For a random order.
+
+        Returns
+        -------
+        ndarray of int, shape (n_items,)
+            A permutation of ``0 .. N-1`` (the natural order here).
+        """
         return np.arange(n_items)
 
     def item_scores(self, predictions):
-        """Non-negative preference of each item, from the current predictions."""
+        """Non-negative preference of each item, from the current predictions.
+
+        Parameters
+        ----------
+        predictions : ndarray of shape (N,)
+            The current predicted P(correct) of every item.
+
+        Returns
+        -------
+        ndarray of shape (N,)
+            The scores.
+        """
         raise NotImplementedError
 
     def inclusion_probability(self, item_score, mean_score, labels_used, remaining, budget, n_items):
-        """``pi_t`` of the current item, given its score, the mean score of the items not
-        yet visited (itself included), the labels used so far and the items left."""
+        """``pi_t``, the probability of labelling the current item.
+
+        Parameters
+        ----------
+        item_score : float
+            The item's score (:meth:`item_scores`).
+        mean_score : float
+            The mean score of the items not yet visited, itself included.
+        labels_used : int
+            Labels used so far.
+        remaining : int
+            Items left, itself included.
+        budget : int
+            The expected number of labels.
+        n_items : int
+            The number of items ``N``.
+
+        Returns
+        -------
+        float
+            ``pi_t`` in (0, 1].
+        """
         raise NotImplementedError
 
 

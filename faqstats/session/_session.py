@@ -48,7 +48,7 @@ class EvaluationSession:
     sampler : Sampler, default=None
         A sequential policy (``HybridSampler()`` when None; not ``BernoulliAIPW``), stored by class and
         parameters: one from outside :mod:`faqstats.sampling` must be passed again to :meth:`load`.
-    budget, batch_size, stop_when_width, confidence_sequence, interval, step_weights, dtype
+    budget, batch_size, stop_when_width
         As in :class:`PAIEstimator`; a round of :meth:`next_questions` is ``batch_size`` draws.
     groups : sequence of str or int, optional
         A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``):
@@ -57,12 +57,16 @@ class EvaluationSession:
         As in :class:`PAIEstimator` (user guide, "Groups and weighted estimands").
     alpha : float in (0, 1), default=0.05
         Level of the reported intervals (:meth:`status`) and of the confidence sequence.
+    confidence_sequence, interval, step_weights
+        As in :class:`PAIEstimator`.
     random_state : int or None, default=None
         Seed of the draws (``None``: a fresh one, stored); the generator's state is saved after
         every round, so a loaded session draws exactly as the uninterrupted one would have.
     directory : str or os.PathLike or None, default=None
         Where the session is written at once (refused if one is there: use :meth:`load`);
         ``None`` keeps it in memory only.
+    dtype : {"float64", "float32"}, default="float64"
+        As in :class:`PAIEstimator`.
 
     Attributes
     ----------
@@ -179,7 +183,22 @@ class EvaluationSession:
     # -- construction ------------------------------------------------------------
     @classmethod
     def create(cls, directory, factor_model, question_ids=None, **params):
-        """Start a session in ``directory`` (``FileExistsError`` if one is there); ``params``: the class's."""
+        """Start a session in ``directory`` (``FileExistsError`` if one is there).
+
+        Parameters
+        ----------
+        directory : str or os.PathLike
+            Where the session is written.
+        factor_model, question_ids
+            As in the class.
+        **params
+            The class's other keyword arguments.
+
+        Returns
+        -------
+        EvaluationSession
+            The new session, already saved.
+        """
         if directory is None:
             raise ValueError("directory must be a path; for a session kept in memory use EvaluationSession(...).")
         return cls(factor_model, question_ids, directory=directory, **params)
@@ -260,21 +279,66 @@ class EvaluationSession:
         self._answers = {}  # question -> outcome, in arrival order
 
     # -- parameters ----------------------------------------------------------------
-    budget = property(lambda self: self._config["budget"])
-    batch_size = property(lambda self: self._config["batch_size"])
-    stop_when_width = property(lambda self: self._config["stop_when_width"])
-    alpha = property(lambda self: self._config["alpha"])
-    random_state = property(lambda self: self._config["random_state"], doc="The seed of the draws (stored).")
-    n_questions = property(lambda self: self._loop.run.n_questions)
-    directory = property(lambda self: None if self._store is None else self._store.directory)
+    @property
+    def budget(self):
+        """The maximum number of draws."""
+        return self._config["budget"]
+
+    @property
+    def batch_size(self):
+        """Draws per round of :meth:`next_questions` by default."""
+        return self._config["batch_size"]
+
+    @property
+    def stop_when_width(self):
+        """The confidence sequence's width to stop at, or None."""
+        return self._config["stop_when_width"]
+
+    @property
+    def alpha(self):
+        """Level of the reported intervals and of the confidence sequence."""
+        return self._config["alpha"]
+
+    @property
+    def random_state(self):
+        """The seed of the draws (stored)."""
+        return self._config["random_state"]
+
+    @property
+    def n_questions(self):
+        """The bank size ``N``."""
+        return self._loop.run.n_questions
+
+    @property
+    def directory(self):
+        """Where the session is saved, or None when it is kept in memory."""
+        return None if self._store is None else self._store.directory
 
     # -- state ---------------------------------------------------------------------
-    stop_reason = property(lambda self: self._loop.stop_reason, doc='Why querying stopped ("budget", "width"), or None.')
-    done = property(lambda self: self._loop.done, doc="Whether querying has stopped.")
-    n_draws = property(lambda self: self._loop.n_recorded, doc="Recorded draws (a question may repeat).")
-    n_answers = property(lambda self: len(self._answers), doc="Including answers still waiting for earlier draws.")
-    n_queries = property(lambda self: len({d.question for d in self._loop.draws[: self._loop.n_recorded]}),
-                         doc="Distinct questions whose answers are recorded.")
+    @property
+    def stop_reason(self):
+        """Why querying stopped ("budget", "width"), or None."""
+        return self._loop.stop_reason
+
+    @property
+    def done(self):
+        """Whether querying has stopped."""
+        return self._loop.done
+
+    @property
+    def n_draws(self):
+        """Recorded draws (a question may repeat)."""
+        return self._loop.n_recorded
+
+    @property
+    def n_answers(self):
+        """Including answers still waiting for earlier draws."""
+        return len(self._answers)
+
+    @property
+    def n_queries(self):
+        """Distinct questions whose answers are recorded."""
+        return len({d.question for d in self._loop.draws[: self._loop.n_recorded]})
 
     @property
     def pending(self):
@@ -452,9 +516,19 @@ class EvaluationSession:
         return None if loop.cs is None else np.array(loop.confidence_rows, dtype=float).reshape(-1, 3)
 
     def plot(self, path=None, ax=None):
-        """Plot :meth:`trajectory` (and the confidence sequence, if tracked); returns the axes.
+        """Plot :meth:`trajectory` (and the confidence sequence, if tracked).
 
-        Draws on ``ax`` or a new matplotlib ``Figure`` (no pyplot); writes a PNG to ``path`` when given.
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            Also write the figure to this PNG file.
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new matplotlib ``Figure``, no pyplot).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
         """
         from matplotlib.figure import Figure
 
