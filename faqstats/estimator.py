@@ -426,8 +426,20 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         return self.step_weights, None if run.sampler.replace else run.n_questions
 
     def group_results_of(self, loop, n_draws=None):
-        """The :class:`~faqstats.estimands.GroupResults` of a loop's first ``n_draws`` draws (all by
-        default), or None when the loop was started without groups."""
+        """Every group's estimate from a loop made by :meth:`new_loop` with ``groups``.
+
+        Parameters
+        ----------
+        loop : faqstats._engine.QueryLoop
+            The loop, with its recorded draws.
+        n_draws : int or None, default=None
+            Use the first ``n_draws`` draws only; ``None``: every recorded draw.
+
+        Returns
+        -------
+        GroupResults or None
+            None when the loop was started without groups.
+        """
         tracker = loop.run.tracker
         if tracker is None or tracker.codes is None:
             return None

@@ -50,11 +50,6 @@ class EvaluationSession:
         parameters: one from outside :mod:`faqstats.sampling` must be passed again to :meth:`load`.
     budget, batch_size, stop_when_width
         As in :class:`PAIEstimator`; a round of :meth:`next_questions` is ``batch_size`` draws.
-    groups : sequence of str or int, optional
-        A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``):
-        :meth:`group_results` then gives every group's estimate and interval.
-    estimand, min_group_share, stratify
-        As in :class:`PAIEstimator` (user guide, "Groups and weighted estimands").
     alpha : float in (0, 1), default=0.05
         Level of the reported intervals (:meth:`status`) and of the confidence sequence.
     confidence_sequence, interval, step_weights
@@ -67,6 +62,11 @@ class EvaluationSession:
         ``None`` keeps it in memory only.
     dtype : {"float64", "float32"}, default="float64"
         As in :class:`PAIEstimator`.
+    groups : sequence of str or int, optional
+        A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``):
+        :meth:`group_results` then gives every group's estimate and interval.
+    estimand, min_group_share, stratify
+        As in :class:`PAIEstimator` (user guide, "Groups and weighted estimands").
 
     Attributes
     ----------
