@@ -27,6 +27,9 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 #: elements of one ``R x N`` block; runs are processed in chunks of at most this size
 DEFAULT_MAX_ELEMENTS = 2**20
+#: the same where the scores are kept between prediction refreshes: a query then costs little
+#: per run, so larger chunks spread its fixed cost (about 25 bytes per element in float64: up to 840 MB)
+CACHED_MAX_ELEMENTS = 2**25
 _BLOCK = DRAW_BLOCK  # the estimator's draw uses the same blocks
 
 
@@ -115,11 +118,12 @@ def simulate(
     alpha=0.05,
     device="cpu",
     dtype="float64",
-    max_elements=DEFAULT_MAX_ELEMENTS,
+    max_elements=None,
     progress=None,
     keep_increments=False,
     step_weights=None,
     predict_every=1,
+    keep_ranges=None,
 ):
     """Run ``PAIEstimator(factor_model, sampler, budget)`` once per generator, in lockstep.
 
@@ -142,13 +146,19 @@ def simulate(
         Torch device ("cpu", "cuda", ...).
     dtype : {"float64", "float32"}
         float64 reproduces the sequential estimator to rounding; float32 is faster on GPUs.
-    max_elements : int
+    max_elements : int or None
         Runs are processed in chunks of at most ``max_elements // N`` runs; a chunk that runs
         out of memory is run again in halves (``ResourceWarning``), with the same results.
+        ``None``: :data:`DEFAULT_MAX_ELEMENTS`, or :data:`CACHED_MAX_ELEMENTS` where a query
+        costs O(R (N / 128 + 128)) between prediction refreshes (fixed predictions, or
+        ``predict_every > 1``, with a policy whose scores follow the predictions).
     progress : callable or None
         Called with the number of runs finished after each chunk.
     keep_increments : bool, default=False
         Also return every run's increments and their ranges (sequential samplers only).
+    keep_ranges : bool or None, default=None
+        Whether ``keep_increments`` includes the ranges (``None``: it does); computing them
+        costs a few passes over the ``R x N`` block per query.
     step_weights : array-like or None
         As in :class:`~faqstats.PAIEstimator` (weighted increments).
     predict_every : int, default=1
@@ -196,15 +206,21 @@ def simulate(
     engine.predict_every = int(predict_every)
     if keep_increments and engine.stream:
         raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
-    engine.keep_ranges = bool(keep_increments)
+    engine.keep_ranges = bool(keep_increments) and (keep_ranges is None or bool(keep_ranges))
+    if max_elements is None:  # larger chunks where a query costs little per run (kept scores)
+        cheap = (not engine.stream and sampler.batched and _scores_follow_predictions(sampler)
+                 and (engine.V is None or engine.predict_every > 1) and not engine.keep_ranges)
+        max_elements = CACHED_MAX_ELEMENTS if cheap else DEFAULT_MAX_ELEMENTS
     chunk = max(1, int(max_elements) // max(N, 1))
+    chunk = -(-R // -(-R // chunk)) if R else chunk  # as many chunks, of even sizes
+    engine.outcomes = engine._tensor(Z)  # one copy of the rows, read by index (no runs x N copy)
     parts = []
     start = 0
     while start < R:
         sl = slice(start, min(R, start + chunk))
         states = [g.bit_generator.state for g in gens[sl]]
         try:
-            parts.append(engine.run(Z[rows[sl]], gens[sl]))
+            parts.append(engine.run(rows[sl], gens[sl]))
         except Exception as exc:
             if sl.stop - sl.start == 1 or not _out_of_memory(exc):
                 raise
@@ -260,13 +276,25 @@ class _BatchedPosterior:
         if V is None:
             self.mean = self.cov = None
             self.predictions = torch.zeros(R, N, dtype=dtype, device=device)
+            self.refreshes, self.scores = 0, None
             return
         self.mean = mean0.expand(R, -1).clone()
         self.cov = cov0.expand(R, -1, -1).clone()
+        # on a schedule, the logistic posterior computes its oracle scores with its predictions, as
+        # FactorPosterior does: one exp for both, no sqrt (the refresh is most of the cost there)
+        self.scores = torch.empty(R, N, dtype=dtype, device=device) if predict_every > 1 and noise is None else None
         self.predictions = self._predict(self.mean)
+        self.refreshes = 0  # times all runs' predictions were recomputed in lockstep (caches key on it)
         self._forms = QuadraticForms(V)
 
     def _predict(self, mean, out=None):
+        if self.scores is not None and mean.shape[0] == self.scores.shape[0]:
+            # sigmoid(x) = 1 / (1 + h^2) with h = exp(-x / 2) (clipped where h^2 would overflow), and
+            # sqrt(p (1 - p)) = h p: FactorPosterior's arithmetic
+            h = torch.mm(mean * -0.5, self.question_factors.T, out=self.scores).clamp_(max=709.0).exp_()
+            p = torch.addcmul(h.new_ones(()), h, h, out=out).reciprocal_()
+            h.mul_(p)
+            return p
         logits = torch.mm(mean, self.question_factors.T, out=out)
         if self.noise is None:
             return logits.sigmoid_()
@@ -295,6 +323,7 @@ class _BatchedPosterior:
             if self._unpredicted[0] == self.predict_every:  # all runs in step
                 self._predict(self.mean, out=self.predictions)  # in place: the old ones are not needed
                 self._unpredicted[:] = 0
+                self.refreshes += 1
             return
         mean, cov, _, _ = laplace_step(self.mean[idx], self.cov[idx], V[questions], outcomes, **gaussian)
         self.mean[idx], self.cov[idx] = mean, cov
@@ -305,7 +334,10 @@ class _BatchedPosterior:
             due = self._unpredicted[runs] == self.predict_every
             self._unpredicted[runs[due]] = 0
             idx = idx[torch.as_tensor(due, device=idx.device)]
+        if self.scores is not None:  # only some runs move: their scores as the engine computes them
+            self.scores = None
         self.predictions[idx] = self._predict(self.mean[idx])
+        self.refreshes += 1
 
 
 class _Lockstep:
@@ -329,6 +361,7 @@ class _Lockstep:
             self.offsets = t(factor_model.question_means_) if gaussian else None
             self.noise = t(factor_model.noise_) if gaussian else None
         self.predict_every = 1
+        self.outcomes = None  # the (models x N) outcomes the runs read, set by simulate
         self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
         self.posterior = None
 
@@ -339,13 +372,15 @@ class _Lockstep:
         """Drop the current chunk's per-run tensors (predictions, posteriors, quadratic forms)."""
         self.posterior = None
 
-    def run(self, Z, generators):
-        """``(distinct questions asked, increments or terms, variance terms, ranges)`` of one chunk."""
+    def run(self, rows, generators):
+        """``(distinct questions asked, increments or terms, variance terms, ranges)`` of one chunk: run
+        ``r`` evaluates row ``rows[r]`` of :attr:`outcomes`."""
         self.posterior = _BatchedPosterior(self.V, self.mean0, self.cov0, len(generators), self.N, self.dtype,
                                            self.device, self.offsets, self.noise, self.predict_every)
+        rows = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=self.device)
         if self.stream:
-            return self._run_stream(Z, generators)
-        return self._run_sequential(Z, generators)
+            return self._run_stream(rows, generators)
+        return self._run_sequential(rows, generators)
 
     # -- sequential designs --------------------------------------------------------
     def _state(self, available, step, drawn):
@@ -366,17 +401,16 @@ class _Lockstep:
             q = self.sampler.probabilities(state)
             yield check_law(q, avail[r].shape, asked[r], name) if self.sampler.checks_law else q
 
-    def _run_sequential(self, Z, generators):
+    def _run_sequential(self, rows, generators):
         R, N, budget = len(generators), self.N, self.budget
         sampler, post = self.sampler, self.posterior
         replace, tau = sampler.replace, sampler.tau
         U = np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget))
         Ut = self._tensor(U)
-        Zt = self._tensor(Z)
+        Zt = self.outcomes
         ar = torch.arange(R, device=self.device)
         A = torch.ones(R, N, dtype=self.dtype, device=self.device)  # 1 where askable
         available = torch.ones(R, N, dtype=torch.bool, device=self.device)
-        asked = torch.zeros(R, N, dtype=torch.bool, device=self.device)
         drawn = torch.zeros(R, budget, dtype=torch.int64, device=self.device)  # questions, in draw order
         asked_total = torch.zeros(R, dtype=self.dtype, device=self.device)
         phi = torch.empty(R, budget, dtype=self.dtype, device=self.device)
@@ -386,15 +420,40 @@ class _Lockstep:
         counts = torch.full((R, nb), float(_BLOCK), dtype=self.dtype, device=self.device)
         counts[:, -1] = N - (nb - 1) * _BLOCK
         ranges = torch.empty(R, budget, 2, dtype=self.dtype, device=self.device) if self.keep_ranges else None
+        # scores that follow the predictions are kept, with their block sums and the prediction
+        # sums, while the predictions stand (fixed ones, or on a schedule): only the asked
+        # question's entries move; recomputed (as before) after every refresh
+        cache = sampler.batched and _scores_follow_predictions(sampler)
+        cached_at = -1  # the posterior's refresh count the cached scores belong to
+        s = None  # the kept scores' buffer
+        # tau = 1 (UniformSampler): the law ignores the scores (b = 0), so they are not kept at all
+        uniform = cache and tau == 1.0 and not self.keep_ranges
         for t in range(budget):
             n_avail = N if replace else N - t
             done = drawn[:, :t]
             asked_now = drawn[:, :0] if replace else done
-            if sampler.batched:
-                s = sampler.scores(self._state(available, t + 1, asked_now))
-                if not replace and t:
-                    s.scatter_(1, done, 0.0)
-                block_s = _block_sums(s)
+            if uniform:  # q = 1 / n_avail on the askable questions, as mixture_coefficients gives it
+                if cached_at != post.refreshes:
+                    cached_at = post.refreshes
+                    p_sum = post.predictions.sum(1)
+                    p_asked = post.predictions.gather(1, done).sum(1)
+                a = torch.full((R,), 1.0 / n_avail, dtype=self.dtype, device=self.device)
+                question = _draw(None, None, A, a, None, counts, Ut[:, t])
+                prob = a
+                q_full = None
+            elif sampler.batched:
+                if not cache or cached_at != post.refreshes:
+                    if cache:  # the sampler's scores, into one buffer (no fresh R x N block per refresh)
+                        s = _follow_scores(sampler, post, s)
+                    else:
+                        s = sampler.scores(self._state(available, t + 1, asked_now))
+                    if not replace and t:
+                        s.scatter_(1, done, 0.0)
+                    block_s = _block_sums(s)
+                    if cache:
+                        cached_at = post.refreshes
+                        p_sum = post.predictions.sum(1)
+                        p_asked = post.predictions.gather(1, done).sum(1)
                 a, b = mixture_coefficients(block_s.sum(1), tau, n_avail)
                 question = _draw(s, block_s, A, a, b, counts, Ut[:, t])
                 prob = a + b * s[ar, question]
@@ -405,30 +464,37 @@ class _Lockstep:
                 question = torch.as_tensor([j for j, _ in picked], dtype=torch.int64, device=self.device)
                 prob = self._tensor([p for _, p in picked])
                 q_full = self._tensor(np.stack(laws)) if self.keep_ranges and R else None
-            z = Zt[ar, question]
+            z = Zt[rows, question]
             P = post.predictions
-            # unasked predictions: all of them less the few asked (a gather, not a pass over A)
-            base = P.sum(1) if replace else des_raj_base(P.sum(1), P.gather(1, done).sum(1), asked_total)
-            phi[:, t] = pai_increment(base, z, P[ar, question], prob, N)
+            p_q = P[ar, question]
+            if cache:  # the sums kept since the last refresh
+                base = p_sum if replace else des_raj_base(p_sum, p_asked, asked_total)
+            else:  # unasked predictions: all of them less the few asked (a gather, not a pass over A)
+                base = P.sum(1) if replace else des_raj_base(P.sum(1), P.gather(1, done).sum(1), asked_total)
+            phi[:, t] = pai_increment(base, z, p_q, prob, N)
             if self.keep_ranges:  # SequentialRun.increment_range: phi_t's range before the draw
                 inf = torch.full((), float("inf"), dtype=self.dtype)
                 ranges[:, t, 0] = (base + torch.where(q_full > 0, -P / q_full, inf).amin(1)) / N
                 ranges[:, t, 1] = (base + torch.where(q_full > 0, (1.0 - P) / q_full, -inf).amax(1)) / N
             zs[:, t] = z
-            asked[ar, question] = True
             drawn[:, t] = question
             if not replace:
                 A[ar, question] = 0.0
                 available[ar, question] = False
                 counts[ar, question // _BLOCK] -= 1.0
                 asked_total += z
+                if cache:
+                    p_asked = p_asked + p_q
+                if cache and not uniform:  # the asked question leaves the cached scores: its block summed again
+                    s[ar, question] = 0.0
+                    _resum_block(s, block_s, question // _BLOCK)
             post.update(None, question, z)
         values = zs if self.method == "sample_mean" else phi
-        return (asked.sum(1).cpu().numpy(), values.cpu().numpy(), None,
+        return (_distinct(drawn, replace).cpu().numpy(), values.cpu().numpy(), None,
                 None if ranges is None else ranges.cpu().numpy())
 
     # -- nature's-order designs ----------------------------------------------------
-    def _run_stream(self, Z, generators):
+    def _run_stream(self, rows, generators):
         """Nature's-order label/skip runs (:class:`~faqstats.sampling.StreamSampler`), one item per step."""
         sampler, post = self.sampler, self.posterior
         R, N, budget = len(generators), self.N, self.budget
@@ -438,7 +504,7 @@ class _Lockstep:
             coins.append(g.random(N))
         order = torch.as_tensor(np.stack(orders) if R else np.empty((0, N), np.int64), device=self.device)
         U = self._tensor(np.stack(coins) if R else np.empty((0, N)))
-        Zt = self._tensor(Z)
+        Zt = self.outcomes
         ar = torch.arange(R, device=self.device)
         avail = torch.ones(R, N, dtype=torch.bool, device=self.device)
         zero = torch.zeros((), dtype=self.dtype)
@@ -455,7 +521,7 @@ class _Lockstep:
             pi = inclusion(s_j, ssum / remaining, labels, remaining, budget, N)
             lab = U[:, t] < pi
             p = post.predictions[ar, j]
-            z = Zt[ar, j]
+            z = Zt[rows, j]
             term, variance_term = aipw_terms(p, z, pi)
             total += torch.where(lab, term, p)
             var_total += torch.where(lab, variance_term, zero)
@@ -489,6 +555,52 @@ class _Lockstep:
         return item_scores, inclusion
 
 
+def _distinct(drawn, replace):
+    """Distinct questions in each row of ``drawn`` (all of them without replacement)."""
+    R, budget = drawn.shape
+    if not replace or budget < 2:
+        return torch.full((R,), budget, dtype=torch.int64, device=drawn.device)
+    d = drawn.sort(1).values
+    return (d[:, 1:] != d[:, :-1]).sum(1) + 1
+
+
+def _scores_follow_predictions(sampler):
+    """Whether the policy's scores are a function of the predictions alone at every step, so that
+    they change only when the predictions do: ``UniformSampler``, ``NeymanSampler`` and
+    ``HybridSampler`` without active learning or tempering (their own ``scores``, not a subclass's)."""
+    from .sampling import HybridSampler, NeymanSampler, UniformSampler
+
+    kind = type(sampler)
+    if kind in (UniformSampler, NeymanSampler):
+        return True
+    return kind is HybridSampler and sampler.rho == 0 and sampler.gamma == 0 and sampler.beta0 == 1
+
+
+def _follow_scores(sampler, posterior, out):
+    """What ``sampler.scores`` gives for a policy of :func:`_scores_follow_predictions`, written into
+    ``out`` when given: the posterior's own scores (the engine may zero entries of them until the
+    next refresh) or the same operations as ``posterior.oracle_scores``, so the same values."""
+    from .sampling import UniformSampler
+
+    P = posterior.predictions
+    if type(sampler) is not UniformSampler and posterior.scores is not None:
+        return posterior.scores
+    if out is None or out is posterior.scores:
+        out = torch.empty_like(P)
+    if type(sampler) is UniformSampler:
+        return out.fill_(1.0)
+    return torch.addcmul(P, P, P, value=-1.0, out=out).sqrt_()  # posterior.oracle_scores
+
+
+def _resum_block(s, block_s, blk):
+    """``block_s[r, blk[r]]`` summed again from ``s`` (as :func:`_block_sums` sums it), for every run ``r``."""
+    R, N = s.shape
+    cols = blk[:, None] * _BLOCK + torch.arange(_BLOCK, device=s.device)
+    inside = cols < N
+    vals = s.gather(1, cols.clamp_(max=N - 1)).mul_(inside)
+    block_s.scatter_(1, blk[:, None], vals.sum(1, keepdim=True))
+
+
 def _block_sums(s):
     """Row sums of ``s`` (R, N) over consecutive blocks of ``_BLOCK`` columns (the last one shorter)."""
     R, N = s.shape
@@ -502,20 +614,33 @@ def _block_sums(s):
 def _draw(s, block_s, A, a, b, counts, u):
     """:func:`faqstats.sampling.draw_from` for every run, up to rounding, with ``q = a A + b s``
     never formed: the block from the masses ``a counts + b block_s``, then the question inside it."""
-    R, N = s.shape
-    mass = torch.addcmul(counts * a[:, None], block_s, b[:, None])
+    R, N = A.shape
+    uniform = s is None  # the uniform law (b = 0): the masses are the counts'
+    mass = counts * a[:, None] if uniform else torch.addcmul(counts * a[:, None], block_s, b[:, None])
     cdf = torch.cumsum(mass, 1)
     target = u[:, None] * cdf[:, -1:]
     nb = cdf.shape[1]
-    ar_b = torch.arange(nb, device=s.device)
-    last = torch.where(mass > 0, ar_b, -1).amax(1, keepdim=True)  # rounding guard: a block with mass
-    blk = torch.minimum(torch.searchsorted(cdf, target, right=True), last)
+    blk = torch.searchsorted(cdf, target, right=True)
+    # past the end only by rounding: then the last block with mass (the first block whose cdf
+    # passes the target is never one without mass, so the guard changes nothing else)
+    if _guard_needed(blk, nb):
+        last = torch.where(mass > 0, torch.arange(nb, device=A.device), -1).amax(1, keepdim=True)
+        blk = torch.minimum(blk, last)
     before = torch.where(blk > 0, cdf.gather(1, (blk - 1).clamp_(min=0)), torch.zeros_like(target))
-    cols = blk * _BLOCK + torch.arange(_BLOCK, device=s.device)
+    cols = blk * _BLOCK + torch.arange(_BLOCK, device=A.device)
     inside = cols < N
     cols = cols.clamp_(max=N - 1)
-    q = torch.addcmul(A.gather(1, cols) * a[:, None], s.gather(1, cols), b[:, None]).mul_(inside)
-    ar_q = torch.arange(_BLOCK, device=s.device)
-    last = torch.where(q > 0, ar_q, -1).amax(1, keepdim=True)
-    j = torch.minimum(torch.searchsorted(torch.cumsum(q, 1), target - before, right=True), last)
+    q = A.gather(1, cols) * a[:, None]
+    if not uniform:
+        q = torch.addcmul(q, s.gather(1, cols), b[:, None])
+    q.mul_(inside)
+    j = torch.searchsorted(torch.cumsum(q, 1), target - before, right=True)
+    if _guard_needed(j, _BLOCK):  # likewise inside the block: its last question with mass
+        last = torch.where(q > 0, torch.arange(_BLOCK, device=A.device), -1).amax(1, keepdim=True)
+        j = torch.minimum(j, last)
     return (blk * _BLOCK + j).squeeze(1)
+
+
+def _guard_needed(index, size):
+    """Whether some search ran past the end (always assumed off the CPU, where asking would wait for the device)."""
+    return index.device.type != "cpu" or bool((index >= size).any())

@@ -69,7 +69,7 @@ def _experiment(args):
         budgets=tuple(args.budgets or DEFAULT_BUDGETS),
         seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
         n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
-        step_weights={"n_runs": args.weight_runs}, verbose=not args.quiet,
+        step_weights=_given(args, "weight_runs") and {"n_runs": args.weight_runs}, verbose=not args.quiet,
     )
     summary = summarize(result.records)
     models = per_model_coverage(result.records)
@@ -170,8 +170,10 @@ def _add_experiment_parser(sub):
                      help="factor model regularization: AdamW's weight decay, Newton's prior precision (default 0.1)")
     exp.add_argument("--max-iter", type=int, default=None, help="factor model optimiser steps (default 2000)")
     exp.add_argument("--solver", choices=["adamw", "newton"], default=None,
-                     help="factor model solver (default adamw, the paper's; newton is much faster on large banks "
-                          "and reads --regularization as a prior precision)")
+                     help="factor model solver (default adamw, the paper's, and on banks of 20,000 questions or more "
+                          "newton with regularization 3 and at most 10 sweeps unless --regularization or --max-iter is given; "
+                          "newton "
+                          "is much faster on large banks and reads --regularization as a prior precision)")
     exp.add_argument("--seed", type=int, default=0, help="root seed of the runs (default 0)")
     exp.add_argument("--n-jobs", type=int, default=1, help="joblib workers (default 1; -1: all cores)")
     exp.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask once registered...)")
@@ -182,8 +184,9 @@ def _add_experiment_parser(sub):
     exp.add_argument("--cv-folds", type=int, default=5, help="cross-validation folds (default 5)")
     exp.add_argument("--prior-scale", type=float, default=None,
                      help="scale of the new model's prior covariance (LogisticFactorModel prior_scale, default 1)")
-    exp.add_argument("--weight-runs", type=int, default=2000,
-                     help="validation runs per budget when learning the increment weights of faq (default 2000)")
+    exp.add_argument("--weight-runs", type=int, default=None,
+                     help="validation runs per budget when learning the increment weights of faq (default: 2000 "
+                          "on small banks, down to 200 on large ones)")
     exp.add_argument("--tune-seeds", type=int, default=3,
                      help="runs per validation model and grid point when tuning faq-tuned (default 3)")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -24,7 +24,23 @@ from .sampling import HybridSampler, UniformSampler
 from .step_weights import learn_step_weights, validation_split
 from .surrogate import GaussianProcessSurrogate
 
-__all__ = ["Configuration", "configure_from_history", "default_candidates"]
+__all__ = ["Configuration", "configure_from_history", "default_candidates", "default_predict_every"]
+
+#: questions per prediction refresh interval step of :func:`default_predict_every`
+PREDICT_EVERY_QUESTIONS = 2048
+
+
+def default_predict_every(n_questions):
+    """The predictions' refresh schedule (``PAIEstimator(predict_every=...)``) chosen for a bank of
+    ``n_questions`` by :func:`configure_from_history` and the experiments: every answer up to
+    4,095 questions, then every ``N // 2048``-th (so a refresh costs about what 2,048 questions'
+    predictions cost per answer; 40 at N = 82,756). Exactly unbiased whatever the schedule; the
+    efficiency it costs is measured in docs/performance.md, "Scale targets (issue 16)".
+
+    >>> default_predict_every(693), default_predict_every(12032), default_predict_every(100000)
+    (1, 5, 48)
+    """
+    return max(1, int(n_questions) // PREDICT_EVERY_QUESTIONS)
 
 
 def default_candidates(n_models, random_state=0):
@@ -52,6 +68,8 @@ class Configuration:
         :class:`~faqstats.step_weights.StepWeights`), ``fit_seconds`` and ``validation_seconds``.
     budget, n_validation, n_runs : int
     seconds : float
+    predict_every : int
+        The predictions' refresh schedule of the validation runs and of ``estimator``.
     """
 
     estimator: PAIEstimator
@@ -61,6 +79,7 @@ class Configuration:
     n_validation: int
     n_runs: int
     seconds: float
+    predict_every: int = 1
 
     @property
     def predicted_ess(self):
@@ -73,6 +92,7 @@ class Configuration:
         items = {"Budget:": self.budget, "Chosen:": self.choice,
                  "Predicted ESS vs FPC mean:": f"{self.predicted_ess:.2f}",
                  "Validation models / runs:": f"{self.n_validation} / {self.n_runs}",
+                 "Predictions refreshed every:": f"{self.predict_every} answer(s)",
                  "Seconds:": f"{self.seconds:.1f}"}
         notes = ["ESS: validation variance of the FPC sample mean / that of the candidate's weighted PAI estimate."]
         if self.choice == "sample-mean":
@@ -101,8 +121,8 @@ def _fpc_variance(Z, budget):
     return float(np.mean((1.0 - budget / N) * Z.var(axis=1, ddof=1) / budget))
 
 
-def configure_from_history(history, budget, *, candidates=None, validation_fraction=0.25, n_runs=1000,
-                           random_state=0, verbose=False, cache=None):
+def configure_from_history(history, budget, *, candidates=None, validation_fraction=0.25, n_runs=None,
+                           predict_every="auto", random_state=0, verbose=False, cache=None):
     """Choose the predictor and increment weights for ``budget`` queries from the history alone.
 
     Parameters
@@ -115,15 +135,20 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
         ``{name: unfitted estimator with posterior()}``; ``None`` is :func:`default_candidates`.
     validation_fraction : float in (0, 1), default=0.25
         Share of the complete history rows held out as validation models.
-    n_runs : int, default=1000
-        Validation runs per candidate.
+    n_runs : int or None, default=None
+        Validation runs per candidate; ``None``: :func:`~faqstats.step_weights.default_runs`
+        (2,000 on small banks, down to 200 on large ones).
+    predict_every : int or "auto", default="auto"
+        The predictions' refresh schedule of the validation runs and of the returned estimator;
+        ``"auto"``: :func:`default_predict_every` (every answer on banks of up to 4,095 questions).
     random_state : int, default=0
         Seeds the split, the fits and the runs.
     verbose : bool, default=False
         A progress bar over the candidates.
     cache : dict or None
-        Filled with the candidates' fits; pass the same dict to configure several budgets
-        with one set of fits (same history, candidates, split and seed).
+        Filled with the candidates' fits and validation runs; pass the same dict to configure
+        several budgets with one set of fits (same history, candidates, split and seed), the
+        largest budget first: its validation runs then serve the smaller budgets too.
 
     Returns
     -------
@@ -142,6 +167,9 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     H = check_history(history, name="history")
     random_state = check_seed(random_state)
     budget = int(check_scalar(budget, "budget", kind=numbers.Integral, low=3, high=H.shape[1]))
+    if predict_every == "auto":
+        predict_every = default_predict_every(H.shape[1])
+    predict_every = int(check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1))
     if candidates is None:
         candidates = default_candidates(H.shape[0], random_state)
     if not candidates:
@@ -154,7 +182,7 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
         table = pd.DataFrame(columns=["candidate", "predicted_ess", "variance_ratio", "fit_seconds",
                                       "validation_seconds"])
         seconds = time.perf_counter() - start
-        return Configuration(_sample_mean(budget), "sample-mean", table, budget, 0, 0, seconds)
+        return Configuration(_sample_mean(budget), "sample-mean", table, budget, 0, 0, seconds, predict_every)
     var_fpc = _fpc_variance(Z, budget)
     sampler = HybridSampler()
     rows, fitted = [], {}
@@ -165,7 +193,8 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
         model = _cached_fit(cache, ("train", name), candidate, train)
         t1 = time.perf_counter()
         sw = learn_step_weights(H, None, budget=budget, sampler=sampler, validation_fraction=validation_fraction,
-                                n_runs=n_runs, random_state=random_state, fitted_factor_model=model)
+                                n_runs=n_runs, random_state=random_state, fitted_factor_model=model,
+                                predict_every=predict_every, cache=cache)
         lam = sw.weights / sw.weights.sum()
         var = float(np.sum(lam**2 * sw.step_variance))  # the martingale's: increments are uncorrelated
         rows.append({"candidate": name, "predicted_ess": var_fpc / var if var > 0 else np.inf,
@@ -179,8 +208,9 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     if best["predicted_ess"] > 1.0:
         choice = str(best["candidate"])
         model = _cached_fit(cache, ("whole", choice), candidates[choice], H)
-        estimator = PAIEstimator(model, HybridSampler(), budget=budget, step_weights=fitted[choice].weights)
+        estimator = PAIEstimator(model, HybridSampler(), budget=budget, step_weights=fitted[choice].weights,
+                                 predict_every=predict_every)
     else:
         choice, estimator = "sample-mean", _sample_mean(budget)
     seconds = time.perf_counter() - start
-    return Configuration(estimator, choice, table, budget, sw.n_validation, sw.n_runs, seconds)
+    return Configuration(estimator, choice, table, budget, sw.n_validation, sw.n_runs, seconds, predict_every)

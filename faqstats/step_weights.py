@@ -18,7 +18,7 @@ from sklearn.isotonic import IsotonicRegression
 
 from ._validation import check_history, check_scalar, check_seed
 
-__all__ = ["StepWeights", "learn_step_weights", "inverse_variance_weights", "validation_split"]
+__all__ = ["StepWeights", "default_runs", "learn_step_weights", "inverse_variance_weights", "validation_split"]
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,28 @@ def inverse_variance_weights(step_variance, counts=None):
     return w / w.mean(), smooth
 
 
-def learn_step_weights(history, factor_model, *, budget, sampler=None, validation_fraction=0.25, n_runs=2000,
-                       random_state=None, fitted_factor_model=None, device="cpu", dtype="float64"):
+#: validation runs per budget on small banks; fewer (down to :data:`MIN_RUNS`) as ``budget x N`` grows
+MAX_RUNS = 2000
+MIN_RUNS = 200
+#: ``budget x N`` work of :data:`MAX_RUNS` runs (openllm_v1 at 25%: 173 x 693 x 2000)
+_RUN_WORK = 2.4e8
+
+
+def default_runs(n_questions, budget):
+    """Validation runs per budget when ``n_runs=None``: :data:`MAX_RUNS` while ``budget x N`` is at
+    most openllm_v1's at 25% (173 x 693), fewer on larger banks and budgets, at least
+    :data:`MIN_RUNS` (the isotonic fit pools neighbouring steps; docs/performance.md, "Scale
+    targets (issue 16)", measures the weights' error against the number of runs).
+
+    >>> default_runs(693, 173), default_runs(12032, 1203)
+    (2000, 200)
+    """
+    return int(np.clip(round(_RUN_WORK / (int(budget) * int(n_questions))), MIN_RUNS, MAX_RUNS))
+
+
+def learn_step_weights(history, factor_model, *, budget, sampler=None, validation_fraction=0.25, n_runs=None,
+                       random_state=None, fitted_factor_model=None, device="cpu", dtype="float64", predict_every=1,
+                       cache=None):
     """Learn per-step increment weights for ``budget`` queries by cross-fitting on the history.
 
     Parameters
@@ -129,9 +149,10 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     sampler : Sampler or None
         The policy the weights are for (``None``: ``HybridSampler()``).
     validation_fraction : float in (0, 1)
-    n_runs : int, default=2000
+    n_runs : int or None, default=None
         Validation runs per budget (spread over the validation models, at least one each);
-        a few hundred leave visible noise in the fitted curve.
+        ``None``: :func:`default_runs` (2,000 on small banks, down to 200 on large ones; a
+        few hundred leave visible noise in the measured curve, little in the fitted one).
     random_state : int or None, default=None
         Seeds the split (as :func:`~faqstats.experiments.tuning.tune_policy`'s) and the runs.
     fitted_factor_model : fitted estimator or None
@@ -140,6 +161,15 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     device, dtype : str
         Of the batched engine (:func:`faqstats.batched.simulate`) that runs the validation
         runs; on large banks lower ``n_runs`` or use a GPU.
+    predict_every : int, default=1
+        The predictions' refresh schedule of the runs the weights are for (as in
+        :class:`~faqstats.PAIEstimator`): the validation runs use it too.
+    cache : dict or None
+        Validation runs kept for later calls with the same history, factor model, sampler,
+        split, seed and settings: when the policy's law does not depend on the budget
+        (``HybridSampler()``'s does not), the runs of a larger budget give every smaller
+        budget's per-step variances (the first ``budget`` increments of a run are those of a
+        run of ``budget`` queries), so learn the largest budget first.
 
     Returns
     -------
@@ -154,21 +184,34 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     >>> sw.weights.shape, bool(sw.weights[-1] >= sw.weights[0])
     ((20,), True)
     """
-    from .batched import simulate
+    from .batched import _scores_follow_predictions, simulate
+    from .sampling import HybridSampler
 
     start = time.perf_counter()
     random_state = check_seed(random_state)
     check_scalar(budget, "budget", kind=numbers.Integral, low=3)
-    check_scalar(n_runs, "n_runs", kind=numbers.Integral, low=1)
+    budget = int(budget)
     train, Z = validation_split(history, validation_fraction, random_state)
+    n_runs = default_runs(Z.shape[1], budget) if n_runs is None else n_runs
+    check_scalar(n_runs, "n_runs", kind=numbers.Integral, low=1)
     fm = fitted_factor_model if fitted_factor_model is not None else clone(factor_model).fit(train)
+    sampler = HybridSampler() if sampler is None else sampler
     n_val = Z.shape[0]
     rows = np.repeat(np.arange(n_val), max(1, math.ceil(n_runs / n_val)))
     truth = Z.mean(axis=1)[rows]
-    gens = [np.random.default_rng([random_state, 4, int(budget), r]) for r in range(rows.size)]
-    runs = simulate(Z, gens, factor_model=fm, sampler=sampler, budget=int(budget), rows=rows, keep_increments=True,
-                    device=device, dtype=dtype)
-    v = np.mean((runs.increments - truth[:, None]) ** 2, axis=0)
+    key = ("step weights", type(sampler).__name__, tuple(sorted(sampler.get_params().items())), validation_fraction,
+           random_state, int(n_runs), device, dtype, int(predict_every))
+    kept = None if cache is None else cache.get(key)
+    if kept is not None and kept[0] is fm and kept[1] >= budget and _scores_follow_predictions(sampler):
+        increments = kept[2][:, :budget]  # the first `budget` increments of longer runs
+    else:
+        gens = [np.random.default_rng([random_state, 4, budget, r]) for r in range(rows.size)]
+        runs = simulate(Z, gens, factor_model=fm, sampler=sampler, budget=budget, rows=rows, keep_increments=True,
+                        keep_ranges=False, device=device, dtype=dtype, predict_every=predict_every)
+        increments = runs.increments
+        if cache is not None and (kept is None or kept[0] is not fm or kept[1] < budget):
+            cache[key] = (fm, budget, increments)
+    v = np.mean((increments - truth[:, None]) ** 2, axis=0)
     w, smooth = inverse_variance_weights(v)
     lam = w / w.sum()
     ratio = float(np.sum(lam**2 * smooth) / (np.sum(smooth) / budget**2))

@@ -32,7 +32,7 @@ from ..results import markdown_table, table_summary
 from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
 from ..step_weights import learn_step_weights, validation_split
 from ..surrogate import GaussianProcessSurrogate
-from ..configure import configure_from_history
+from ..configure import configure_from_history, default_predict_every
 
 __all__ = [
     "METHODS",
@@ -420,8 +420,20 @@ def _uses_surrogate(name):
     return parse_method(name)[0] in SURROGATE_METHODS
 
 
-def _default_factor_model(verbose):
-    return LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0, verbose=verbose)
+#: banks of at least this many questions get the alternating Newton solver by default, regularization
+#: 3, at most 10 sweeps (AdamW's 2,000 passes over the history cost minutes there;
+#: docs/performance.md, "Scale targets (issue 16)")
+NEWTON_MIN_QUESTIONS = 20000
+
+
+def _default_factor_model(verbose, n_questions=0, spec=None):
+    """The experiments' factor model: AdamW as in the paper, or on large banks (unless ``spec``
+    names the solver, the regularization or the iterations, whose meaning depends on it) the Newton solver."""
+    fm = LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0, verbose=verbose)
+    if n_questions >= NEWTON_MIN_QUESTIONS and not {"solver", "regularization", "max_iter"} & set(spec or {}):
+        # ten sweeps: as good as converged (41 sweeps) in validation there, a quarter of the time
+        fm.set_params(solver="newton", regularization=3.0, tol=1e-3, max_iter=10)
+    return fm.set_params(**(spec or {}))
 
 
 def _fit_factor_model(spec, history, verbose):
@@ -432,7 +444,7 @@ def _fit_factor_model(spec, history, verbose):
             raise ValueError(f"the fitted factor_model covers {n} questions, the matrix {history.shape[1]}.")
         return spec, 0.0
     if spec is None or isinstance(spec, dict):
-        fm = _default_factor_model(verbose).set_params(**(spec or {}))
+        fm = _default_factor_model(verbose, history.shape[1], spec)
     elif hasattr(spec, "fit") and hasattr(spec, "get_params"):
         fm = clone(spec)
     else:
@@ -444,28 +456,44 @@ def _fit_factor_model(spec, history, verbose):
 
 
 # ---------------------------------------------------------------- the sweep
-def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed, new, truths, rows, random_state,
+def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seeds, new, truths, rows, random_state,
                alpha, engine):
-    """Every new model for one (method, budget, seed): a block of records."""
+    """Every new model for one (method, budget) and some seeds: a block of records, seed by seed."""
     key = method_key(name)
-    gens = [np.random.default_rng([random_state, key, int(budget), i, int(seed)]) for i in range(new.shape[0])]
+    seeds = [int(s) for s in np.atleast_1d(seeds)]
+    n = new.shape[0]
+    gens = [np.random.default_rng([random_state, key, int(budget), i, seed]) for seed in seeds for i in range(n)]
+    models = np.tile(np.arange(n), len(seeds))
     if engine["engine"] != "sequential" and supports(sampler):
-        with _torch_threads(engine["threads"]):
+        with _torch_threads(engine["threads"]):  # the seeds in lockstep too: one query's fixed cost for all
             runs = simulate(new, gens, factor_model=factor_model, sampler=sampler, budget=int(budget), alpha=alpha,
-                            device=engine["device"], dtype=engine["dtype"], step_weights=step_weights)
+                            device=engine["device"], dtype=engine["dtype"], step_weights=step_weights,
+                            predict_every=engine["predict_every"], rows=models)
         columns = (runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries)
     else:
-        columns = np.empty((5, new.shape[0]))
-        for i in range(new.shape[0]):
-            est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gens[i],
-                               step_weights=step_weights).fit(new[i])
-            columns[:, i] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_)
+        columns = np.empty((5, len(gens)))
+        for r, (i, gen) in enumerate(zip(models, gens)):
+            est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gen,
+                               step_weights=step_weights, predict_every=engine["predict_every"]).fit(new[i])
+            columns[:, r] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_)
     estimate, std_error, low, high, n_queries = columns
+    truth = np.tile(truths, len(seeds))
     return pd.DataFrame({
-        "method": name, "budget_fraction": float(fraction), "budget": int(budget), "model": np.arange(new.shape[0]),
-        "row": rows, "seed": int(seed), "truth": truths, "estimate": estimate, "std_error": std_error, "low": low,
-        "high": high, "covered": (low <= truths) & (truths <= high), "n_queries": np.asarray(n_queries, np.int64),
+        "method": name, "budget_fraction": float(fraction), "budget": int(budget), "model": models,
+        "row": np.tile(rows, len(seeds)), "seed": np.repeat(seeds, n), "truth": truth, "estimate": estimate,
+        "std_error": std_error, "low": low, "high": high, "covered": (low <= truth) & (truth <= high),
+        "n_queries": np.asarray(n_queries, np.int64),
     }, columns=RECORD_COLUMNS)
+
+
+def _seed_groups(seeds, n_jobs, n_settings):
+    """The seeds in consecutive groups: one group, or enough groups for ``n_jobs`` workers to share
+    ``n_settings`` (method, budget) pairs evenly."""
+    from joblib import effective_n_jobs
+
+    workers = effective_n_jobs(n_jobs) if n_jobs not in (None, 1) else 1
+    n_groups = min(len(seeds), max(1, -(-workers // max(n_settings, 1))) if workers > 1 else 1)
+    return [list(g) for g in np.array_split(np.asarray(seeds), n_groups)]
 
 
 @contextlib.contextmanager
@@ -484,23 +512,27 @@ def _torch_threads(n):
         torch.set_num_threads(before)
 
 
-def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_state, tuning, step_weights, verbose):
+def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_state, tuning, step_weights, verbose,
+                     predict_every=1):
     """``{(method, budget): (factor model, sampler, step weights)}``, tuning and weights learned on the history."""
     # "-equal" methods: literally equal weights, the plain mean of the increments (not the default's
     # finite-population weights), so that their results stay comparable with earlier runs
     specs = {(m, int(b)): (*_method_spec(m, fitted, surrogate), np.ones(int(b)) if parse_method(m)[0] in EQUAL_METHODS else None)
              for m in methods for b in sizes}
-    unfitted = clone(fitted) if fitted is not None else _default_factor_model(False)
+    unfitted = clone(fitted) if fitted is not None else _default_factor_model(False, history.shape[1])
     tuning_results, weight_results, configurations, cross_fm, cross_gp = {}, {}, {}, None, None
     weight_cfg = dict(step_weights or {})
+    weight_cfg.setdefault("predict_every", predict_every)
+    largest_first = sorted((int(b) for b in sizes), reverse=True)  # whose validation runs serve the smaller ones
     if "auto" in methods:
         cache = {}
-        for b in sizes:
-            cfg = configure_from_history(history, int(b), random_state=random_state, cache=cache,
-                                         **weight_cfg)
+        for b in largest_first:
+            configurations[b] = configure_from_history(history, b, random_state=random_state, cache=cache,
+                                                       **weight_cfg)
+        configurations = {int(b): configurations[int(b)] for b in sizes}
+        for b, cfg in configurations.items():
             est = cfg.estimator
-            specs[("auto", int(b))] = (est.factor_model, est.sampler, est.step_weights)
-            configurations[int(b)] = cfg
+            specs[("auto", b)] = (est.factor_model, est.sampler, est.step_weights)
     if "faq-tuned" in methods:
         from .tuning import tune_policy
 
@@ -524,20 +556,24 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
                 warnings.warn(f"{', '.join(weighted)}: the default increment weights ({exc})", RuntimeWarning,
                               stacklevel=3)
                 weighted = []
+    cache = {}
     for m in weighted:
-        for b in sizes:
-            fm_m, sampler_m, _ = specs[(m, int(b))]
-            sw = learn_step_weights(history, None, budget=int(b), sampler=sampler_m, random_state=random_state,
-                                    fitted_factor_model=cross_gp if _uses_surrogate(m) else cross_fm, **weight_cfg)
-            specs[(m, int(b))] = (fm_m, sampler_m, sw.weights)
-            weight_results[(m, int(b))] = sw
+        learned = {}
+        for b in largest_first:
+            fm_m, sampler_m, _ = specs[(m, b)]
+            sw = learn_step_weights(history, None, budget=b, sampler=sampler_m, random_state=random_state,
+                                    fitted_factor_model=cross_gp if _uses_surrogate(m) else cross_fm, cache=cache,
+                                    **weight_cfg)
+            specs[(m, b)] = (fm_m, sampler_m, sw.weights)
+            learned[b] = sw
+        weight_results.update({(m, int(b)): learned[int(b)] for b in sizes})
     return specs, tuning_results, weight_results, configurations
 
 
 def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc", "ht-uniform"), factor_model=None,
                 budget_fractions=None, new_rows=None, alpha=0.05, random_state=0, n_jobs=None, backend=None,
                 engine="auto", device="cpu", dtype="float64", torch_threads="auto", tuning=None, step_weights=None,
-                verbose=True):
+                predict_every="auto", verbose=True):
     """Run methods x budgets x new models x seeds, given a history and the new models apart.
 
     :func:`run_experiment` splits a matrix and calls this.
@@ -583,6 +619,11 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` for the
         :data:`WEIGHTED_METHODS` (learned per budget by cross-fitting on the history; equal
         weights, with a warning, when it has too few complete rows) and for "auto".
+    predict_every : int or "auto", default="auto"
+        The predictions' refresh schedule of every run (``PAIEstimator(predict_every=...)``)
+        and of the validation runs behind the learned weights; ``"auto"``:
+        :func:`faqstats.configure.default_predict_every` of the bank (every answer up to
+        4,095 questions).
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 
@@ -606,7 +647,11 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         torch_threads = None if n_jobs in (None, 1) else 1
     elif torch_threads is not None:
         check_scalar(torch_threads, "torch_threads", kind=numbers.Integral, low=1)
-    engine_cfg = {"engine": engine, "device": device, "dtype": dtype, "threads": torch_threads}
+    if predict_every == "auto":
+        predict_every = default_predict_every(np.shape(history)[1])
+    check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
+    engine_cfg = {"engine": engine, "device": device, "dtype": dtype, "threads": torch_threads,
+                  "predict_every": int(predict_every)}
     methods = _check_methods(methods)
     seeds = _check_seeds(seeds)
     check_scalar(random_state, "random_state", kind=numbers.Integral, low=0)
@@ -628,11 +673,14 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         surrogate = GaussianProcessSurrogate(random_state=random_state).fit(history)
     # resolved here: workers need no registry
     specs, tuning_results, weight_results, configurations = _method_settings(
-        methods, sizes, history, fitted, surrogate, alpha, random_state, tuning, step_weights, verbose)
-    chunks = [(m, f, b, s) for m in methods for f, b in zip(fractions, sizes) for s in seeds]
-    tasks = (delayed(_run_chunk)(m, *specs[(m, int(b))], f, b, s, new, truths, rows, random_state, alpha, engine_cfg)
-             for m, f, b, s in chunks)
-    bar = progress_bar(len(chunks) * new.shape[0], "runs", verbose, unit="run")
+        methods, sizes, history, fitted, surrogate, alpha, random_state, tuning, step_weights, verbose,
+        engine_cfg["predict_every"])
+    # one task per (method, budget) and group of seeds: the batched engine runs a group in lockstep
+    groups = _seed_groups(seeds, n_jobs, len(methods) * len(sizes))
+    chunks = [(m, f, b, g) for m in methods for f, b in zip(fractions, sizes) for g in groups]
+    tasks = (delayed(_run_chunk)(m, *specs[(m, int(b))], f, b, g, new, truths, rows, random_state, alpha, engine_cfg)
+             for m, f, b, g in chunks)
+    bar = progress_bar(len(seeds) * len(methods) * len(sizes) * new.shape[0], "runs", verbose, unit="run")
     blocks = []
     with parallel_config(**({} if backend is None else {"backend": backend})):
         for block in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
@@ -685,7 +733,9 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
         new_rows=np.asarray(new_rows), budgets=fractions, elapsed=time.perf_counter() - start,
         config=dict(**split, seeds=_check_seeds(settings["seeds"]),
                     methods=_check_methods(settings["methods"]),
-                    **{k: settings[k] for k in ("alpha", "random_state", "engine", "device", "dtype")}),
+                    **{k: settings[k] for k in ("alpha", "random_state", "engine", "device", "dtype")},
+                    predict_every=(default_predict_every(new.shape[1]) if settings["predict_every"] == "auto"
+                                   else int(settings["predict_every"]))),
     )
 
 
