@@ -156,13 +156,13 @@ def simulate(
         Called with the number of runs finished after each chunk.
     keep_increments : bool, default=False
         Also return every run's increments and their ranges (sequential samplers only).
-    keep_ranges : bool or None, default=None
-        Whether ``keep_increments`` includes the ranges (``None``: it does); computing them
-        costs a few passes over the ``R x N`` block per query.
     step_weights : array-like or None
         As in :class:`~faqstats.PAIEstimator` (weighted increments).
     predict_every : int, default=1
         As in :class:`~faqstats.PAIEstimator` (predictions refreshed on a schedule).
+    keep_ranges : bool or None, default=None
+        Whether ``keep_increments`` includes the ranges (``None``: it does); computing them
+        costs a few passes over the ``R x N`` block per query.
 
     Returns
     -------
