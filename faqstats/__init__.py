@@ -11,6 +11,7 @@ from .datasets import SyntheticBank, draw_bank_from_factors, load_response_matri
 from .estimator import PAIEstimator, martingale_variance, paper_variance, weighted_martingale
 from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
+from .irt import ItemResponseModel
 from .io import load_factor_model, load_step_weights, save_factor_model, save_step_weights
 from .estimands import GroupResults
 from .results import AccuracyResult, ComparisonResult
@@ -18,12 +19,14 @@ from .session import EvaluationSession
 from .sampling import (
     ActiveLearningSampler,
     BernoulliAIPW,
+    CostWeightedSampler,
     HybridSampler,
     NeymanSampler,
     PolicyState,
     Sampler,
     StreamSampler,
     UniformSampler,
+    VarianceReductionSampler,
 )
 from .step_weights import StepWeights, learn_step_weights
 from .surrogate import GaussianProcessSurrogate
@@ -35,10 +38,12 @@ __all__ = [
     "ActiveLearningSampler",
     "BernoulliAIPW",
     "ComparisonResult",
+    "CostWeightedSampler",
     "EvaluationSession",
     "GaussianProcessSurrogate",
     "GroupResults",
     "HybridSampler",
+    "ItemResponseModel",
     "LogisticFactorModel",
     "LogisticFactorModelCV",
     "NeymanSampler",
@@ -50,6 +55,7 @@ __all__ = [
     "StreamSampler",
     "SyntheticBank",
     "UniformSampler",
+    "VarianceReductionSampler",
     "cold_start_factor_model",
     "compare",
     "configure_from_history",

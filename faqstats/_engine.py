@@ -127,6 +127,10 @@ class _Run:
         self.budget = int(budget)
         self.available = np.ones(self.n_questions, dtype=bool)  # askable, or (stream) not yet visited
         self.records = []
+        # with costs (a cost per question): they and the expected cost per draw that fixed the
+        # budget; the policy carries the cost weighting (sampling.CostWeightedSampler)
+        self.costs = None
+        self.cost_per_draw = None
 
     @property
     def predictions(self):

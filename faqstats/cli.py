@@ -216,10 +216,14 @@ def _read_question_ids(path):
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+# the names the readers give their path arguments, as the command line's options
+_READER_PATH_NAMES = r"(?:paths_or_dirs|paths|path|log_path)"
+
+
 @contextlib.contextmanager
-def _reading_harness(after=""):
+def _reading_harness(harness, after=""):
     """Harness output being read: a warning (e.g. about merged runs) as one ``faqstats: warning:``
-    line each; an error in the command line's words, followed by ``after``."""
+    line each; an error (a missing path too) in the command line's words, followed by ``after``."""
     def show(message, *_):
         print(f"faqstats: warning: {' '.join(str(message).split())}", file=sys.stderr)
 
@@ -227,9 +231,11 @@ def _reading_harness(after=""):
         warnings.showwarning = show
         try:
             yield
-        except ValueError as exc:
+        except (ValueError, OSError) as exc:
             message = re.sub(r"[Pp]ass (\w+)=\.\.\. \(or a mapping task -> \w+\)",
                              r"Pass --\1 NAME (or --\1 TASK=NAME)", str(exc))
+            message = re.sub(rf"^{_READER_PATH_NAMES}:? ", f"--{harness} ", message)
+            message = re.sub(rf"given in {_READER_PATH_NAMES}\b", f"given with --{harness}", message)
             raise ValueError(message + after) from exc
 
 
@@ -242,16 +248,24 @@ def _harness_of(args):
     if not given:
         return None, None
     harness, paths = given[0]
+    seen = {}
+    for path in paths:  # the same output twice would count its scores twice
+        key = Path(path).resolve()
+        if key in seen:
+            also = "" if seen[key] == path else f" (also as {seen[key]})"
+            raise ValueError(f"--{harness}: {path} is given twice{also}.")
+        seen[key] = path
     return harness, paths[0] if len(paths) == 1 else list(paths)
 
 
 def _reader_options(args, harness):
-    """The reader options (``--metric``, ``--filter``, ``--scorer``) given, checked against ``harness``.
+    """The reader options (``--metric``, ``--filter``, ``--scorer``) given, checked against ``harness``:
+    ``{name: {"default": NAME or None, "tasks": {TASK: NAME}}}`` (:func:`faqstats.io.check_reader_options`).
 
-    Each is ``NAME`` (every task) and/or ``TASK=NAME`` (repeatable): a plain string, or a mapping
-    task -> name whose other tasks get the ``NAME`` given, else the reader's default.
+    Each is ``NAME`` (every task) and/or ``TASK=NAME`` (repeatable); tasks not named read the
+    ``NAME`` given, else the reader's default.
     """
-    from .integrations._harness import OPTIONS, PerTask
+    from .integrations._harness import OPTIONS
 
     options = {}
     for name in ("metric", "filter", "scorer"):
@@ -264,7 +278,7 @@ def _reader_options(args, harness):
         named, plain = {}, []
         for value in values:
             task, sep, choice = value.partition("=")
-            if not (choice if sep else task):
+            if not (choice if sep else task) or (sep and not task):
                 raise ValueError(f"--{name} takes NAME or TASK=NAME, got {value!r}.")
             if not sep:
                 plain.append(task)
@@ -274,26 +288,64 @@ def _reader_options(args, harness):
                 named[task] = choice
         if len(plain) > 1:
             raise ValueError(f"--{name}: one NAME for all tasks (and TASK=NAME for others), got {plain}.")
-        default = plain[0] if plain else OPTIONS[harness][name]
-        options[name] = PerTask(named, default) if named else default
+        options[name] = {"default": plain[0] if plain else OPTIONS[harness][name], "tasks": named}
     return options
+
+
+def _all_reader_options(harness, given):
+    """``given`` completed with the reader's defaults for every option of ``harness``."""
+    from .integrations._harness import OPTIONS
+
+    return {name: given.get(name, {"default": default, "tasks": {}}) for name, default in OPTIONS[harness].items()}
+
+
+def _reader_kwargs(options):
+    """Reader options as the reader's keyword arguments (a name, or a mapping task -> name)."""
+    from .integrations._harness import PerTask
+
+    return {name: PerTask(spec["tasks"], spec["default"]) if spec["tasks"] else spec["default"]
+            for name, spec in options.items()}
+
+
+def _option_words(name, spec):
+    """A reader option as it is written on the command line (``--metric acc --metric t=exact_match``)."""
+    words = ([] if spec["default"] is None else [f"--{name} {spec['default']}"]) + [
+        f"--{name} {task}={value}" for task, value in spec["tasks"].items()]
+    return " ".join(words) or f"no --{name}"
+
+
+def _check_option_tasks(options, tasks, where):
+    """Refuse a ``TASK=NAME`` whose task is not among ``tasks`` (it would be ignored silently)."""
+    for name, spec in options.items():
+        absent = sorted(set(spec["tasks"]) - set(tasks))
+        if absent:
+            raise ValueError(f"--{name} {absent[0]}={spec['tasks'][absent[0]]}: no task {absent[0]!r} in {where} "
+                             f"(its tasks: {', '.join(sorted(tasks))}).")
+
+
+def _note(message):
+    print(f"faqstats: note: {' '.join(message.split())}", file=sys.stderr)
 
 
 def _fit_history(args):
     from .datasets import load_response_matrix
     from .factor_model import LogisticFactorModel
+    from .integrations._common import split_question_id
     from .io import save_factor_model
 
     harness, paths = _harness_of(args)
     options = _reader_options(args, harness)
-    models = None
+    models = reader = None
     if harness is not None:  # earlier runs read straight from the harness output, ids "<task>/<sample id>"
         from .integrations._harness import read_history
 
         if args.question_ids is not None:
             raise ValueError(f"--question-ids goes with --data; with --{harness} the ids are the harness's.")
-        with _reading_harness():
-            matrix, models, ids = read_history(harness, paths, **options)
+        # stored with the model: 'session record' reads the new model's runs the same way
+        reader = {"harness": harness, "options": _all_reader_options(harness, options)}
+        with _reading_harness(harness):
+            matrix, models, ids = read_history(harness, paths, **_reader_kwargs(reader["options"]))
+        _check_option_tasks(options, {split_question_id(q)[0] for q in ids}, f"the {harness} output read")
     else:
         matrix, meta = load_response_matrix(args.data)
         if args.question_ids is not None:
@@ -304,8 +356,12 @@ def _fit_history(args):
     params = _given(args, "n_components", "regularization", "max_iter", "learning_rate", "prior_scale")
     verbose = not (args.quiet or args.json)
     fm = LogisticFactorModel(**params, device=args.device, random_state=args.seed, verbose=verbose)
-    fm.fit(matrix)
-    out = save_factor_model(fm, args.out, question_ids=ids)
+    try:
+        fm.fit(matrix)
+    except FloatingPointError as exc:  # in the command line's words
+        raise ValueError(str(exc).replace("learning_rate", "--learning-rate")
+                         .replace("raise regularization", "raise --regularization")) from exc
+    out = save_factor_model(fm, args.out, question_ids=ids, reader=reader)
     weights_file = None
     if args.step_weights_budget is not None:  # cross-fitted on the history: a second fit on 75% of it
         from .io import save_step_weights
@@ -318,11 +374,13 @@ def _fit_history(args):
         "observed_fraction": float(np.mean(~np.isnan(matrix))), "n_components": fm.n_components,
         "regularization": fm.regularization, "max_iter": fm.max_iter, "final_loss": float(fm.loss_curve_[-1]),
         "question_ids": ids is not None, "step_weights": None if weights_file is None else str(weights_file),
-        "harness": harness, "models": models,
+        "harness": harness, "models": models, "reader": reader,
     }
     read = "" if harness is None else (
         f"Read {len(models)} model(s) from the {harness} output ({', '.join(models[:5])}"
-        f"{', ...' if len(models) > 5 else ''}).\n")
+        f"{', ...' if len(models) > 5 else ''}) with "
+        + ", ".join(_option_words(name, spec) for name, spec in reader["options"].items())
+        + " (stored with the model for 'faqstats session record').\n")
     _emit(args, payload, read + (
         f"Fitted a rank-{fm.n_components} factor model on {matrix.shape[0]} models x {matrix.shape[1]} questions "
         f"({100 * payload['observed_fraction']:.1f}% observed), final loss {payload['final_loss']:.4f}.\n"
@@ -439,8 +497,9 @@ def _session_record(args):
     _emit(args, st, f"Recorded {len(pairs)} answer(s).\n" + _status_text(st))
 
 
-def _record_harness(args, harness, paths, options):
+def _record_harness(args, harness, paths, given):
     """Record the pending questions' outcomes, read from a harness run's output (all or nothing)."""
+    from .integrations._common import split_question_id
     from .integrations._harness import read_round
 
     session = _load(args)
@@ -450,16 +509,49 @@ def _record_harness(args, harness, paths, options):
     if not pending:
         raise ValueError(f"no question is pending: run 'faqstats session next {args.directory} --format {harness}', "
                          "then the harness on what it prints.")
-    with _reading_harness(after=" Nothing was recorded."):
-        values, ignored = read_round(harness, paths, pending, **options)
+    try:
+        tasks = {split_question_id(str(q))[0] for q in session.question_ids}
+    except (ValueError, TypeError):  # ids that are no harness ids are refused below, by name
+        tasks = None
+    else:
+        _check_option_tasks(given, tasks, "the session's bank")
+    options = _recording_options(session, harness, given, tasks)
+    with _reading_harness(harness, after=" Nothing was recorded."):
+        values, ignored = read_round(harness, paths, pending, **_reader_kwargs(options))
     session.record(pending, values.tolist())
     st = session.status()
     where = paths if isinstance(paths, str) else ", ".join(paths)
     note = "" if not ignored else (
         f" ({len(ignored)} other scored sample(s) there were not pending and are ignored: "
         + ", ".join(map(repr, ignored[:5])) + (" ..." if len(ignored) > 5 else "") + ")")
-    _emit(args, {**st, "recorded": pending, "ignored": ignored},
+    _emit(args, {**st, "recorded": pending, "ignored": ignored, "reader": {"harness": harness, "options": options}},
           f"Recorded {len(pending)} answer(s) from {where}{note}.\n" + _status_text(st))
+
+
+def _recording_options(session, harness, given, tasks):
+    """The reader options of ``session record``: those stored with the session's factor model by
+    ``fit-history`` (when it read the same harness), each replaced by the one given on the command
+    line, with a note when that reads a task of the bank (``tasks``) otherwise; the reader's
+    defaults for the rest."""
+    stored = (getattr(session.factor_model, "metadata_", None) or {}).get("reader")
+    if stored is not None and stored["harness"] != harness:
+        _note(f"the factor model was fitted on {stored['harness']} output; its reader options do not apply to "
+              f"--{harness}.")
+        stored = None
+    base = {} if stored is None else stored["options"]
+    for name, spec in given.items():
+        if name not in base:
+            continue
+        old = base[name]
+        def reads(opt, task):
+            return opt["tasks"].get(task, opt["default"])
+
+        differ = old != spec if tasks is None else sorted(t for t in tasks if reads(old, t) != reads(spec, t))
+        if differ:
+            which = "" if differ is True else f" for task(s) {', '.join(differ)}"
+            _note(f"reading with {_option_words(name, spec)}, not the {_option_words(name, old)} that 'faqstats "
+                  f"fit-history' stored with the factor model{which}; read every round of a session the same way.")
+    return _all_reader_options(harness, {**base, **given})
 
 
 def _session_status(args):
@@ -497,10 +589,10 @@ def _add_fit_history_parser(sub):
                                              "inspect output) and save it")
     source = fit.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")
-    source.add_argument("--lm-eval", nargs="+", metavar="DIR",
+    source.add_argument("--lm-eval", nargs="+", action="extend", metavar="DIR",
                         help="lm-eval --output_path directories (runs with --log_samples; or samples files): "
                              "question ids '<task>/<doc_id>', a model per directory")
-    source.add_argument("--inspect", nargs="+", metavar="LOGDIR",
+    source.add_argument("--inspect", nargs="+", action="extend", metavar="LOGDIR",
                         help="inspect-ai log directories or log files: question ids '<task>/<sample id>', "
                              "a model per eval.model")
     fit.add_argument("--out", required=True, help="where to write the fitted model (.npz)")
@@ -524,9 +616,12 @@ def _add_fit_history_parser(sub):
     _finish(fit, _fit_history)
 
 
-def _add_reader_options(parser):
+def _add_reader_options(parser, recording=False):
     group = parser.add_argument_group(
-        "reading harness output", "NAME for every task and/or TASK=NAME for one (repeat the option)")
+        "reading harness output", "NAME for every task and/or TASK=NAME for one (repeat the option)" + (
+            "; fit-history stores them with the model" if not recording else
+            ". Default: the options 'faqstats fit-history' read the history with (stored with the model); "
+            "an option given replaces the stored one of that name (a note says so when they differ)."))
     group.add_argument("--metric", action="append", metavar="[TASK=]NAME",
                        help="lm-eval: the per-document metric (default acc), e.g. exact_match")
     group.add_argument("--filter", action="append", metavar="[TASK=]NAME",
@@ -580,7 +675,7 @@ def _add_session_parser(sub):
     rec.add_argument("--inspect", action="append", metavar="LOGDIR",
                      help="the --log-dir (or a log file) of an inspect eval run on the pending questions: every "
                           "one must be there; other samples are ignored (repeat for several)")
-    _add_reader_options(rec)
+    _add_reader_options(rec, recording=True)
     _finish(rec, _session_record)
 
     stat = ssub.add_parser("status", help="progress, pending questions and the estimate so far")

@@ -20,11 +20,12 @@ from ._validation import check_history, check_scalar, check_seed
 from .estimator import PAIEstimator
 from .factor_model import LogisticFactorModel
 from .results import table_summary
-from .sampling import HybridSampler, UniformSampler
+from .sampling import HybridSampler, Sampler, UniformSampler
 from .step_weights import learn_step_weights, validation_split
 from .surrogate import GaussianProcessSurrogate
 
-__all__ = ["Configuration", "configure_from_history", "default_candidates", "default_predict_every"]
+__all__ = ["Configuration", "configure_from_history", "default_candidates", "default_policies",
+           "default_predict_every"]
 
 #: questions per prediction refresh interval step of :func:`default_predict_every`
 PREDICT_EVERY_QUESTIONS = 2048
@@ -43,12 +44,80 @@ def default_predict_every(n_questions):
     return max(1, int(n_questions) // PREDICT_EVERY_QUESTIONS)
 
 
+#: relative validation gain in ESS another policy needs over the default's (same predictor) to be chosen
+POLICY_MARGIN = 0.03
+
+#: histories with fewer models than this also try a shrunk surrogate (:func:`default_candidates`)
+THIN_HISTORY = 100
+
+
 def default_candidates(n_models, random_state=0):
-    """The predictors tried by default: ``{"factor": LogisticFactorModel, "gp": GaussianProcessSurrogate}``
-    (the factor rank capped by the number of history models)."""
+    """The predictors tried by default: the logistic factor model and Gaussian-process surrogates.
+
+    ``"factor"``: :class:`~faqstats.LogisticFactorModel` of rank ``min(16, n_models - 1)``;
+    ``"gp"``: :class:`~faqstats.GaussianProcessSurrogate` of rank 32; then, with at least
+    :data:`THIN_HISTORY` models, ``"gp-16"`` and ``"gp-64"`` of ranks 16 and 64, and with fewer
+    (where the rank is capped by the models anyway) ``"gp-shrink-0.5"`` and ``"gp-shrink-0.8"``
+    (rank 32 with ``shrinkage`` 0.5 and 0.8: that share of the low-rank covariance moved to
+    the noise, so that the predictions trust a thin history's correlations less and stay
+    nearer its question means). A candidate whose fit equals an earlier one's (a rank the
+    training part cannot support) is validated once by :func:`configure_from_history`.
+
+    Parameters
+    ----------
+    n_models : int
+        Models in the history.
+    random_state : int, default=0
+        Seeds the fits.
+
+    Returns
+    -------
+    dict
+        ``{name: unfitted estimator}``, in the order they are validated.
+
+    Examples
+    --------
+    >>> list(default_candidates(1846))
+    ['factor', 'gp', 'gp-16', 'gp-64']
+    >>> list(default_candidates(16))
+    ['factor', 'gp', 'gp-shrink-0.5', 'gp-shrink-0.8']
+    >>> default_candidates(16)["factor"].n_components
+    15
+    """
     rank = int(max(1, min(16, n_models - 1)))
-    return {"factor": LogisticFactorModel(n_components=rank, random_state=random_state),
-            "gp": GaussianProcessSurrogate(random_state=random_state)}
+    candidates = {"factor": LogisticFactorModel(n_components=rank, random_state=random_state),
+                  "gp": GaussianProcessSurrogate(random_state=random_state)}
+    if n_models >= THIN_HISTORY:
+        for k in (16, 64):
+            candidates[f"gp-{k}"] = GaussianProcessSurrogate(n_components=k, random_state=random_state)
+    else:  # a few models: the rank is capped by them; trust their correlations less instead
+        for shrinkage in (0.5, 0.8):
+            candidates[f"gp-shrink-{shrinkage}"] = GaussianProcessSurrogate(shrinkage=shrinkage,
+                                                                          random_state=random_state)
+    return candidates
+
+
+def default_policies():
+    """The policies tried by default with the best predictor: ``HybridSampler`` with tau 0.5, 0.25 and 1.
+
+    The first, ``"hybrid"`` (tau 0.5), is the package default and the one every predictor is
+    validated with; ``"tau-0.25"`` halves the uniform floor (more weight on the predictions'
+    oracle scores: it pays where they are good, e.g. the factor model's late in larger budgets);
+    ``"tau-1"`` samples uniformly without replacement and uses the predictions as a control
+    variate only (it pays where their oracle scores mislead, e.g. on a thin history;
+    docs/results.md, "Ceiling and realised share").
+
+    Returns
+    -------
+    dict
+        ``{name: unfitted Sampler}``, the default first.
+
+    Examples
+    --------
+    >>> default_policies()
+    {'hybrid': HybridSampler(), 'tau-0.25': HybridSampler(tau=0.25), 'tau-1': HybridSampler(tau=1.0)}
+    """
+    return {"hybrid": HybridSampler(), "tau-0.25": HybridSampler(tau=0.25), "tau-1": HybridSampler(tau=1.0)}
 
 
 @dataclass(frozen=True)
@@ -61,11 +130,13 @@ class Configuration:
         Ready to ``fit(outcomes)`` a new model: the chosen predictor refitted on the whole
         history with its learned increment weights, or the FPC sample mean.
     choice : str
-        The chosen candidate's name, or ``"sample-mean"``.
+        The chosen candidate's label (a row of ``table``), or ``"sample-mean"``.
     table : pandas.DataFrame
-        One row per candidate: ``candidate``, ``predicted_ess`` (validation variance of the FPC
-        sample mean / the candidate's), ``variance_ratio`` (as in
-        :class:`~faqstats.step_weights.StepWeights`), ``fit_seconds`` and ``validation_seconds``.
+        One row per (predictor, policy) validated: ``candidate`` (the label: the predictor's
+        name, with ``"/policy"`` when the policy is not the default), ``predictor``,
+        ``policy``, ``predicted_ess`` (validation variance of the FPC sample mean / the
+        candidate's), ``variance_ratio`` (as in :class:`~faqstats.step_weights.StepWeights`),
+        ``fit_seconds`` and ``validation_seconds``.
     budget, n_validation, n_runs : int
     seconds : float
     predict_every : int
@@ -89,12 +160,13 @@ class Configuration:
 
     def summary(self):
         """The choice and the candidates' validation results as a statsmodels summary table."""
-        items = {"Budget:": self.budget, "Chosen:": self.choice,
+        items = {"Budget:": self.budget, "Chosen (predictor/policy):": self.choice,
                  "Predicted ESS vs FPC mean:": f"{self.predicted_ess:.2f}",
                  "Validation models / runs:": f"{self.n_validation} / {self.n_runs}",
                  "Predictions refreshed every:": f"{self.predict_every} answer(s)",
                  "Seconds:": f"{self.seconds:.1f}"}
-        notes = ["ESS: validation variance of the FPC sample mean / that of the candidate's weighted PAI estimate."]
+        notes = ["ESS: validation variance of the FPC sample mean / that of the candidate's weighted PAI estimate.",
+                 "Every predictor is validated with the default policy; the other policies with the best predictor."]
         if self.choice == "sample-mean":
             notes.append("No predictor beat the sample mean on the validation models: the sample mean is used.")
         return table_summary("faqstats configuration from the history", items=items, table=self.table, index=False,
@@ -121,9 +193,16 @@ def _fpc_variance(Z, budget):
     return float(np.mean((1.0 - budget / N) * Z.var(axis=1, ddof=1) / budget))
 
 
-def configure_from_history(history, budget, *, candidates=None, validation_fraction=0.25, n_runs=None,
-                           predict_every="auto", random_state=0, verbose=False, cache=None):
-    """Choose the predictor and increment weights for ``budget`` queries from the history alone.
+def configure_from_history(history, budget, *, candidates=None, policies=None, validation_fraction=0.25,
+                           n_runs=None, predict_every="auto", random_state=0, verbose=False, cache=None):
+    """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
+
+    Every predictor is validated with the first (default) policy; the other policies with the
+    predictor that did best. The (predictor, policy) with the largest validation ESS against
+    the FPC sample mean wins, or the sample mean itself when none beats it; another policy than
+    the default must beat the default's ESS with the same predictor by :data:`POLICY_MARGIN`
+    (3%: a smaller tau makes heavier-tailed increments, and the best of several noisy
+    validation figures is optimistic).
 
     Parameters
     ----------
@@ -133,6 +212,12 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
         Queries the new model will be asked (at least 3, at most N).
     candidates : dict or None
         ``{name: unfitted estimator with posterior()}``; ``None`` is :func:`default_candidates`.
+        A candidate whose fit on the training part equals an earlier one's (e.g. a rank the
+        history cannot support) is validated once.
+    policies : dict or None
+        ``{name: unfitted Sampler}``, the default first; ``None`` is :func:`default_policies`.
+        Their laws should not depend on the budget (as ``HybridSampler``'s with ``rho = gamma = 0``)
+        for ``cache`` to share runs across budgets.
     validation_fraction : float in (0, 1), default=0.25
         Share of the complete history rows held out as validation models.
     n_runs : int or None, default=None
@@ -159,8 +244,10 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
     >>> cfg = configure_from_history(bank.history, 20, n_runs=100, random_state=0)
-    >>> cfg.choice in ("factor", "gp", "sample-mean"), cfg.estimator.budget
+    >>> cfg.choice in [*cfg.table["candidate"], "sample-mean"], cfg.estimator.budget
     (True, 20)
+    >>> cfg.table.columns.tolist()[:3]
+    ['candidate', 'predictor', 'policy']
     >>> est = cfg.estimator.fit(bank.new_outcomes[0])
     """
     start = time.perf_counter()
@@ -174,43 +261,80 @@ def configure_from_history(history, budget, *, candidates=None, validation_fract
         candidates = default_candidates(H.shape[0], random_state)
     if not candidates:
         raise ValueError("candidates must name at least one predictor.")
+    policies = default_policies() if policies is None else dict(policies)
+    if not policies:
+        raise ValueError("policies must name at least one sampler.")
+    for name, policy in policies.items():
+        if not isinstance(policy, Sampler) or policy.design == "stream":
+            raise ValueError(f"policies must be sequential faqstats Samplers; {name!r} is {type(policy).__name__}.")
+        policy.check_params()
+    columns = ["candidate", "predictor", "policy", "predicted_ess", "variance_ratio", "fit_seconds",
+               "validation_seconds"]
     try:
         train, Z = validation_split(H, validation_fraction, random_state)
     except ValueError as exc:  # too few complete rows to validate anything on: the safe choice
         warnings.warn(f"configure_from_history: the sample mean, since no predictor can be validated ({exc})",
                       RuntimeWarning, stacklevel=2)
-        table = pd.DataFrame(columns=["candidate", "predicted_ess", "variance_ratio", "fit_seconds",
-                                      "validation_seconds"])
         seconds = time.perf_counter() - start
-        return Configuration(_sample_mean(budget), "sample-mean", table, budget, 0, 0, seconds, predict_every)
+        return Configuration(_sample_mean(budget), "sample-mean", pd.DataFrame(columns=columns), budget, 0, 0,
+                             seconds, predict_every)
     var_fpc = _fpc_variance(Z, budget)
-    sampler = HybridSampler()
-    rows, fitted = [], {}
-    bar = progress_bar(len(candidates), "candidates", verbose)
     cache = {} if cache is None else cache
-    for name, candidate in candidates.items():
-        t0 = time.perf_counter()
-        model = _cached_fit(cache, ("train", name), candidate, train)
+    rows, fitted, models = [], {}, {}
+    default_policy = next(iter(policies))
+
+    def validate(name, model, policy, fit_seconds):
         t1 = time.perf_counter()
-        sw = learn_step_weights(H, None, budget=budget, sampler=sampler, validation_fraction=validation_fraction,
-                                n_runs=n_runs, random_state=random_state, fitted_factor_model=model,
-                                predict_every=predict_every, cache=cache)
+        sw = learn_step_weights(H, None, budget=budget, sampler=policies[policy],
+                                validation_fraction=validation_fraction, n_runs=n_runs, random_state=random_state,
+                                fitted_factor_model=model, predict_every=predict_every, cache=cache)
         lam = sw.weights / sw.weights.sum()
         var = float(np.sum(lam**2 * sw.step_variance))  # the martingale's: increments are uncorrelated
-        rows.append({"candidate": name, "predicted_ess": var_fpc / var if var > 0 else np.inf,
-                     "variance_ratio": sw.variance_ratio, "fit_seconds": t1 - t0,
-                     "validation_seconds": time.perf_counter() - t1})
-        fitted[name] = sw
+        label = name if policy == default_policy else f"{name}/{policy}"
+        rows.append({"candidate": label, "predictor": name, "policy": policy,
+                     "predicted_ess": var_fpc / var if var > 0 else np.inf, "variance_ratio": sw.variance_ratio,
+                     "fit_seconds": fit_seconds, "validation_seconds": time.perf_counter() - t1})
+        fitted[label] = sw
         bar.update(1)
+        return sw
+
+    bar = progress_bar(len(candidates) + len(policies) - 1, "candidates", verbose)
+    for name, candidate in candidates.items():  # every predictor with the default policy
+        t0 = time.perf_counter()
+        model = _cached_fit(cache, ("train", name), candidate, train)
+        same = next((other for other, m in models.items() if _same_fit(m, model)), None)
+        models[name] = model
+        if same is not None:  # e.g. a rank the history cannot support: nothing new to validate
+            bar.update(1)
+            continue
+        validate(name, model, default_policy, time.perf_counter() - t0)
+    best = max(rows, key=lambda r: r["predicted_ess"])["predictor"]
+    for policy in list(policies)[1:]:  # the other policies with the best predictor
+        validate(best, models[best], policy, 0.0)
     bar.close()
-    table = pd.DataFrame(rows)
-    best = table.loc[table["predicted_ess"].idxmax()]
-    if best["predicted_ess"] > 1.0:
-        choice = str(best["candidate"])
-        model = _cached_fit(cache, ("whole", choice), candidates[choice], H)
-        estimator = PAIEstimator(model, HybridSampler(), budget=budget, step_weights=fitted[choice].weights,
+    table = pd.DataFrame(rows, columns=columns)
+    # another policy must beat the default with the same predictor by POLICY_MARGIN: a smaller tau
+    # makes heavier-tailed increments (the t interval's coverage at small budgets), and the best of
+    # several noisy validation figures is optimistic
+    base = table.loc[(table["predictor"] == best) & (table["policy"] == default_policy), "predicted_ess"].iloc[0]
+    eligible = (table["policy"] == default_policy) | (table["predicted_ess"] > (1.0 + POLICY_MARGIN) * base)
+    top = table.loc[table["predicted_ess"].where(eligible).idxmax()]
+    sw = fitted[top["candidate"]]
+    if top["predicted_ess"] > 1.0:
+        choice = str(top["candidate"])
+        model = _cached_fit(cache, ("whole", top["predictor"]), candidates[top["predictor"]], H)
+        estimator = PAIEstimator(model, clone(policies[top["policy"]]), budget=budget, step_weights=sw.weights,
                                  predict_every=predict_every)
     else:
         choice, estimator = "sample-mean", _sample_mean(budget)
     seconds = time.perf_counter() - start
     return Configuration(estimator, choice, table, budget, sw.n_validation, sw.n_runs, seconds, predict_every)
+
+
+def _same_fit(a, b):
+    """Whether two fitted predictors are the same (same class and fitted arrays): e.g. two
+    surrogate ranks both capped by a thin history."""
+    if type(a) is not type(b):
+        return False
+    names = ("question_factors_", "question_means_", "noise_", "prior_mean_", "prior_cov_")
+    return all(np.array_equal(getattr(a, n, None), getattr(b, n, None)) for n in names)

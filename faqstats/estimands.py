@@ -20,6 +20,9 @@ from ._validation import check_alpha
 
 __all__ = ["GroupResults", "EstimandTracker", "encode_groups", "estimand_weights", "stratified_allocation"]
 
+#: 1 / (the pseudo-residual's variance) in the simultaneous intervals: 1/6 = E[p(1-p)] for p ~ U(0, 1)
+PSEUDO_RESIDUAL_INVERSE = 6.0
+
 
 def encode_groups(groups, n_questions):
     """``(codes, labels)``: each question's group as an integer code into ``labels`` (sorted).
@@ -213,7 +216,9 @@ class GroupResults:
         Exactly unbiased estimates, their standard errors and the intervals' degrees of
         freedom (``inf``: normal quantile).
     n_questions, n_asked : ndarray of shape (G,)
-        Questions in each group, and how many of them were asked.
+        Questions in each group, and how many draws fell in it.
+    replace : bool
+        Whether the draws were with replacement (the simultaneous rule's finite-population factor).
 
     Examples
     --------
@@ -234,6 +239,28 @@ class GroupResults:
     df: np.ndarray
     n_questions: np.ndarray
     n_asked: np.ndarray
+    replace: bool = False
+
+    def simultaneous_std_error(self):
+        """The standard errors the simultaneous intervals use: ``sqrt(V_g + (1 - f_g) / (6 n_g^2))``.
+
+        ``n_g`` is the group's number of draws and ``f_g = n_g / N_g`` (0 with replacement): one
+        pseudo-residual of variance 1/6 added to the group's ``n_g``, as Agresti and Coull's
+        pseudo-observations do for a binomial; 1/6 is ``E[p (1 - p)]`` for an accuracy ``p``
+        uniform on [0, 1], fixed before any data was seen. The Bonferroni level lies in the tail where a group
+        with a dozen draws, none of them surprising, has a variance estimate far below its
+        variance; a census of the group (``f_g = 1``) stays exact (user guide, "Groups and weighted
+        estimands"). ``inf`` for a group without draws.
+
+        Returns
+        -------
+        ndarray of shape (G,)
+        """
+        n = self.n_asked.astype(float)
+        fpc = np.ones_like(n) if self.replace else np.clip(1.0 - n / self.n_questions, 0.0, 1.0)
+        with np.errstate(divide="ignore"):
+            floor = np.where(n > 0, fpc / (PSEUDO_RESIDUAL_INVERSE * np.maximum(n, 1.0) ** 2), np.inf)
+        return np.sqrt(self.std_error**2 + floor)
 
     def conf_int(self, alpha=0.05, simultaneous=False):
         """A DataFrame indexed by group with ``lower`` and ``upper`` columns.
@@ -242,16 +269,23 @@ class GroupResults:
         ----------
         alpha : float in (0, 1), default=0.05
         simultaneous : bool, default=False
-            ``True``: Bonferroni intervals, which hold for all groups at once with probability
-            at least ``1 - alpha`` (each at level ``1 - alpha / G``).
+            ``True``: Bonferroni intervals, meant to hold for all groups at once with
+            probability at least ``1 - alpha``: each at level ``1 - alpha / G``, with the
+            standard errors of :meth:`simultaneous_std_error` and Student's t with
+            ``n_g - 1`` degrees of freedom (``n_g`` the group's draws; at least 1).
 
         Returns
         -------
         pandas.DataFrame
         """
         alpha = check_alpha(alpha)
-        level = alpha / self.labels.size if simultaneous else alpha
-        low, high = wald_interval(self.estimate, self.std_error, alpha=level, df=self.df)
+        if simultaneous:
+            df = np.maximum(self.n_asked - 1.0, 1.0)
+            low, high = wald_interval(self.estimate, self.simultaneous_std_error(), alpha=alpha / self.labels.size,
+                                      df=df)
+            low, high = np.where(self.n_asked > 0, low, 0.0), np.where(self.n_asked > 0, high, 1.0)
+        else:
+            low, high = wald_interval(self.estimate, self.std_error, alpha=alpha, df=self.df)
         return pd.DataFrame({"lower": low, "upper": high}, index=pd.Index(self.labels, name="group"))
 
     def to_frame(self, alpha=0.05, simultaneous=False):
@@ -282,7 +316,8 @@ def group_results(increments, labels, sizes, asked_codes, *, interval, weights, 
         se.append(np.sqrt(v))
         df.append(np.inf if d is None else d)
     n_asked = np.bincount(asked_codes, minlength=labels.size)
-    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked)
+    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked,
+                        n_questions is None)
 
 
 def stratified_results(strata, labels, sizes, *, interval, replace):
@@ -304,7 +339,7 @@ def stratified_results(strata, labels, sizes, *, interval, replace):
         se.append(np.sqrt(v))
         df.append(np.inf if d is None else d)
     n_asked = np.array([len(p) for p in by_group])
-    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked)
+    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked, bool(replace))
 
 
 def combine_strata(results, shares):

@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._engine import Oracle, QueryLoop, check_design, sample_mean_design, start_run
+from ._engine import Oracle, QueryLoop, SequentialRun, check_design, sample_mean_design, start_run
 from ._inference import (
     fpc_mean,
     interval_df,
@@ -38,7 +38,7 @@ from .estimands import (
 )
 from .posterior import FixedPredictions
 from .results import AccuracyResult
-from .sampling import HybridSampler, Sampler, StreamSampler
+from .sampling import CostWeightedSampler, HybridSampler, Sampler, StreamSampler, check_costs, draws_for_cost
 
 __all__ = [
     "PAIEstimator",
@@ -136,6 +136,12 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         draw's group; every group's interval then rests on its own draws (user guide, "Groups
         and weighted estimands"). For ``estimand`` "micro" or "macro"; the bank-wide
         ``queries_["increment"]`` is then not an estimate (the groups' increments are).
+    budget_cost : float > 0 or None, default=None
+        A budget in cost units (tokens, dollars) instead of questions; needs ``fit(...,
+        costs=)``. The number of draws is fixed before the run, ``n = floor(budget_cost /
+        E_q1[cost])`` for the policy's first law ``q1`` (at most N without replacement), and
+        ``budget`` is ignored; the spend is then random, ``budget_cost`` in expectation for a
+        law that does not move (docs/statistics.md, "Cost budgets").
 
     Attributes
     ----------
@@ -157,6 +163,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         ``(queries so far, low, high)`` of the running confidence sequence after each
         round (theta in every row at once with probability ``>= 1 - alpha``).
     stop_reason_ : {"budget", "width"}
+    cost_spent_ : float or None
+        With ``fit(..., costs=)``: the summed cost of the distinct questions asked (random).
+    cost_per_draw_ : float or None
+        With ``budget_cost``: the expected cost per draw ``E_q1[cost]`` that fixed the draws.
 
     See Also
     --------
@@ -193,6 +203,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         estimand="micro",
         min_group_share=0.0,
         stratify=False,
+        budget_cost=None,
     ):
         self.factor_model = factor_model
         self.sampler = sampler
@@ -210,9 +221,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         self.estimand = estimand
         self.min_group_share = min_group_share
         self.stratify = stratify
+        self.budget_cost = budget_cost
 
     @classmethod
-    def from_history(cls, history, budget, **options):
+    def from_history(cls, history, budget, *, random_state=0, **options):
         """An estimator configured from the history alone, ready to ``fit`` a new model.
 
         See :func:`faqstats.configure.configure_from_history` (call it directly for the report
@@ -224,6 +236,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             Earlier models' outcomes (NaN = not observed).
         budget : int
             Queries the estimator will make.
+        random_state : int, Generator or None, default=0
+            Seeds the validation split and runs, and is the returned estimator's
+            ``random_state`` (its draws): an int makes the whole path reproducible; ``None``
+            keeps the configuration seeded (0) and draws afresh at every ``fit``.
         **options
             Keyword arguments of :func:`~faqstats.configure_from_history`.
 
@@ -236,29 +252,37 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         --------
         >>> import faqstats as fq
         >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
-        >>> est = fq.PAIEstimator.from_history(bank.history, budget=20, n_runs=100)
-        >>> est.set_params(random_state=0).fit(bank.new_outcomes[0]).n_queries_
-        20
+        >>> est = fq.PAIEstimator.from_history(bank.history, budget=20, n_runs=100, random_state=0)
+        >>> est.fit(bank.new_outcomes[0]).n_queries_, est.random_state
+        (20, 0)
         """
         from .configure import configure_from_history
 
-        return configure_from_history(history, budget, **options).estimator
+        seed = 0 if random_state is None or isinstance(random_state, np.random.Generator) else random_state
+        estimator = configure_from_history(history, budget, random_state=seed, **options).estimator
+        return estimator.set_params(random_state=random_state)
 
     # -- set-up ----------------------------------------------------------------
-    def validate(self, n_questions):
+    def validate(self, n_questions, budget=None, sampler=None):
         """Check every parameter for a bank of ``n_questions``; return the sampler.
 
         Parameters
         ----------
         n_questions : int
             The bank size ``N``.
+        budget : int or None, default=None
+            The draws of the run (``None``: ``self.budget``; a cost budget's draws otherwise).
+        sampler : Sampler or None, default=None
+            The policy to check (``None``: ``self.sampler``; a cost-weighted one otherwise).
 
         Returns
         -------
         Sampler or StreamSampler
             The policy to run (``HybridSampler()`` when ``sampler`` is None).
         """
-        sampler = HybridSampler() if self.sampler is None else self.sampler
+        budget = self.budget if budget is None else budget
+        if sampler is None:
+            sampler = HybridSampler() if self.sampler is None else self.sampler
         if not isinstance(sampler, (Sampler, StreamSampler)):
             raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
         stream = sampler.design == "stream"
@@ -271,20 +295,20 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             check_scalar(self.stop_when_width, "stop_when_width", low=0.0, high=1.0, closed="right")
         if self._cs_alpha() is not None and stream:
             raise ValueError("Confidence sequences and stop_when_width need a sequential sampler, not BernoulliAIPW.")
-        check_design(sampler, self.factor_model, n_questions, self.budget, self.batch_size, self.interval)
+        check_design(sampler, self.factor_model, n_questions, budget, self.batch_size, self.interval)
         if self.variance == "paper" and (not sampler.replace or stream):
             raise ValueError("variance='paper' is defined for with-replacement sequential sampling only.")
         if self.step_weights is not None:
-            self._check_step_weights(sampler)
+            self._check_step_weights(sampler, budget)
         return sampler
 
-    def _check_step_weights(self, sampler):
+    def _check_step_weights(self, sampler, budget):
         w = np.asarray(self.step_weights, dtype=float)
-        if w.ndim != 1 or w.size < self.budget:
+        if w.ndim != 1 or w.size < budget:
             raise ValueError(
-                f"step_weights must be a 1-D array with at least budget={self.budget} entries, got shape {w.shape}."
+                f"step_weights must be a 1-D array with at least budget={budget} entries, got shape {w.shape}."
             )
-        if not np.all(np.isfinite(w[: self.budget])) or np.any(w[: self.budget] <= 0):
+        if not np.all(np.isfinite(w[:budget])) or np.any(w[:budget] <= 0):
             raise ValueError("step_weights must be finite and positive.")
         if sampler.design == "stream":
             raise ValueError("step_weights weight sequential increments; BernoulliAIPW has none.")
@@ -302,7 +326,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             return None
         return check_alpha(cs)
 
-    def _tracker(self, sampler, n_questions, groups):
+    def _tracker(self, sampler, n_questions, groups, budget):
         """The :class:`~faqstats.estimands.EstimandTracker` the run needs, or None (the bank's mean)."""
         micro = isinstance(self.estimand, str) and self.estimand == "micro"
         share = check_scalar(self.min_group_share, "min_group_share", low=0.0, high=1.0, closed="left")
@@ -328,13 +352,13 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             if self.step_weights is not None or self._cs_alpha() is not None:
                 raise ValueError("stratify weights each group's draws itself: drop step_weights, "
                                  "confidence_sequence and stop_when_width.")
-            allocation = stratified_allocation(np.bincount(codes), self.budget, share, sampler.replace)
+            allocation = stratified_allocation(np.bincount(codes), budget, share, sampler.replace)
         tracker = EstimandTracker(estimand_weights(self.estimand, codes, n_questions), codes, sampler.replace, share,
                                   allocation)
         tracker.labels = labels
         return tracker
 
-    def new_loop(self, n_questions=None, rng=None, groups=None):
+    def new_loop(self, n_questions=None, rng=None, groups=None, costs=None):
         """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration.
 
         Used by ``fit``, the session and the tests.
@@ -347,6 +371,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             Draws the order of a nature's-order design's stream (unused by sequential policies).
         groups : array-like of shape (N,) or None, default=None
             As in :meth:`fit`.
+        costs : array-like of shape (N,) or None, default=None
+            As in :meth:`fit`.
 
         Returns
         -------
@@ -354,18 +380,56 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             The loop, before its first draw.
         """
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
-        sampler = self.validate(n_questions)
-        tracker = self._tracker(sampler, n_questions, groups)
-        fm = self.factor_model
-        predictor = FixedPredictions(np.zeros(n_questions)) if fm is None else fm.posterior(dtype=self.dtype, predict_every=self.predict_every)
-        run = start_run(sampler, predictor, n_questions, self.budget, check_generator(rng))
+        sampler, budget, costs, per_draw = self._cost_design(n_questions, groups, costs)
+        sampler = self.validate(n_questions, budget, sampler)
+        tracker = self._tracker(sampler, n_questions, groups, budget)
+        run = start_run(sampler, self._predictor(n_questions), n_questions, budget, check_generator(rng))
         run.tracker = tracker
+        run.costs, run.cost_per_draw = costs, per_draw
         alpha = self._cs_alpha()
-        cs = None if alpha is None else BettingConfidenceSequence(alpha=alpha, truncation=0.9, horizon=self.budget)
+        cs = None if alpha is None else BettingConfidenceSequence(alpha=alpha, truncation=0.9, horizon=budget)
         return QueryLoop(run, batch_size=self.batch_size, confidence_sequence=cs, stop_when_width=self.stop_when_width)
 
+    def _predictor(self, n_questions):
+        fm = self.factor_model
+        if fm is None:
+            return FixedPredictions(np.zeros(n_questions))
+        return fm.posterior(dtype=self.dtype, predict_every=self.predict_every)
+
+    def _cost_design(self, n_questions, groups, costs):
+        """``(sampler, draws, costs, E_q1[cost])`` of the run: the policy weighed by cost and the
+        draws ``budget_cost`` buys, fixed before the first draw (``None, budget, None, None``
+        without costs)."""
+        if costs is None:
+            if self.budget_cost is not None:
+                raise ValueError("budget_cost needs costs: pass costs= to fit (a positive cost per question).")
+            return None, self.budget, None, None
+        costs = check_costs(costs, n_questions)
+        base = HybridSampler() if self.sampler is None else self.sampler
+        if not isinstance(base, Sampler):
+            raise ValueError(f"costs need a sequential Sampler (one law over the bank), not {type(base).__name__}.")
+        if isinstance(base, CostWeightedSampler):
+            raise ValueError("the sampler is already a CostWeightedSampler: pass its base policy, "
+                             "or leave costs out of fit.")
+        if self.stratify:
+            raise ValueError("costs are not available with stratify (its draws per group are fixed): "
+                             "use min_group_share for a floor on every group's draws.")
+        # tau = 1 ignores the scores: the uniform law, and the FPC sample mean without a predictor
+        sampler = base if base.tau == 1.0 else CostWeightedSampler(base, costs)
+        if self.budget_cost is None:
+            return sampler, self.budget, costs, None
+
+        def first_law(n):  # the law of draw 1 in a run of n draws, from the prior predictor
+            checked = self.validate(n_questions, n, sampler)
+            run = SequentialRun(checked, self._predictor(n_questions), n_questions, n)
+            run.tracker = self._tracker(checked, n_questions, groups, n)
+            return run.law()
+
+        n, per_draw = draws_for_cost(self.budget_cost, costs, first_law, base.replace, n_questions)
+        return sampler, n, costs, per_draw
+
     # -- fitting ---------------------------------------------------------------
-    def fit(self, outcomes, y=None, *, groups=None):
+    def fit(self, outcomes, y=None, *, groups=None, costs=None):
         """Run the query loop against ``outcomes`` and estimate the accuracy.
 
         Parameters
@@ -379,6 +443,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         groups : array-like of shape (N,) or None
             A label per question (a subject, a task): ``group_results_`` then holds every
             group's estimate and interval, and ``estimand="macro"`` averages them.
+        costs : array-like of shape (N,) or None
+            A finite, positive cost per question (tokens, dollars): the policy weighs its scores
+            by ``1 / sqrt(cost)`` (the Neyman rule with costs), ``cost_spent_`` reports the spend,
+            and ``budget_cost`` fixes the draws from it (docs/statistics.md, "Cost budgets").
 
         Returns
         -------
@@ -391,9 +459,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             n_questions = int(np.size(outcomes))
         oracle = Oracle(outcomes, n_questions)
         rng = check_generator(self.random_state)
-        loop = self.new_loop(n_questions, rng, groups=groups)
+        loop = self.new_loop(n_questions, rng, groups=groups, costs=costs)
         run = loop.run
-        total = n_questions if run.design == "stream" else self.budget
+        total = n_questions if run.design == "stream" else run.budget
         with progress_bar(total, "querying", self.verbose) as bar:
             try:
                 while not loop.done:
@@ -410,6 +478,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         self.std_error_ = result.std_error
         self.n_queries_ = result.n_queries
         self.stop_reason_ = result.stop_reason
+        self.cost_spent_ = result.cost_spent
+        self.cost_per_draw_ = run.cost_per_draw
         self.group_results_ = self.group_results_of(loop)
         self.confidence_sequence_ = self._confidence_rows(loop)
         self.posterior_mean_ = getattr(run.predictor, "mean", None)
@@ -523,7 +593,24 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             stop_reason=None if partial else loop.stop_reason,
             anytime_interval=None if rows is None else tuple(rows[-1, 1:]),
             anytime_alpha=self._cs_alpha(),
+            design=self._design_label(run.sampler),
+            cost_spent=None if run.costs is None else float(run.costs[np.unique(table["question"])].sum()),
+            cost_budget=None if run.costs is None else self.budget_cost,
         )
+
+    def _design_label(self, sampler):
+        """One line naming the predictor, the policy and the increment weights (for the summary)."""
+        fm = self.factor_model
+        if fm is None:
+            predictor = "none"
+        else:
+            rank = getattr(fm, "n_components", None)
+            predictor = type(fm).__name__ + ("" if rank is None else f" (rank {rank})")
+        if self.step_weights is not None:
+            weights = "given (step_weights)"
+        else:  # what pai_inference does without step_weights
+            weights = "equal" if getattr(sampler, "replace", True) else "finite-population"
+        return f"predictor {predictor}; policy {sampler!r}; increment weights {weights}"
 
 
 def resolve_bank_size(n_factor_model, n_questions):

@@ -10,7 +10,10 @@ An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads (no object 
     UTF-8 JSON: the header fields (``format``, ``format_version``, ``faqstats_version``), ``numpy_version``,
     ``created_utc``, ``estimator`` (class name), ``params`` (``get_params()``, JSON-safe),
     ``n_questions``, ``n_components``, ``n_models``, ``fitted_device``, ``question_ids_sha256``
-    (:func:`question_ids_sha256`), ``notes``, ``cv`` (null, or a ``LogisticFactorModelCV``'s
+    (:func:`question_ids_sha256`), ``notes``, ``reader`` (only in a model fitted on harness output:
+    how ``faqstats fit-history`` read it, ``{"harness": "lm-eval" | "inspect", "options": {name:
+    {"default": str or null, "tasks": {task: str}}}}``, the defaults of ``faqstats session record``;
+    :func:`check_reader_options`), ``cv`` (null, or a ``LogisticFactorModelCV``'s
     ``params``, ``best_params``, ``best_index``) and ``array_sha256`` (:func:`array_sha256` of every
     other entry: an edited or damaged file is refused; older files without it load unchecked).
 ``question_factors`` (n, k), ``prior_mean`` (k,), ``prior_cov`` (k, k) : float64
@@ -55,12 +58,14 @@ from ._atomic import atomic_write, remove_stale_temporaries
 from sklearn.utils.validation import check_is_fitted
 
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV
+from .irt import ItemResponseModel
 from .surrogate import GaussianProcessSurrogate
 
 __all__ = [
     "save_factor_model",
     "load_factor_model",
     "check_question_ids",
+    "check_reader_options",
     "question_ids_sha256",
     "array_sha256",
     "save_step_weights",
@@ -142,6 +147,52 @@ def json_safe(value, name, notes):
     return None
 
 
+def check_reader_options(reader, where="reader"):
+    """``reader`` (how a history was read from harness output) checked and as plain JSON, or None.
+
+    ``{"harness": "lm-eval" | "inspect", "options": {name: {"default": str or None, "tasks":
+    {task: str}}}}``: for each reader option (``metric``, ``filter``, ``scorer``), the value for every
+    task (``None``: the reader's own choice) and the tasks that read another one. ``faqstats
+    fit-history --lm-eval/--inspect`` stores it with the model; ``faqstats session record`` reads
+    with it unless an option is given again.
+
+    Examples
+    --------
+    >>> check_reader_options({"harness": "lm-eval", "options": {"metric": {"default": "acc", "tasks": {}}}})
+    {'harness': 'lm-eval', 'options': {'metric': {'default': 'acc', 'tasks': {}}}}
+    >>> check_reader_options(None) is None
+    True
+    """
+    if reader is None:
+        return None
+
+    def bad(what):
+        return ValueError(f"{where} {what}; expected {{'harness': 'lm-eval' or 'inspect', 'options': {{name: "
+                          "{'default': str or None, 'tasks': {task: str}}}}.")
+
+    if not isinstance(reader, dict) or set(reader) != {"harness", "options"}:
+        raise bad(f"must be a mapping with the keys 'harness' and 'options', got {reader!r}")
+    if reader["harness"] not in ("lm-eval", "inspect"):
+        raise bad(f"names an unknown harness {reader['harness']!r}")
+    options = reader["options"]
+    if not isinstance(options, dict):
+        raise bad(f"'options' must be a mapping, got {options!r}")
+    out = {}
+    for name, spec in options.items():
+        if name not in ("metric", "filter", "scorer"):
+            raise bad(f"has an unknown option {name!r}")
+        if not isinstance(spec, dict) or set(spec) != {"default", "tasks"}:
+            raise bad(f"option {name!r} must be a mapping with 'default' and 'tasks', got {spec!r}")
+        default, tasks = spec["default"], spec["tasks"]
+        if not (default is None or (isinstance(default, str) and default)):
+            raise bad(f"option {name!r}: 'default' must be a non-empty string or None, got {default!r}")
+        if not isinstance(tasks, dict) or not all(isinstance(t, str) and t and isinstance(v, str) and v
+                                                  for t, v in tasks.items()):
+            raise bad(f"option {name!r}: 'tasks' must map task names to non-empty strings, got {tasks!r}")
+        out[name] = {"default": default, "tasks": dict(tasks)}
+    return {"harness": reader["harness"], "options": out}
+
+
 def _float_array(model, attr):
     arr = np.asarray(getattr(model, attr), dtype=np.float64)
     if not np.isfinite(arr).all():
@@ -149,19 +200,24 @@ def _float_array(model, attr):
     return arr
 
 
-def save_factor_model(model, path, *, question_ids=None):
+def save_factor_model(model, path, *, question_ids=None, reader=None):
     """Write a fitted factor model to one ``.npz`` file, atomically and without pickle.
 
     Parameters
     ----------
-    model : fitted LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate
-        For the CV model its ``best_estimator_`` is saved, with the CV results.
+    model : fitted LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate or ItemResponseModel
+        For the CV model its ``best_estimator_`` is saved, with the CV results; an item response
+        model as its factor-model view (:meth:`~faqstats.ItemResponseModel.as_factor_model`).
     path : str or os.PathLike
         Destination; like :func:`numpy.savez`, ``".npz"`` is appended when missing
         (:func:`load_factor_model` applies the same rule).
     question_ids : sequence of str, optional
         Unique ids of the questions, in the order of ``question_factors_``, stored with
         their SHA-256 for :func:`check_question_ids`. Defaults to ``feature_names_in_``.
+    reader : dict, optional
+        How the history was read from harness output (:func:`check_reader_options`), stored as
+        ``metadata_["reader"]``; ``faqstats fit-history`` writes it, ``faqstats session record``
+        reads with it.
 
     Returns
     -------
@@ -188,9 +244,11 @@ def save_factor_model(model, path, *, question_ids=None):
     if isinstance(model, LogisticFactorModelCV):
         check_is_fitted(model, "best_estimator_")
         cv, model = model, model.best_estimator_
+    if isinstance(model, ItemResponseModel):  # saved as its factor-model view: same predictions and posterior
+        model = model.as_factor_model()
     if not isinstance(model, (LogisticFactorModel, GaussianProcessSurrogate)):
-        raise TypeError("model must be a LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate, got "
-                        f"{type(model).__name__}.")
+        raise TypeError("model must be a LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate or "
+                        f"ItemResponseModel, got {type(model).__name__}.")
     check_is_fitted(model, "question_factors_")
 
     V = _float_array(model, "question_factors_")
@@ -239,6 +297,9 @@ def save_factor_model(model, path, *, question_ids=None):
         "cv": cv_meta,
         "notes": notes,
     }
+    reader = check_reader_options(reader)
+    if reader is not None:  # only when given: files without it read as before
+        metadata["reader"] = reader
     metadata["array_sha256"] = {key: array_sha256(arr) for key, arr in arrays.items()}
     text = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
     arrays[_METADATA_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
@@ -293,6 +354,8 @@ def _read_metadata(data, path):
             raise ValueError(f"{path}: metadata {field!r} must be a positive integer, got {value!r}.")
     if not isinstance(meta.get("params"), dict):
         raise ValueError(f"{path}: metadata 'params' must be a JSON object.")
+    if meta.get("reader") is not None:
+        meta["reader"] = check_reader_options(meta["reader"], f"{path}: metadata 'reader'")
     return meta
 
 

@@ -151,9 +151,11 @@ class PosteriorView:
     question_factors, mean, cov : ndarray or None
         The factor posterior's question factors (N, k), mean (k,) and covariance
         (k, k); ``None`` for predictors without factors.
+    noise : ndarray of shape (N,) or None
+        A Gaussian process's residual variances (identity link); ``None`` otherwise.
     """
 
-    __slots__ = ("_of", "predictions", "question_factors", "mean", "cov")
+    __slots__ = ("_of", "predictions", "question_factors", "mean", "cov", "noise")
 
     def __init__(self, predictor):
         self._of = predictor
@@ -161,6 +163,7 @@ class PosteriorView:
         self.question_factors = getattr(predictor, "question_factors", None)
         self.mean = getattr(predictor, "mean", None)
         self.cov = getattr(predictor, "cov", None)
+        self.noise = getattr(predictor, "noise", None)
 
     def oracle_scores(self):
         """``sqrt(p_j (1 - p_j))`` for every question (see :func:`oracle_scores`)."""

@@ -104,6 +104,12 @@ class AccuracyResult(_Result):
     anytime_interval : tuple or None
         The confidence sequence's final interval (level ``1 - anytime_alpha``), if one was tracked.
     anytime_alpha : float or None
+    design : str or None
+        The predictor, policy and increment weights that produced it (shown by :meth:`summary`).
+    cost_spent : float or None
+        With costs per question: the summed cost of the questions asked.
+    cost_budget : float or None
+        The cost budget that fixed the number of draws, if one did.
 
     Examples
     --------
@@ -126,6 +132,9 @@ class AccuracyResult(_Result):
     stop_reason: str | None = "budget"
     anytime_interval: tuple | None = None
     anytime_alpha: float | None = None
+    design: str | None = None
+    cost_spent: float | None = None
+    cost_budget: float | None = None
 
     def conf_int(self, alpha=0.05, alternative="two-sided"):
         """Wald-type interval at level ``1 - alpha`` (t quantile when ``df`` is set), clipped to [0, 1].
@@ -181,7 +190,11 @@ class AccuracyResult(_Result):
         if self.anytime_interval is not None:
             a_low, a_high = self.anytime_interval
             items[f"{100 * (1 - self.anytime_alpha):g}% anytime CS:"] = f"[{a_low:.4f}, {a_high:.4f}]"
-        return table_summary("faqstats accuracy estimate", items=items)
+        if self.cost_spent is not None:
+            budget = "" if self.cost_budget is None else f" (budget {self.cost_budget:.6g})"
+            items["Cost spent:"] = f"{self.cost_spent:.6g}{budget}"
+        notes = [] if self.design is None else [f"Design: {self.design}"]
+        return table_summary("faqstats accuracy estimate", items=items, notes=notes)
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,19 @@ def test_fit_history_harness_errors_are_one_line(capsys, tmp_path, argv, match):
     assert not (tmp_path / "m.npz").exists()
 
 
+def test_fit_history_repeated_source_options_add_up(capsys, tmp_path):
+    """``--lm-eval A --lm-eval B`` reads both (argparse would keep only B), and the same
+    output given twice is refused: its scores would count twice."""
+    code, out, err = run(capsys, "fit-history", "--lm-eval", LM / "history" / "mock-a", "--lm-eval",
+                         LM / "history" / "mock-b", LM / "history" / "mock-c", *LM_OPTS, *FIT, "--out",
+                         tmp_path / "m.npz", "--json")
+    assert code == 0, err
+    assert out["models"] == ["mock-a", "mock-b", "mock-c"]
+    code, _, err = run(capsys, "fit-history", "--inspect", INSPECT / "history", "--inspect", INSPECT / "history",
+                       "--scorer", "match", *FIT, "--out", tmp_path / "m2.npz")
+    assert code == 2 and re.search(r"--inspect: \S+history is given twice\.\n$", err), err
+
+
 def test_fit_history_takes_one_source(capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_:
         main(["fit-history", "--data", "x.npz", "--lm-eval", str(LM / "history"), "--out", str(tmp_path / "m.npz")])
@@ -240,7 +253,7 @@ def test_record_with_an_asked_id_missing_is_a_one_line_error_that_records_nothin
     before = (d / "session.json").read_bytes()
     code, _, err = run(capsys, "session", "record", d, "--lm-eval", out, *LM_OPTS)
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert re.search(rf"path .*run has no score for 1 of the asked question ids: '{pending[-1]}'\. Nothing was "
+    assert re.search(rf"--lm-eval .*run has no score for 1 of the asked question ids: '{pending[-1]}'\. Nothing was "
                      "recorded", err), err
     code, res, _ = run(capsys, "session", "record", d, "--lm-eval", out, *LM_OPTS, "--json")
     assert code == 2 and pending[-1] in res["error"]
@@ -255,8 +268,12 @@ def test_record_with_an_asked_id_missing_is_a_one_line_error_that_records_nothin
         (["--lm-eval", LM / "new_model", "--inspect", INSPECT / "new_model"], "--lm-eval or --inspect, not both"),
         (["--lm-eval", LM / "new_model", "--scorer", "match"], "--scorer .* goes with --inspect"),
         (["--inspect", INSPECT / "new_model", *LM_OPTS], "--metric .* goes with --lm-eval"),
-        (["--lm-eval", LM / "new_model"], "filter 'none' is absent from .* Nothing was recorded"),
-        (["--inspect", INSPECT / "new_model"], r"log_path .*new_model has no score for 4 of the asked question ids"),
+        (["--lm-eval", LM / "new_model", "--filter", "none"], "filter 'none' is absent from .* Nothing was recorded"),
+        (["--inspect", INSPECT / "new_model"],
+         r"--inspect .*new_model has no scored sample of the tasks asked \(faq_arith, faq_count\)"),
+        (["--lm-eval", LM / "new_model", "--metric", "faq_cont=acc"], r"--metric faq_cont=acc: no task 'faq_cont' in "
+                                                                      r"the session's bank \(its tasks: faq_arith, "),
+        (["--lm-eval", LM / "new_model", "--lm-eval", str(LM / "new_model") + "/"], "new_model/ is given twice"),
         ([], r"expected ID VALUE pairs \(or --from-json, --lm-eval, --inspect\), got 0"),
     ],
 )
@@ -265,8 +282,92 @@ def test_record_refusals(capsys, tmp_path, models, argv, match):
     pending = run(capsys, "session", "next", d, "--json")[1]["ids"]
     before = (d / "session.json").read_bytes()
     code, _, err = run(capsys, "session", "record", d, *[str(a).format(pending=pending[0]) for a in argv])
-    assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(match, err), err
+    # one error line (after a note, when an option given differs from the stored one)
+    lines = [line for line in err.strip().splitlines() if not line.startswith("faqstats: note: ")]
+    assert code == 2 and len(lines) == 1 and re.search(match, lines[0]), err
     assert (d / "session.json").read_bytes() == before
+
+
+def test_record_reads_with_the_options_stored_by_fit_history(capsys, tmp_path, models):
+    """fit-history stores its --metric/--filter/--scorer with the model and the session's copy;
+    record reads with them; an option given replaces the stored one of its name, with a one-line
+    note when it reads a task of the bank otherwise; a model without them reads with the defaults."""
+    stored = fq.load_factor_model(models["lm-eval"]).metadata_["reader"]
+    assert stored == {"harness": "lm-eval",
+                      "options": {"metric": {"default": "acc", "tasks": {"faq_count": "exact_match"}},
+                                  "filter": {"default": "none", "tasks": {"faq_count": "flexible-extract"}}}}
+    assert fq.load_factor_model(models["inspect"]).metadata_["reader"] == {
+        "harness": "inspect", "options": {"scorer": {"default": "match", "tasks": {}}}}
+    values = truth("lm-eval")
+    d = new_session(capsys, models, "lm-eval", tmp_path / "s", budget=12)
+    assert EvaluationSession.load(d).factor_model.metadata_["reader"] == stored
+    for argv, note in [([], None),  # the stored options
+                       (LM_OPTS + ["--metric", "faq_arith=acc"], None),  # the same reading, written otherwise
+                       (["--filter", "faq_count=flexible-extract", "--filter", "faq_arith=none", "--metric",
+                         "faq_arith=acc_norm", "--metric", "faq_count=exact_match"],
+                        "reading with --metric acc --metric faq_arith=acc_norm --metric faq_count=exact_match, not the "
+                        "--metric acc --metric faq_count=exact_match that 'faqstats fit-history' stored with the "
+                        "factor model for task(s) faq_arith; read every round of a session the same way.")]:
+        pending = run(capsys, "session", "next", d, "--json")[1]["ids"]
+        code, st, err = run(capsys, "session", "record", d, "--lm-eval", LM / "new_model", *argv, "--json")
+        assert code == 0, err
+        assert err == ("" if note is None else f"faqstats: note: {note}\n")
+        assert st["recorded"] == pending and st["reader"]["harness"] == "lm-eval"
+        if not argv:
+            assert st["reader"] == stored
+    # the last round read acc_norm for faq_arith (equal to acc in these fixtures; that the option
+    # given is what is read shows in test_record_refusals: --filter none fails on faq_count)
+    assert st["reader"]["options"]["metric"] == {"default": "acc", "tasks": {"faq_arith": "acc_norm",
+                                                                             "faq_count": "exact_match"}}
+    session = EvaluationSession.load(d)
+    queries = session.queries()
+    np.testing.assert_array_equal(queries["outcome"], [values[session.question_ids[q]] for q in queries["question"]])
+
+    # a model fitted on an .npz (nothing stored): the reader's defaults, the options as before
+    fm = fq.load_factor_model(models["lm-eval"])
+    plain = fq.save_factor_model(fm, tmp_path / "plain.npz", question_ids=fm.question_ids_)
+    assert "reader" not in fq.load_factor_model(plain).metadata_
+    run(capsys, "session", "new", tmp_path / "p", "--model", plain, "--budget", 4, "--batch-size", 4)
+    run(capsys, "session", "next", tmp_path / "p")
+    code, _, err = run(capsys, "session", "record", tmp_path / "p", "--lm-eval", LM / "new_model")
+    assert code == 2 and "filter 'none' is absent from" in err
+    code, _, err = run(capsys, "session", "record", tmp_path / "p", "--lm-eval", LM / "new_model", *LM_OPTS)
+    assert code == 0 and err == ""
+    # the other harness's options do not apply, and a note says so
+    d = new_session(capsys, models, "lm-eval", tmp_path / "s2")
+    run(capsys, "session", "next", d)
+    code, _, err = run(capsys, "session", "record", d, "--inspect", INSPECT / "new_model")
+    assert code == 2 and err.startswith("faqstats: note: the factor model was fitted on lm-eval output; its reader "
+                                        "options do not apply to --inspect.\n")
+
+
+def test_stored_reader_options_are_checked_on_load(tmp_path):
+    from faqstats.io import check_reader_options
+
+    fm = fq.LogisticFactorModel.from_factors(np.eye(3)[:, :2], np.zeros(2), np.eye(2))
+    good = {"harness": "inspect", "options": {"scorer": {"default": None, "tasks": {"t": "match"}}}}
+    path = fq.save_factor_model(fm, tmp_path / "fm.npz", reader=good)
+    assert fq.load_factor_model(path).metadata_["reader"] == good
+    for bad, match in [({"harness": "helm", "options": {}}, "unknown harness 'helm'"),
+                       ({"harness": "inspect", "options": {"scorer": "match"}}, "must be a mapping with 'default'"),
+                       ({"harness": "inspect", "options": {"sorcerer": {"default": None, "tasks": {}}}},
+                        "unknown option 'sorcerer'"),
+                       ({"harness": "lm-eval", "options": {"metric": {"default": 3, "tasks": {}}}}, "'default' must"),
+                       ({"harness": "lm-eval", "options": {"metric": {"default": "acc", "tasks": {"t": ""}}}},
+                        "'tasks'"),
+                       ([1], "must be a mapping with the keys")]:
+        with pytest.raises(ValueError, match=match):
+            check_reader_options(bad)
+        with pytest.raises(ValueError, match=match):
+            fq.save_factor_model(fm, tmp_path / "x.npz", reader=bad)
+        # written by hand into a file's metadata: refused on load, naming the file
+        with np.load(path) as data:
+            arrays = {key: data[key] for key in data.files}
+        meta = json.loads(arrays["metadata_json"].tobytes()) | {"reader": bad}
+        arrays["metadata_json"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        np.savez(tmp_path / "edited.npz", **arrays)
+        with pytest.raises(ValueError, match=r"edited\.npz: metadata 'reader' .*" + match):
+            fq.load_factor_model(tmp_path / "edited.npz")
 
 
 def test_record_without_a_pending_round(capsys, tmp_path, models):

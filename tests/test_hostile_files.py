@@ -12,8 +12,12 @@ original's. Every part of a session carries a checksum, so any edit that changes
 refused.
 """
 
+import contextlib
 import json
+import re
 import shutil
+from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -202,3 +206,203 @@ def test_the_originals_load(originals):
     assert fq.load_factor_model(originals["model"]).question_factors_.shape == (30, 2)
     assert fq.load_step_weights(originals["weights"]).weights.shape == (5,)
     assert fq.EvaluationSession.load(originals["session"]).status() == originals["status"]
+
+
+# -- harness output read by the command line: fit-history and session record --lm-eval/--inspect --
+# Damaged the same ways (and given with wrong options), each run must end in one line
+# "faqstats: error: ..." naming the file, directory or option at fault, exit code 2, no model
+# written and the session directory byte-identical. A flipped byte or a cut at a line end can
+# leave valid output that reads differently (harness files carry no checksum): such a run may
+# succeed, but then reads scores in [0, 1] only.
+DATA = Path(__file__).parent / "data"
+LM_HISTORY, LM_NEW = DATA / "lm_eval" / "history", DATA / "lm_eval" / "new_model"
+INSPECT_HISTORY, INSPECT_NEW = DATA / "inspect" / "history", DATA / "inspect" / "new_model"
+LM_OPTIONS = ["--metric", "faq_count=exact_match", "--filter", "faq_count=flexible-extract"]
+TINY_FIT = ["--n-components", "1", "--max-iter", "2", "--device", "cpu", "--quiet"]
+HARNESS = {  # option, history, new model's full run, the options fit-history needs, a file to damage
+    "lm-eval": ("--lm-eval", LM_HISTORY, LM_NEW, LM_OPTIONS, "samples_faq_arith_*.jsonl"),
+    "inspect": ("--inspect", INSPECT_HISTORY, INSPECT_NEW, ["--scorer", "match"], "*_arith_*.eval"),
+}
+
+
+@pytest.fixture(scope="module")
+def harness_sessions(tmp_path_factory):
+    """Per harness: a model fitted by fit-history on its history, and a session on it with a round pending."""
+    root = tmp_path_factory.mktemp("harness")
+    out = {}
+    for harness, (option, history, _, options, _) in HARNESS.items():
+        model = root / f"{harness}.npz"
+        assert main(["fit-history", option, str(history), *options, *TINY_FIT, "--out", str(model)]) == 0
+        session = root / f"session-{harness}"
+        assert main(["session", "new", str(session), "--model", str(model), "--budget", "8", "--batch-size", "4"]) == 0
+        assert main(["session", "next", str(session)]) == 0
+        out[harness] = session
+    return out
+
+
+def _error_line(code, err):
+    """The one error line of a refused run (exit code 2, nothing else on stderr)."""
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("faqstats: error: "), err
+    return lines[0]
+
+
+def _fit(capsys, tmp_path, harness, source, *extra):
+    option, _, _, options, _ = HARNESS[harness]
+    # the options the history needs, but those of a name given in ``extra``
+    options = [word for name, value in zip(options[::2], options[1::2]) if name not in extra for word in (name, value)]
+    out = tmp_path / "m.npz"
+    code = main(["fit-history", option, *map(str, source if isinstance(source, list) else [source]), *options,
+                 *TINY_FIT, *map(str, extra), "--out", str(out)])
+    _, err = capsys.readouterr()
+    return code, err, out
+
+
+def _record(capsys, tmp_path, harness_sessions, harness, source, *extra):
+    """``session record`` on a copy of the harness's session: (code, stderr, session before, after)."""
+    session = shutil.copytree(harness_sessions[harness], tmp_path / "session")
+    before = _snapshot(session)
+    sources = [str(path) for path in (source if isinstance(source, list) else [source])]
+    code = main(["session", "record", str(session), *[w for path in sources for w in (HARNESS[harness][0], path)],
+                 *map(str, extra)])
+    _, err = capsys.readouterr()
+    return code, err, before, _snapshot(session)
+
+
+DAMAGE = {
+    "emptied": lambda raw, draw: b"",
+    "cut short": lambda raw, draw: raw[: draw(st.integers(0, len(raw) - 1))],
+    "a byte flipped": lambda raw, draw: _flip(raw, draw(st.integers(0, len(raw) - 1)), draw(st.integers(1, 255))),
+    "binary": lambda raw, draw: bytes(draw(st.binary(min_size=1, max_size=64))),
+    "other JSON": lambda raw, draw: json.dumps(draw(st.sampled_from(JSON_SHAPES + [{"eval": 1}, {"doc_id": "x"}])))
+    .encode(),
+    "JSON lines of another shape": lambda raw, draw: "\n".join(
+        json.dumps(draw(st.sampled_from(JSON_SHAPES + [{"doc_id": -1, "acc": 1}, {"doc_id": 0, "acc": 2},
+                                                       {"doc_id": [0], "acc": 1}, {"doc_id": 0, "filter": 3}])))
+        for _ in range(draw(st.integers(1, 3)))).encode(),
+}
+
+
+def _flip(raw, at, mask):
+    raw = bytearray(raw)
+    raw[at] ^= mask
+    return bytes(raw)
+
+
+def _damaged_output(tmp_path, harness, source, damage, draw):
+    """A copy of ``source`` with one file damaged: (the copy, the damaged file)."""
+    copy = shutil.copytree(source, tmp_path / "output")
+    pattern = HARNESS[harness][4] if harness == "lm-eval" else draw(st.sampled_from(["*.eval", "*.json"]))
+    target = draw(st.sampled_from(sorted(copy.rglob(pattern)) or sorted(copy.rglob(HARNESS[harness][4]))))
+    target.write_bytes(DAMAGE[damage](target.read_bytes(), draw))
+    return copy, target
+
+
+@contextlib.contextmanager
+def _inspect_reader(builtin):
+    """inspect-ai's own log reader, or (``builtin``) faqstats' (the one used without inspect-ai)."""
+    if not builtin:
+        yield
+        return
+    with mock.patch("faqstats.integrations.inspect_ai._inspect_reader", lambda reader: None):
+        yield
+
+
+def _named(line, *names):
+    assert any(str(n) in line for n in names), line
+
+
+@SETTINGS
+@given(harness=st.sampled_from(list(HARNESS)), damage=st.sampled_from(list(DAMAGE)), data=st.data())
+def test_fit_history_on_damaged_harness_output(capsys, tmp_path_factory, harness, damage, data):
+    tmp_path = tmp_path_factory.mktemp("fit")
+    copy, target = _damaged_output(tmp_path, harness, HARNESS[harness][1], damage, data.draw)
+    with _inspect_reader(data.draw(st.booleans())):
+        code, err, out = _fit(capsys, tmp_path, harness, copy)
+    if code == 0:  # the damage left valid output (a changed score, a cut at a line end), or a JSON
+        skipped = f"faqstats: warning: {target} is not an inspect eval log"  # file that is no log, skipped
+        assert (damage in ("a byte flipped", "cut short") or err.startswith(skipped)) and out.exists(), err
+        return
+    _named(_error_line(code, err), target.name, copy)
+    assert not out.exists()
+
+
+@settings(SETTINGS, max_examples=40)
+@given(harness=st.sampled_from(list(HARNESS)), damage=st.sampled_from(list(DAMAGE)), data=st.data())
+def test_session_record_on_damaged_harness_output(capsys, tmp_path_factory, harness_sessions, harness, damage, data):
+    tmp_path = tmp_path_factory.mktemp("record")
+    copy, target = _damaged_output(tmp_path, harness, HARNESS[harness][2], damage, data.draw)
+    with _inspect_reader(data.draw(st.booleans())):
+        code, err, before, after = _record(capsys, tmp_path, harness_sessions, harness, copy)
+    if code == 0:
+        assert damage in ("a byte flipped", "cut short"), err
+        recorded = fq.EvaluationSession.load(tmp_path / "session").queries()["outcome"]
+        assert len(recorded) == 4 and ((recorded >= 0) & (recorded <= 1)).all()
+        return
+    _named(_error_line(code, err), target.name, copy)
+    assert after == before
+
+
+HARNESS_CASES = [  # harness, what is given (see _case_source), options (replacing those of the same name), error
+    ("lm-eval", "missing", [], r"--lm-eval \S*missing does not exist"),
+    ("inspect", "missing", [], r"--inspect \S*missing does not exist"),
+    ("lm-eval", "DIR", [], r"no lm-eval samples files .* under \S*DIR"),
+    ("inspect", "DIR", [], r"no inspect logs .* under \S*DIR"),
+    ("lm-eval", "RESULTS", [], r"no lm-eval samples files .* under \S*RESULTS"),
+    ("inspect", "VIEWER", [], r"No scored samples in the inspect logs given with --inspect|--inspect \S*VIEWER "
+                              r"has no scored sample of the tasks asked"),
+    ("lm-eval", "RUN", ["--metric", "acc_nope"],
+     r"metric 'acc_nope' is absent from \S+samples_faq_\w+_.*Pass --metric"),
+    ("lm-eval", "RUN", ["--filter", "nope"], r"filter 'nope' is absent from \S+samples_faq_\w+_.*Pass --filter"),
+    ("lm-eval", "RUN", ["--metric", "faq_count=exact_match", "--metric", "faq_nope=acc"],
+     r"--metric faq_nope=acc: no task 'faq_nope' in"),
+    ("lm-eval", "RUN", ["--filter", "faq_count=flexible-extract", "--filter", "faq_nope=none"],
+     r"--filter faq_nope=none: no task 'faq_nope' in"),
+    ("inspect", "RUN", ["--scorer", "nope"], r"scorer 'nope' is absent from \S+\.eval \(task '\w+'\)"),
+    ("inspect", "RUN", ["--scorer", "match", "--scorer", "nope=match"], r"--scorer nope=match: no task 'nope' in"),
+    ("lm-eval", "RUN", ["--metric", "acc", "--metric", "acc_norm"], r"--metric: one NAME for all tasks"),
+    ("lm-eval", "RUN", ["--filter", "faq_count=a", "--filter", "faq_count=b"],
+     r"--filter: task 'faq_count' is given twice"),
+    ("inspect", "RUN", ["--scorer", "="], r"--scorer takes NAME or TASK=NAME, got '='"),
+    ("lm-eval", "TWICE", [], r"--lm-eval: \S+ is given twice"),
+    ("inspect", "TWICE", [], r"--inspect: \S+ is given twice"),
+    ("lm-eval", "RUN", ["--scorer", "match"], r"--scorer reads harness output: it goes with --inspect only"),
+]
+
+
+def _case_source(tmp_path, harness, what, run):
+    if what == "missing":
+        return tmp_path / "missing"
+    if what in ("DIR", "RESULTS", "VIEWER"):
+        d = tmp_path / what
+        d.mkdir()
+        if what == "RESULTS":  # an lm-eval run without --log_samples: results only
+            for f in run.rglob("results_*.json"):
+                shutil.copy(f, d / f.name)
+        if what == "VIEWER":  # JSON that is no eval log, as inspect's viewer leaves
+            (d / "logs.json").write_text(json.dumps({"log.eval": {"eval_id": "x"}}))
+        return d
+    if what == "TWICE":
+        return [run, str(run) + "/"]
+    return run
+
+
+@pytest.mark.parametrize("harness, what, extra, match", HARNESS_CASES)
+def test_fit_history_harness_paths_and_options(capsys, tmp_path, harness, what, extra, match):
+    source = _case_source(tmp_path, harness, what, HARNESS[harness][1])
+    code, err, out = _fit(capsys, tmp_path, harness, source, *extra)
+    line = _error_line(code, err)
+    assert re.search(match, line), line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("harness, what, extra, match", HARNESS_CASES)
+def test_session_record_harness_paths_and_options(capsys, tmp_path, harness_sessions, harness, what, extra, match):
+    source = _case_source(tmp_path, harness, what, HARNESS[harness][2])
+    code, err, before, after = _record(capsys, tmp_path, harness_sessions, harness, source, *extra)
+    # an option given that differs from the one stored with the model is honoured, with a note first
+    err = "".join(line for line in err.splitlines(keepends=True) if not line.startswith("faqstats: note: "))
+    line = _error_line(code, err)
+    match = match.replace(r"no task '(\w+)' in", r"no task '\1' in the session's bank")
+    assert re.search(match, line), line
+    assert after == before

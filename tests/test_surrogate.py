@@ -7,7 +7,7 @@ import pytest
 import faqstats as fq
 from faqstats.batched import simulate
 from faqstats.posterior import GaussianPosterior
-from test_unbiasedness import TOL, enumerate_sequential, moments_sequential
+from test_unbiasedness import assert_exact_with_predictor
 
 
 @pytest.fixture(scope="module")
@@ -44,17 +44,8 @@ def test_sequential_steps_are_exact_gaussian_conditioning():
 
 
 def test_pai_with_gp_predictions_is_exactly_unbiased_with_exact_variance_by_enumeration():
-    rng = np.random.default_rng(0)
-    for trial in range(10):
-        n = int(rng.integers(2, 5))
-        history = np.round(rng.random((6, n)), 1)
-        gp = fq.GaussianProcessSurrogate(n_components=2).fit(history)
-        z = rng.integers(0, 2, n).astype(float) if trial % 2 else np.round(rng.random(n), 2)
-        replace = bool(trial % 3 == 0)
-        est = fq.PAIEstimator(gp, fq.HybridSampler(tau=float(rng.uniform(0.05, 1)), replace=replace),
-                              budget=3 if replace else min(3, n), batch_size=int(rng.integers(1, 3)))
-        mean, var, e_vhat = moments_sequential(enumerate_sequential(est, z))
-        assert abs(mean - z.mean()) < TOL and abs(e_vhat - var) < TOL
+    assert_exact_with_predictor(lambda trial, H: fq.GaussianProcessSurrogate(n_components=2).fit(H),
+                                graded_history=True)
 
 
 @pytest.mark.parametrize("sampler", [fq.HybridSampler(), fq.ActiveLearningSampler(),

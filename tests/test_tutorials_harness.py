@@ -1,7 +1,8 @@
 """The tutorials docs/tutorials/{lm_eval,inspect_ai}.md run as written: their ```python blocks
 (``test_tutorial_runs``) and, with the real harness, their ```bash blocks as one shell script
 (``test_tutorial_shell_loop_runs``: faqstats fit-history, session new, the next / harness /
-record loop, session report; ```console blocks are examples and do not run).
+record loop, session report; of the ```console blocks, which are examples, the ``faqstats``
+commands run where they stand and must print lines of the shape shown).
 
 The tutorials call the harness CLIs with subprocess. Two ways here, each an ``lm_eval``
 and an ``inspect`` put first on PATH:
@@ -194,11 +195,74 @@ def test_tutorial_runs(tool, source, real, tmp_path, monkeypatch, capsys):
         assert len(list(tmp_path.glob(written))) >= len(namespace["rounds"])
 
 
+# -- the output the tutorials show ------------------------------------------------------------
+# A ```console block's "$ faqstats ..." command runs after the ```bash blocks before it; the
+# lines it prints must have the shape of those shown: each shown line read as a pattern, its
+# numbers free (NUMBER) and its runs of blanks any width, the line counts equal. ``session next``
+# names the round's questions, which depend on the fit: its lines have the shapes given here, and
+# the lines shown must have them too, so that a tutorial and the command line cannot drift apart.
+NUMBER = r"-?\d+(?:\.\d+)?"
+IDS = r"[\w.-]+"
+ROUND_OUTPUT = {
+    r"session next \S+ --format lm-eval": [rf"--tasks {IDS}(?:,{IDS})* --samples '\{{.*\}}'"],
+    r"session next \S+ --format lm-eval --print tasks": [rf"{IDS}(?:,{IDS})*"],
+    r"session next \S+ --format lm-eval --print samples": [
+        rf'\{{"{IDS}": \[\d+(?:, \d+)*\](?:, "{IDS}": \[\d+(?:, \d+)*\])*\}}'],
+    r"session next \S+ --format inspect": [r"--sample-id (?:'[^']+'|[\w@%+=:,./-]+)"],
+    r"session next \S+ --format inspect --print samples": [r"[^,:\s]+:[^,]+(?:,[^,:]+:[^,]+)*"],
+}
+
+
+def _shape(line):
+    """A shown line as a pattern: numbers free, blank runs of any width."""
+    parts = re.split(rf"({NUMBER}|\s+)", line.strip())
+    return "".join(NUMBER if re.fullmatch(NUMBER, p) else r"\s+" if p.isspace() else re.escape(p) for p in parts if p)
+
+
+def _console_commands(block):
+    """``(command, lines shown)`` of each ``$ faqstats ...`` in a console block (``\\`` continues a line)."""
+    commands, current = [], None
+    for line in block.replace("\\\n", " ").splitlines():
+        if line.startswith("$ "):
+            current = (line[2:].strip(), [])
+            commands.append(current)
+        elif current is not None:
+            current[1].append(line)
+    return [(cmd, shown) for cmd, shown in commands if cmd.startswith("faqstats ")]
+
+
+def _check_shown_output(command, shown, printed):
+    subcommand = " ".join(command.split()[1:])
+    override = [pats for pattern, pats in ROUND_OUTPUT.items() if re.fullmatch(pattern, subcommand)]
+    printed = printed.rstrip("\n").splitlines()
+    assert len(printed) == len(shown), (command, shown, printed)
+    for k, (doc_line, line) in enumerate(zip(shown, printed)):
+        pattern = override[0][k] if override else _shape(doc_line)
+        assert re.fullmatch(pattern, doc_line.strip()), f"the tutorial's {command!r} shows {doc_line!r}, not {pattern}"
+        assert re.fullmatch(pattern, line.strip()), f"{command!r} printed {line!r}; the tutorial shows {doc_line!r}"
+
+
+def test_shown_output_shapes():
+    """The shape check itself: numbers may vary, words and layout may not."""
+    shape = _shape("Estimate 0.4719, 95% CI [0.1275, 0.8163].")
+    assert re.fullmatch(shape, "Estimate 0.5, 90% CI [0.0000, 1.0000].")
+    assert not re.fullmatch(shape, "Estimate 0.5, 90% interval [0.0000, 1.0000].")
+    assert not re.fullmatch(shape, "Estimate 0.5 (90% CI [0.0000, 1.0000]).")
+    _check_shown_output("faqstats session next d --format lm-eval --print tasks", ["a_b,c"], "x\n")
+    with pytest.raises(AssertionError):
+        _check_shown_output("faqstats session next d --format lm-eval --print tasks", ["a_b,c"], "x y\n")
+    with pytest.raises(AssertionError):  # a line more than shown
+        _check_shown_output("faqstats session status d", ["Session d: 1 of 2"], "Session d: 1 of 2\nPending: x\n")
+    block = "$ faqstats session next d \\\n    --format inspect\n--sample-id a:1\n$ lm_eval --tasks x\n"
+    assert _console_commands(block) == [("faqstats session next d      --format inspect", ["--sample-id a:1"])]
+
+
 @pytest.mark.parametrize("tool", ["lm_eval", "inspect"], ids=["lm_eval", "inspect_ai"])
 def test_tutorial_shell_loop_runs(tool, tmp_path, monkeypatch):
-    """The ```bash blocks, in order, as one bash script, with the real harness and this tree's
+    """The ```bash blocks, in order, each as a bash script, with the real harness and this tree's
     ``faqstats`` first on PATH: the session ends after its budget, with the new model's own
-    scores recorded, and its interval holds the new model's accuracy over the whole bank."""
+    scores recorded, and its interval holds the new model's accuracy over the whole bank. The
+    ``faqstats`` commands of the ```console blocks run where they stand, printing what they show."""
     if sys.platform == "win32":
         pytest.skip("bash and scripts with a shebang")
     pytest.importorskip("lm_eval" if tool == "lm_eval" else "inspect_ai")
@@ -208,13 +272,26 @@ def test_tutorial_shell_loop_runs(tool, tmp_path, monkeypatch):
     tutorial, run_dirs, bin_dir = _setup_tutorial(tool, True, None, tmp_path, monkeypatch)
     _install_fake(bin_dir, "faqstats", f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
                                       "from faqstats.cli import main\nsys.exit(main())\n")
-    script = "\n".join(_blocks(tutorial, "bash"))
+    blocks = re.findall(r"^```(bash|console)\n(.*?)^```", tutorial.read_text(), flags=re.S | re.M)
+    script = "\n".join(body for lang, body in blocks if lang == "bash")
     assert "session record" in script and "session report" in script
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=540)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "done (budget)" in done.stdout and "faqstats: Done (budget)" in done.stderr, done.stderr[-3000:]
-    assert "faqstats: error" not in done.stderr
+    stdout = stderr = ""
+    checked = []
+    for lang, body in blocks:
+        if lang == "bash":
+            done = subprocess.run(["bash", "-c", body], capture_output=True, text=True, timeout=540)
+            stdout, stderr = stdout + done.stdout, stderr + done.stderr
+            assert done.returncode == 0, done.stderr[-3000:]
+            continue
+        for command, shown in _console_commands(body):
+            done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr[-3000:]
+            _check_shown_output(command, shown, done.stdout)
+            checked.append(command.split()[2])
+    assert {"next", "report"} <= set(checked), checked
+    assert "done (budget)" in stdout and "faqstats: Done (budget)" in stderr, stderr[-3000:]
+    assert "faqstats: error" not in stderr and "faqstats: note" not in stderr
 
     session = EvaluationSession.load(tmp_path / "new_model")
     assert session.done and session.n_draws == session.budget and session.pending.ids == []

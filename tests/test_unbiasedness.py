@@ -177,6 +177,27 @@ def moments_sequential(leaves):
     return mean, p @ (est - mean) ** 2, p @ vhat
 
 
+def assert_exact_with_predictor(fit_predictor, sampler=fq.HybridSampler, *, seed=0, trials=10, graded_history=False):
+    """Enumerate PAI whose predictions come from ``fit_predictor(trial, history)`` fitted on random
+    tiny histories (0/1 or graded answers, with and without replacement, batches of 1-2): the mean
+    and the expected variance estimate must equal theta and the true variance exactly."""
+    rng = np.random.default_rng(seed)
+    for trial in range(trials):
+        n = int(rng.integers(2, 5))
+        if graded_history:
+            history = np.round(rng.random((6, n)), 1)
+        else:
+            history = (rng.random((6, n)) < 0.6).astype(float)
+            history[0], history[1] = 1.0, 0.0  # no constant column
+        predictor = fit_predictor(trial, history)
+        z = rng.integers(0, 2, n).astype(float) if trial % 2 else np.round(rng.random(n), 2)
+        replace = bool(trial % 3 == 0)
+        est = fq.PAIEstimator(predictor, sampler(tau=float(rng.uniform(0.05, 1)), replace=replace),
+                              budget=3 if replace else min(3, n), batch_size=int(rng.integers(1, 3)))
+        mean, var, e_vhat = moments_sequential(enumerate_sequential(est, z))
+        assert abs(mean - z.mean()) < TOL and abs(e_vhat - var) < TOL, (trial, predictor)
+
+
 # ---------------------------------------------------------------- tests
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

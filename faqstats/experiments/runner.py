@@ -31,8 +31,10 @@ from ..factor_model import LogisticFactorModel
 from ..results import markdown_table, table_summary
 from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
 from ..step_weights import learn_step_weights, validation_split
+from ..irt import ItemResponseModel
 from ..surrogate import GaussianProcessSurrogate
 from ..configure import configure_from_history, default_predict_every
+from .field import FieldMethod, IRTFisher, ProEvalBQ, TinyBenchmarks
 
 __all__ = [
     "METHODS",
@@ -51,6 +53,7 @@ __all__ = [
     "format_summary",
     "write_csv",
     "read_csv",
+    "oracle_predictor",
 ]
 
 DEFAULT_BUDGETS = tuple(float(f) for f in np.round(np.linspace(0.025, 0.25, 10), 4))
@@ -83,7 +86,16 @@ METHODS = {
     "faq-tuned": _method(HybridSampler),
     "gp": _method(HybridSampler),  # the Gaussian-process surrogate's predictions, learned weights as "faq"
     "gp-equal": _method(HybridSampler),
+    "irt": _method(HybridSampler),  # a 2PL item response model's predictions (ItemResponseModel), learned weights
+    "irt-equal": _method(HybridSampler),
     "auto": _method(lambda: UniformSampler(replace=False), uses_fm=False),
+    # the unguaranteed field (field.py): their own estimators, fitted on the history, no PAI
+    "proeval": _method(ProEvalBQ, uses_fm=False),  # ProEval's Bayesian quadrature (extra "field")
+    "irt-fisher": _method(IRTFisher, uses_fm=False),  # IRT adaptive test, max Fisher information
+    "tinybench": _method(TinyBenchmarks, uses_fm=False),  # tinyBenchmarks' gp-IRT on anchors, no interval
+    # diagnostics, not estimators one can run: the predictions given all of the new model's answers (issue 16)
+    "ceiling": _method(lambda: NeymanSampler(tau=0.5, replace=True)),
+    "ceiling-gp": _method(lambda: NeymanSampler(tau=0.5, replace=True)),
 }
 """Named methods: ``name -> callable(factor_model) -> (factor_model or None, sampler)``.
 
@@ -101,21 +113,31 @@ Examples
 ('a fitted factor model', HybridSampler(replace=True, tau=0.05))
 """
 
+#: Methods whose predictor is not the factor model: ``name -> kind`` in :data:`PREDICTORS`.
+PREDICTOR_OF = {"gp": "gp", "gp-equal": "gp", "ceiling-gp": "gp", "irt": "irt", "irt-equal": "irt"}
+
+#: The other predictors, unfitted (``kind -> callable(random_state)``), each fitted once on the history.
+PREDICTORS = {"gp": lambda seed: GaussianProcessSurrogate(random_state=seed), "irt": lambda seed: ItemResponseModel()}
+
 #: Methods whose predictor is :class:`~faqstats.GaussianProcessSurrogate()` fitted on the history.
-SURROGATE_METHODS = ("gp", "gp-equal")
+SURROGATE_METHODS = tuple(m for m, kind in PREDICTOR_OF.items() if kind == "gp")
+
+#: Oracle diagnostics: each new model's predictor is the experiment's fitted factor model (or
+#: surrogate) with that model's factor fixed at its fit to all its answers (:func:`oracle_predictor`).
+CEILING_METHODS = ("ceiling", "ceiling-gp")
 
 #: Methods whose increments are weighted equally (their plain mean).
-EQUAL_METHODS = ("faq-equal", "gp-equal")
+EQUAL_METHODS = ("faq-equal", "gp-equal", "irt-equal")
 
 #: Methods whose increments get weights learned from the history (:func:`learn_step_weights`).
-WEIGHTED_METHODS = ("faq", "faq-tuned", "gp")
+WEIGHTED_METHODS = ("faq", "faq-tuned", "gp", "irt")
 
 #: The columns of the records, one row per (method, budget, model, seed).
 RECORD_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "seed", "truth", "estimate", "std_error",
                   "low", "high", "covered", "n_queries")
 #: The columns of :func:`summarize`'s table and of :func:`per_model_coverage`'s.
 SUMMARY_COLUMNS = ("method", "budget_fraction", "budget", "n_runs", "coverage", "coverage_se", "mean_width", "rmse",
-                   "mean_variance", "mean_queries", "ess_fpc", "ess_ht")
+                   "mean_variance", "mean_queries", "ess_fpc", "ess_ht", "ceiling_share")
 MODEL_COVERAGE_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "truth", "n_runs", "coverage",
                           "mean_width")
 
@@ -403,10 +425,11 @@ def _parse_value(text):
     return text
 
 
-def _method_spec(name, fitted, surrogate=None):
-    """``(factor model or None, sampler)`` of a possibly parametrised method name."""
+def _method_spec(name, fitted, others=None):
+    """``(factor model or None, sampler)`` of a possibly parametrised method name (``others``: the
+    fitted predictors of :data:`PREDICTORS` by kind)."""
     base, params = parse_method(name)
-    fm, sampler = METHODS[base](surrogate if base in SURROGATE_METHODS else fitted)
+    fm, sampler = METHODS[base]((others or {}).get(PREDICTOR_OF[base]) if base in PREDICTOR_OF else fitted)
     if params:
         try:
             sampler.set_params(**params)
@@ -416,8 +439,9 @@ def _method_spec(name, fitted, surrogate=None):
     return fm, sampler
 
 
-def _uses_surrogate(name):
-    return parse_method(name)[0] in SURROGATE_METHODS
+def _predictor_kind(name):
+    """The kind in :data:`PREDICTORS` of a method's predictor, ``None`` for the factor model."""
+    return PREDICTOR_OF.get(parse_method(name)[0])
 
 
 #: banks of at least this many questions get the alternating Newton solver by default, regularization
@@ -459,23 +483,23 @@ def _fit_factor_model(spec, history, verbose):
 def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seeds, new, truths, rows, random_state,
                alpha, engine):
     """Every new model for one (method, budget) and some seeds: a block of records, seed by seed."""
+    if isinstance(sampler, FieldMethod):  # the field (field.py): its own runs, designs shared per seed
+        return sampler._records(name, fraction, budget, seeds, new, truths, rows, random_state, alpha)
     key = method_key(name)
     seeds = [int(s) for s in np.atleast_1d(seeds)]
     n = new.shape[0]
     gens = [np.random.default_rng([random_state, key, int(budget), i, seed]) for seed in seeds for i in range(n)]
     models = np.tile(np.arange(n), len(seeds))
-    if engine["engine"] != "sequential" and supports(sampler):
-        with _torch_threads(engine["threads"]):  # the seeds in lockstep too: one query's fixed cost for all
-            runs = simulate(new, gens, factor_model=factor_model, sampler=sampler, budget=int(budget), alpha=alpha,
-                            device=engine["device"], dtype=engine["dtype"], step_weights=step_weights,
-                            predict_every=engine["predict_every"], rows=models)
-        columns = (runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries)
-    else:
+    if isinstance(factor_model, _OraclePredictors):  # the ceiling: a predictor of its own per new model
         columns = np.empty((5, len(gens)))
-        for r, (i, gen) in enumerate(zip(models, gens)):
-            est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gen,
-                               step_weights=step_weights, predict_every=engine["predict_every"]).fit(new[i])
-            columns[:, r] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_)
+        # its predictions never move: refreshing them would only cost time (same values, same draws)
+        fixed = dict(engine, predict_every=int(budget))
+        for i in range(n):
+            at = np.flatnonzero(models == i)
+            columns[:, at] = _run_columns(factor_model.predictors[i], sampler, step_weights, budget,
+                                          [gens[r] for r in at], models[at], new, alpha, fixed)
+    else:
+        columns = _run_columns(factor_model, sampler, step_weights, budget, gens, models, new, alpha, engine)
     estimate, std_error, low, high, n_queries = columns
     truth = np.tile(truths, len(seeds))
     return pd.DataFrame({
@@ -484,6 +508,80 @@ def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed
         "std_error": std_error, "low": low, "high": high, "covered": (low <= truth) & (truth <= high),
         "n_queries": np.asarray(n_queries, np.int64),
     }, columns=RECORD_COLUMNS)
+
+
+def _run_columns(factor_model, sampler, step_weights, budget, gens, models, new, alpha, engine):
+    """``(estimate, std_error, low, high, n_queries)`` of the runs ``gens`` on the rows ``models`` of ``new``."""
+    if engine["engine"] != "sequential" and supports(sampler):
+        with _torch_threads(engine["threads"]):  # the seeds in lockstep too: one query's fixed cost for all
+            runs = simulate(new, gens, factor_model=factor_model, sampler=sampler, budget=int(budget), alpha=alpha,
+                            device=engine["device"], dtype=engine["dtype"], step_weights=step_weights,
+                            predict_every=engine["predict_every"], rows=models)
+        return np.array([runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries], dtype=float)
+    columns = np.empty((5, len(gens)))
+    for r, (i, gen) in enumerate(zip(models, gens)):
+        est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gen,
+                           step_weights=step_weights, predict_every=engine["predict_every"]).fit(new[i])
+        columns[:, r] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_)
+    return columns
+
+
+def oracle_predictor(predictor, outcomes):
+    """The ceiling's predictor for one new model: ``predictor`` with the model's factor known.
+
+    The factor (the surrogate's latent) is fixed at ``predictor.transform`` of all the model's
+    ``outcomes`` and its covariance at zero, so no answer moves the predictions: they are those
+    of the model's own fit, fixed before the first draw, and PAI with them stays exactly
+    unbiased. Not an estimator one can run (it reads every answer): the ``ceiling`` methods
+    (:data:`CEILING_METHODS`) use it to measure the headroom of a predictor class
+    (docs/results.md, "Ceiling and realised share").
+
+    Parameters
+    ----------
+    predictor : fitted LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate
+        Fitted on the history; it is not modified.
+    outcomes : array-like of shape (N,) or (n_models, N)
+        The new model's answers to every question, in [0, 1]; or several models' rows (one
+        ``transform`` for all: each row is still solved on its own, to the solver's tolerance).
+
+    Returns
+    -------
+    LogisticFactorModel or GaussianProcessSurrogate, or a list of them
+        A shallow copy (sharing the fitted question factors) whose prior is the point mass at
+        the model's factor; one per row for 2-D ``outcomes``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
+    >>> fm = fq.LogisticFactorModel(n_components=2, max_iter=100, random_state=0).fit(bank.history)
+    >>> oracle = oracle_predictor(fm, bank.new_outcomes[0])
+    >>> post = oracle.posterior()
+    >>> before = post.predictions.copy()
+    >>> post.update(0, 1.0 - bank.new_outcomes[0, 0])  # even a surprising answer moves nothing
+    >>> bool(np.array_equal(before, post.predictions))
+    True
+    """
+    import copy
+
+    fitted = getattr(predictor, "best_estimator_", predictor)
+    z = np.asarray(outcomes, dtype=float)
+    if z.ndim not in (1, 2) or np.isnan(z).any():
+        raise ValueError("oracle_predictor needs all of the new model's outcomes (no NaN), one row per model.")
+    oracles = []
+    for u in np.asarray(fitted.transform(z.reshape(-1, z.shape[-1])), dtype=float):
+        oracle = copy.copy(fitted)
+        oracle.prior_mean_, oracle.prior_cov_ = u, np.zeros((u.size, u.size))
+        oracles.append(oracle)
+    return oracles[0] if z.ndim == 1 else oracles
+
+
+@dataclass(frozen=True)
+class _OraclePredictors:
+    """One :func:`oracle_predictor` per new model (in model order), for a ceiling method."""
+
+    predictors: list
 
 
 def _seed_groups(seeds, n_jobs, n_settings):
@@ -512,15 +610,19 @@ def _torch_threads(n):
         torch.set_num_threads(before)
 
 
-def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_state, tuning, step_weights, verbose,
+def _method_settings(methods, sizes, history, fitted, others, alpha, random_state, tuning, step_weights, verbose,
                      predict_every=1):
     """``{(method, budget): (factor model, sampler, step weights)}``, tuning and weights learned on the history."""
     # "-equal" methods: literally equal weights, the plain mean of the increments (not the default's
     # finite-population weights), so that their results stay comparable with earlier runs
-    specs = {(m, int(b)): (*_method_spec(m, fitted, surrogate), np.ones(int(b)) if parse_method(m)[0] in EQUAL_METHODS else None)
+    specs = {(m, int(b)): (*_method_spec(m, fitted, others), np.ones(int(b)) if parse_method(m)[0] in EQUAL_METHODS else None)
              for m in methods for b in sizes}
+    for m in methods:  # the field (field.py): fitted on the history once, shared by every budget
+        if isinstance(specs[(m, int(sizes[0]))][1], FieldMethod):
+            field_method = specs[(m, int(sizes[0]))][1].fit(history)
+            specs.update({(m, int(b)): (None, field_method, None) for b in sizes})
     unfitted = clone(fitted) if fitted is not None else _default_factor_model(False, history.shape[1])
-    tuning_results, weight_results, configurations, cross_fm, cross_gp = {}, {}, {}, None, None
+    tuning_results, weight_results, configurations, cross_fm, cross = {}, {}, {}, None, {}
     weight_cfg = dict(step_weights or {})
     weight_cfg.setdefault("predict_every", predict_every)
     largest_first = sorted((int(b) for b in sizes), reverse=True)  # whose validation runs serve the smaller ones
@@ -548,10 +650,9 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
         if cross_fm is None or split != (tuning or {}).get("validation_fraction", 0.25):
             try:  # one refit on the training part of the history, shared by every budget
                 train, _ = validation_split(history, split, random_state)
-                if any(not _uses_surrogate(m) for m in weighted):
+                if any(_predictor_kind(m) is None for m in weighted):
                     cross_fm = clone(unfitted).fit(train)
-                if any(_uses_surrogate(m) for m in weighted):
-                    cross_gp = clone(surrogate).fit(train)
+                cross = {kind: clone(others[kind]).fit(train) for kind in {_predictor_kind(m) for m in weighted} - {None}}
             except ValueError as exc:  # too few complete rows to cross-fit
                 warnings.warn(f"{', '.join(weighted)}: the default increment weights ({exc})", RuntimeWarning,
                               stacklevel=3)
@@ -562,7 +663,7 @@ def _method_settings(methods, sizes, history, fitted, surrogate, alpha, random_s
         for b in largest_first:
             fm_m, sampler_m, _ = specs[(m, b)]
             sw = learn_step_weights(history, None, budget=b, sampler=sampler_m, random_state=random_state,
-                                    fitted_factor_model=cross_gp if _uses_surrogate(m) else cross_fm, cache=cache,
+                                    fitted_factor_model=cross.get(_predictor_kind(m), cross_fm), cache=cache,
                                     **weight_cfg)
             specs[(m, b)] = (fm_m, sampler_m, sw.weights)
             learned[b] = sw
@@ -666,15 +767,19 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     rows = np.arange(new.shape[0]) if new_rows is None else np.asarray(new_rows)
     truths = new.mean(axis=1)
 
-    fitted, fit_seconds, surrogate = None, 0.0, None
+    fitted, fit_seconds = None, 0.0
     if any(_method_spec(m, True)[0] is True for m in methods):  # a method returns the factor model it uses
         fitted, fit_seconds = _fit_factor_model(factor_model, history, verbose)
-    if any(_uses_surrogate(m) for m in methods):
-        surrogate = GaussianProcessSurrogate(random_state=random_state).fit(history)
+    others = {kind: PREDICTORS[kind](random_state).fit(history) for kind in {_predictor_kind(m) for m in methods}
+              if kind is not None}
     # resolved here: workers need no registry
     specs, tuning_results, weight_results, configurations = _method_settings(
-        methods, sizes, history, fitted, surrogate, alpha, random_state, tuning, step_weights, verbose,
+        methods, sizes, history, fitted, others, alpha, random_state, tuning, step_weights, verbose,
         engine_cfg["predict_every"])
+    for m in methods:  # the ceilings: each new model's predictor fitted to all its answers
+        if parse_method(m)[0] in CEILING_METHODS:
+            oracles = _OraclePredictors(oracle_predictor(others.get(_predictor_kind(m), fitted), new))
+            specs.update({(m, int(b)): (oracles, specs[(m, int(b))][1], None) for b in sizes})
     # one task per (method, budget) and group of seeds: the batched engine runs a group in lockstep
     groups = _seed_groups(seeds, n_jobs, len(methods) * len(sizes))
     chunks = [(m, f, b, g) for m in methods for f, b in zip(fractions, sizes) for g in groups]
@@ -688,7 +793,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
             bar.update(len(block))
     bar.close()
     records = pd.concat(blocks, ignore_index=True)
-    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results, surrogate, configurations)
+    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results, others.get("gp"), configurations)
 
 
 def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
@@ -779,19 +884,32 @@ def _ess(records, baseline):
         return means["variance_base"] / means["variance"]
 
 
-def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
-    """One row per (method, budget): coverage, width, RMSE, variance and ESS.
+def _ceiling_share(table, ceiling_method):
+    """Each row's ``ess_fpc`` over the ceiling's at its budget (NaN where the ceiling did not run)."""
+    ess = table["ess_fpc"]
+    methods, budgets = ess.index.get_level_values("method"), ess.index.get_level_values("budget")
+    ceiling = ess[methods == ceiling_method].droplevel("method")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ess.to_numpy() / ceiling.reindex(budgets).to_numpy()
+
+
+def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform", ceiling_method="ceiling"):
+    """One row per (method, budget): coverage, width, RMSE, variance, ESS and share of the ceiling.
 
     Columns :data:`SUMMARY_COLUMNS`, defined in docs/results.md: ``coverage_se`` is
     ``sd / sqrt(n_runs)``; ``ess_fpc`` and ``ess_ht`` are (mean variance of the baseline) /
     (mean variance of the method) over the (model, seed) runs both have at the budget (a
-    ratio of means), NaN when the baseline was not run.
+    ratio of means), NaN when the baseline was not run; ``ceiling_share`` is ``ess_fpc`` over
+    the ``ess_fpc`` of ``ceiling_method`` at the same budget (the share of the headroom a
+    method realises), NaN when the ceiling (or the FPC baseline) was not run.
 
     Parameters
     ----------
     records : DataFrame, ExperimentResult or MethodRuns
     fpc_method, ht_method : str
         Names of the two baselines in ``records``.
+    ceiling_method : str, default="ceiling"
+        Name of the oracle diagnostic in ``records`` (see :data:`CEILING_METHODS`).
 
     Returns
     -------
@@ -819,6 +937,7 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform"):
     table["rmse"] = np.sqrt(table["rmse"])
     table["ess_fpc"] = _ess(records, fpc_method)
     table["ess_ht"] = _ess(records, ht_method)
+    table["ceiling_share"] = _ceiling_share(table, ceiling_method)
     return _in_order(table.reset_index()[list(SUMMARY_COLUMNS)], records)
 
 
@@ -885,9 +1004,11 @@ def format_summary(summary, markdown=False):
         "coverage": [f"{c:.3f}" for c in s["coverage"]], "+/- se": [f"{c:.3f}" for c in s["coverage_se"]],
         "mean width": [f"{w:.4f}" for w in s["mean_width"]], "RMSE": [f"{r:.4f}" for r in s["rmse"]],
         "ESS vs FPC": [f"{e:.2f}" for e in s["ess_fpc"]], "ESS vs HT": [f"{e:.2f}" for e in s["ess_ht"]],
+        "share of ceiling": [f"{e:.2f}" for e in s.get("ceiling_share", pd.Series(np.nan, index=s.index))],
     })
-    shown = shown.drop(columns=[c for c, col in (("ESS vs FPC", "ess_fpc"), ("ESS vs HT", "ess_ht"))
-                                if s[col].isna().all()])  # a baseline that did not run
+    shown = shown.drop(columns=[c for c, col in (("ESS vs FPC", "ess_fpc"), ("ESS vs HT", "ess_ht"),
+                                                 ("share of ceiling", "ceiling_share"))
+                                if col not in s or s[col].isna().all()])  # a baseline that did not run
     if markdown:
         return markdown_table(shown)
     return str(table_summary("Experiment summary", table=shown, index=False,

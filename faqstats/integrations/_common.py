@@ -161,6 +161,9 @@ class HarnessRecords:
         self._warn_merged()
         values = np.array([self.value(model, qid) for qid in question_ids], dtype=float)
         missing = [qid for qid, v in zip(question_ids, values) if np.isnan(v)]
+        if len(missing) == len(question_ids) and model is None and not self.ignored:  # nothing at all
+            tasks = sorted({split_question_id(qid)[0] for qid in question_ids})
+            raise ValueError(f"{source} has no scored sample of the tasks asked ({', '.join(tasks)}).")
         if missing:
             shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
             raise ValueError(f"{source} has no score for {len(missing)} of the asked question ids: {shown}.")

@@ -13,6 +13,7 @@ import json
 import os
 import struct
 import sys
+import warnings
 import zipfile
 from collections.abc import Mapping
 
@@ -66,6 +67,17 @@ def _read_member(zf, name, path):
         return reader.read()
 
 
+class _NotALog(ValueError):
+    """A JSON file in a log directory that is no eval log (e.g. the viewer's ``logs.json``)."""
+
+
+def _json(data, path, what):
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path}: {what} is not valid UTF-8 JSON ({exc}).") from None
+
+
 def _read_builtin(path):
     """``(eval header dict, list of sample dicts)`` from a .eval or .json log, without inspect."""
     if zipfile.is_zipfile(path):
@@ -74,15 +86,17 @@ def _read_builtin(path):
             head_name = "header.json" if "header.json" in names else "_journal/start.json"
             if head_name not in names:
                 raise ValueError(f"{path} is not an inspect .eval log (no header.json).")
-            header = json.loads(_read_member(zf, head_name, path))
-            samples = [
-                json.loads(_read_member(zf, n, path)) for n in names if n.startswith("samples/") and n.endswith(".json")
-            ]
-        return header.get("eval") or {}, samples
-    with open(path, encoding="utf-8") as f:
-        log = json.load(f)
+            header = _json(_read_member(zf, head_name, path), path, head_name)
+            if not isinstance(header, dict):
+                raise ValueError(f"{path}: {head_name} is a JSON {type(header).__name__}, not an object.")
+            samples = [_json(_read_member(zf, n, path), path, n)
+                       for n in names if n.startswith("samples/") and n.endswith(".json")]
+        return header.get("eval"), samples
+    if path.suffix == ".eval":
+        raise ValueError(f"{path} is not an inspect .eval log: not a zip archive (damaged or cut short?).")
+    log = _json(path.read_bytes(), path, "the file")
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
-        raise ValueError(f"{path} is not an inspect eval log (no 'eval' object).")
+        raise _NotALog(f"{path} is not an inspect eval log (no 'eval' object).")
     return log["eval"], log.get("samples") or []
 
 
@@ -91,6 +105,59 @@ def _read_with_inspect(path, read_eval_log):
     ev = {"model": log.eval.model, "task": log.eval.task, "created": log.eval.created}
     samples = [{"id": s.id, "epoch": s.epoch, "error": None if s.error is None else str(s.error.message),
                 "scores": {k: {"value": v.value} for k, v in (s.scores or {}).items()}} for s in log.samples or []]
+    return ev, samples
+
+
+def _read_log(path, read_eval_log, explicit):
+    """``(eval dict, sample dicts)`` of one log, checked; None for a JSON file in a directory that
+    is no eval log. Whatever else goes wrong reading it is a ``ValueError`` naming the file."""
+    if not explicit and path.suffix == ".json":  # a log directory may hold other JSON files: skip
+        doc = _json(path.read_bytes(), path, "the file")  # them (not a damaged log), saying so
+        if not (isinstance(doc, dict) and isinstance(doc.get("eval"), dict)):
+            if path.name != "logs.json":  # the log listing inspect writes next to the logs
+                warnings.warn(f"{path} is not an inspect eval log (no 'eval' object); skipped.", UserWarning,
+                              stacklevel=4)
+            return None
+    try:
+        ev, samples = _read_builtin(path) if read_eval_log is None else _read_with_inspect(path, read_eval_log)
+    except _NotALog:
+        if explicit or path.suffix == ".eval":
+            raise
+        return None
+    except ImportError:  # zstd without its package: the message says what to install
+        raise
+    except Exception as exc:  # noqa: BLE001 - zipfile, zlib, json, pydantic: damage, said in one line
+        first = " ".join(str(exc).split())
+        first = first if len(first) <= 300 else first[:300] + " ..."
+        if str(path) not in first:
+            first = f"{path} is not a readable inspect eval log ({type(exc).__name__}: {first})"
+        raise ValueError(first) from exc
+    return _check_log(ev, samples, path)
+
+
+def _check_log(ev, samples, path):
+    """The parts of a log the readers use, checked for their types (hand edits, other JSON)."""
+    if not isinstance(ev, dict):
+        raise ValueError(f"{path}: the log's 'eval' must be an object, got {type(ev).__name__}.")
+    for field in ("model", "task", "created"):
+        if ev.get(field) is not None and not isinstance(ev[field], str):
+            raise ValueError(f"{path}: eval.{field} must be a string, got {ev[field]!r}.")
+    if not isinstance(samples, list):
+        raise ValueError(f"{path}: the log's samples must be a list, got {type(samples).__name__}.")
+    seen = set()
+    for k, s in enumerate(samples):
+        if not isinstance(s, dict):
+            raise ValueError(f"{path}: sample {k} is a JSON {type(s).__name__}, not an object.")
+        sid = s.get("id")
+        if isinstance(sid, bool) or not isinstance(sid, (str, int)) or sid == "":
+            raise ValueError(f"{path}: sample {k} has no valid 'id' (a string or an integer), got {sid!r}.")
+        scores = s.get("scores")
+        if scores is not None and not isinstance(scores, dict):
+            raise ValueError(f"{path}: sample {sid!r} 'scores' must be an object, got {type(scores).__name__}.")
+        key = (str(sid), json.dumps(s.get("epoch")))
+        if key in seen:  # epochs repeat an id, one sample per (id, epoch)
+            raise ValueError(f"{path}: sample {sid!r} epoch {s.get('epoch')!r} appears twice.")
+        seen.add(key)
     return ev, samples
 
 
@@ -145,12 +212,10 @@ def _collect(paths, scorer, value_map, reader, name, wanted=None):
     read_eval_log = _inspect_reader(reader)
     records = HarnessRecords()
     for model, path, explicit in expand_paths(paths, name, _log_paths):
-        try:
-            ev, samples = _read_builtin(path) if read_eval_log is None else _read_with_inspect(path, read_eval_log)
-        except (ValueError, json.JSONDecodeError, UnicodeDecodeError):
-            if explicit or path.suffix == ".eval":
-                raise
+        log = _read_log(path, read_eval_log, explicit)
+        if log is None:
             continue  # some other JSON file in a log directory (e.g. the viewer's logs.json)
+        ev, samples = log
         model = model or ev.get("model") or path.stem
         task = ev.get("task") or "task"
         if wanted is not None and not any(qid.startswith(f"{task}/") for qid in wanted):

@@ -25,7 +25,7 @@ _FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "f
 
 def _samples_files(path, name):
     """(model name, task, timestamp, file) for every samples file at ``path``."""
-    files = sorted(path.rglob("samples_*.jsonl")) if path.is_dir() else [path]
+    files = sorted(f for f in path.rglob("samples_*.jsonl") if f.is_file()) if path.is_dir() else [path]
     if path.is_dir() and not files:
         raise ValueError(f"{name}: no lm-eval samples files (samples_<task>_<timestamp>.jsonl) under {path}.")
     found = []
@@ -48,31 +48,61 @@ def _per_task(value, task, name):
     return value
 
 
+def _lines(path):
+    """``(line number, line)`` of a samples file's non-blank lines, the whole file checked to be UTF-8."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = raw[: exc.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line_no} is not UTF-8 text (byte {exc.start}); an lm-eval samples file is "
+                         "JSON lines.") from None
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines:
+        raise ValueError(f"{path} is empty: an lm-eval samples file has one JSON line per document.")
+    return lines
+
+
 def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=None):
-    filters, metrics, n_used = set(), set(), 0
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{line_no} is not valid JSON ({exc}).") from exc
-            filters.add(rec.get("filter", "none"))
-            if rec.get("filter", "none") != filter:
-                continue
-            # older lm-eval lines have no "metrics" list: offer the other numeric fields
-            metrics.update(rec.get("metrics") or (k for k, v in rec.items() if k not in _FIELDS and isinstance(v, (int, float))))
-            if metric not in rec:
-                continue
-            if key not in rec:
-                raise ValueError(f"{path}:{line_no} has no {key!r} field; use key='doc_id' or key='doc_hash'.")
-            qid = make_question_id(task, rec[key])
-            if wanted is not None and qid not in wanted:
-                records.ignored.add(qid)
-                continue
-            records.add(model, qid, as_score(rec[metric], f"{path}:{line_no} metric {metric!r}"), stamp)
-            n_used += 1
+    filters, metrics, n_used, seen = set(), set(), 0, {}
+    for line_no, line in _lines(path):
+        where = f"{path}:{line_no}"
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ValueError(f"{where} is not valid JSON ({exc}).") from None
+        if not isinstance(rec, dict):
+            raise ValueError(f"{where} is a JSON {type(rec).__name__}, not an object (a line of an lm-eval samples "
+                             "file).")
+        rec_filter = rec.get("filter", "none")
+        if not isinstance(rec_filter, str):
+            raise ValueError(f"{where}: 'filter' must be a string, got {rec_filter!r}.")
+        filters.add(rec_filter)
+        if rec_filter != filter:
+            continue
+        # older lm-eval lines have no "metrics" list: offer the other numeric fields
+        names = rec.get("metrics")
+        if names is not None and not (isinstance(names, list) and all(isinstance(m, str) for m in names)):
+            raise ValueError(f"{where}: 'metrics' must be a list of names, got {names!r}.")
+        metrics.update(names or (k for k, v in rec.items() if k not in _FIELDS and isinstance(v, (int, float))))
+        if metric not in rec:
+            continue
+        if key not in rec:
+            raise ValueError(f"{where} has no {key!r} field; use key='doc_id' or key='doc_hash'.")
+        doc = rec[key]
+        if not (isinstance(doc, str) and doc if key == "doc_hash" else
+                isinstance(doc, int) and not isinstance(doc, bool) and doc >= 0):
+            kind = "a non-empty string" if key == "doc_hash" else "a non-negative integer"
+            raise ValueError(f"{where}: {key!r} must be {kind}, got {doc!r}.")
+        if doc in seen:  # one line per document and filter: a second one is damage, not a re-run
+            raise ValueError(f"{where}: {key} {doc!r} appears again (line {seen[doc]}) with filter {filter!r}.")
+        seen[doc] = line_no
+        qid = make_question_id(task, doc)
+        if wanted is not None and qid not in wanted:
+            records.ignored.add(qid)
+            continue
+        records.add(model, qid, as_score(rec[metric], f"{where} metric {metric!r}"), stamp)
+        n_used += 1
     if filter not in filters:
         raise ValueError(
             f"filter {filter!r} is absent from {path} (task {task!r}); it has filters {sorted(filters)}. "

@@ -18,26 +18,40 @@ from ._base import (
     mixture_coefficients,
     within_round,
 )
-from ._policies import ActiveLearningSampler, HybridSampler, NeymanSampler, UniformSampler, active_learning_scores
+from ._costs import CostWeightedSampler, check_costs, draws_for_cost
+from ._policies import (
+    ActiveLearningSampler,
+    HybridSampler,
+    NeymanSampler,
+    UniformSampler,
+    VarianceReductionSampler,
+    active_learning_scores,
+    variance_reduction_scores,
+)
 from ._stream import BernoulliAIPW, StreamSampler
 
 __all__ = [
     "DRAW_BLOCK",
     "ActiveLearningSampler",
     "BernoulliAIPW",
+    "CostWeightedSampler",
     "HybridSampler",
     "NeymanSampler",
     "PolicyState",
     "Sampler",
     "StreamSampler",
     "UniformSampler",
+    "VarianceReductionSampler",
     "active_learning_scores",
+    "check_costs",
     "check_law",
+    "draws_for_cost",
     "draw_from",
     "inverse_cdf",
     "mixture",
     "mixture_coefficients",
     "oracle_scores",
+    "variance_reduction_scores",
     "quadratic_forms_from_scratch",
     "within_round",
 ]

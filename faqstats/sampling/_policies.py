@@ -10,7 +10,8 @@ from .._validation import check_scalar
 from ..posterior import quadratic_forms_from_scratch
 from ._base import Sampler
 
-__all__ = ["UniformSampler", "NeymanSampler", "ActiveLearningSampler", "HybridSampler", "active_learning_scores"]
+__all__ = ["UniformSampler", "NeymanSampler", "ActiveLearningSampler", "HybridSampler", "VarianceReductionSampler",
+           "active_learning_scores", "variance_reduction_scores"]
 
 
 class UniformSampler(Sampler):
@@ -208,6 +209,94 @@ def _normalise(x, available):
     total = x.sum(-1)[..., None]
     ones = xp.where(available, xp.ones_like(x), 0.0)
     return xp.where(total > 0, x / xp.where(total > 0, total, 1.0), ones / ones.sum(-1)[..., None])
+
+
+def variance_reduction_scores(predictions, question_factors, posterior_cov, available, quadratic_forms, noise=None):
+    """The randomised Bayesian-quadrature score: ``|Cov(S, z_j)| / sd(z_j)``, ``S`` the sum of the
+    outcomes not yet asked, under the predictor's (linearised) posterior.
+
+    Its square is the variance of ``S`` that observing ``z_j`` removes (ProEval's deterministic
+    acquisition); with link slope ``w_j`` and own-outcome noise ``e_j`` (logistic link:
+    ``w_j = e_j = p_j (1 - p_j)``; Gaussian process: ``w_j = 1``, ``e_j = noise_j``),
+    ``Cov(S, z_j) = w_j v_j' Sigma g + e_j`` with ``g = sum_{i askable} w_i v_i`` and
+    ``Var(z_j) = w_j^2 v_j' Sigma v_j + e_j``. With a certain posterior (``Sigma = 0``) and the
+    logistic link it is the oracle score ``sqrt(p_j (1 - p_j))``. Leading run axes give every run's.
+
+    Parameters
+    ----------
+    predictions : ndarray of shape (..., N)
+        Current predictions.
+    question_factors : ndarray of shape (N, k)
+        The factors ``v_j``.
+    posterior_cov : ndarray of shape (..., k, k)
+        The posterior covariance ``Sigma``.
+    available : ndarray of bool, shape (..., N)
+        The askable questions (the sum ``S`` runs over them).
+    quadratic_forms : ndarray of shape (..., N)
+        ``v_j' Sigma v_j``.
+    noise : ndarray of shape (N,) or None
+        The Gaussian process's residual variances (identity link); ``None``: the logistic link.
+
+    Returns
+    -------
+    ndarray of shape (..., N)
+        The scores (non-negative).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p, V = np.array([0.5, 0.9]), np.eye(2)
+    >>> variance_reduction_scores(p, V, np.zeros((2, 2)), np.ones(2, bool), np.zeros(2)).round(3)  # oracle score
+    array([0.5, 0.3])
+    """
+    xp = namespace(predictions)
+    bernoulli = predictions * (1.0 - predictions)
+    slope = bernoulli if noise is None else xp.ones_like(predictions)
+    own = bernoulli if noise is None else noise
+    g = xp.where(available, slope, 0.0) @ question_factors
+    covariance = slope * (matvec(posterior_cov, g) @ question_factors.T) + own
+    variance = slope**2 * quadratic_forms + own
+    return xp.where(variance > 0, abs(covariance) / xp.sqrt(xp.where(variance > 0, variance, 1.0)), 0.0)
+
+
+class VarianceReductionSampler(Sampler):
+    """``q_t(j)`` proportional to the randomised Bayesian-quadrature score, mixed with uniform.
+
+    The score (:func:`variance_reduction_scores`) is the square root of the reduction in the
+    predictive variance of the unasked questions' total from asking ``j``: what ProEval's
+    deterministic acquisition maximises, here a sampling law with ``q > 0`` everywhere (``tau``),
+    so PAI stays exactly unbiased. It weighs a question's own uncertainty (the oracle score,
+    which it equals once the posterior is certain) and what its answer teaches about the others.
+    It needs a predictor with question factors (factor model, item response model or Gaussian
+    process; the process's residual variances are used).
+
+    Parameters
+    ----------
+    tau : float in (0, 1], default=0.5
+        Weight of the uniform floor (see :class:`Sampler`).
+    replace : bool, default=False
+        Sample without or with replacement (see :class:`Sampler`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import VarianceReductionSampler, PolicyState
+    >>> state = PolicyState(predictions=np.array([0.5, 0.7, 0.9]), available=np.ones(3, bool), step=1, budget=2,
+    ...                     question_factors=np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
+    ...                     posterior_mean=np.zeros(2), posterior_cov=np.eye(2))
+    >>> VarianceReductionSampler(tau=0.1).probabilities(state).round(3)
+    array([0.372, 0.339, 0.289])
+    """
+
+    batched = True
+    checks_law = False  # non-negative scores
+
+    def scores(self, state):
+        if state.question_factors is None or state.posterior_cov is None:
+            raise ValueError(f"{type(self).__name__} needs a fitted predictor with question factors and a posterior.")
+        noise = None if state.posterior is None else state.posterior.noise
+        return variance_reduction_scores(state.predictions, state.question_factors, state.posterior_cov,
+                                         state.available, state.quadratic_forms(), noise)
 
 
 def _active_learning(sampler, state):

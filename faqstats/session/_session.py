@@ -20,6 +20,7 @@ import numpy as np
 from .. import sampling
 from ..estimator import PAIEstimator
 from ..factor_model import LogisticFactorModel, LogisticFactorModelCV
+from ..irt import ItemResponseModel
 from ..surrogate import GaussianProcessSurrogate
 from ..io import check_question_ids, json_safe, load_factor_model, question_ids_sha256, utc_now
 from ..sampling import HybridSampler, Sampler
@@ -124,10 +125,12 @@ class EvaluationSession:
             factor_model = load_factor_model(factor_model)
         if isinstance(factor_model, LogisticFactorModelCV):  # its best estimator; unfitted, refused below
             factor_model = getattr(factor_model, "best_estimator_", factor_model)
+        if isinstance(factor_model, ItemResponseModel) and hasattr(factor_model, "question_factors_"):
+            factor_model = factor_model.as_factor_model()  # what the session saves: same predictions and posterior
         if not isinstance(factor_model, (LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate)):
             raise TypeError(
-                "factor_model must be a fitted LogisticFactorModel (or LogisticFactorModelCV), a fitted "
-                f"GaussianProcessSurrogate or the path of a saved one, got {type(factor_model).__name__}."
+                "factor_model must be a fitted LogisticFactorModel (or LogisticFactorModelCV), GaussianProcessSurrogate "
+                f"or ItemResponseModel, or the path of a saved one, got {type(factor_model).__name__}."
             )
         if not hasattr(factor_model, "question_factors_"):
             raise ValueError("factor_model is not fitted: fit it (or load a saved one) first.")

@@ -53,7 +53,10 @@ class SessionStore:
         """A new session directory with ``factor_model`` and the ids: ``(store, model as stored)``."""
         directory = cls.refuse_existing(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        model_path = save_factor_model(factor_model, directory / MODEL_FILE, question_ids=[str(q) for q in question_ids])
+        # the harness reader options stored with a model from 'faqstats fit-history' go with it
+        reader = (getattr(factor_model, "metadata_", None) or {}).get("reader")
+        model_path = save_factor_model(factor_model, directory / MODEL_FILE,
+                                       question_ids=[str(q) for q in question_ids], reader=reader)
         return cls(directory, 0, _file_sha256(model_path)), load_factor_model(model_path)
 
     @classmethod

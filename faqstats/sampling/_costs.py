@@ -1,0 +1,168 @@
+"""Costs per question: the Neyman rule with costs, and the draws a cost budget buys.
+
+A question's cost (tokens, dollars) changes the policy only: :class:`CostWeightedSampler`
+divides the base policy's scores by ``sqrt(cost)`` before the uniform floor is mixed in, so
+every increment stays the ordinary PAI increment with a known ``q_t`` (docs/statistics.md,
+"Cost budgets").
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import check_scalar
+from ._base import Sampler
+
+__all__ = ["CostWeightedSampler", "check_costs", "draws_for_cost"]
+
+
+def check_costs(costs, n_questions):
+    """``costs`` as a read-only float array of shape ``(n_questions,)``, every entry finite and > 0.
+
+    Examples
+    --------
+    >>> check_costs([1, 2.5, 4], 3).tolist()
+    [1.0, 2.5, 4.0]
+    """
+    try:
+        c = np.array(costs, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"costs must be an array of positive numbers: {exc}") from None
+    if c.ndim != 1 or c.size != n_questions:
+        raise ValueError(f"costs must be a 1-D array with one cost per question ({n_questions}), got shape {c.shape}.")
+    bad = ~(np.isfinite(c) & (c > 0))  # NaN fails c > 0 too
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"costs must be finite and positive; costs[{j}] = {c[j]!r} ({int(bad.sum())} such entries).")
+    c.flags.writeable = False
+    return c
+
+
+class CostWeightedSampler(Sampler):
+    """A policy's scores divided by ``sqrt(cost)``: the Neyman rule with costs.
+
+    ``q_t(j) = tau / |R| + (1 - tau) s_j / sqrt(c_j) / sum_R s / sqrt(c)`` for the base policy's
+    scores ``s`` and floor ``tau``: with the oracle score this minimises variance times expected
+    cost per draw (docs/statistics.md, "Cost budgets"). The uniform floor is kept as it is, so the
+    inverse-probability weights stay below ``N / tau``. :class:`~faqstats.PAIEstimator` wraps its
+    sampler in one when ``fit`` gets ``costs``.
+
+    Parameters
+    ----------
+    base_sampler : Sampler
+        The policy whose scores are weighed; its ``tau`` and ``replace`` are used as they are.
+        It must define its law through ``scores`` (not by overriding ``probabilities``).
+    costs : array-like of shape (N,)
+        A finite, positive cost per question.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> from faqstats.sampling import CostWeightedSampler, PolicyState
+    >>> state = PolicyState(predictions=np.array([0.5, 0.5, 0.5]), available=np.ones(3, bool), step=1, budget=2)
+    >>> sampler = CostWeightedSampler(fq.NeymanSampler(tau=0.0), costs=[1.0, 4.0, 4.0])
+    >>> sampler.probabilities(state).round(3)  # equal scores: mass in proportion to 1 / sqrt(cost)
+    array([0.5 , 0.25, 0.25])
+    """
+
+    def __init__(self, base_sampler, costs):
+        self.base_sampler = base_sampler
+        self.costs = costs
+
+    # the base policy's floor, replacement and needs (properties: not parameters of their own)
+    @property
+    def tau(self):
+        """The base policy's uniform floor."""
+        return self.base_sampler.tau
+
+    @property
+    def replace(self):
+        """Whether the base policy samples with replacement."""
+        return self.base_sampler.replace
+
+    @property
+    def needs_factor_model(self):
+        """Whether the base policy needs a predictor."""
+        return self.base_sampler.needs_factor_model
+
+    @property
+    def checks_law(self):
+        """Whether the base policy's law is checked draw by draw."""
+        return self.base_sampler.checks_law
+
+    batched = False  # numpy scores (the batched engine runs it through them)
+
+    def check_params(self):
+        """Check the base policy and the costs; return ``self``."""
+        base = self.base_sampler
+        if not isinstance(base, Sampler):
+            raise TypeError(f"base_sampler must be a sequential faqstats Sampler, got {type(base).__name__}.")
+        if type(base).probabilities is not Sampler.probabilities:
+            raise ValueError(
+                f"{type(base).__name__} overrides probabilities: costs weigh a policy's scores, so the policy "
+                "must be defined by scores."
+            )
+        base.check_params()
+        c = np.asarray(self.costs, dtype=float)
+        check_costs(c, c.size if c.ndim == 1 else -1)
+        return self
+
+    def __repr__(self, N_CHAR_MAX=700):  # (the costs array itself would fill a summary)
+        n = np.size(self.costs)
+        return f"CostWeightedSampler(base_sampler={self.base_sampler!r}, costs=<{n} costs>)"
+
+    def _root_costs(self, n):
+        c = getattr(self, "_root", None)
+        if c is None or c.size != n:  # (costs are fixed for the run: their roots once)
+            c = self._root = np.sqrt(check_costs(self.costs, n))
+        return c
+
+    def scores(self, state):
+        s = np.asarray(self.base_sampler.scores(state), dtype=float)
+        return s / self._root_costs(s.size)
+
+
+def draws_for_cost(budget_cost, costs, first_law, replace, n_questions, max_iter=5):
+    """The number of draws a cost budget buys: ``n = floor(C / E_{q_1}[cost])``.
+
+    ``first_law(n)`` returns the policy's law for the first draw when the run has ``n`` draws
+    (a policy may look at its budget); ``n`` starts from the uniform design's ``floor(C / mean
+    cost)`` and is updated until it repeats (at most ``max_iter`` times). A deterministic
+    function of the costs, the budget and the prior predictor, so fixed before the run, and the
+    estimator over ``n`` draws keeps its exact unbiasedness. Without replacement ``n`` is at most
+    ``N``.
+
+    Returns
+    -------
+    n : int
+        The draws.
+    per_draw : float
+        ``E_{q_1}[cost]`` of the law that fixed ``n``.
+
+    Examples
+    --------
+    >>> costs = np.array([1.0, 1.0, 2.0, 4.0])
+    >>> draws_for_cost(6.0, costs, lambda n: np.full(4, 0.25), False, 4)
+    (3, 2.0)
+    """
+    check_scalar(budget_cost, "budget_cost", kind=numbers.Real, low=0.0, closed="neither")
+    C = float(budget_cost)
+    cap = (lambda n: n) if replace else (lambda n: min(n, n_questions))
+    n = cap(max(int(C // float(costs.mean())), 2))
+    per_draw = float(costs.mean())
+    for _ in range(max_iter):
+        q = np.asarray(first_law(n), dtype=float)
+        per_draw = float(q @ costs / q.sum())
+        new = cap(int(C // per_draw))
+        if new < 2:
+            raise ValueError(
+                f"budget_cost={budget_cost!r} buys {new} draw(s) at an expected cost of {per_draw:.4g} per draw; "
+                "at least 2 are needed."
+            )
+        if new == n:
+            break
+        n = new
+    return n, per_draw
