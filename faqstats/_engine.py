@@ -19,7 +19,9 @@ from .posterior import read_only
 from .sampling import PolicyState, UniformSampler, check_law, draw_from, within_round
 
 __all__ = [
+    "CLUSTER_QUERY_DTYPE",
     "QUERY_DTYPE",
+    "ClusterRun",
     "Draw",
     "Oracle",
     "QueryLoop",
@@ -27,6 +29,8 @@ __all__ = [
     "StreamRun",
     "aipw_terms",
     "check_design",
+    "cluster_law",
+    "encode_clusters",
     "des_raj_base",
     "pai_increment",
     "sample_mean_design",
@@ -38,6 +42,20 @@ _sum = np.add.reduce  # ndarray.sum without its Python wrapper (the live step ca
 QUERY_DTYPE = np.dtype(
     [
         ("question", np.int64),
+        ("probability", np.float64),
+        ("outcome", np.float64),
+        ("increment", np.float64),
+        ("prediction", np.float64),
+        ("prediction_total", np.float64),
+    ]
+)
+
+#: One row per cluster draw (``fit(clusters=)``): the cluster (an index into the sorted labels),
+#: its size, q_t(c), the cluster's total outcome Y_c, phi_t, the predicted total P_c and the base.
+CLUSTER_QUERY_DTYPE = np.dtype(
+    [
+        ("cluster", np.int64),
+        ("size", np.int64),
         ("probability", np.float64),
         ("outcome", np.float64),
         ("increment", np.float64),
@@ -275,6 +293,176 @@ class SequentialRun(_Run):
             self._asked_view = read_only(self._asked[: self._n_asked])
         self.step += 1
         return phi
+
+
+def encode_clusters(clusters, n_questions):
+    """``(codes, labels)``: each question's cluster as an integer code into ``labels`` (sorted).
+
+    Refuses a wrong length, NaN or missing (``None``) ids, and fewer than two clusters.
+
+    >>> codes, labels = encode_clusters(["b", "a", "b", "c"], 4)
+    >>> codes.tolist(), labels.tolist()
+    ([1, 0, 1, 2], ['a', 'b', 'c'])
+    """
+    c = np.asarray(clusters)
+    if c.ndim != 1 or c.size != n_questions:
+        raise ValueError(f"clusters must hold one cluster id per question ({n_questions}), got shape {c.shape}.")
+    if c.dtype.kind == "f" and np.isnan(c).any():
+        raise ValueError(f"clusters must not contain NaN: clusters[{int(np.flatnonzero(np.isnan(c))[0])}] is NaN; "
+                         "give every question a cluster id (its own id for a question alone).")
+    if c.dtype.kind == "O" and any(x is None or (isinstance(x, float) and math.isnan(x)) for x in c):
+        raise ValueError("clusters must not contain None or NaN: give every question a cluster id.")
+    try:
+        labels, codes = np.unique(c, return_inverse=True)
+    except TypeError as exc:
+        raise ValueError(f"clusters must be ids of one sortable kind (all ints or all strings): {exc}") from None
+    if labels.size < 2:
+        raise ValueError(
+            f"clusters must define at least 2 clusters, got {labels.size}: with one cluster every draw asks the "
+            "whole bank (leave clusters out, or give each question its own id)."
+        )
+    return codes.reshape(-1).astype(np.intp), labels
+
+
+#: How a cluster's score is made from its questions' scores (docs/statistics.md, "Clusters").
+CLUSTER_SCORES = ("root-sum-square", "sum")
+
+
+def cluster_law(sampler, state, codes, sizes, cluster_available, root_costs=None, score="root-sum-square"):
+    """The law over clusters of a policy defined over questions (docs/statistics.md, "Clusters").
+
+    For a policy defined by its ``scores`` ``s_j`` (with floor ``tau``):
+    ``q(c) = tau m_c / |R| + (1 - tau) S_c / sum_{c' askable} S_c'`` over the askable clusters,
+    ``m_c`` the cluster's size, ``|R|`` the askable questions, and ``S_c`` the root sum of squares
+    of its questions' scores (``score="root-sum-square"``: the Neyman score of the cluster total
+    for uncorrelated residuals, when ``s_j`` is ``sqrt(p_j (1 - p_j))``) or their sum (``"sum"``),
+    divided by ``sqrt(cost_c)`` with ``root_costs``. The floor is the question-level uniform floor
+    summed over the cluster, so ``|Y_c - P_c| / q(c) <= |R| / tau`` as for one question. A policy
+    that overrides ``probabilities`` gets its question law summed over each cluster (draw a
+    question, ask its cluster).
+
+    Returns
+    -------
+    ndarray of shape (n_clusters,)
+        ``q(c)``, summing to 1, zero at the clusters already asked.
+    """
+    from .sampling import Sampler
+
+    n_clusters = sizes.size
+    name = type(sampler).__name__
+    if type(sampler).probabilities is Sampler.probabilities:  # defined by its scores
+        s = np.asarray(sampler.scores(state), dtype=float)
+        if s.shape != state.available.shape:
+            raise RuntimeError(f"{name}.scores returned shape {s.shape}, expected {state.available.shape}.")
+        s = np.where(state.available, s, 0.0)
+        if not np.all(np.isfinite(s)) or float(s.min()) < 0.0:
+            raise FloatingPointError(f"{name}.scores returned negative or non-finite values.")
+        top = float(s.max())
+        if top > 0:
+            s = s / top  # scale-free: the law normalises; no overflow in the squares
+        if score == "sum":
+            S = np.bincount(codes, s, n_clusters)
+        else:
+            S = np.sqrt(np.bincount(codes, s * s, n_clusters))
+        if root_costs is not None:
+            S = S / root_costs
+        S = np.where(cluster_available, S, 0.0)
+        m = np.where(cluster_available, sizes, 0).astype(float)
+        total, tau = float(S.sum()), float(sampler.tau)
+        q = m / m.sum()
+        if total > 0 and tau < 1.0:
+            q = tau * q + (1.0 - tau) * (S / total)
+    else:
+        if root_costs is not None:
+            raise ValueError(f"{name} overrides probabilities: costs weigh a policy's scores.")
+        q = check_law(sampler.probabilities(state), state.available.shape, state.asked_indices(),
+                      f"{name}.probabilities")
+        q = np.where(cluster_available, np.bincount(codes, q, n_clusters), 0.0)
+    mass = float(q.sum())
+    if not (math.isfinite(mass) and mass > 0):
+        raise FloatingPointError(f"{name}: the law over clusters has total mass {mass!r}.")
+    return q / mass
+
+
+class ClusterRun(SequentialRun):
+    """A sequential PAI run whose unit of sampling is a cluster of questions (``fit(clusters=)``).
+
+    Every draw asks all questions of one cluster ``c``; its increment is the PAI (with
+    replacement) or Des Raj (without) increment of the cluster totals,
+    ``phi_t = [base + (Y_c - P_c) / q_t(c)] / N`` with ``Y_c`` the cluster's summed outcomes and
+    ``P_c`` its summed predictions, and ``base`` the predicted bank total (with replacement) or
+    the asked clusters' outcomes plus the unasked questions' predictions (without). The policy
+    sees the questions (:class:`~faqstats.sampling.PolicyState` over the bank) and its law is made
+    a law over clusters by :func:`cluster_law`; ``budget`` counts cluster draws. ``available``
+    is over clusters; the predictor learns a cluster's answers in question order.
+    """
+
+    def __init__(self, sampler, predictor, n_questions, budget, codes, root_costs=None,
+                 score="root-sum-square"):
+        super().__init__(sampler, predictor, n_questions, budget)
+        self.codes = codes
+        self.sizes = np.bincount(codes)
+        self.n_clusters = int(self.sizes.size)
+        order = np.argsort(codes, kind="stable")
+        self.members = np.split(order, np.cumsum(self.sizes)[:-1])  # each cluster's questions, in order
+        self.available = np.ones(self.n_clusters, dtype=bool)  # askable clusters
+        self.question_available = np.ones(self.n_questions, dtype=bool)
+        self._available_view = read_only(self.question_available.view())
+        self._asked = np.empty(0, dtype=np.intp)  # asked questions, cluster by cluster in draw order
+        self._asked_view = read_only(self._asked.view())
+        self.root_costs = root_costs
+        self.score = score
+
+    def law(self):
+        """``q_t`` over clusters for the round's first draw (:func:`cluster_law`)."""
+        state = self.state()
+        return cluster_law(self.sampler, state, self.codes, self.sizes, self.available, self.root_costs, self.score)
+
+    def replay_round(self, draws, keep_laws=False, where="session"):
+        raise NotImplementedError("clustered runs are not replayed (sessions do not take clusters).")
+
+    def cluster_predictions(self):
+        """``P_c``: every cluster's summed predictions."""
+        return np.bincount(self.codes, self.predictions, self.n_clusters)
+
+    def increment_range(self, q):
+        """``[L, U]`` containing ``phi_t`` whichever cluster ``q`` draws and whatever its outcomes in [0, 1]."""
+        support = q > 0
+        P, m, qs = self.cluster_predictions()[support], self.sizes[support], q[support]
+        base = self.base()
+        return (base + np.min(-P / qs)) / self.n_questions, (base + np.max((m - P) / qs)) / self.n_questions
+
+    def record(self, question, probability, outcome):
+        """Record the answers ``outcome`` (one per question of cluster ``question``, in question
+        order); return ``phi_t``."""
+        cluster = int(question)
+        members = self.members[cluster]
+        z = np.asarray(outcome, dtype=float)
+        if z.shape != members.shape:
+            raise ValueError(f"cluster {cluster} has {members.size} questions, got {z.size} outcomes.")
+        base = self.base()
+        total, prediction = float(z.sum()), float(self.predictions[members].sum())
+        phi = pai_increment(base, total, prediction, probability, self.n_questions)
+        self.records.append((cluster, members.size, probability, total, phi, prediction, base))
+        if not self.replace:
+            self.available[cluster] = False
+            self.question_available[members] = False
+            self.asked_total += total
+            self._asked = np.concatenate([self._asked, members])
+            self._asked_view = read_only(self._asked.view())
+        self.step += 1
+        return phi
+
+    def end_round(self, questions, outcomes):
+        """The predictor learns every answer of the round's clusters, cluster by cluster in draw
+        order, each cluster's in question order."""
+        for cluster, z in zip(questions, outcomes):
+            for question, outcome in zip(self.members[int(cluster)], np.asarray(z, dtype=float)):
+                self.predictor.update(int(question), float(outcome))
+
+    def table(self):
+        return np.array(self.records, dtype=CLUSTER_QUERY_DTYPE)
+
 
 
 class StreamRun(_Run):

@@ -15,7 +15,17 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._engine import Oracle, QueryLoop, SequentialRun, check_design, sample_mean_design, start_run
+from ._engine import (
+    CLUSTER_SCORES,
+    ClusterRun,
+    Oracle,
+    QueryLoop,
+    SequentialRun,
+    check_design,
+    encode_clusters,
+    sample_mean_design,
+    start_run,
+)
 from ._inference import (
     fpc_mean,
     interval_df,
@@ -84,8 +94,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     sampler : Sampler or StreamSampler, default=HybridSampler()
         The sampling policy. ``sampler.replace`` chooses with/without replacement.
     budget : int, default=100
-        Number of queries (expected number of labels for ``BernoulliAIPW``). At least
-        2; at most N without replacement.
+        Number of queries (expected number of labels for ``BernoulliAIPW``; cluster draws
+        with ``fit(..., clusters=)``). At least 2; at most N (the number of clusters) without
+        replacement.
     variance : {"martingale", "paper"}, default="martingale"
         ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``, or its
         weighted form for weighted increments (:func:`weighted_martingale`).
@@ -152,11 +163,18 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         With ``fit(..., groups=)``: every group's estimate, standard error and interval
         (:meth:`~faqstats.estimands.GroupResults.conf_int`, ``simultaneous=True`` for all at once).
     n_queries_ : int
-        Distinct questions answered (a question drawn again with replacement is asked once).
+        Distinct questions answered (a question drawn again with replacement is asked once;
+        with clusters, every question of the distinct clusters drawn).
     queries_ : structured ndarray
         One row per draw with fields ``question``, ``probability`` (q_t(I_t), or pi_t),
         ``outcome``, ``increment`` (phi_t), ``prediction`` (p_I before the answer) and
-        ``prediction_total`` (the sum of predictions the increment used).
+        ``prediction_total`` (the sum of predictions the increment used). With
+        ``fit(..., clusters=)`` one row per cluster draw: ``cluster`` (an index into
+        ``cluster_labels_``), ``size``, ``probability`` (q_t(c)), ``outcome`` (the cluster's
+        summed outcomes Y_c), ``increment``, ``prediction`` (its summed predictions P_c) and
+        ``prediction_total``.
+    cluster_labels_ : ndarray or None
+        With ``fit(..., clusters=)``: the sorted cluster ids (``queries_["cluster"]`` indexes them).
     posterior_mean_, posterior_cov_ : ndarray or None
         The new model's factor posterior after the last answer.
     confidence_sequence_ : ndarray of shape (n_rounds, 3) or None
@@ -358,7 +376,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         tracker.labels = labels
         return tracker
 
-    def new_loop(self, n_questions=None, rng=None, groups=None, costs=None):
+    def new_loop(self, n_questions=None, rng=None, groups=None, costs=None, clusters=None):
         """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration.
 
         Used by ``fit``, the session and the tests.
@@ -373,6 +391,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             As in :meth:`fit`.
         costs : array-like of shape (N,) or None, default=None
             As in :meth:`fit`.
+        clusters : array-like of shape (N,) or None, default=None
+            As in :meth:`fit`: the run is then a :class:`~faqstats._engine.ClusterRun`.
 
         Returns
         -------
@@ -380,6 +400,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             The loop, before its first draw.
         """
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
+        if clusters is not None:
+            return self._cluster_loop(n_questions, groups, costs, clusters)
         sampler, budget, costs, per_draw = self._cost_design(n_questions, groups, costs)
         sampler = self.validate(n_questions, budget, sampler)
         tracker = self._tracker(sampler, n_questions, groups, budget)
@@ -389,6 +411,65 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         alpha = self._cs_alpha()
         cs = None if alpha is None else BettingConfidenceSequence(alpha=alpha, truncation=0.9, horizon=budget)
         return QueryLoop(run, batch_size=self.batch_size, confidence_sequence=cs, stop_when_width=self.stop_when_width)
+
+    def _cluster_loop(self, n_questions, groups, costs, clusters):
+        """The loop of a clustered design (``fit(clusters=)``; docs/statistics.md, "Clusters")."""
+        codes, labels = encode_clusters(clusters, n_questions)
+        n_clusters = labels.size
+        if groups is not None:
+            raise ValueError("groups are not available with clusters yet: fit each group's questions (and its "
+                             "clusters) separately, or leave groups out.")
+        if not (isinstance(self.estimand, str) and self.estimand == "micro"):
+            raise ValueError("clusters estimate the bank's accuracy: use estimand='micro' (the default).")
+        if self.stratify or self.min_group_share:
+            raise ValueError("stratify and min_group_share need groups, which clusters do not take yet: leave them "
+                             "at their defaults.")
+        if self.variance != "martingale":
+            raise ValueError("clusters need variance='martingale' (the paper's closed form is per question).")
+        sampler = HybridSampler() if self.sampler is None else self.sampler
+        if not isinstance(sampler, Sampler):
+            raise ValueError(f"clusters need a sequential Sampler (one law over the bank), not "
+                             f"{type(sampler).__name__}: nature's-order designs visit questions one by one.")
+        if isinstance(sampler, CostWeightedSampler):
+            raise ValueError("the sampler is a CostWeightedSampler: pass its base policy and the costs to fit.")
+        budget, cluster_costs, root_costs, per_draw = self.budget, None, None, None
+        if costs is None and self.budget_cost is not None:
+            raise ValueError("budget_cost needs costs: pass costs= to fit (a positive cost per question).")
+        if costs is not None:
+            cluster_costs = np.bincount(codes, check_costs(costs, n_questions), n_clusters)  # a cluster costs its questions
+            if sampler.tau != 1.0:  # tau = 1 ignores the scores (and so the costs)
+                if type(sampler).probabilities is not Sampler.probabilities:
+                    raise ValueError(f"{type(sampler).__name__} overrides probabilities: costs weigh a policy's "
+                                     "scores, so the policy must be defined by scores.")
+                root_costs = np.sqrt(cluster_costs)
+            if self.budget_cost is not None:
+                def first_law(n):  # the law of draw 1 in a run of n cluster draws, from the prior predictor
+                    return self._cluster_run(n_questions, n, sampler, codes, root_costs).law()
+
+                budget, per_draw = draws_for_cost(self.budget_cost, cluster_costs, first_law, sampler.replace,
+                                                  n_clusters)
+        run = self._cluster_run(n_questions, budget, sampler, codes, root_costs)
+        run.labels = labels
+        run.costs, run.cost_per_draw = cluster_costs, per_draw
+        alpha = self._cs_alpha()
+        cs = None if alpha is None else BettingConfidenceSequence(alpha=alpha, truncation=0.9, horizon=budget)
+        return QueryLoop(run, batch_size=self.batch_size, confidence_sequence=cs, stop_when_width=self.stop_when_width)
+
+    def _cluster_run(self, n_questions, budget, sampler, codes, root_costs):
+        n_clusters = int(codes.max()) + 1
+        if not sampler.replace and budget > n_clusters:
+            raise ValueError(
+                f"budget={budget} exceeds the {n_clusters} clusters; without replacement each cluster can be drawn "
+                "only once (with clusters, budget counts cluster draws)."
+            )
+        sampler = self.validate(n_questions, budget, sampler)
+        if self._cluster_score not in CLUSTER_SCORES:
+            raise ValueError(f"cluster score must be one of {CLUSTER_SCORES}, got {self._cluster_score!r}.")
+        return ClusterRun(sampler, self._predictor(n_questions), n_questions, budget, codes, root_costs,
+                          self._cluster_score)
+
+    #: how a cluster's score is made from its questions' (engine.cluster_law); for experiments
+    _cluster_score = "root-sum-square"
 
     def _predictor(self, n_questions):
         fm = self.factor_model
@@ -429,7 +510,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         return sampler, n, costs, per_draw
 
     # -- fitting ---------------------------------------------------------------
-    def fit(self, outcomes, y=None, *, groups=None, costs=None):
+    def fit(self, outcomes, y=None, *, groups=None, costs=None, clusters=None):
         """Run the query loop against ``outcomes`` and estimate the accuracy.
 
         Parameters
@@ -447,10 +528,36 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             A finite, positive cost per question (tokens, dollars): the policy weighs its scores
             by ``1 / sqrt(cost)`` (the Neyman rule with costs), ``cost_spent_`` reports the spend,
             and ``budget_cost`` fixes the draws from it (docs/statistics.md, "Cost budgets").
+        clusters : array-like of shape (N,) or None
+            A cluster id per question (questions sharing a passage, an image, a prompt
+            template, or the repeats of a question when each repeat is a question of the bank):
+            every draw then asks a whole cluster, ``budget`` counts cluster draws, the estimand
+            stays the bank's per-question accuracy, and the variance is the martingale variance
+            of the cluster-level increments, so the interval allows for answers that move
+            together (docs/statistics.md, "Clusters and repeated samples"). ``queries_`` then has
+            one row per cluster draw and ``cluster_labels_`` the sorted ids. With ``costs`` a
+            cluster costs the sum of its questions' costs. Not with ``groups``, a weighted
+            ``estimand``, ``stratify``, ``variance="paper"`` or ``BernoulliAIPW``.
 
         Returns
         -------
         self
+
+        Examples
+        --------
+        Four questions per passage: ask a passage at a time.
+
+        >>> import numpy as np
+        >>> import faqstats as fq
+        >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=200, n_components=3, random_state=0)
+        >>> fm = fq.LogisticFactorModel(n_components=3, max_iter=300, random_state=0).fit(bank.history)
+        >>> passages = np.arange(200) // 4
+        >>> est = fq.PAIEstimator(fm, budget=10, random_state=0).fit(bank.new_outcomes[0], clusters=passages)
+        >>> est.n_queries_, len(est.queries_), est.result_.method  # 10 passages of 4 questions
+        (40, 10, 'pai-cluster')
+        >>> low, high = est.conf_int()
+        >>> bool(low <= est.estimate_ <= high)
+        True
         """
         n_questions = self.bank_size()
         if n_questions is None:
@@ -459,13 +566,21 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             n_questions = int(np.size(outcomes))
         oracle = Oracle(outcomes, n_questions)
         rng = check_generator(self.random_state)
-        loop = self.new_loop(n_questions, rng, groups=groups, costs=costs)
+        loop = self.new_loop(n_questions, rng, groups=groups, costs=costs, clusters=clusters)
         run = loop.run
         total = n_questions if run.design == "stream" else run.budget
+        clustered = isinstance(run, ClusterRun)
         with progress_bar(total, "querying", self.verbose) as bar:
             try:
                 while not loop.done:
-                    for outcome in oracle.ask([d.question for d in loop.draw_round(rng)]):
+                    drawn = [d.question for d in loop.draw_round(rng)]
+                    if clustered:  # every question of the round's clusters, asked at once
+                        members = [run.members[c] for c in drawn]
+                        answers = np.array(oracle.ask(np.concatenate(members)), dtype=float)
+                        outcomes = np.split(answers, np.cumsum([m.size for m in members])[:-1])
+                    else:
+                        outcomes = oracle.ask(drawn)
+                    for outcome in outcomes:
                         loop.record(outcome)
                     bar.update(run.progress - bar.n)
             except BaseException as exc:
@@ -481,6 +596,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         self.cost_spent_ = result.cost_spent
         self.cost_per_draw_ = run.cost_per_draw
         self.group_results_ = self.group_results_of(loop)
+        self.cluster_labels_ = getattr(run, "labels", None) if clustered else None
         self.confidence_sequence_ = self._confidence_rows(loop)
         self.posterior_mean_ = getattr(run.predictor, "mean", None)
         self.posterior_cov_ = getattr(run.predictor, "cov", None)
@@ -492,8 +608,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         return np.array(rows, dtype=float).reshape(-1, 3) if loop.cs is not None and rows else None
 
     def _weights_for(self, run):
-        """The increment weights and the bank size the inference needs (None with replacement)."""
-        return self.step_weights, None if run.sampler.replace else run.n_questions
+        """The increment weights and the bank size the inference needs (None with replacement):
+        with clusters the number of clusters (the finite-population weights and the census)."""
+        units = run.n_clusters if isinstance(run, ClusterRun) else run.n_questions
+        return self.step_weights, None if run.sampler.replace else units
 
     def group_results_of(self, loop, n_draws=None):
         """Every group's estimate from a loop made by :meth:`new_loop` with ``groups``.
@@ -559,6 +677,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             weights, without = self._weights_for(run)
             estimate, var, df, variance_method = pai_inference(
                 run.tracker.increments()[:n_draws, 0], interval=self.interval, weights=weights, n_questions=without)
+        elif isinstance(run, ClusterRun):
+            estimate, var, df, method, variance_method = self._cluster_inference(run, table)
         elif sample_mean_design(self.factor_model, run.sampler):
             method, variance_method = "sample_mean", "finite-population"
             estimate, var = fpc_mean(table["outcome"], n_questions)
@@ -582,10 +702,16 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         if not np.isfinite(estimate) or not np.isfinite(var):
             raise FloatingPointError("Non-finite estimate or variance; check the sampler's probabilities.")
         rows = None if partial else self._confidence_rows(loop)
+        if isinstance(run, ClusterRun):  # distinct questions asked; costs are per cluster
+            units = np.unique(table["cluster"])
+            n_queries = int(run.sizes[units].sum())
+        else:
+            units = np.unique(table["question"])
+            n_queries = int(units.size)
         return AccuracyResult(
             estimate=float(estimate),
             std_error=float(np.sqrt(var)),
-            n_queries=int(np.unique(table["question"]).size),
+            n_queries=n_queries,
             n_questions=n_questions,
             method=method,
             variance_method=variance_method,
@@ -593,10 +719,25 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             stop_reason=None if partial else loop.stop_reason,
             anytime_interval=None if rows is None else tuple(rows[-1, 1:]),
             anytime_alpha=self._cs_alpha(),
-            design=self._design_label(run.sampler),
-            cost_spent=None if run.costs is None else float(run.costs[np.unique(table["question"])].sum()),
+            design=self._design_label(run.sampler) + (
+                f"; {run.n_clusters} clusters, one per draw" if isinstance(run, ClusterRun) else ""),
+            cost_spent=None if run.costs is None else float(run.costs[units].sum()),
             cost_budget=None if run.costs is None else self.budget_cost,
         )
+
+    def _cluster_inference(self, run, table):
+        """``(estimate, variance, df, method, variance_method)`` of a clustered run: the cluster
+        sample mean with its FPC variance for uniform draws of equal-size clusters without
+        replacement and no predictor, else the martingale inference of the cluster increments."""
+        if sample_mean_design(self.factor_model, run.sampler) and np.all(run.sizes == run.sizes[0]):
+            scale = run.n_clusters / run.n_questions  # theta = (C / N) mean_c Y_c
+            estimate, var = fpc_mean(table["outcome"], run.n_clusters)
+            return (scale * estimate, scale**2 * var, interval_df(self.interval, table["outcome"]),
+                    "cluster_sample_mean", "finite-population (clusters)")
+        weights, without = self._weights_for(run)
+        estimate, var, df, variance_method = pai_inference(
+            table["increment"], interval=self.interval, weights=weights, n_questions=without)
+        return estimate, var, df, "pai-cluster", variance_method + " (clusters)"
 
     def _design_label(self, sampler):
         """One line naming the predictor, the policy and the increment weights (for the summary)."""
