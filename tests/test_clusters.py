@@ -47,7 +47,8 @@ def clustered_banks(draw, graded=None, min_clusters=2):
 
 
 def enumerate_clusters(estimator, z, clusters, costs=None):
-    """Leaves ``(probability, increments)`` of every path of cluster draws; asserts the
+    """Leaves ``(probability, increments, (estimate, variance) the estimator reports)`` of every
+    path of cluster draws; asserts the
     martingale property at every node. Rounds of ``batch_size`` draws share the round's law
     (successive draws without replacement renormalise it), the predictor learns between
     rounds, as in ``PAIEstimator.fit``."""
@@ -58,7 +59,7 @@ def enumerate_clusters(estimator, z, clusters, costs=None):
 
     def walk(run, prob, phis):
         if len(phis) == run.budget:
-            leaves.append((prob, np.array(phis)))
+            leaves.append((prob, np.array(phis), estimator._cluster_inference(run, run.table())[:2]))
             return
         q_round = run.law()
         assert q_round.shape == (run.n_clusters,)
@@ -85,14 +86,15 @@ def enumerate_clusters(estimator, z, clusters, costs=None):
 
 def moments(leaves, inference):
     """``(E[estimate], Var(estimate), E[variance estimate])`` for ``inference(phis) -> (est, var)``."""
-    p = np.array([w for w, _ in leaves])
+    p = np.array([leaf[0] for leaf in leaves])
     assert abs(p.sum() - 1.0) < 1e-12
-    ev = np.array([inference(phis) for _, phis in leaves])
+    ev = np.array([inference(leaf) for leaf in leaves])
     mean = p @ ev[:, 0]
     return mean, p @ (ev[:, 0] - mean) ** 2, p @ ev[:, 1]
 
 
-def plain(phis):
+def plain(leaf):
+    phis = leaf[1]
     return phis.mean(), martingale_variance(phis)
 
 
@@ -102,15 +104,12 @@ def assert_exact(estimator, z, clusters, costs=None):
     assert abs(mean - z.mean()) < TOL
     assert abs(e_vhat - var) < TOL
     # the inference the estimator reports: finite-population weights over clusters (or the
-    # census) without replacement, equal weights with
+    # census) without replacement, equal weights with, the step weights when given
     n_clusters = np.unique(clusters).size
     reported = None if estimator.sampler.replace else n_clusters
-
-    def reported_inference(phis):
-        est, v, _, _ = pai_inference(phis, weights=estimator.step_weights, n_questions=reported)
-        return est, v
-
-    mean, var, e_vhat = moments(leaves, reported_inference)
+    for _, phis, (est, v) in leaves:
+        assert (est, v) == pai_inference(phis, weights=estimator.step_weights, n_questions=reported)[:2]
+    mean, var, e_vhat = moments(leaves, lambda leaf: leaf[2])
     assert abs(mean - z.mean()) < TOL
     assert abs(e_vhat - var) < TOL
     return leaves
@@ -147,7 +146,7 @@ def test_cluster_design_exact_with_costs_and_step_weights(data, replace):
     leaves = assert_exact(est, z, clusters, costs)
     from faqstats.estimator import weighted_martingale  # the weighted identities of "Weighted increments"
 
-    mean, var, e_vhat = moments(leaves, lambda phis: weighted_martingale(phis, w)[:2])
+    mean, var, e_vhat = moments(leaves, lambda leaf: weighted_martingale(leaf[1], w)[:2])
     assert abs(mean - z.mean()) < TOL and abs(e_vhat - var) < TOL
 
 
@@ -158,7 +157,7 @@ def test_census_of_clusters_is_exact():
     z = np.array([1.0, 0.0, 1.0, 0.25, 1.0])
     clusters = np.array([2, 0, 2, 1, 0])
     est = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.3), budget=3)
-    for _, phis in enumerate_clusters(est, z, clusters):
+    for _, phis, _ in enumerate_clusters(est, z, clusters):
         assert abs(phis[-1] - z.mean()) < TOL
     fitted = est.set_params(random_state=1).fit(z, clusters=clusters)
     assert fitted.result_.variance_method == "census (clusters)"
