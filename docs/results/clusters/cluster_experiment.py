@@ -21,8 +21,9 @@ model on its 120 history models. Budget: ``frac`` of the clusters, cluster draws
   (what drawing whole clusters costs against drawing questions; its own ESS baseline is the
   question-level FPC mean at that many questions).
 
-Writes ``clusters_<bank>_<models>x<seeds>_<frac>.json`` in the working directory and prints the
-table of docs/results.md.
+Writes ``clusters_<bank>_<models>x<seeds>_<frac>.json`` (and, for openllm, the fitted factor model
+``openllm_v1_split0_k16.npz``, reused when present) in the working directory and prints the table of
+docs/results.md.
 """
 
 import json
@@ -44,7 +45,12 @@ if bank == "openllm":
 
     M, meta = fq.load_response_matrix(ROOT.parent / "shared/data/openllm_v1.npz")
     history, new, rows = split_matrix(M, complete_rows=True, split_seed=0)
-    fm = fq.LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0).fit(history)
+    cache = Path("openllm_v1_split0_k16.npz")  # the fitted model, reused by later runs in this directory
+    if cache.exists():
+        fm = fq.load_factor_model(cache)
+    else:
+        fm = fq.LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0).fit(history)
+        fq.save_factor_model(fm, cache)
     clusters = np.arange(M.shape[1]) // 4
 else:
     from test_clusters import correlated_cluster_bank
