@@ -274,6 +274,22 @@ def test_fit_with_clusters_reads_every_question_and_reports_them():
     assert again.estimate_ == est.estimate_
 
 
+def test_clusters_with_the_loop_options():
+    """Stopping on the confidence sequence's width, predictions on a schedule in float32, and
+    the other policies run over clusters."""
+    bank = fq.make_synthetic_bank(n_models=60, n_questions=400, n_components=2, random_state=0)
+    fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
+    z, clusters = bank.new_outcomes[0], np.arange(400) // 4
+    est = fq.PAIEstimator(fm, budget=100, batch_size=4, stop_when_width=0.2, random_state=0).fit(z, clusters=clusters)
+    low, high = est.result_.anytime_interval
+    assert est.stop_reason_ == "width" and high - low <= 0.2 and len(est.queries_) < 100
+    for kwargs in ({"predict_every": 3, "dtype": "float32"}, {"sampler": fq.VarianceReductionSampler()},
+                   {"sampler": fq.ActiveLearningSampler(replace=True)}):
+        est = fq.PAIEstimator(fm, budget=20, random_state=0, **kwargs).fit(z, clusters=clusters)
+        low, high = est.conf_int()
+        assert len(est.queries_) == 20 and low < est.estimate_ < high and abs(est.estimate_ - z.mean()) < 0.15
+
+
 def test_cluster_sample_mean_and_costs():
     """No predictor, uniform draws of equal clusters without replacement: the cluster sample mean
     (C / N) mean Y_c with the FPC variance of the cluster totals; costs per cluster."""
