@@ -436,7 +436,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         if costs is None and self.budget_cost is not None:
             raise ValueError("budget_cost needs costs: pass costs= to fit (a positive cost per question).")
         if costs is not None:
-            cluster_costs = np.bincount(codes, check_costs(costs, n_questions), n_clusters)  # a cluster costs its questions
+            # a cluster costs the sum of its questions' costs
+            cluster_costs = np.bincount(codes, check_costs(costs, n_questions), n_clusters)
             if sampler.tau != 1.0:  # tau = 1 ignores the scores (and so the costs)
                 if type(sampler).probabilities is not Sampler.probabilities:
                     raise ValueError(f"{type(sampler).__name__} overrides probabilities: costs weigh a policy's "

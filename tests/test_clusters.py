@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import faqstats as fq
-from faqstats._engine import ClusterRun, cluster_law, encode_clusters
+from faqstats._engine import ClusterRun, cluster_law
 from faqstats._inference import fpc_mean, pai_inference, wald_interval
 from faqstats.estimator import martingale_variance
 from faqstats.sampling import PolicyState, within_round
-from test_unbiasedness import TOL, UncertaintyFirst, banks, sequential_samplers
+from test_unbiasedness import TOL, banks, sequential_samplers
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -270,7 +270,8 @@ def test_fit_with_clusters_reads_every_question_and_reports_them():
     assert est.result_.method == "pai-cluster" and "30 clusters" in est.result_.design
     assert est.confidence_sequence_.shape == (4, 3)
     # the array path asks the same questions
-    again = fq.PAIEstimator(fm, budget=8, batch_size=2, confidence_sequence=True, random_state=0).fit(z, clusters=clusters)
+    again = fq.PAIEstimator(fm, budget=8, batch_size=2, confidence_sequence=True, random_state=0)
+    again.fit(z, clusters=clusters)
     assert again.estimate_ == est.estimate_
 
 
