@@ -165,6 +165,18 @@ def test_census_of_clusters_is_exact():
     assert fitted.n_queries_ == 5
 
 
+@settings(SETTINGS, max_examples=30)
+@given(z=st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=8, max_size=8), budget=st.integers(2, 4))
+def test_cluster_sample_mean_exact(z, budget):
+    """No predictor, uniform draws of 4 equal clusters without replacement: the reported cluster
+    sample mean and its FPC variance are exactly unbiased (the census included)."""
+    z = np.array(z)
+    est = fq.PAIEstimator(None, fq.UniformSampler(), budget=budget)
+    leaves = enumerate_clusters(est, z, np.array([3, 1, 3, 2, 0, 0, 1, 2]))
+    mean, var, e_vhat = moments(leaves, lambda leaf: leaf[2])
+    assert abs(mean - z.mean()) < TOL and abs(e_vhat - var) < TOL
+
+
 def test_enumeration_detects_a_wrong_cluster_increment(monkeypatch):
     """The checks can fail. Dividing the cluster's residual by the probability of one of its
     questions (q_t(c) / m_c) is biased, and so is an increment that reads only the first answer
