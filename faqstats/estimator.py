@@ -95,8 +95,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         The sampling policy. ``sampler.replace`` chooses with/without replacement.
     budget : int, default=100
         Number of queries (expected number of labels for ``BernoulliAIPW``; cluster draws
-        with ``fit(..., clusters=)``). At least 2; at most N (the number of clusters) without
-        replacement.
+        with ``fit(..., clusters=)``). At least 2; without replacement at most N (or the
+        number of clusters).
     variance : {"martingale", "paper"}, default="martingale"
         ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``, or its
         weighted form for weighted increments (:func:`weighted_martingale`).
