@@ -500,7 +500,7 @@ def _question_values(path, ids, kind):
         raise ValueError(f"{path} has no {kind} for {len(missing)} of the bank's {len(ids)} question ids: {shown}.")
     if extra:
         shown = ", ".join(map(repr, extra[:5])) + (" ..." if len(extra) > 5 else "")
-        raise ValueError(f"{path} has {len(extra)} id(s) that are not questions of the session's bank: {shown}.")
+        _note(f"{path}: {len(extra)} id(s) that are not questions of the session's bank are ignored: {shown}.")
     return values
 
 
@@ -739,6 +739,61 @@ def _session_report(args):
     _emit(args, payload, "\n".join(text))
 
 
+def _question_table(args):
+    """Write a CSV ``question_id,task,group,cost`` from harness output, for ``session new
+    --groups-from``/``--costs-from``."""
+    import csv
+
+    from .integrations import (read_inspect_costs, read_inspect_groups, read_lm_eval_costs, read_lm_eval_groups,
+                               task_groups)
+
+    harness, paths = _harness_of(args)
+    group = args.group
+    if harness == "lm-eval":
+        if group.startswith("metadata."):
+            raise ValueError("--group metadata.FIELD reads inspect sample metadata: it goes with --inspect.")
+        if args.tokens != "total":
+            raise ValueError("--tokens goes with --inspect: lm-eval logs no token counts (the cost is the prompt's "
+                             "length in characters).")
+        with _reading_harness(harness):
+            groups = read_lm_eval_groups(paths, level=group)
+            costs = read_lm_eval_costs(paths)
+        unit = "characters of the requests"
+    else:
+        if group in ("parent", "group"):
+            raise ValueError(f"--group {group} reads lm-eval's task groups: with --inspect use task or metadata.FIELD.")
+        field = group.removeprefix("metadata.") if group.startswith("metadata.") else None
+        if field == "":
+            raise ValueError("--group metadata.FIELD needs a FIELD (a key of the samples' metadata).")
+        with _reading_harness(harness):
+            groups = read_inspect_groups(paths, field)
+            try:
+                costs = read_inspect_costs(paths, tokens=args.tokens)
+            except ValueError as exc:
+                if "No sample with model_usage" not in str(exc):
+                    raise
+                costs = {}
+        unit = f"{args.tokens} tokens per epoch"
+    ids = list(groups) + [q for q in costs if q not in groups]
+    tasks = task_groups(ids)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["question_id", "task", "group", "cost"])
+        for qid, task in zip(ids, tasks):
+            cost = costs.get(qid)
+            writer.writerow([qid, task, groups.get(qid, ""), "" if cost is None else f"{cost:.10g}"])
+    no_cost = [q for q in ids if q not in costs]
+    if no_cost:
+        _note(f"{len(no_cost)} question(s) have no token counts in the logs (no model_usage), their cost is left "
+              f"empty: {', '.join(map(repr, no_cost[:5]))}{' ...' if len(no_cost) > 5 else ''}.")
+    payload = {"out": str(out), "n_questions": len(ids), "n_groups": len(set(groups.values())),
+               "group": group, "cost": unit, "missing_costs": no_cost}
+    _emit(args, payload, f"Wrote {out}: {len(ids)} questions, {payload['n_groups']} groups ({group}), cost = {unit}.\n"
+          f"Use it with: faqstats session new DIR --model MODEL --groups-from {out} --costs-from {out} ...")
+
+
 def _finish(parser, func):
     """``--json`` (last in the help), then the function that runs the command."""
     parser.add_argument("--json", action="store_true", help="print one JSON object (errors too) for scripting")
@@ -791,6 +846,27 @@ def _add_reader_options(parser, recording=False):
                        help="inspect: the scorer to read (default: the log's only scorer)")
 
 
+def _add_question_table_parser(sub):
+    table = sub.add_parser(
+        "question-table", help="write a question_id,task,group,cost CSV from lm-eval or inspect output, for "
+                               "'session new --groups-from/--costs-from'")
+    source = table.add_mutually_exclusive_group(required=True)
+    source.add_argument("--lm-eval", nargs="+", action="extend", metavar="DIR",
+                        help="lm-eval --output_path directories (--log_samples): cost = the length of each "
+                             "document's requests in characters (lm-eval logs no token counts)")
+    source.add_argument("--inspect", nargs="+", action="extend", metavar="LOGDIR",
+                        help="inspect-ai log directories or files: cost = the tokens of one epoch of the sample "
+                             "(model_usage), averaged over epochs and models")
+    table.add_argument("--out", required=True, help="the CSV to write")
+    table.add_argument("--group", default="task", metavar="task|parent|group|metadata.FIELD",
+                       help="the group of a question: its task (default); lm-eval: the group listing the task "
+                            "(parent) or the outermost group (group), from the results files' group_subtasks; "
+                            "inspect: metadata.FIELD, a field of the samples' metadata")
+    table.add_argument("--tokens", choices=["total", "input", "output"], default="total",
+                       help="inspect: which token counts make the cost (default total)")
+    _finish(table, _question_table)
+
+
 def _add_session_parser(sub):
     session = sub.add_parser("session", help="a resumable evaluation: new, next, record, status, report")
     ssub = session.add_subparsers(dest="session_command", required=True)
@@ -812,7 +888,8 @@ def _add_session_parser(sub):
                      help="file of the bank's question ids (default: those stored with the model)")
     grouped = new.add_argument_group(
         "groups and costs", "FILE: a .csv of 'question_id,VALUE' rows (a header may name a 'group' or 'cost' column) "
-        "or a .json object {question id: VALUE}, covering every question of the bank")
+        "or a .json object {question id: VALUE}, covering every question of the bank (other ids are ignored, "
+        "with a note)")
     grouped.add_argument("--groups-from", default=None, metavar="FILE|tasks",
                          help="a group label per question: from FILE, or 'tasks' for the task of each harness id "
                               "'<task>/<id>'; status and report then show every group's estimate")
@@ -889,6 +966,7 @@ def build_parser():
     draw.set_defaults(func=_draw_bank)
     _add_fit_history_parser(sub)
     _add_session_parser(sub)
+    _add_question_table_parser(sub)
     return parser
 
 

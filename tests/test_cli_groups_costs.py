@@ -120,7 +120,6 @@ def test_groups_and_costs_files_in_every_layout(capsys, tmp_path, model_npz, lay
 
 @pytest.mark.parametrize("content, option, match", [
     ("t0/0,1\n", "--costs-from", r"c\.csv has no cost for 29 of the bank's 30 question ids: 't1/1', 't2/2'"),
-    ("{ids}nope/9,3\n", "--costs-from", r"1 id\(s\) that are not questions of the session's bank: 'nope/9'"),
     ("{ids_but_first}t0/0,0\n", "--costs-from", r"c\.csv:30: the cost of question id 't0/0' must be finite and "
                                                 r"positive, got '0'"),
     ("{ids_but_first}t0/0,-2\n", "--costs-from", "must be finite and positive, got '-2'"),
@@ -188,3 +187,13 @@ def test_status_without_groups_or_costs_is_unchanged(capsys, tmp_path, model_npz
     assert "Cost" not in text and "Groups" not in text
     st = run(capsys, "session", "status", d, "--json")[1]
     assert st["costs"] is False and st["groups"] is None and st["cost_spent"] is None
+
+
+def test_ids_of_other_questions_are_ignored_with_a_note(capsys, tmp_path, model_npz):
+    path = tmp_path / "c.csv"
+    path.write_text("".join(f"{q},{c}\n" for q, c in zip(IDS, COSTS)) + "other/1,5\nother/2,-1\n")
+    code, _, err = run(capsys, "session", "new", tmp_path / "s", "--model", model_npz, "--budget", 6,
+                       "--costs-from", path)
+    assert code == 0
+    assert "c.csv: 2 id(s) that are not questions of the session's bank are ignored: 'other/1', 'other/2'" in err
+    np.testing.assert_array_equal(EvaluationSession.load(tmp_path / "s").costs, COSTS)

@@ -137,16 +137,23 @@ def test_sessions_without_costs_store_no_cost_fields(tmp_path, fm, ids):
     ({"budget_cost": 50.0}, ValueError, "budget_cost needs costs"),
     ({"costs": "cheap"}, TypeError, "not a string"),
     ({"costs": {"t0/0": 1.0}}, ValueError, r"costs has no entry for 79 of the bank's 80 question ids: 't1/1'"),
-    ({"costs": "extra"}, ValueError, r"costs has 1 id\(s\) that are not questions of the bank: 'nope/1'"),
     ({"costs": "zero"}, ValueError, r"costs must be finite and positive; question id 't1/4' has cost 0.0 \(1 such"),
     ({"costs": "ones", "budget_cost": 1.5}, ValueError, "buys 1 draw"),
     ({"groups": {"t0/0": "a"}}, ValueError, "groups has no entry for 79"),
 ])
 def test_bad_costs_and_groups_are_named(fm, ids, kwargs, error, match):
     kwargs = dict(kwargs)
-    special = {"extra": {**{q: 1.0 for q in ids}, "nope/1": 2.0}, "zero": [0.0 if j == 4 else 1.0 for j in range(N)],
+    special = {"zero": [0.0 if j == 4 else 1.0 for j in range(N)],
                "ones": [1.0] * N}
     if isinstance(kwargs.get("costs"), str) and kwargs["costs"] in special:
         kwargs["costs"] = special[kwargs["costs"]]
     with pytest.raises(error, match=match):
         EvaluationSession(fm, ids, budget=10, random_state=0, **kwargs)
+
+
+def test_mappings_may_hold_other_questions(fm, ids, costs):
+    """A table of a larger bank: the ids that are not the bank's are ignored."""
+    table = {**dict(zip(ids, costs.tolist())), "other/1": -1.0}
+    s = EvaluationSession(fm, ids, budget=10, random_state=0, costs=table, groups={**{q: "a" for q in ids}, "x/1": "b"})
+    np.testing.assert_array_equal(s.costs, costs)
+    assert set(s.groups) == {"a"}

@@ -66,13 +66,14 @@ class EvaluationSession:
         As in :class:`PAIEstimator`.
     groups : sequence of str or int, or mapping, optional
         A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``),
-        or a mapping ``{question id: label}`` over the whole bank: :meth:`group_results` then
-        gives every group's estimate and interval.
+        or a mapping ``{question id: label}`` covering the bank (other ids are ignored):
+        :meth:`group_results` then gives every group's estimate and interval.
     estimand, min_group_share, stratify
         As in :class:`PAIEstimator` (user guide, "Groups and weighted estimands").
     costs : sequence of float or mapping, optional
         A finite, positive cost per question (tokens, dollars), in the model's question order, or
-        a mapping ``{question id: cost}`` over the whole bank: as ``PAIEstimator.fit(costs=)``, the
+        a mapping ``{question id: cost}`` covering the bank (other ids are ignored), e.g. from
+        :func:`~faqstats.integrations.read_inspect_costs`: as ``PAIEstimator.fit(costs=)``, the
         policy weighs its scores by ``1 / sqrt(cost)`` and :meth:`result` reports the cost spent.
         Stored with the session (and covered by its checksums).
     budget_cost : float > 0, optional
@@ -711,7 +712,7 @@ def _check_outcome(value, qid):
 
 def _per_question(values, ids, name):
     """``values`` in the bank's question order: a mapping ``{question id: value}`` must cover
-    every question and nothing else (keys matched as strings); a sequence is returned as it is."""
+    every question (keys matched as strings; other keys are ignored); a sequence is returned as it is."""
     if not isinstance(values, Mapping):
         if isinstance(values, (str, bytes)):
             raise TypeError(f"{name} must be a sequence with one entry per question or a mapping "
@@ -728,12 +729,7 @@ def _per_question(values, ids, name):
     if missing:
         shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
         raise ValueError(f"{name} has no entry for {len(missing)} of the bank's {len(ids)} question ids: {shown}.")
-    if len(given) > len(text_ids):
-        known = set(text_ids)
-        extra = [q for q in given if q not in known]
-        shown = ", ".join(map(repr, extra[:5])) + (" ..." if len(extra) > 5 else "")
-        raise ValueError(f"{name} has {len(extra)} id(s) that are not questions of the bank: {shown}.")
-    return [given[q] for q in text_ids]
+    return [given[q] for q in text_ids]  # (ids of other questions are ignored: a table of a larger bank)
 
 
 def _check_costs(costs, ids):
