@@ -47,7 +47,13 @@ def _experiment(args):
                                      write_csv)
 
     start = time.perf_counter()
-    matrix, _ = load_response_matrix(args.data)
+    matrix, meta = load_response_matrix(args.data)
+    groups = costs = None
+    if args.groups_from is not None or args.costs_from is not None:  # read by the matrix's question ids
+        key = next((k for k in ("question_ids", "items") if k in meta), None)
+        ids = [str(q) for q in meta[key].tolist()] if key is not None else [str(j) for j in range(matrix.shape[1])]
+        groups = None if args.groups_from is None else _groups_from(args.groups_from, ids)
+        costs = None if args.costs_from is None else _costs_from(args.costs_from, ids)
     factor_model = _given(args, "n_components", "regularization", "max_iter", "solver", "prior_scale") or None
     if args.cv_components or args.cv_regularization:  # by cell cross-validation on the history
         from .factor_model import LogisticFactorModelCV
@@ -69,7 +75,8 @@ def _experiment(args):
         budgets=tuple(args.budgets or DEFAULT_BUDGETS),
         seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
         n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
-        step_weights=_given(args, "weight_runs") and {"n_runs": args.weight_runs}, verbose=not args.quiet,
+        step_weights=_given(args, "weight_runs") and {"n_runs": args.weight_runs}, groups=groups, costs=costs,
+        verbose=not args.quiet,
     )
     summary = summarize(result.records)
     models = per_model_coverage(result.records)
@@ -85,6 +92,13 @@ def _experiment(args):
         files.append(write_csv(pd.concat(tables, ignore_index=True), out / "configurations.csv"))
     if result.step_weights:  # the learned increment weights, one row per (method, budget, step)
         files += _write_step_weights(result.step_weights, out)
+    group_summary = None
+    if result.group_records is not None:  # every group's estimate in every run, and its coverage
+        from .experiments.runner import summarize_groups
+
+        group_summary = summarize_groups(result.group_records)
+        files += [write_csv(result.group_records, out / "group_records.csv"),
+                  write_csv(group_summary, out / "group_summary.csv")]
     (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
     config = dict(result.config, data=str(args.data), history_shape=list(result.history_shape),
                   budgets=result.budgets.tolist(), n_new=int(result.new_rows.size))
@@ -101,6 +115,10 @@ def _experiment(args):
         if hasattr(result.factor_model, "best_params_"):
             print(f"Cross-validated factor model: {result.factor_model.best_params_}.")
     print("\n" + format_summary(summary))
+    if group_summary is not None:
+        shown = group_summary.drop(columns=["budget_fraction"]).round(3)
+        print("\nPer group (coverage of each group's interval; simultaneous: Bonferroni over the groups, joint: all "
+              "groups covered at once):\n" + shown.to_string(index=False))
     names = ", ".join(p.name for p in files)
     print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
 
@@ -189,6 +207,14 @@ def _add_experiment_parser(sub):
                           "on small banks, down to 200 on large ones)")
     exp.add_argument("--tune-seeds", type=int, default=3,
                      help="runs per validation model and grid point when tuning faq-tuned (default 3)")
+    exp.add_argument("--groups-from", default=None, metavar="FILE|tasks",
+                     help="a group label per question (a .csv 'question_id,group' or .json {id: group}, by the "
+                          ".npz's question_ids/items, else 0..N-1; or 'tasks' for ids '<task>/<id>'): every run "
+                          "also estimates every group; writes group_records.csv and group_summary.csv (per-group "
+                          "and simultaneous coverage). Sequential policies only (not ht-uniform, aipw-*, the field)")
+    exp.add_argument("--costs-from", default=None, metavar="FILE",
+                     help="a positive cost per question (as --groups-from): the policies weigh their scores by "
+                          "1/sqrt(cost); records and summary gain the cost spent")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")
     exp.set_defaults(func=_experiment)
 
