@@ -918,7 +918,8 @@ def _add_session_parser(sub):
         "with a note)")
     grouped.add_argument("--groups-from", default=None, metavar="FILE|tasks",
                          help="a group label per question: from FILE, or 'tasks' for the task of each harness id "
-                              "'<task>/<id>'; status and report then show every group's estimate")
+                              "'<task>/<id>' (a file named tasks: ./tasks); status and report then show every "
+                              "group's estimate")
     grouped.add_argument("--estimand", choices=["micro", "macro"], default="micro",
                          help="micro: the bank's accuracy (default); macro: the mean of the groups' accuracies")
     grouped.add_argument("--min-group-share", type=float, default=0.0, metavar="F",
