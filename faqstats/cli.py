@@ -47,7 +47,13 @@ def _experiment(args):
                                      write_csv)
 
     start = time.perf_counter()
-    matrix, _ = load_response_matrix(args.data)
+    matrix, meta = load_response_matrix(args.data)
+    groups = costs = None
+    if args.groups_from is not None or args.costs_from is not None:  # read by the matrix's question ids
+        key = next((k for k in ("question_ids", "items") if k in meta), None)
+        ids = [str(q) for q in meta[key].tolist()] if key is not None else [str(j) for j in range(matrix.shape[1])]
+        groups = None if args.groups_from is None else _groups_from(args.groups_from, ids)
+        costs = None if args.costs_from is None else _costs_from(args.costs_from, ids)
     factor_model = _given(args, "n_components", "regularization", "max_iter", "solver", "prior_scale") or None
     if args.cv_components or args.cv_regularization:  # by cell cross-validation on the history
         from .factor_model import LogisticFactorModelCV
@@ -69,7 +75,8 @@ def _experiment(args):
         budgets=tuple(args.budgets or DEFAULT_BUDGETS),
         seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
         n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
-        step_weights=_given(args, "weight_runs") and {"n_runs": args.weight_runs}, verbose=not args.quiet,
+        step_weights=_given(args, "weight_runs") and {"n_runs": args.weight_runs}, groups=groups, costs=costs,
+        verbose=not args.quiet,
     )
     summary = summarize(result.records)
     models = per_model_coverage(result.records)
@@ -85,6 +92,13 @@ def _experiment(args):
         files.append(write_csv(pd.concat(tables, ignore_index=True), out / "configurations.csv"))
     if result.step_weights:  # the learned increment weights, one row per (method, budget, step)
         files += _write_step_weights(result.step_weights, out)
+    group_summary = None
+    if result.group_records is not None:  # every group's estimate in every run, and its coverage
+        from .experiments.runner import summarize_groups
+
+        group_summary = summarize_groups(result.group_records)
+        files += [write_csv(result.group_records, out / "group_records.csv"),
+                  write_csv(group_summary, out / "group_summary.csv")]
     (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
     config = dict(result.config, data=str(args.data), history_shape=list(result.history_shape),
                   budgets=result.budgets.tolist(), n_new=int(result.new_rows.size))
@@ -101,6 +115,10 @@ def _experiment(args):
         if hasattr(result.factor_model, "best_params_"):
             print(f"Cross-validated factor model: {result.factor_model.best_params_}.")
     print("\n" + format_summary(summary))
+    if group_summary is not None:
+        shown = group_summary.drop(columns=["budget_fraction"]).round(3)
+        print("\nPer group (coverage of each group's interval; simultaneous: Bonferroni over the groups, joint: all "
+              "groups covered at once):\n" + shown.to_string(index=False))
     names = ", ".join(p.name for p in files)
     print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
 
@@ -189,6 +207,14 @@ def _add_experiment_parser(sub):
                           "on small banks, down to 200 on large ones)")
     exp.add_argument("--tune-seeds", type=int, default=3,
                      help="runs per validation model and grid point when tuning faq-tuned (default 3)")
+    exp.add_argument("--groups-from", default=None, metavar="FILE|tasks",
+                     help="a group label per question (a .csv 'question_id,group' or .json {id: group}, by the "
+                          ".npz's question_ids/items, else 0..N-1; or 'tasks' for ids '<task>/<id>'): every run "
+                          "also estimates every group; writes group_records.csv and group_summary.csv (per-group "
+                          "and simultaneous coverage). Sequential policies only (not ht-uniform, aipw-*, the field)")
+    exp.add_argument("--costs-from", default=None, metavar="FILE",
+                     help="a positive cost per question (as --groups-from): the policies weigh their scores by "
+                          "1/sqrt(cost); records and summary gain the cost spent")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")
     exp.set_defaults(func=_experiment)
 
@@ -394,12 +420,153 @@ def _status_text(st):
     lines = [f"Session {st['directory']}: {st['n_answers']} of {st['n_questions']} questions answered, "
              f"{st['n_draws']} of {st['budget']} draws in the estimate, "
              + (f"done ({st['stop_reason']})." if st["done"] else f"{len(st['pending'])} pending.")]
+    if st.get("estimand", "micro") != "micro":
+        what = "the mean of the groups' accuracies" if st["estimand"] == "macro" else "a weighted accuracy"
+        lines.append(f"Estimand: {st['estimand']} ({what}).")
     if st["estimate"] is not None:
         low, high = st["conf_int"]
         lines.append(f"Estimate {st['estimate']:.4f}, {100 * (1 - st['alpha']):g}% CI [{low:.4f}, {high:.4f}].")
+    if st.get("costs"):
+        budget = "" if st["budget_cost"] is None else (
+            f" of a cost budget of {st['budget_cost']:.6g} ({st['budget']} draws at an expected "
+            f"{st['cost_per_draw']:.4g} per draw)")
+        lines.append(f"Cost spent {st['cost_spent']:.6g}{budget}.")
+    if st.get("groups"):
+        lines += _group_lines(st["groups"], st["alpha"])
     if st["pending"]:
         lines.append("Pending: " + " ".join(map(str, st["pending"])))
     return "\n".join(lines)
+
+
+def _group_lines(rows, alpha):
+    """The per-group table of ``session status``/``report``: one line per group, aligned."""
+    level = f"{100 * (1 - alpha):g}%"
+    simultaneous = "simultaneous_lower" in rows[0]
+    head = ["group", "questions", "asked", "estimate", "std_err", "lower", "upper"]
+    if simultaneous:
+        head += ["simult_lower", "simult_upper"]
+    body = []
+    for r in rows:
+        cells = [str(r["group"]), str(r["n_questions"]), str(r["n_asked"])] + [
+            f"{r[k]:.4f}" for k in ("estimate", "std_error", "lower", "upper")]
+        if simultaneous:
+            cells += [f"{r['simultaneous_lower']:.4f}", f"{r['simultaneous_upper']:.4f}"]
+        body.append(cells)
+    widths = [max(len(row[k]) for row in [head, *body]) for k in range(len(head))]
+    fmt = lambda row: "  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths)))
+    note = f"Groups ({len(rows)}), {level} intervals" + (
+        " (simult: for all groups at once):" if simultaneous else ":")
+    return [note, fmt(head), *map(fmt, body)]
+
+
+# -- --groups-from and --costs-from: a value per question id, from a file -----------------------
+def _read_table_file(path):
+    """The text of ``path``, in the command line's words when it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text (expected a .csv or .json file).") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}.") from None
+
+
+def _question_values(path, ids, kind):
+    """``{question id: raw value}`` from a CSV (``id,value`` rows, an optional header naming a
+    ``kind`` column) or JSON file (``{id: value}`` or ``[[id, value], ...]``) covering the bank."""
+    text = _read_table_file(path)
+    known = {str(q) for q in ids}
+    pairs = []  # (where, id, value)
+    if Path(path).suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ValueError(f"{path} is not valid JSON ({exc}).") from None
+        if isinstance(data, dict):
+            pairs = [(f"{path}", str(q), v) for q, v in data.items()]
+        elif isinstance(data, list) and all(isinstance(x, list) and len(x) == 2 for x in data):
+            pairs = [(f"{path} entry {k}", str(x[0]), x[1]) for k, x in enumerate(data)]
+        else:
+            raise ValueError(f"{path} must hold a JSON object {{question id: {kind}}} or a list of [id, {kind}] pairs.")
+    else:
+        import csv
+        import io
+
+        dialect = "excel-tab" if Path(path).suffix.lower() == ".tsv" else "excel"
+        rows = [(n, row) for n, row in enumerate(csv.reader(io.StringIO(text), dialect), start=1)
+                if any(cell.strip() for cell in row)]
+        if not rows:
+            raise ValueError(f"{path} is empty: expected rows 'question_id,{kind}'.")
+        column = 1
+        first = [c.strip() for c in rows[0][1]]
+        if first[0] not in known:  # a header: the column named after the kind, else the second one
+            names = [c.lower() for c in first]
+            named = [k for k, c in enumerate(names) if c in (kind, kind + "s")]
+            if named:
+                column = named[0]
+            elif len(first) != 2:
+                raise ValueError(f"{path}: its header {first} has no {kind!r} column (and more than two columns).")
+            rows = rows[1:]
+        elif len(first) != 2:
+            raise ValueError(f"{path}:{rows[0][0]}: without a header a row is 'question_id,{kind}', got {len(first)} "
+                             f"cells; add a header naming the {kind!r} column.")
+        for n, row in rows:
+            if len(row) <= column:
+                raise ValueError(f"{path}:{n}: expected a {kind} in column {column + 1}, got {row}.")
+            pairs.append((f"{path}:{n}", row[0].strip(), row[column].strip()))
+    values, extra = {}, []
+    for where, qid, value in pairs:
+        if qid in values:
+            raise ValueError(f"{where}: question id {qid!r} appears more than once.")
+        values[qid] = (where, value)
+        if qid not in known:
+            extra.append(qid)
+    missing = [str(q) for q in ids if str(q) not in values]
+    if missing:
+        shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
+        raise ValueError(f"{path} has no {kind} for {len(missing)} of the bank's {len(ids)} question ids: {shown}.")
+    if extra:
+        shown = ", ".join(map(repr, extra[:5])) + (" ..." if len(extra) > 5 else "")
+        _note(f"{path}: {len(extra)} id(s) that are not questions of the session's bank are ignored: {shown}.")
+    return values
+
+
+def _groups_from(source, ids):
+    """Group labels of ``ids`` (a list in the bank's order): ``tasks`` (the ``<task>`` of each
+    ``<task>/<id>``) or a file."""
+    if source == "tasks" and not Path(source).exists():
+        from .integrations import task_groups
+
+        try:
+            return task_groups([str(q) for q in ids])
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"--groups-from tasks needs harness question ids '<task>/<id>': {exc}") from None
+    labels = []
+    values = _question_values(source, ids, "group")
+    for qid in ids:
+        where, value = values[str(qid)]
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+            raise ValueError(f"{where}: the group of question id {qid!r} must be a non-empty string or an integer, "
+                             f"got {value!r}.")
+        labels.append(str(value))
+    return labels
+
+
+def _costs_from(path, ids):
+    """A positive cost for each of ``ids`` (the bank's order), from a file."""
+    values = _question_values(path, ids, "cost")
+    costs = []
+    for qid in ids:
+        where, value = values[str(qid)]
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            cost = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: the cost of question id {qid!r} is not a number, got {value!r}.") from None
+        if not (np.isfinite(cost) and cost > 0):
+            raise ValueError(f"{where}: the cost of question id {qid!r} must be finite and positive, got {value!r}.")
+        costs.append(cost)
+    return costs
 
 
 def _session_new(args):
@@ -407,16 +574,36 @@ def _session_new(args):
     from .session import EvaluationSession
     from .io import load_step_weights
 
+    from .io import load_factor_model
+
+    if (args.budget is None) == (args.budget_cost is None):
+        raise ValueError("give --budget (questions) or --budget-cost (cost units, with --costs-from), one of them.")
+    if args.budget_cost is not None and args.costs_from is None:
+        raise ValueError("--budget-cost needs --costs-from FILE (a positive cost per question id).")
+    if args.groups_from is None and (args.estimand != "micro" or args.min_group_share or args.stratify):
+        raise ValueError("--estimand macro, --min-group-share and --stratify need --groups-from (tasks or a FILE).")
     ids = _read_question_ids(args.question_ids) if args.question_ids is not None else None
+    groups = costs = None
+    if args.groups_from is not None or args.costs_from is not None:  # the bank's ids, to read the files by
+        fm = load_factor_model(args.model)
+        bank_ids = ids if ids is not None else (fm.question_ids_ or [str(j) for j in range(fm.n_features_in_)])
+        groups = None if args.groups_from is None else _groups_from(args.groups_from, bank_ids)
+        costs = None if args.costs_from is None else _costs_from(args.costs_from, bank_ids)
     session = EvaluationSession.create(
         args.directory, args.model, ids, sampler=HybridSampler(tau=args.tau, replace=args.replace),
-        budget=args.budget, batch_size=args.batch_size, stop_when_width=args.stop_when_width, alpha=args.alpha,
+        budget=100 if args.budget is None else args.budget, batch_size=args.batch_size,
+        stop_when_width=args.stop_when_width, alpha=args.alpha,
         step_weights=None if args.step_weights is None else load_step_weights(args.step_weights).weights,
-        random_state=args.seed,
+        random_state=args.seed, groups=groups, estimand=args.estimand, min_group_share=args.min_group_share,
+        stratify=args.stratify, costs=costs, budget_cost=args.budget_cost,
     )
     st = session.status()
+    extra = "" if groups is None else f", {len(set(groups))} groups, estimand {args.estimand}"
+    if costs is not None:
+        extra += ", costs per question" + ("" if args.budget_cost is None else
+                                           f", cost budget {args.budget_cost:g} = {st['budget']} draws")
     _emit(args, st, f"Created a session in {session.directory} ({st['n_questions']} questions, budget {st['budget']}, "
-          f"batch size {st['batch_size']}, seed {st['random_state']}).\n"
+          f"batch size {st['batch_size']}, seed {st['random_state']}{extra}).\n"
           f"Next: faqstats session next {session.directory}")
 
 
@@ -555,13 +742,13 @@ def _recording_options(session, harness, given, tasks):
 
 
 def _session_status(args):
-    st = _load(args).status()
+    st = _load(args).status(simultaneous=args.simultaneous)
     _emit(args, st, _status_text(st))
 
 
 def _session_report(args):
     session = _load(args)
-    payload = session.status()
+    payload = session.status(simultaneous=args.simultaneous)
     text = [_status_text(payload)]
     if session.n_draws >= 2:
         result = session.result()
@@ -576,6 +763,61 @@ def _session_report(args):
         payload["png"] = str(args.png)
         text.append(f"Plot written to {payload['png']}")
     _emit(args, payload, "\n".join(text))
+
+
+def _question_table(args):
+    """Write a CSV ``question_id,task,group,cost`` from harness output, for ``session new
+    --groups-from``/``--costs-from``."""
+    import csv
+
+    from .integrations import (read_inspect_costs, read_inspect_groups, read_lm_eval_costs, read_lm_eval_groups,
+                               task_groups)
+
+    harness, paths = _harness_of(args)
+    group = args.group
+    if harness == "lm-eval":
+        if group.startswith("metadata."):
+            raise ValueError("--group metadata.FIELD reads inspect sample metadata: it goes with --inspect.")
+        if args.tokens != "total":
+            raise ValueError("--tokens goes with --inspect: lm-eval logs no token counts (the cost is the prompt's "
+                             "length in characters).")
+        with _reading_harness(harness):
+            groups = read_lm_eval_groups(paths, level=group)
+            costs = read_lm_eval_costs(paths)
+        unit = "characters of the requests"
+    else:
+        if group in ("parent", "group"):
+            raise ValueError(f"--group {group} reads lm-eval's task groups: with --inspect use task or metadata.FIELD.")
+        field = group.removeprefix("metadata.") if group.startswith("metadata.") else None
+        if field == "":
+            raise ValueError("--group metadata.FIELD needs a FIELD (a key of the samples' metadata).")
+        with _reading_harness(harness):
+            groups = read_inspect_groups(paths, field)
+            try:
+                costs = read_inspect_costs(paths, tokens=args.tokens)
+            except ValueError as exc:
+                if "No sample with model_usage" not in str(exc):
+                    raise
+                costs = {}
+        unit = f"{args.tokens} tokens per epoch"
+    ids = list(groups) + [q for q in costs if q not in groups]
+    tasks = task_groups(ids)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["question_id", "task", "group", "cost"])
+        for qid, task in zip(ids, tasks):
+            cost = costs.get(qid)
+            writer.writerow([qid, task, groups.get(qid, ""), "" if cost is None else f"{cost:.10g}"])
+    no_cost = [q for q in ids if q not in costs]
+    if no_cost:
+        _note(f"{len(no_cost)} question(s) have no token counts in the logs (no model_usage), their cost is left "
+              f"empty: {', '.join(map(repr, no_cost[:5]))}{' ...' if len(no_cost) > 5 else ''}.")
+    payload = {"out": str(out), "n_questions": len(ids), "n_groups": len(set(groups.values())),
+               "group": group, "cost": unit, "missing_costs": no_cost}
+    _emit(args, payload, f"Wrote {out}: {len(ids)} questions, {payload['n_groups']} groups ({group}), cost = {unit}.\n"
+          f"Use it with: faqstats session new DIR --model MODEL --groups-from {out} --costs-from {out} ...")
 
 
 def _finish(parser, func):
@@ -630,6 +872,27 @@ def _add_reader_options(parser, recording=False):
                        help="inspect: the scorer to read (default: the log's only scorer)")
 
 
+def _add_question_table_parser(sub):
+    table = sub.add_parser(
+        "question-table", help="write a question_id,task,group,cost CSV from lm-eval or inspect output, for "
+                               "'session new --groups-from/--costs-from'")
+    source = table.add_mutually_exclusive_group(required=True)
+    source.add_argument("--lm-eval", nargs="+", action="extend", metavar="DIR",
+                        help="lm-eval --output_path directories (--log_samples): cost = the length of each "
+                             "document's requests in characters (lm-eval logs no token counts)")
+    source.add_argument("--inspect", nargs="+", action="extend", metavar="LOGDIR",
+                        help="inspect-ai log directories or files: cost = the tokens of one epoch of the sample "
+                             "(model_usage), averaged over epochs and models")
+    table.add_argument("--out", required=True, help="the CSV to write")
+    table.add_argument("--group", default="task", metavar="task|parent|group|metadata.FIELD",
+                       help="the group of a question: its task (default); lm-eval: the group listing the task "
+                            "(parent) or the outermost group (group), from the results files' group_subtasks; "
+                            "inspect: metadata.FIELD, a field of the samples' metadata")
+    table.add_argument("--tokens", choices=["total", "input", "output"], default="total",
+                       help="inspect: which token counts make the cost (default total)")
+    _finish(table, _question_table)
+
+
 def _add_session_parser(sub):
     session = sub.add_parser("session", help="a resumable evaluation: new, next, record, status, report")
     ssub = session.add_subparsers(dest="session_command", required=True)
@@ -637,7 +900,7 @@ def _add_session_parser(sub):
     new = ssub.add_parser("new", help="start a session in DIR from a saved factor model")
     new.add_argument("directory", help="session directory (created)")
     new.add_argument("--model", required=True, help="factor model saved by 'faqstats fit-history' (.npz)")
-    new.add_argument("--budget", type=int, required=True, help="maximum number of queries")
+    new.add_argument("--budget", type=int, default=None, help="maximum number of queries (or --budget-cost)")
     new.add_argument("--batch-size", type=int, default=1, help="questions handed out per round (default 1)")
     new.add_argument("--stop-when-width", type=float, default=None,
                      help="stop once the anytime-valid interval is at most this wide")
@@ -649,6 +912,26 @@ def _add_session_parser(sub):
     new.add_argument("--replace", action="store_true", help="sample with replacement (default: without)")
     new.add_argument("--question-ids", default=None,
                      help="file of the bank's question ids (default: those stored with the model)")
+    grouped = new.add_argument_group(
+        "groups and costs", "FILE: a .csv of 'question_id,VALUE' rows (a header may name a 'group' or 'cost' column) "
+        "or a .json object {question id: VALUE}, covering every question of the bank (other ids are ignored, "
+        "with a note)")
+    grouped.add_argument("--groups-from", default=None, metavar="FILE|tasks",
+                         help="a group label per question: from FILE, or 'tasks' for the task of each harness id "
+                              "'<task>/<id>' (a file named tasks: ./tasks); status and report then show every "
+                              "group's estimate")
+    grouped.add_argument("--estimand", choices=["micro", "macro"], default="micro",
+                         help="micro: the bank's accuracy (default); macro: the mean of the groups' accuracies")
+    grouped.add_argument("--min-group-share", type=float, default=0.0, metavar="F",
+                         help="mix this share of a law giving every group the same mass into the policy (default 0)")
+    grouped.add_argument("--stratify", action="store_true",
+                         help="a fixed number of draws per group (not with --costs-from)")
+    grouped.add_argument("--costs-from", default=None, metavar="FILE",
+                         help="a positive cost per question (tokens, dollars): the policy weighs its scores by "
+                              "1/sqrt(cost) and status reports the cost spent")
+    grouped.add_argument("--budget-cost", type=float, default=None, metavar="C",
+                         help="a budget in cost units instead of --budget: the draws it buys in expectation, fixed "
+                              "at the start")
     _finish(new, _session_new)
 
     nxt = ssub.add_parser("next", help="print the questions to ask now (the pending ones again until answered)")
@@ -678,13 +961,16 @@ def _add_session_parser(sub):
     _add_reader_options(rec, recording=True)
     _finish(rec, _session_record)
 
-    stat = ssub.add_parser("status", help="progress, pending questions and the estimate so far")
+    simultaneous = "with --groups-from: also the intervals that hold for all groups at once"
+    stat = ssub.add_parser("status", help="progress, pending questions and the estimate so far (and every group's)")
     stat.add_argument("directory")
+    stat.add_argument("--simultaneous", action="store_true", help=simultaneous)
     _finish(stat, _session_status)
 
     rep = ssub.add_parser("report", help="the estimate with its interval; --png plots it as queries accumulate")
     rep.add_argument("directory")
     rep.add_argument("--png", default=None, metavar="FILE", help="write a plot of the running estimate and interval")
+    rep.add_argument("--simultaneous", action="store_true", help=simultaneous)
     _finish(rep, _session_report)
 
 
@@ -707,6 +993,7 @@ def build_parser():
     draw.set_defaults(func=_draw_bank)
     _add_fit_history_parser(sub)
     _add_session_parser(sub)
+    _add_question_table_parser(sub)
     return parser
 
 

@@ -34,8 +34,9 @@ A session directory's ``session.json`` (:mod:`faqstats.session`): UTF-8 JSON wit
 fields, ``created_utc``, ``updated_utc``, ``revision`` (+1 per write), ``factor_model_file``,
 ``factor_model_sha256`` (of its bytes), ``question_ids_sha256``, ``n_questions``,
 ``question_id_type`` (``"str"`` or ``"int"``), ``config`` (the sampler's class and parameters and
-the other :class:`~faqstats.EvaluationSession` parameters; ``step_weights`` and ``dtype`` only when
-not the defaults), ``rng_state`` (the generator's state after the last draw), ``draws``
+the other :class:`~faqstats.EvaluationSession` parameters; ``step_weights``, ``dtype``, ``groups``,
+``estimand``, ``min_group_share``, ``stratify``, ``costs`` (a float per question, in the bank's order)
+and ``budget_cost`` only when not the defaults), ``rng_state`` (the generator's state after the last draw), ``draws``
 (``[question index, probability, round]``, pending ones included), ``answers`` (``[question
 index, outcome]`` in arrival order) and ``checksums`` (:func:`session_checksums`, checked on every
 load: a hand edit or damage is refused with the parts named; older sessions load unchecked).

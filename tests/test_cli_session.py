@@ -184,6 +184,11 @@ def test_tutorial_python_callable_runs(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "runs" / "cli" / "estimate.png").stat().st_size > 0
     status = EvaluationSession.load(tmp_path / "runs" / "cli").status()
     assert status["n_answers"] == status["n_draws"] == 5 and status["pending"] == []
+    # section 6: the shell's session reads the same groups and costs as the Python one
+    grouped, cli = namespace["grouped"], EvaluationSession.load(tmp_path / "runs" / "grouped-cli")
+    assert cli.budget == grouped.budget and cli.estimand == "macro"
+    np.testing.assert_array_equal(cli.costs, grouped.costs)
+    np.testing.assert_array_equal(cli.groups, grouped.groups)
 
 
 def test_fit_history_learns_step_weights_that_a_session_uses(capsys, tmp_path):

@@ -14,6 +14,7 @@ from .runner import (
     run_methods,
     split_matrix,
     summarize,
+    summarize_groups,
     write_csv,
 )
 from .tuning import PAPER_GRID, TuningResult, tune_policy
@@ -35,6 +36,7 @@ __all__ = [
     "run_methods",
     "split_matrix",
     "summarize",
+    "summarize_groups",
     "tune_policy",
     "write_csv",
 ]

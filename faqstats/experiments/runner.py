@@ -29,7 +29,7 @@ from ..batched import simulate, supports
 from ..estimator import PAIEstimator
 from ..factor_model import LogisticFactorModel
 from ..results import markdown_table, table_summary
-from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
+from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, Sampler, UniformSampler
 from ..step_weights import learn_step_weights, validation_split
 from ..irt import ItemResponseModel
 from ..surrogate import GaussianProcessSurrogate
@@ -49,6 +49,8 @@ __all__ = [
     "run_experiment",
     "run_methods",
     "summarize",
+    "summarize_groups",
+    "GROUP_RECORD_COLUMNS",
     "per_model_coverage",
     "format_summary",
     "write_csv",
@@ -135,6 +137,14 @@ WEIGHTED_METHODS = ("faq", "faq-tuned", "gp", "irt")
 #: The columns of the records, one row per (method, budget, model, seed).
 RECORD_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "seed", "truth", "estimate", "std_error",
                   "low", "high", "covered", "n_queries")
+#: The columns of :attr:`MethodRuns.group_records` (``groups=``): every group's estimate in every run,
+#: its truth, its interval and the simultaneous one (Bonferroni over the groups).
+GROUP_RECORD_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "seed", "group", "n_questions",
+                        "n_asked", "truth", "estimate", "std_error", "low", "high", "covered", "simultaneous_low",
+                        "simultaneous_high", "simultaneous_covered")
+#: The columns of :func:`summarize_groups`' table.
+GROUP_SUMMARY_COLUMNS = ("method", "budget_fraction", "budget", "group", "n_questions", "n_runs", "mean_asked",
+                         "coverage", "simultaneous_coverage", "joint_simultaneous_coverage", "mean_width", "rmse")
 #: The columns of :func:`summarize`'s table and of :func:`per_model_coverage`'s.
 SUMMARY_COLUMNS = ("method", "budget_fraction", "budget", "n_runs", "coverage", "coverage_se", "mean_width", "rmse",
                    "mean_variance", "mean_queries", "ess_fpc", "ess_ht", "ceiling_share")
@@ -169,6 +179,9 @@ class MethodRuns:
         The predictor of the :data:`SURROGATE_METHODS`, when one ran.
     configurations : dict
         ``{budget (queries): Configuration}`` when "auto" ran (:func:`faqstats.configure_from_history`).
+    group_records : pandas.DataFrame or None
+        With ``groups``: one row per (method, budget, model, seed, group), columns
+        :data:`GROUP_RECORD_COLUMNS` (:func:`summarize_groups`).
 
     Examples
     --------
@@ -189,6 +202,7 @@ class MethodRuns:
     step_weights: dict = field(default_factory=dict)
     surrogate: object = None
     configurations: dict = field(default_factory=dict)
+    group_records: pd.DataFrame = None
 
     def summary(self, **kwargs):
         """:func:`summarize` of the records.
@@ -481,49 +495,91 @@ def _fit_factor_model(spec, history, verbose):
 
 # ---------------------------------------------------------------- the sweep
 def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seeds, new, truths, rows, random_state,
-               alpha, engine):
-    """Every new model for one (method, budget) and some seeds: a block of records, seed by seed."""
+               alpha, engine, groups=None, costs=None):
+    """Every new model for one (method, budget) and some seeds: a block of records, seed by seed, and
+    the block's group records (None without ``groups``)."""
     if isinstance(sampler, FieldMethod):  # the field (field.py): its own runs, designs shared per seed
-        return sampler._records(name, fraction, budget, seeds, new, truths, rows, random_state, alpha)
+        return sampler._records(name, fraction, budget, seeds, new, truths, rows, random_state, alpha), None
     key = method_key(name)
     seeds = [int(s) for s in np.atleast_1d(seeds)]
     n = new.shape[0]
     gens = [np.random.default_rng([random_state, key, int(budget), i, seed]) for seed in seeds for i in range(n)]
     models = np.tile(np.arange(n), len(seeds))
+    extra = {"groups": groups, "costs": costs}
+    per_group = [None] * len(gens)
     if isinstance(factor_model, _OraclePredictors):  # the ceiling: a predictor of its own per new model
-        columns = np.empty((5, len(gens)))
+        columns = np.empty((6, len(gens)))
         # its predictions never move: refreshing them would only cost time (same values, same draws)
         fixed = dict(engine, predict_every=int(budget))
         for i in range(n):
             at = np.flatnonzero(models == i)
-            columns[:, at] = _run_columns(factor_model.predictors[i], sampler, step_weights, budget,
-                                          [gens[r] for r in at], models[at], new, alpha, fixed)
+            columns[:, at], found = _run_columns(factor_model.predictors[i], sampler, step_weights, budget,
+                                                 [gens[r] for r in at], models[at], new, alpha, fixed, **extra)
+            for r, res in zip(at, found):
+                per_group[r] = res
     else:
-        columns = _run_columns(factor_model, sampler, step_weights, budget, gens, models, new, alpha, engine)
-    estimate, std_error, low, high, n_queries = columns
+        columns, per_group = _run_columns(factor_model, sampler, step_weights, budget, gens, models, new, alpha,
+                                          engine, **extra)
+    estimate, std_error, low, high, n_queries, cost_spent = columns
     truth = np.tile(truths, len(seeds))
-    return pd.DataFrame({
-        "method": name, "budget_fraction": float(fraction), "budget": int(budget), "model": models,
-        "row": np.tile(rows, len(seeds)), "seed": np.repeat(seeds, n), "truth": truth, "estimate": estimate,
+    base = {"method": name, "budget_fraction": float(fraction), "budget": int(budget), "model": models,
+            "row": np.tile(rows, len(seeds)), "seed": np.repeat(seeds, n)}
+    records = pd.DataFrame({
+        **base, "truth": truth, "estimate": estimate,
         "std_error": std_error, "low": low, "high": high, "covered": (low <= truth) & (truth <= high),
         "n_queries": np.asarray(n_queries, np.int64),
     }, columns=RECORD_COLUMNS)
+    if costs is not None:
+        records["cost_spent"] = cost_spent
+    return records, None if groups is None else _group_rows(base, per_group, groups, new, models, alpha)
 
 
-def _run_columns(factor_model, sampler, step_weights, budget, gens, models, new, alpha, engine):
-    """``(estimate, std_error, low, high, n_queries)`` of the runs ``gens`` on the rows ``models`` of ``new``."""
-    if engine["engine"] != "sequential" and supports(sampler):
+def _group_rows(base, per_group, groups, new, models, alpha):
+    """The group records of a block: a row per run and group (:data:`GROUP_RECORD_COLUMNS`)."""
+    from ..estimands import encode_groups
+
+    codes, labels = encode_groups(groups, new.shape[1])
+    sizes = np.bincount(codes, minlength=labels.size)
+    truth = np.stack([np.bincount(codes, weights=new[i], minlength=labels.size) / sizes for i in range(new.shape[0])])
+    frames = []
+    for r, res in enumerate(per_group):
+        both = res.to_frame(alpha=alpha)
+        wide = res.conf_int(alpha=alpha, simultaneous=True)
+        t = truth[models[r]]
+        frames.append(pd.DataFrame({
+            **{k: (v[r] if isinstance(v, np.ndarray) else v) for k, v in base.items()},
+            "group": labels, "n_questions": sizes, "n_asked": both["n_asked"].to_numpy(), "truth": t,
+            "estimate": both["estimate"].to_numpy(), "std_error": both["std_error"].to_numpy(),
+            "low": both["lower"].to_numpy(), "high": both["upper"].to_numpy(),
+            "covered": (both["lower"].to_numpy() <= t) & (t <= both["upper"].to_numpy()),
+            "simultaneous_low": wide["lower"].to_numpy(), "simultaneous_high": wide["upper"].to_numpy(),
+            "simultaneous_covered": (wide["lower"].to_numpy() <= t) & (t <= wide["upper"].to_numpy()),
+        }, columns=GROUP_RECORD_COLUMNS))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _run_columns(factor_model, sampler, step_weights, budget, gens, models, new, alpha, engine, groups=None,
+                 costs=None):
+    """``(estimate, std_error, low, high, n_queries, cost_spent)`` of the runs ``gens`` on the rows ``models``
+    of ``new``, and each run's :class:`~faqstats.GroupResults` (None without ``groups``). With groups or
+    costs every run is a :class:`~faqstats.PAIEstimator` (the batched engine takes neither)."""
+    if engine["engine"] != "sequential" and supports(sampler) and groups is None and costs is None:
         with _torch_threads(engine["threads"]):  # the seeds in lockstep too: one query's fixed cost for all
             runs = simulate(new, gens, factor_model=factor_model, sampler=sampler, budget=int(budget), alpha=alpha,
                             device=engine["device"], dtype=engine["dtype"], step_weights=step_weights,
                             predict_every=engine["predict_every"], rows=models)
-        return np.array([runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries], dtype=float)
-    columns = np.empty((5, len(gens)))
+        columns = [runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries, np.full(len(gens), np.nan)]
+        return np.array(columns, dtype=float), [None] * len(gens)
+    columns = np.empty((6, len(gens)))
+    per_group = []
     for r, (i, gen) in enumerate(zip(models, gens)):
         est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gen,
-                           step_weights=step_weights, predict_every=engine["predict_every"]).fit(new[i])
-        columns[:, r] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_)
-    return columns
+                           step_weights=step_weights, predict_every=engine["predict_every"])
+        est.fit(new[i], groups=groups, costs=costs)
+        spent = np.nan if est.cost_spent_ is None else est.cost_spent_
+        columns[:, r] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_, spent)
+        per_group.append(est.group_results_)
+    return columns, per_group
 
 
 def oracle_predictor(predictor, outcomes):
@@ -674,7 +730,7 @@ def _method_settings(methods, sizes, history, fitted, others, alpha, random_stat
 def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc", "ht-uniform"), factor_model=None,
                 budget_fractions=None, new_rows=None, alpha=0.05, random_state=0, n_jobs=None, backend=None,
                 engine="auto", device="cpu", dtype="float64", torch_threads="auto", tuning=None, step_weights=None,
-                predict_every="auto", verbose=True):
+                predict_every="auto", groups=None, costs=None, verbose=True):
     """Run methods x budgets x new models x seeds, given a history and the new models apart.
 
     :func:`run_experiment` splits a matrix and calls this.
@@ -725,6 +781,17 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         and of the validation runs behind the learned weights; ``"auto"``:
         :func:`faqstats.configure.default_predict_every` of the bank (every answer up to
         4,095 questions).
+    groups : array-like of shape (N,) or None, default=None
+        A group label per question: every run also estimates every group's accuracy
+        (``PAIEstimator.fit(groups=)``), in :attr:`MethodRuns.group_records`
+        (:func:`summarize_groups`: per-group and simultaneous coverage). The policy is unchanged.
+    costs : array-like of shape (N,) or None, default=None
+        A positive cost per question: every run's policy weighs its scores by ``1 / sqrt(cost)``
+        (``PAIEstimator.fit(costs=)``), and the records gain a ``cost_spent`` column (the summary
+        a ``mean_cost`` one). The budgets stay numbers of queries.
+        With ``groups`` or ``costs`` every run is a :class:`~faqstats.PAIEstimator` (slower than
+        the batched engine), and every method must take them: not the nature's-order designs
+        (``ht-uniform``, ``aipw-*``) nor the field's methods.
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 
@@ -766,6 +833,15 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     fractions = sizes / new.shape[1] if budget_fractions is None else np.asarray(budget_fractions, dtype=float)
     rows = np.arange(new.shape[0]) if new_rows is None else np.asarray(new_rows)
     truths = new.mean(axis=1)
+    if groups is not None:
+        from ..estimands import encode_groups
+
+        groups = np.asarray(groups)
+        encode_groups(groups, new.shape[1])  # checked here, not in every worker
+    if costs is not None:
+        from ..sampling import check_costs
+
+        costs = np.array(check_costs(costs, new.shape[1]))
 
     fitted, fit_seconds = None, 0.0
     if any(_method_spec(m, True)[0] is True for m in methods):  # a method returns the factor model it uses
@@ -780,20 +856,34 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         if parse_method(m)[0] in CEILING_METHODS:
             oracles = _OraclePredictors(oracle_predictor(others.get(_predictor_kind(m), fitted), new))
             specs.update({(m, int(b)): (oracles, specs[(m, int(b))][1], None) for b in sizes})
+    if groups is not None or costs is not None:
+        _check_group_methods(specs, "groups" if costs is None else "costs" if groups is None else "groups and costs")
     # one task per (method, budget) and group of seeds: the batched engine runs a group in lockstep
-    groups = _seed_groups(seeds, n_jobs, len(methods) * len(sizes))
-    chunks = [(m, f, b, g) for m in methods for f, b in zip(fractions, sizes) for g in groups]
-    tasks = (delayed(_run_chunk)(m, *specs[(m, int(b))], f, b, g, new, truths, rows, random_state, alpha, engine_cfg)
+    seed_groups = _seed_groups(seeds, n_jobs, len(methods) * len(sizes))
+    chunks = [(m, f, b, g) for m in methods for f, b in zip(fractions, sizes) for g in seed_groups]
+    tasks = (delayed(_run_chunk)(m, *specs[(m, int(b))], f, b, g, new, truths, rows, random_state, alpha, engine_cfg,
+                                 groups, costs)
              for m, f, b, g in chunks)
     bar = progress_bar(len(seeds) * len(methods) * len(sizes) * new.shape[0], "runs", verbose, unit="run")
-    blocks = []
+    blocks, group_blocks = [], []
     with parallel_config(**({} if backend is None else {"backend": backend})):
-        for block in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
+        for block, group_block in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
             blocks.append(block)
+            group_blocks.append(group_block)
             bar.update(len(block))
     bar.close()
     records = pd.concat(blocks, ignore_index=True)
-    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results, others.get("gp"), configurations)
+    group_records = None if groups is None else pd.concat(group_blocks, ignore_index=True)
+    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results, others.get("gp"), configurations,
+                      group_records)
+
+
+def _check_group_methods(specs, what):
+    """Refuse methods that cannot take groups or costs (nature's order, the field), by name."""
+    for (name, _), (_, sampler, _) in specs.items():
+        if isinstance(sampler, FieldMethod) or not isinstance(sampler, Sampler):
+            raise ValueError(f"method {name!r} cannot take {what}: its design is not a sequential policy over the "
+                             "bank (nature's order or the field's); leave it out of methods.")
 
 
 def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
@@ -938,7 +1028,63 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform", ceil
     table["ess_fpc"] = _ess(records, fpc_method)
     table["ess_ht"] = _ess(records, ht_method)
     table["ceiling_share"] = _ceiling_share(table, ceiling_method)
-    return _in_order(table.reset_index()[list(SUMMARY_COLUMNS)], records)
+    columns = list(SUMMARY_COLUMNS)
+    if "cost_spent" in records.columns:  # runs with costs per question
+        table["mean_cost"] = records.groupby(["method", "budget"])["cost_spent"].mean()
+        columns.append("mean_cost")
+    return _in_order(table.reset_index()[columns], records)
+
+
+def summarize_groups(group_records):
+    """One row per (method, budget, group): coverage of each group's interval and of the simultaneous ones.
+
+    Parameters
+    ----------
+    group_records : DataFrame or MethodRuns
+        :attr:`MethodRuns.group_records` (``run_methods(..., groups=)``), or a table with its columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`GROUP_SUMMARY_COLUMNS`: ``coverage`` of the group's own interval,
+        ``simultaneous_coverage`` of its simultaneous one, ``joint_simultaneous_coverage`` the
+        share of runs in which every group's simultaneous interval covered (the same on every
+        row of a method and budget; at least ``1 - alpha`` is the aim), ``mean_asked`` the draws
+        in the group, ``mean_width`` and ``rmse`` of the group's estimate.
+
+    Examples
+    --------
+    >>> import numpy as np, faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> groups = np.repeat(["a", "b"], 20)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [12], seeds=2, methods=["uniform-fpc"],
+    ...                    groups=groups, verbose=False)
+    >>> summarize_groups(runs)[["method", "budget", "group", "n_runs"]].values.tolist()
+    [['uniform-fpc', 12, 'a', 6], ['uniform-fpc', 12, 'b', 6]]
+    """
+    if isinstance(group_records, MethodRuns):
+        if group_records.group_records is None:
+            raise ValueError("these runs have no group records: run them with groups=.")
+        group_records = group_records.group_records
+    g = pd.DataFrame(group_records)
+    missing = [c for c in GROUP_RECORD_COLUMNS if c not in g.columns]
+    if missing:
+        raise ValueError(f"group records lack the column(s) {missing}.")
+    g = g.assign(width=g["high"] - g["low"], sq_error=(g["estimate"] - g["truth"]) ** 2,
+                 covered=g["covered"].astype(float), simultaneous_covered=g["simultaneous_covered"].astype(float))
+    table = g.groupby(["method", "budget", "group"]).agg(
+        budget_fraction=("budget_fraction", "first"), n_questions=("n_questions", "first"),
+        n_runs=("covered", "size"), mean_asked=("n_asked", "mean"), coverage=("covered", "mean"),
+        simultaneous_coverage=("simultaneous_covered", "mean"), mean_width=("width", "mean"),
+        rmse=("sq_error", "mean")).reset_index()
+    joint = g.groupby(["method", "budget", "model", "seed"])["simultaneous_covered"].min()
+    joint = joint.groupby(["method", "budget"]).mean().rename("joint_simultaneous_coverage").reset_index()
+    table = table.merge(joint, on=["method", "budget"])
+    table["rmse"] = np.sqrt(table["rmse"])
+    rank = {m: i for i, m in enumerate(g["method"].unique())}
+    table = table.sort_values(["method", "budget", "group"], key=lambda c: c.map(rank) if c.name == "method" else c,
+                              kind="stable").reset_index(drop=True)
+    return table[list(GROUP_SUMMARY_COLUMNS)]
 
 
 def per_model_coverage(records):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["HarnessRecords", "check_question_id_list", "make_question_id", "split_question_id"]
+__all__ = ["HarnessRecords", "check_question_id_list", "make_question_id", "split_question_id", "task_groups"]
 
 
 def _id_sort_key(question_id):
@@ -42,6 +42,35 @@ def split_question_id(question_id, name="question_ids"):
     if not sep or not task or not sample:
         raise ValueError(f"{name} must look like '<task>/<id>', got {question_id!r}.")
     return task, sample.replace("%2F", "/").replace("%25", "%")
+
+
+def task_groups(question_ids):
+    """The task of each harness question id ``"<task>/<sample id>"``, as group labels.
+
+    lm-eval writes a samples file per subtask (``mmlu_anatomy``, ...), inspect-ai a log per
+    task: either way the task part of the id is the subtask, ready for ``groups=`` of
+    :class:`~faqstats.PAIEstimator` (``fit``) and :class:`~faqstats.EvaluationSession`
+    (``faqstats session new --groups-from tasks``).
+
+    Parameters
+    ----------
+    question_ids : sequence of str
+        Ids ``"<task>/<sample id>"`` (as the readers return them).
+
+    Returns
+    -------
+    list of str
+        The task of each id, in the order given.
+
+    Examples
+    --------
+    >>> from faqstats.integrations import task_groups
+    >>> task_groups(["arith/1", "words/w-fig", "openai/humaneval/HumanEval%2F0"])
+    ['arith', 'words', 'openai/humaneval']
+    """
+    if isinstance(question_ids, (str, bytes)):
+        raise TypeError("question_ids must be a sequence of question ids, not a single string.")
+    return [split_question_id(qid)[0] for qid in question_ids]
 
 
 def check_question_id_list(question_ids, name="question_ids", empty=None):

@@ -17,10 +17,13 @@ import warnings
 import zipfile
 from collections.abc import Mapping
 
-from ._common import (HarnessRecords, as_score, check_question_id_list, expand_paths, make_question_id,
+import numpy as np
+
+from ._common import (HarnessRecords, _id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,
                       split_question_id, write_arg)
 
-__all__ = ["read_inspect_logs", "read_inspect_outcomes", "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
+__all__ = ["read_inspect_logs", "read_inspect_outcomes", "read_inspect_groups", "read_inspect_costs",
+           "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
 
 DEFAULT_VALUE_MAP = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 """inspect's letter scores (CORRECT, INCORRECT, PARTIAL, NOANSWER) as numbers.
@@ -104,7 +107,10 @@ def _read_with_inspect(path, read_eval_log):
     log = read_eval_log(os.fspath(path))
     ev = {"model": log.eval.model, "task": log.eval.task, "created": log.eval.created}
     samples = [{"id": s.id, "epoch": s.epoch, "error": None if s.error is None else str(s.error.message),
-                "scores": {k: {"value": v.value} for k, v in (s.scores or {}).items()}} for s in log.samples or []]
+                "scores": {k: {"value": v.value} for k, v in (s.scores or {}).items()},
+                "metadata": s.metadata,
+                "model_usage": {k: v.model_dump() for k, v in (s.model_usage or {}).items()}}
+               for s in log.samples or []]
     return ev, samples
 
 
@@ -332,6 +338,162 @@ def _read_outcomes(log_path, question_ids, *, scorer=None, value_map=None, reade
     ids = check_question_id_list(question_ids)
     records = _collect(log_path, scorer, value_map, reader, "log_path", wanted=set(ids))
     return records.outcomes(ids, f"log_path {log_path}")
+
+
+# -- groups and costs per question ------------------------------------------------------------
+def _each_sample(paths, reader, name):
+    """``(model, task, created, log path, sample)`` for every sample of the logs at ``paths``."""
+    read_eval_log = _inspect_reader(reader)
+    for model, path, explicit in expand_paths(paths, name, _log_paths):
+        log = _read_log(path, read_eval_log, explicit)
+        if log is None:
+            continue
+        ev, samples = log
+        for sample in samples:
+            yield model or ev.get("model") or path.stem, ev.get("task") or "task", str(ev.get("created") or ""), path, \
+                sample
+
+
+def read_inspect_groups(paths, field=None, *, reader="auto"):
+    """A group label per question of inspect-ai logs: the task, or a field of the samples' metadata.
+
+    Parameters
+    ----------
+    paths : path, sequence of paths, or mapping
+        Log files or directories, as in :func:`read_inspect_logs` (e.g. the history's).
+    field : str or None, default=None
+        The key of the samples' ``metadata`` whose value is the group (a subject, a difficulty
+        level: a string or an integer); ``None``: the task, as :func:`~faqstats.integrations.task_groups`.
+        Every sample must have it, with one value whatever the log, model or epoch.
+    reader : {"auto", "inspect", "builtin"}, default="auto"
+        As in :func:`read_inspect_logs`.
+
+    Returns
+    -------
+    dict
+        ``{"<task>/<sample id>": label}`` (labels as strings), for every sample in the logs, for
+        ``groups=`` of :class:`~faqstats.EvaluationSession` or a ``--groups-from`` file
+        (``faqstats question-table --inspect LOGDIR --group-field FIELD``).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from faqstats.integrations import read_inspect_groups
+    >>> samples = [{"id": i, "epoch": 1, "metadata": {"level": lvl}} for i, lvl in [(1, "easy"), (2, "hard")]]
+    >>> log = {"eval": {"model": "mockllm/a", "task": "quiz", "created": "2025-01-01"}, "samples": samples}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = pathlib.Path(tmp, "log.json").write_text(json.dumps(log))
+    ...     read_inspect_groups(tmp, "level", reader="builtin")
+    {'quiz/1': 'easy', 'quiz/2': 'hard'}
+    """
+    if field is not None and not (isinstance(field, str) and field):
+        raise TypeError(f"field must be a metadata key (a non-empty string) or None, got {field!r}.")
+    labels, where = {}, {}
+    for _, task, _, path, sample in _each_sample(paths, reader, "paths"):
+        qid = make_question_id(task, sample["id"])
+        if field is None:
+            label = task
+        else:
+            metadata = sample.get("metadata")
+            if not isinstance(metadata, Mapping) or field not in metadata:
+                keys = sorted(metadata) if isinstance(metadata, Mapping) else []
+                raise ValueError(f"{path} sample {sample['id']!r}: its metadata has no field {field!r} (it has "
+                                 f"{keys}).")
+            label = metadata[field]
+            if isinstance(label, bool) or not isinstance(label, (str, int)) or label == "":
+                raise ValueError(f"{path} sample {sample['id']!r}: metadata field {field!r} is {label!r}, not a "
+                                 "group label (a non-empty string or an integer).")
+            label = str(label)
+        if qid in labels and labels[qid] != label:
+            raise ValueError(f"{path} sample {sample['id']!r}: metadata field {field!r} is {label!r} here and "
+                             f"{labels[qid]!r} in {where[qid]}; a question has one group.")
+        labels.setdefault(qid, label)
+        where.setdefault(qid, path)
+    if not labels:
+        raise ValueError("No samples in the inspect logs given in paths.")
+    return {qid: labels[qid] for qid in sorted(labels, key=_id_sort_key)}
+
+
+_TOKENS = ("total", "input", "output")
+
+
+def _sample_tokens(sample, tokens, where):
+    """Tokens of one sample (one epoch), summed over the models it called; None without usage."""
+    usage = sample.get("model_usage")
+    if not usage:
+        return None
+    if not isinstance(usage, Mapping):
+        raise ValueError(f"{where}: 'model_usage' must be an object, got {type(usage).__name__}.")
+    total = 0.0
+    for model, u in usage.items():
+        if not isinstance(u, Mapping):
+            raise ValueError(f"{where}: model_usage[{model!r}] must be an object, got {type(u).__name__}.")
+        if tokens == "total" and u.get("total_tokens") is not None:
+            keys = ("total_tokens",)
+        else:
+            keys = ("input_tokens", "output_tokens") if tokens == "total" else (f"{tokens}_tokens",)
+        for key in keys:
+            value = u.get(key) or 0
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"{where}: model_usage[{model!r}].{key} must be a non-negative number, got {value!r}.")
+            total += float(value)
+    return total
+
+
+def read_inspect_costs(paths, *, tokens="total", reader="auto"):
+    """A cost per question of inspect-ai logs: the tokens a sample used, from its ``model_usage``.
+
+    Parameters
+    ----------
+    paths : path, sequence of paths, or mapping
+        Log files or directories, as in :func:`read_inspect_logs` (e.g. the history's runs).
+    tokens : {"total", "input", "output"}, default="total"
+        Which token counts make the cost: ``total_tokens`` (else input + output), or the input or
+        output tokens alone; summed over every model a sample called (a grader model too).
+    reader : {"auto", "inspect", "builtin"}, default="auto"
+        As in :func:`read_inspect_logs`.
+
+    Returns
+    -------
+    dict
+        ``{"<task>/<sample id>": cost}``: the tokens of one epoch of the sample, averaged over its
+        epochs and then over the models that ran it (of two logs of a model on a sample, the later
+        created wins), for ``costs=`` of :class:`~faqstats.EvaluationSession` or a ``--costs-from``
+        file (``faqstats question-table``). Samples without ``model_usage`` are left out (a
+        session then names them as missing). A run with ``--epochs k`` spends about ``k`` times
+        the cost: scale a cost budget by ``k``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from faqstats.integrations import read_inspect_costs
+    >>> usage = lambda n_in, n_out: {"mockllm/a": {"input_tokens": n_in, "output_tokens": n_out}}
+    >>> samples = [{"id": 1, "epoch": 1, "model_usage": usage(90, 10)},
+    ...            {"id": 1, "epoch": 2, "model_usage": usage(90, 30)},
+    ...            {"id": 2, "epoch": 1, "model_usage": usage(400, 100)}]
+    >>> log = {"eval": {"model": "mockllm/a", "task": "quiz", "created": "2025-01-01"}, "samples": samples}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = pathlib.Path(tmp, "log.json").write_text(json.dumps(log))
+    ...     read_inspect_costs(tmp, reader="builtin"), read_inspect_costs(tmp, tokens="output", reader="builtin")
+    ({'quiz/1': 110.0, 'quiz/2': 500.0}, {'quiz/1': 20.0, 'quiz/2': 100.0})
+    """
+    if tokens not in _TOKENS:
+        raise ValueError(f"tokens must be one of {_TOKENS}, got {tokens!r}.")
+    records = HarnessRecords()
+    for model, task, stamp, path, sample in _each_sample(paths, reader, "paths"):
+        where = f"{path} sample {sample['id']!r} epoch {sample.get('epoch')}"
+        n = _sample_tokens(sample, tokens, where)
+        if n is not None:
+            records.add(model, make_question_id(task, sample["id"]), n, stamp)
+    if not records.models:
+        raise ValueError("No sample with model_usage (token counts) in the inspect logs given in paths.")
+    with warnings.catch_warnings():  # several runs of a model: the latest's counts, as the scores
+        warnings.simplefilter("ignore", UserWarning)
+        matrix, _, ids = records.history("")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (no all-NaN column: every id has a count)
+        costs = np.nanmean(matrix, axis=0)
+    return {qid: float(c) for qid, c in zip(ids, costs)}
 
 
 def _escape_glob(sample_id):

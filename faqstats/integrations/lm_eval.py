@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Mapping
 
-from ._common import (HarnessRecords, as_score, check_question_id_list, expand_paths, make_question_id,
+import numpy as np
+
+from ._common import (HarnessRecords, _id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,
                       split_question_id, write_arg)
 
-__all__ = ["read_lm_eval_samples", "read_lm_eval_outcomes", "write_lm_eval_samples_arg"]
+__all__ = ["read_lm_eval_costs", "read_lm_eval_groups", "read_lm_eval_samples", "read_lm_eval_outcomes",
+           "write_lm_eval_samples_arg"]
 
 # samples_<task>_<date_id>.jsonl with date_id = datetime.now().isoformat().replace(":", "-")
 _SAMPLES_RE = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.]+))?\.jsonl$")
@@ -261,3 +265,209 @@ def _read_outcomes(path, question_ids, *, metric="acc", filter="none", key="doc_
     tasks = {split_question_id(qid)[0] for qid in ids}
     records = _collect(path, None, metric, filter, key, "path", wanted_tasks=tasks, wanted=set(ids))
     return records.outcomes(ids, f"path {path}")
+
+
+# -- groups and costs per question ------------------------------------------------------------
+def _strings(arguments):
+    """The text of a line's requests: each request's string arguments (the prompt, a scored
+    continuation), not its generation settings (a dict); requests as a mapping (lm-eval 0.4) or
+    a list (older)."""
+    requests = arguments.values() if isinstance(arguments, Mapping) else arguments
+    if not isinstance(requests, (list, type({}.values()))):
+        raise TypeError
+    for request in requests:
+        args = request.values() if isinstance(request, Mapping) else request
+        if isinstance(args, str):
+            yield args
+        elif isinstance(args, (list, type({}.values()))):
+            yield from (a for a in args if isinstance(a, str))
+        else:
+            raise TypeError
+
+
+def read_lm_eval_costs(paths_or_dirs, *, task=None, key="doc_id", tokenizer=None):
+    """A cost per question of lm-eval ``--log_samples`` output: the length of its requests.
+
+    lm-eval 0.4 logs no token counts in its samples files, so the cost of a document is the
+    length of the text it sends to the model: the strings of the line's ``arguments``, every
+    request of the document (a multiple-choice question's context once per choice, with the
+    choice; a generation's prompt, not its generation settings). Counted in characters, a proxy
+    for the input tokens, or by ``tokenizer``.
+
+    Parameters
+    ----------
+    paths_or_dirs : path, sequence of paths, or mapping
+        As in :func:`read_lm_eval_samples` (e.g. the history's runs).
+    task : str, sequence of str or None, default=None
+        Tasks to read; ``None`` reads every task found.
+    key : {"doc_id", "doc_hash"}, default="doc_id"
+        As in :func:`read_lm_eval_samples`.
+    tokenizer : callable or None, default=None
+        A function from a string to its number of tokens (e.g. ``lambda s:
+        len(tok.encode(s))`` with the new model's tokenizer); ``None`` counts characters.
+
+    Returns
+    -------
+    dict
+        ``{"<task>/<doc id>": cost}`` (averaged over the models that ran the document; of two runs
+        of a model, the later wins), for ``costs=`` of :class:`~faqstats.EvaluationSession` or a
+        ``--costs-from`` file (``faqstats question-table``).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from faqstats.integrations import read_lm_eval_costs
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     d = pathlib.Path(out, "org__model")
+    ...     d.mkdir()
+    ...     lines = [json.dumps({"doc_id": i, "filter": "none", "acc": 1.0,
+    ...                          "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": " yes"}}})
+    ...              for i, prompt in enumerate(["Is 2 even?", "Is the square root of 2 rational?"])]
+    ...     _ = (d / "samples_quiz_2025-01-01T00-00-00.000001.jsonl").write_text("\\n".join(lines))
+    ...     read_lm_eval_costs(out)
+    {'quiz/0': 14.0, 'quiz/1': 37.0}
+    """
+    if key not in _KEYS:
+        raise ValueError(f"key must be 'doc_id' or 'doc_hash', got {key!r}.")
+    count = len if tokenizer is None else tokenizer
+    if not callable(count):
+        raise TypeError(f"tokenizer must be a function from a string to its number of tokens, got {tokenizer!r}.")
+    tasks = None if task is None else {task} if isinstance(task, str) else set(task)
+    records = HarnessRecords()
+    for model, task_name, stamp, path in expand_paths(paths_or_dirs, "paths_or_dirs", _samples_files):
+        if tasks is not None and task_name not in tasks:
+            continue
+        seen = set()
+        for line_no, line in _lines(path):
+            where = f"{path}:{line_no}"
+            try:
+                rec = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise ValueError(f"{where} is not valid JSON ({exc}).") from None
+            if not isinstance(rec, dict) or key not in rec or "arguments" not in rec:
+                raise ValueError(f"{where}: a samples line needs {key!r} and 'arguments' (run lm-eval with "
+                                 "--log_samples).")
+            doc = rec[key]
+            if doc in seen:  # the same document under another filter: the same requests
+                continue
+            seen.add(doc)
+            try:
+                texts = list(_strings(rec["arguments"]))
+            except TypeError:
+                raise ValueError(f"{where}: 'arguments' must map each request to its arguments, got "
+                                 f"{str(rec['arguments'])[:200]}.") from None
+            n = sum(count(text) for text in texts)
+            if isinstance(n, bool) or not isinstance(n, (int, float, np.integer, np.floating)) or not n >= 0:
+                raise ValueError(f"{where}: the tokenizer gave {n!r}, not a non-negative number.")
+            records.add(model, make_question_id(task_name, doc), float(n), stamp)
+    if not records.models:
+        raise ValueError("No lm-eval samples lines in paths_or_dirs.")
+    with warnings.catch_warnings():  # several runs of a model: the latest's, as the scores
+        warnings.simplefilter("ignore", UserWarning)
+        matrix, _, ids = records.history("")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        costs = np.nanmean(matrix, axis=0)
+    return {qid: float(c) for qid, c in zip(ids, costs)}
+
+
+_LEVELS = ("task", "parent", "group")
+
+
+def _group_subtasks(paths_or_dirs):
+    """``{subtask: parent group}`` from the ``group_subtasks`` of the runs' results files."""
+    parents = {}
+    for _, _, _, samples_path in expand_paths(paths_or_dirs, "paths_or_dirs", _samples_files):
+        for results in samples_path.parent.glob("results_*.json"):
+            try:
+                doc = json.loads(results.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+                raise ValueError(f"{results} is not a readable lm-eval results file ({exc}).") from None
+            tree = doc.get("group_subtasks") if isinstance(doc, dict) else None
+            if tree is None:
+                continue
+            if not isinstance(tree, dict) or not all(isinstance(v, list) for v in tree.values()):
+                raise ValueError(f"{results}: 'group_subtasks' must map a group to a list of its tasks.")
+            for group, subtasks in tree.items():
+                for sub in subtasks:
+                    if parents.setdefault(sub, group) != group:
+                        raise ValueError(f"{results}: task {sub!r} is in groups {parents[sub]!r} and {group!r}.")
+    return parents
+
+
+def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id"):
+    """A group label per question of lm-eval ``--log_samples`` output: its (sub)task or its group.
+
+    lm-eval writes one samples file per subtask (``mmlu_anatomy``, ...), and the results file's
+    ``group_subtasks`` says which group holds which subtask (``mmlu_stem`` -> ``mmlu_anatomy``,
+    ``mmlu`` -> ``mmlu_stem``).
+
+    Parameters
+    ----------
+    paths_or_dirs : path, sequence of paths, or mapping
+        As in :func:`read_lm_eval_samples`, with the runs' ``results_*.json`` next to the samples.
+    level : {"task", "parent", "group"}, default="task"
+        ``"task"``: the subtask of the samples file (as :func:`~faqstats.integrations.task_groups`);
+        ``"parent"``: the group that lists it; ``"group"``: the outermost group above it. A task
+        in no group is its own group.
+    task : str, sequence of str or None, default=None
+        Tasks to read; ``None`` reads every task found.
+    key : {"doc_id", "doc_hash"}, default="doc_id"
+        As in :func:`read_lm_eval_samples`.
+
+    Returns
+    -------
+    dict
+        ``{"<task>/<doc id>": label}``, for ``groups=`` of :class:`~faqstats.EvaluationSession` or
+        a ``--groups-from`` file (``faqstats question-table``).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from faqstats.integrations import read_lm_eval_groups
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     d = pathlib.Path(out, "org__model")
+    ...     d.mkdir()
+    ...     for task in ("mmlu_anatomy", "mmlu_virology", "arc_easy"):
+    ...         line = json.dumps({"doc_id": 0, "filter": "none", "acc": 1.0})
+    ...         _ = (d / f"samples_{task}_2025-01-01T00-00-00.000001.jsonl").write_text(line)
+    ...     tree = {"mmlu": ["mmlu_stem", "mmlu_other"], "mmlu_stem": ["mmlu_anatomy"], "mmlu_other": ["mmlu_virology"]}
+    ...     _ = (d / "results_2025-01-01T00-00-00.000001.json").write_text(json.dumps({"group_subtasks": tree}))
+    ...     read_lm_eval_groups(out, level="parent"), read_lm_eval_groups(out, level="group")
+    ({'arc_easy/0': 'arc_easy', 'mmlu_anatomy/0': 'mmlu_stem', 'mmlu_virology/0': 'mmlu_other'}, \
+{'arc_easy/0': 'arc_easy', 'mmlu_anatomy/0': 'mmlu', 'mmlu_virology/0': 'mmlu'})
+    """
+    if level not in _LEVELS:
+        raise ValueError(f"level must be one of {_LEVELS}, got {level!r}.")
+    if key not in _KEYS:
+        raise ValueError(f"key must be 'doc_id' or 'doc_hash', got {key!r}.")
+    tasks = None if task is None else {task} if isinstance(task, str) else set(task)
+    parents = {} if level == "task" else _group_subtasks(paths_or_dirs)
+
+    def label(name):
+        if level == "parent":
+            return parents.get(name, name)
+        seen = {name}
+        while name in parents:  # up to the outermost group
+            name = parents[name]
+            if name in seen:
+                raise ValueError(f"lm-eval 'group_subtasks' has a cycle through {name!r}.")
+            seen.add(name)
+        return name
+
+    labels = {}
+    for _, task_name, _, path in expand_paths(paths_or_dirs, "paths_or_dirs", _samples_files):
+        if tasks is not None and task_name not in tasks:
+            continue
+        group = label(task_name)
+        for line_no, line in _lines(path):
+            try:
+                rec = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise ValueError(f"{path}:{line_no} is not valid JSON ({exc}).") from None
+            if not isinstance(rec, dict) or key not in rec:
+                raise ValueError(f"{path}:{line_no} has no {key!r} field.")
+            labels[make_question_id(task_name, rec[key])] = group
+    if not labels:
+        raise ValueError("No lm-eval samples lines in paths_or_dirs.")
+    return {qid: labels[qid] for qid in sorted(labels, key=_id_sort_key)}

@@ -35,7 +35,8 @@ def check_costs(costs, n_questions):
     bad = ~(np.isfinite(c) & (c > 0))  # NaN fails c > 0 too
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"costs must be finite and positive; costs[{j}] = {c[j]!r} ({int(bad.sum())} such entries).")
+        raise ValueError(f"costs must be finite and positive; costs[{j}] = {float(c[j])!r} ({int(bad.sum())} such "
+                         "entries).")
     c.flags.writeable = False
     return c
 

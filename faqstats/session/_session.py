@@ -12,6 +12,7 @@ import contextlib
 import math
 import numbers
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,7 +24,7 @@ from ..factor_model import LogisticFactorModel, LogisticFactorModelCV
 from ..irt import ItemResponseModel
 from ..surrogate import GaussianProcessSurrogate
 from ..io import check_question_ids, json_safe, load_factor_model, question_ids_sha256, utc_now
-from ..sampling import HybridSampler, Sampler
+from ..sampling import HybridSampler, Sampler, check_costs
 from ._store import SessionStore
 
 __all__ = ["EvaluationSession", "NextQuestions"]
@@ -63,11 +64,21 @@ class EvaluationSession:
         ``None`` keeps it in memory only.
     dtype : {"float64", "float32"}, default="float64"
         As in :class:`PAIEstimator`.
-    groups : sequence of str or int, optional
-        A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``):
+    groups : sequence of str or int, or mapping, optional
+        A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``),
+        or a mapping ``{question id: label}`` covering the bank (other ids are ignored):
         :meth:`group_results` then gives every group's estimate and interval.
     estimand, min_group_share, stratify
         As in :class:`PAIEstimator` (user guide, "Groups and weighted estimands").
+    costs : sequence of float or mapping, optional
+        A finite, positive cost per question (tokens, dollars), in the model's question order, or
+        a mapping ``{question id: cost}`` covering the bank (other ids are ignored), e.g. from
+        :func:`~faqstats.integrations.read_inspect_costs`: as ``PAIEstimator.fit(costs=)``, the
+        policy weighs its scores by ``1 / sqrt(cost)`` and :meth:`result` reports the cost spent.
+        Stored with the session (and covered by its checksums).
+    budget_cost : float > 0, optional
+        A budget in cost units instead of questions, as in :class:`PAIEstimator` (needs ``costs``):
+        the draws it buys are fixed before the first draw, and :attr:`budget` is that number.
 
     Attributes
     ----------
@@ -118,6 +129,8 @@ class EvaluationSession:
         estimand="micro",
         min_group_share=0.0,
         stratify=False,
+        costs=None,
+        budget_cost=None,
     ):
         if directory is not None:
             SessionStore.refuse_existing(directory)
@@ -162,13 +175,17 @@ class EvaluationSession:
             config["dtype"] = dtype
         # stored only when used, like step_weights
         if groups is not None:
-            config["groups"] = np.asarray(groups).tolist()
+            config["groups"] = np.asarray(_per_question(groups, ids, "groups")).tolist()
         if not (isinstance(estimand, str) and estimand == "micro"):
             config["estimand"] = estimand if isinstance(estimand, str) else np.asarray(estimand, dtype=float).tolist()
         if min_group_share:
             config["min_group_share"] = min_group_share
         if stratify:
             config["stratify"] = bool(stratify)
+        if costs is not None:
+            config["costs"] = _check_costs(_per_question(costs, ids, "costs"), ids)
+        if budget_cost is not None:
+            config["budget_cost"] = budget_cost
         notes = []
         config = json_safe(config, "config", notes)  # numpy scalars -> plain JSON types
         if notes:
@@ -270,8 +287,10 @@ class EvaluationSession:
             estimand=config.get("estimand", "micro"),
             min_group_share=config.get("min_group_share", 0.0),
             stratify=config.get("stratify", False),
+            budget_cost=config.get("budget_cost"),
         )
-        self._loop = self._estimator.new_loop(fm.question_factors_.shape[0], groups=config.get("groups"))
+        self._loop = self._estimator.new_loop(fm.question_factors_.shape[0], groups=config.get("groups"),
+                                              costs=config.get("costs"))
         self._config = config
         self.factor_model = fm
         self.sampler = sampler
@@ -284,8 +303,29 @@ class EvaluationSession:
     # -- parameters ----------------------------------------------------------------
     @property
     def budget(self):
-        """The maximum number of draws."""
-        return self._config["budget"]
+        """The maximum number of draws (with ``budget_cost``: the draws it buys, fixed at the start)."""
+        return self._loop.run.budget
+
+    @property
+    def budget_cost(self):
+        """The budget in cost units, or None."""
+        return self._config.get("budget_cost")
+
+    @property
+    def costs(self):
+        """The cost of each question (read-only ndarray in the model's question order), or None."""
+        return self._loop.run.costs
+
+    @property
+    def groups(self):
+        """The group label of each question (ndarray in the model's question order), or None."""
+        groups = self._config.get("groups")
+        return None if groups is None else np.asarray(groups)
+
+    @property
+    def estimand(self):
+        """What :meth:`result` estimates: "micro", "macro" or question weights."""
+        return self._config.get("estimand", "micro")
 
     @property
     def batch_size(self):
@@ -557,11 +597,59 @@ class EvaluationSession:
             ax.figure.savefig(Path(os.fspath(path)), dpi=120)
         return ax
 
-    def status(self):
-        """A JSON-serialisable summary: progress, pending ids, and the estimate so far."""
+    def group_table(self, simultaneous=False):
+        """Every group's estimate so far as rows, for :meth:`status` and the command line.
+
+        Parameters
+        ----------
+        simultaneous : bool, default=False
+            Also give the intervals meant to hold for all groups at once
+            (:meth:`~faqstats.GroupResults.conf_int` with ``simultaneous=True``), as
+            ``simultaneous_lower`` and ``simultaneous_upper``.
+
+        Returns
+        -------
+        list of dict or None
+            One dict per group (sorted by label) with ``group``, ``n_questions``, ``n_asked``,
+            ``estimate``, ``std_error``, ``lower`` and ``upper`` (the ``1 - alpha`` interval);
+            None without ``groups`` or before two answers are recorded.
+        """
+        if self._config.get("groups") is None or self.n_draws < 2:
+            return None
+        results = self.group_results()
+        frame = results.to_frame(alpha=self.alpha)
+        if simultaneous:
+            both = results.conf_int(alpha=self.alpha, simultaneous=True)
+            frame["simultaneous_lower"], frame["simultaneous_upper"] = both["lower"], both["upper"]
+        rows = []
+        for label, row in frame.iterrows():
+            label = label.item() if isinstance(label, np.generic) else label
+            rows.append({"group": label, **{k: (int(v) if k.startswith("n_") else float(v)) for k, v in row.items()}})
+        return rows
+
+    def status(self, simultaneous=False):
+        """A JSON-serialisable summary: progress, pending ids, and the estimate so far.
+
+        Parameters
+        ----------
+        simultaneous : bool, default=False
+            With ``groups``: also the simultaneous intervals in ``"groups"`` (:meth:`group_table`).
+
+        Returns
+        -------
+        dict
+            The configuration, the progress, the estimate and its interval; with costs, ``costs``
+            (whether given), ``budget_cost``, ``cost_spent`` and ``cost_per_draw``; ``groups``,
+            the rows of :meth:`group_table` (None without groups).
+        """
         res = self.result() if self.n_draws >= 2 else None
         rows = self._loop.confidence_rows
         config = ("n_questions", "budget", "batch_size", "stop_when_width", "alpha", "random_state")
+        run = self._loop.run
+        spent = None
+        if run.costs is not None:
+            spent = float(run.costs[np.unique(run.table()["question"])].sum()) if self.n_draws else 0.0
+        estimand = self.estimand
         return {
             "directory": None if self.directory is None else str(self.directory),
             **{name: getattr(self, name) for name in config},
@@ -574,6 +662,12 @@ class EvaluationSession:
             "std_error": None if res is None else res.std_error,
             "conf_int": None if res is None else list(res.conf_int(alpha=self.alpha)),
             "anytime_interval": [float(rows[-1][1]), float(rows[-1][2])] if rows else None,
+            "estimand": estimand if isinstance(estimand, str) else "weighted",
+            "costs": run.costs is not None,
+            "budget_cost": self.budget_cost,
+            "cost_spent": spent,
+            "cost_per_draw": run.cost_per_draw,
+            "groups": self.group_table(simultaneous),
         }
 
     def __repr__(self):
@@ -614,6 +708,42 @@ def _check_outcome(value, qid):
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"outcome for question id {qid!r} must be in [0, 1] (1 correct, 0 wrong), got {value!r}.")
     return value
+
+
+def _per_question(values, ids, name):
+    """``values`` in the bank's question order: a mapping ``{question id: value}`` must cover
+    every question (keys matched as strings; other keys are ignored); a sequence is returned as it is."""
+    if not isinstance(values, Mapping):
+        if isinstance(values, (str, bytes)):
+            raise TypeError(f"{name} must be a sequence with one entry per question or a mapping "
+                            "{question id: value}, not a string.")
+        return values
+    given = {}
+    for key, value in values.items():
+        text = str(key)
+        if text in given:
+            raise ValueError(f"{name}: question id {text!r} appears more than once.")
+        given[text] = value
+    text_ids = [str(q) for q in ids]
+    missing = [q for q in text_ids if q not in given]
+    if missing:
+        shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
+        raise ValueError(f"{name} has no entry for {len(missing)} of the bank's {len(ids)} question ids: {shown}.")
+    return [given[q] for q in text_ids]  # (ids of other questions are ignored: a table of a larger bank)
+
+
+def _check_costs(costs, ids):
+    """``costs`` (in the bank's order) as a list of floats, a bad one named by its question id."""
+    try:
+        c = np.array(costs, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"costs must be positive numbers, one per question: {exc}") from None
+    if c.ndim == 1 and c.size == len(ids):
+        bad = np.flatnonzero(~(np.isfinite(c) & (c > 0)))
+        if bad.size:
+            raise ValueError(f"costs must be finite and positive; question id {ids[bad[0]]!r} has cost "
+                             f"{float(c[bad[0]])!r} ({bad.size} such entries).")
+    return check_costs(c, len(ids)).tolist()
 
 
 def _check_question_ids(question_ids, fm, n_questions):
