@@ -334,7 +334,7 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
 def _same_fit(a, b):
     """Whether two fitted predictors are the same (same class and fitted arrays): e.g. two
     surrogate ranks both capped by a thin history."""
-    if type(a) is not type(b):
-        return False
+    if type(a) is not type(b) or getattr(a, "question_factors_", None) is None:
+        return False  # predictors without the low-rank form (a stack, a mixture) are never merged
     names = ("question_factors_", "question_means_", "noise_", "prior_mean_", "prior_cov_")
     return all(np.array_equal(getattr(a, n, None), getattr(b, n, None)) for n in names)
