@@ -14,7 +14,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -588,14 +587,21 @@ def _stack_moments(fitted, Z, T, n_paths, seed):
 
 
 def _convex_least_squares(G, b):
-    """``argmin w' G w - 2 b' w`` over the simplex (``w >= 0``, ``sum w = 1``)."""
+    """``argmin w' G w - 2 b' w`` over the simplex (``w >= 0``, ``sum w = 1``), exactly: the best
+    of the equality-constrained solutions on every support (few components: at most 2^K - 1)."""
     K = b.size
-    if K == 1:
-        return np.ones(1)
-    scale = max(float(np.abs(G).max()), 1e-300)
-    fun = lambda w: (w @ G @ w - 2 * b @ w) / scale  # noqa: E731
-    jac = lambda w: (2 * G @ w - 2 * b) / scale  # noqa: E731
-    res = minimize(fun, np.full(K, 1.0 / K), jac=jac, method="SLSQP", bounds=[(0.0, 1.0)] * K,
-                   constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1.0, "jac": lambda w: np.ones(K)}])
-    w = np.clip(res.x, 0.0, None)
-    return w / w.sum()
+    best, best_value = None, np.inf
+    for mask in range(1, 2**K):
+        S = [k for k in range(K) if mask >> k & 1]
+        # KKT of min w' G_S w - 2 b_S' w subject to sum w = 1
+        A = np.zeros((len(S) + 1, len(S) + 1))
+        A[:-1, :-1], A[:-1, -1], A[-1, :-1] = 2 * G[np.ix_(S, S)], 1.0, 1.0
+        sol = np.linalg.lstsq(A, np.r_[2 * b[S], 1.0], rcond=None)[0][:-1]
+        if np.any(sol < -1e-12):
+            continue
+        w = np.zeros(K)
+        w[S] = np.clip(sol, 0.0, None) / np.clip(sol, 0.0, None).sum()
+        value = w @ G @ w - 2 * b @ w
+        if value < best_value - 1e-15 * max(abs(value), 1.0):
+            best, best_value = w, value
+    return best
