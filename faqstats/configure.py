@@ -22,6 +22,7 @@ from .factor_model import LogisticFactorModel
 from .results import table_summary
 from .sampling import HybridSampler, Sampler, UniformSampler
 from .step_weights import learn_step_weights, validation_split
+from .stacking import StackedPredictor
 from .surrogate import GaussianProcessSurrogate
 
 __all__ = ["Configuration", "configure_from_history", "default_candidates", "default_policies",
@@ -56,7 +57,9 @@ def default_candidates(n_models, random_state=0):
 
     ``"factor"``: :class:`~faqstats.LogisticFactorModel` of rank ``min(16, n_models - 1)``;
     ``"gp"``: :class:`~faqstats.GaussianProcessSurrogate` of rank 32; then, with at least
-    :data:`THIN_HISTORY` models, ``"gp-16"`` and ``"gp-64"`` of ranks 16 and 64, and with fewer
+    :data:`THIN_HISTORY` models, ``"gp-16"`` and ``"gp-64"`` of ranks 16 and 64 and ``"stack"``
+    (:class:`~faqstats.StackedPredictor`: the surrogate and two mixtures over the history's
+    models, combined with weights by answer count learned on its own validation models), and with fewer
     (where the rank is capped by the models anyway) ``"gp-shrink-0.5"`` and ``"gp-shrink-0.8"``
     (rank 32 with ``shrinkage`` 0.5 and 0.8: that share of the low-rank covariance moved to
     the noise, so that the predictions trust a thin history's correlations less and stay
@@ -78,7 +81,7 @@ def default_candidates(n_models, random_state=0):
     Examples
     --------
     >>> list(default_candidates(1846))
-    ['factor', 'gp', 'gp-16', 'gp-64']
+    ['factor', 'gp', 'gp-16', 'gp-64', 'stack']
     >>> list(default_candidates(16))
     ['factor', 'gp', 'gp-shrink-0.5', 'gp-shrink-0.8']
     >>> default_candidates(16)["factor"].n_components
@@ -90,6 +93,7 @@ def default_candidates(n_models, random_state=0):
     if n_models >= THIN_HISTORY:
         for k in (16, 64):
             candidates[f"gp-{k}"] = GaussianProcessSurrogate(n_components=k, random_state=random_state)
+        candidates["stack"] = StackedPredictor(random_state=random_state)
     else:  # a few models: the rank is capped by them; trust their correlations less instead
         for shrinkage in (0.5, 0.8):
             candidates[f"gp-shrink-{shrinkage}"] = GaussianProcessSurrogate(shrinkage=shrinkage,

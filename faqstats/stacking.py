@@ -49,9 +49,9 @@ class HistoryMixture(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    smoothing : float in (0, 1], default=0.15
+    smoothing : float in (0, 1], default=0.2
         Share of each profile moved to the question means (keeps every likelihood finite).
-    temperature : float > 0, default=0.7
+    temperature : float > 0, default=0.5
         Power of each answer's likelihood (below 1: a tempered, more cautious posterior).
     random_state : int, Generator or None, default=None
         Seeds the split of each row's cells in :meth:`score` (the fit is deterministic).
@@ -70,13 +70,13 @@ class HistoryMixture(TransformerMixin, BaseEstimator):
     >>> mix = HistoryMixture().fit(bank.history)
     >>> post = mix.posterior()
     >>> post.update(0, 1.0)
-    >>> post.predictions.shape, float(post.log_weights.max()) == 0.0
-    ((100,), True)
+    >>> post.predictions.shape, round(float(post.weights().sum()), 12)
+    ((100,), 1.0)
     >>> fq.PAIEstimator(mix, budget=20, random_state=0).fit(bank.new_outcomes[0]).n_queries_
     20
     """
 
-    def __init__(self, smoothing=0.15, temperature=0.7, random_state=None):
+    def __init__(self, smoothing=0.2, temperature=0.5, random_state=None):
         self.smoothing = smoothing
         self.temperature = temperature
         self.random_state = random_state
@@ -234,7 +234,7 @@ class MixturePosterior:
     predictions, oracle_scores : ndarray of shape (N,)
         Read-only; replaced by each refresh.
     log_weights : ndarray of shape (M,)
-        The unnormalised log posterior weights of the history models (largest 0 after a refresh).
+        The unnormalised log posterior weights of the history models (0 at the prior).
 
     Examples
     --------
@@ -311,7 +311,10 @@ class StackedPredictor(TransformerMixin, BaseEstimator):
     estimators : list of (str, estimator) or None, default=None
         Unfitted predictors with ``posterior()`` (and, for :func:`faqstats.batched.simulate`,
         a low-rank form or ``batched_posterior``). ``None``: a
-        :class:`~faqstats.GaussianProcessSurrogate` and a :class:`HistoryMixture`.
+        :class:`~faqstats.GaussianProcessSurrogate` (rank 32) and two :class:`HistoryMixture`,
+        a sharp one (``smoothing=0.15, temperature=1``: best after few answers) and a cautious one
+        (``smoothing=0.2, temperature=0.4``: best after many), the grid chosen on validation
+        models of openllm_v1 (docs/results.md, "Stacked predictors").
     validation_fraction : float in (0, 1), default=0.25
         Share of the history's complete rows that learns the weights.
     max_answers : int or None, default=None
@@ -340,7 +343,7 @@ class StackedPredictor(TransformerMixin, BaseEstimator):
     >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=100, n_components=3, random_state=0)
     >>> stack = StackedPredictor(n_paths=40).fit(bank.history)
     >>> stack.weights_.shape[1], bool(np.allclose(stack.weights_.sum(1), 1))
-    (2, True)
+    (3, True)
     >>> fq.PAIEstimator(stack, budget=20, random_state=0).fit(bank.new_outcomes[0]).n_queries_
     20
     """
@@ -356,7 +359,9 @@ class StackedPredictor(TransformerMixin, BaseEstimator):
         if self.estimators is None:
             from .surrogate import GaussianProcessSurrogate
 
-            return [("gp", GaussianProcessSurrogate(random_state=self.random_state)), ("mixture", HistoryMixture())]
+            return [("gp", GaussianProcessSurrogate(random_state=self.random_state)),
+                    ("mixture-sharp", HistoryMixture(smoothing=0.15, temperature=1.0)),
+                    ("mixture", HistoryMixture(smoothing=0.2, temperature=0.4))]
         items = list(self.estimators)
         if not items or not all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) for e in items):
             raise ValueError("estimators must be a non-empty list of (name, estimator) pairs.")
