@@ -293,7 +293,7 @@ class MixturePosterior:
 STACK_STEPS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
-class StackedPredictor(TransformerMixin, BaseEstimator):
+class StackedPredictor(BaseEstimator):
     """Several predictors side by side, combined with weights that depend on the answers seen.
 
     Every component learns every answer; the prediction after ``n`` answers is
@@ -474,10 +474,6 @@ class StackedPredictor(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "weights_")
         parts = [batched_posterior(est, runs, n_questions, dtype, device, predict_every) for est in self.estimators_]
         return _BatchedStack(parts, self.steps_, self.weights_, runs, dtype, device, predict_every)
-
-    def transform(self, X):
-        """Not available: a stack has no single latent representation."""
-        raise NotImplementedError("StackedPredictor has no latent representation; use its estimators_.")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
