@@ -22,6 +22,9 @@ from .posterior import PosteriorView, oracle_scores, read_only
 
 __all__ = ["HistoryMixture", "MixturePosterior", "StackedPosterior", "StackedPredictor"]
 
+#: the low-rank target of :class:`HistoryMixture` is clipped to [_TARGET_CLIP, 1 - _TARGET_CLIP]
+_TARGET_CLIP = 0.01
+
 
 def _check_dtype(dtype):
     if dtype not in ("float64", "float32"):
@@ -37,7 +40,9 @@ class HistoryMixture(TransformerMixin, BaseEstimator):
     """A new model as a mixture of the history's models: Bayesian model averaging over its rows.
 
     Each history model ``i`` has a smoothed answer profile ``P_ij = (1 - smoothing) H_ij +
-    smoothing m_j`` (``m_j`` the question's history mean, which also fills missing cells). A new
+    smoothing T_ij``, ``T_ij`` its own low-rank fit (a :class:`~faqstats.GaussianProcessSurrogate`'s
+    prediction of its row, clipped to [0.01, 0.99]; ``target="means"``: the question's history mean
+    ``m_j``), which also fills missing cells. A new
     model's prior weight is uniform over the ``M`` history models; each answer ``z`` to
     question ``j`` multiplies model ``i``'s weight by ``(P_ij^z (1 - P_ij)^(1 - z))^temperature``,
     and the predictions are ``sum_i w_i P_ij``. Nonparametric: it captures near-duplicates
@@ -49,10 +54,14 @@ class HistoryMixture(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    smoothing : float in (0, 1], default=0.2
-        Share of each profile moved to the question means (keeps every likelihood finite).
+    smoothing : float in (0, 1], default=0.3
+        Share of each profile moved to the target (keeps every likelihood finite).
     temperature : float > 0, default=0.5
         Power of each answer's likelihood (below 1: a tempered, more cautious posterior).
+    target : {"low-rank", "means"}, default="low-rank"
+        What the profiles are smoothed toward: each model's low-rank fit, or the question means.
+    n_components : int, default=32
+        Rank of the low-rank fit (``target="low-rank"``).
     random_state : int, Generator or None, default=None
         Seeds the split of each row's cells in :meth:`score` (the fit is deterministic).
 
@@ -76,9 +85,11 @@ class HistoryMixture(TransformerMixin, BaseEstimator):
     20
     """
 
-    def __init__(self, smoothing=0.2, temperature=0.5, random_state=None):
+    def __init__(self, smoothing=0.3, temperature=0.5, target="low-rank", n_components=32, random_state=None):
         self.smoothing = smoothing
         self.temperature = temperature
+        self.target = target
+        self.n_components = n_components
         self.random_state = random_state
 
     def fit(self, X, y=None):
@@ -98,16 +109,25 @@ class HistoryMixture(TransformerMixin, BaseEstimator):
         """
         check_scalar(self.smoothing, "smoothing", low=0.0, high=1.0, closed="right")
         check_scalar(self.temperature, "temperature", low=0.0, closed="neither")
+        if self.target not in ("low-rank", "means"):
+            raise ValueError(f"target must be 'low-rank' or 'means', got {self.target!r}.")
         H = validate_history(self, X, reset=True)
         observed = ~np.isnan(H)
         counts = observed.sum(0)
         overall = float(np.nanmean(H))
         means = (np.where(observed, H, 0.0).sum(0) + overall) / (counts + 1.0)
-        filled = np.where(observed, H, means)
+        if self.target == "low-rank" and H.shape[0] >= 2:
+            from .surrogate import GaussianProcessSurrogate
+
+            gp = GaussianProcessSurrogate(n_components=self.n_components, random_state=0).fit(H)
+            target = np.clip(gp.predict(H), _TARGET_CLIP, 1.0 - _TARGET_CLIP)  # each model's low-rank fit
+        else:
+            target = np.broadcast_to(means, H.shape)
+        filled = np.where(observed, H, target)
         s = float(self.smoothing)
-        # the profiles stay inside (0, 1) whatever the means: every log-likelihood is finite
-        floor = s * min(overall, 1.0 - overall, 0.5) / 2 + 1e-9
-        self.profiles_ = np.clip((1.0 - s) * filled + s * means, floor, 1.0 - floor)
+        # the profiles stay inside (0, 1) whatever the target: every log-likelihood is finite
+        floor = s * min(overall, 1.0 - overall, _TARGET_CLIP) / 2 + 1e-9
+        self.profiles_ = np.clip((1.0 - s) * filled + s * target, floor, 1.0 - floor)
         self.question_means_ = means
         return self
 
@@ -312,8 +332,8 @@ class StackedPredictor(BaseEstimator):
         Unfitted predictors with ``posterior()`` (and, for :func:`faqstats.batched.simulate`,
         a low-rank form or ``batched_posterior``). ``None``: a
         :class:`~faqstats.GaussianProcessSurrogate` (rank 32) and two :class:`HistoryMixture`,
-        a sharp one (``smoothing=0.15, temperature=1``: best after few answers) and a cautious one
-        (``smoothing=0.2, temperature=0.4``: best after many), the grid chosen on validation
+        a sharp one (``smoothing=0.5, temperature=1``: best after few answers) and a cautious one
+        (``smoothing=0.3, temperature=0.5``: best after many), the grid chosen on validation
         models of openllm_v1 (docs/results.md, "Stacked predictors").
     validation_fraction : float in (0, 1), default=0.25
         Share of the history's complete rows that learns the weights.
@@ -360,8 +380,8 @@ class StackedPredictor(BaseEstimator):
             from .surrogate import GaussianProcessSurrogate
 
             return [("gp", GaussianProcessSurrogate(random_state=self.random_state)),
-                    ("mixture-sharp", HistoryMixture(smoothing=0.15, temperature=1.0)),
-                    ("mixture", HistoryMixture(smoothing=0.2, temperature=0.4))]
+                    ("mixture-sharp", HistoryMixture(smoothing=0.5, temperature=1.0)),
+                    ("mixture", HistoryMixture(smoothing=0.3, temperature=0.5))]
         items = list(self.estimators)
         if not items or not all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], str) for e in items):
             raise ValueError("estimators must be a non-empty list of (name, estimator) pairs.")

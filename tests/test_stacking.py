@@ -73,6 +73,9 @@ def test_the_history_mixture_learns_which_models_the_new_one_is_like():
     np.testing.assert_allclose(mix.predict(np.array([[1, 1, 1, np.nan, np.nan, np.nan]]))[0], post.predictions,
                                atol=1e-12)
     assert mix.score(H) > -0.25
+    means = fq.HistoryMixture(smoothing=0.1, target="means").fit(H)  # smoothed toward the question means
+    np.testing.assert_allclose(means.profiles_, 0.9 * H + 0.1 * means.question_means_, atol=1e-9)
+    assert np.all((mix.profiles_ > 0) & (mix.profiles_ < 1))
 
 
 @pytest.mark.parametrize("predict_every", [1, 4])
@@ -134,6 +137,8 @@ def test_clear_errors(bank, stack, tmp_path):
         fq.StackedPredictor().fit(H)
     with pytest.raises(ValueError, match="smoothing"):
         fq.HistoryMixture(smoothing=0).fit(bank.history)
+    with pytest.raises(ValueError, match="target must be"):
+        fq.HistoryMixture(target="pca").fit(bank.history)
     with pytest.raises(ValueError, match="temperature"):
         fq.HistoryMixture(temperature=-1).fit(bank.history)
     with pytest.raises(ValueError, match="one entry per question"):
