@@ -159,3 +159,13 @@ def test_sklearn_conventions(bank):
     mix = fq.HistoryMixture()
     assert clone(mix).get_params() == mix.get_params()
     assert mix.fit(bank.history).transform(bank.history[:3]).shape == (3, bank.history.shape[0])
+
+
+def test_experiment_methods_stack_and_stack_equal():
+    from faqstats.experiments import run_methods
+
+    bank = fq.make_synthetic_bank(n_models=80, n_questions=60, n_new=3, n_components=2, random_state=1)
+    runs = run_methods(bank.history, bank.new_outcomes, [12], seeds=2, methods=["stack", "stack-equal"],
+                       step_weights={"n_runs": 40}, verbose=False)
+    assert np.isfinite(runs.records["estimate"]).all() and set(runs.records["method"]) == {"stack", "stack-equal"}
+    assert ("stack", 12) in runs.step_weights and ("stack-equal", 12) not in runs.step_weights
