@@ -79,8 +79,8 @@ def test_the_history_mixture_learns_which_models_the_new_one_is_like():
 
 
 @pytest.mark.parametrize("predict_every", [1, 4])
-@pytest.mark.parametrize("sampler", [fq.HybridSampler(), fq.NeymanSampler(replace=True), fq.UniformSampler(replace=False)],
-                         ids=["hybrid", "neyman-replace", "uniform"])
+@pytest.mark.parametrize("sampler", [fq.HybridSampler(), fq.NeymanSampler(replace=True),
+                                     fq.UniformSampler(replace=False)], ids=["hybrid", "neyman-replace", "uniform"])
 def test_estimator_and_batched_engine_agree(bank, stack, sampler, predict_every):
     outcomes, rows = bank.new_outcomes, [0, 1, 2, 0]
     weights = np.linspace(1, 2, 20)
