@@ -29,6 +29,7 @@ from .sampling import (
     VarianceReductionSampler,
 )
 from .step_weights import StepWeights, learn_step_weights
+from .stacking import HistoryMixture, StackedPredictor
 from .surrogate import GaussianProcessSurrogate
 
 __version__ = "0.1.0"
@@ -42,6 +43,7 @@ __all__ = [
     "EvaluationSession",
     "GaussianProcessSurrogate",
     "GroupResults",
+    "HistoryMixture",
     "HybridSampler",
     "ItemResponseModel",
     "LogisticFactorModel",
@@ -51,6 +53,7 @@ __all__ = [
     "PairedPAIEstimator",
     "PolicyState",
     "Sampler",
+    "StackedPredictor",
     "StepWeights",
     "StreamSampler",
     "SyntheticBank",

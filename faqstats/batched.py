@@ -133,7 +133,8 @@ def simulate(
         The new models' complete outcomes in [0, 1].
     generators : sequence of numpy Generators (or seeds), length R
         One per run, used exactly as ``PAIEstimator(random_state=g)`` would use it.
-    factor_model : fitted LogisticFactorModel, GaussianProcessSurrogate or None
+    factor_model : fitted LogisticFactorModel, GaussianProcessSurrogate, ItemResponseModel, StackedPredictor,
+        HistoryMixture or None
     sampler : Sampler, StreamSampler or None
         Any policy (``None`` is ``HybridSampler()``); one with numpy-only ``scores`` is asked run by run.
     budget : int
@@ -209,7 +210,8 @@ def simulate(
     engine.keep_ranges = bool(keep_increments) and (keep_ranges is None or bool(keep_ranges))
     if max_elements is None:  # larger chunks where a query costs little per run (kept scores)
         cheap = (not engine.stream and sampler.batched and _scores_follow_predictions(sampler)
-                 and (engine.V is None or engine.predict_every > 1) and not engine.keep_ranges)
+                 and ((engine.V is None and engine.custom is None) or engine.predict_every > 1)
+                 and not engine.keep_ranges)
         max_elements = CACHED_MAX_ELEMENTS if cheap else DEFAULT_MAX_ELEMENTS
     chunk = max(1, int(max_elements) // max(N, 1))
     chunk = -(-R // -(-R // chunk)) if R else chunk  # as many chunks, of even sizes
@@ -340,6 +342,124 @@ class _BatchedPosterior:
         self.refreshes += 1
 
 
+def batched_posterior(model, runs, n_questions, dtype, device, predict_every=1):
+    """The posteriors of ``runs`` runs in lockstep for a fitted predictor: its own
+    ``batched_posterior`` (:class:`~faqstats.StackedPredictor`, :class:`~faqstats.HistoryMixture`),
+    else the low-rank form's (factor models, the 2PL, the Gaussian-process surrogate), or fixed
+    zero predictions for ``None``."""
+    if model is not None and hasattr(model, "batched_posterior"):
+        return model.batched_posterior(runs, n_questions, dtype, device, predict_every)
+    if model is None:
+        return _BatchedPosterior(None, None, None, runs, n_questions, dtype, device)
+    t = lambda a: torch.tensor(np.array(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
+    cov0 = t(model.prior_cov_)
+    gaussian = getattr(model, "noise_", None) is not None
+    return _BatchedPosterior(t(model.question_factors_), t(model.prior_mean_), 0.5 * (cov0 + cov0.T), runs,
+                             n_questions, dtype, device, t(model.question_means_) if gaussian else None,
+                             t(model.noise_) if gaussian else None, predict_every)
+
+
+class _BatchedMixture:
+    """:class:`~faqstats.stacking.MixturePosterior` for ``R`` runs: log weights (R, M) over the history models."""
+
+    question_factors = mean = cov = scores = None
+
+    def __init__(self, profiles, temperature, R, dtype, device, predict_every=1):
+        P = torch.tensor(np.array(profiles, dtype=float), dtype=torch.float64, device=device)
+        self.profiles = P
+        self.log_p_t, self.log_q_t = torch.log(P).T.contiguous(), torch.log1p(-P).T.contiguous()  # (N, M)
+        self.temperature = temperature
+        self.dtype = dtype
+        self.log_weights = torch.zeros(R, P.shape[0], dtype=torch.float64, device=device)
+        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
+        self.predictions = self._predict(self.log_weights)
+        self.refreshes = 0
+
+    def _predict(self, log_weights):
+        w = torch.exp(log_weights - log_weights.amax(1, keepdim=True))
+        w = w / w.sum(1, keepdim=True)
+        return torch.mm(w, self.profiles).clamp_(0.0, 1.0).to(self.dtype)
+
+    @property
+    def oracle_scores(self):
+        return oracle_scores(self.predictions)
+
+    def quadratic_forms(self):
+        raise ValueError("HistoryMixture has no question factors: no quadratic forms.")
+
+    def update(self, idx, questions, outcomes):
+        z = outcomes.to(torch.float64)[:, None]
+        step = (self.log_p_t[questions] * z + self.log_q_t[questions] * (1.0 - z)) * self.temperature
+        runs = np.arange(self.log_weights.shape[0]) if idx is None else idx.cpu().numpy()
+        if idx is None:
+            self.log_weights += step
+        else:
+            self.log_weights[idx] += step
+        self._unpredicted[runs] += 1
+        due = self._unpredicted[runs] == self.predict_every
+        if due.all() and idx is None:
+            self.predictions = self._predict(self.log_weights)
+        elif due.any():
+            sel = torch.as_tensor(runs[due], device=self.log_weights.device)
+            self.predictions[sel] = self._predict(self.log_weights[sel])
+        self._unpredicted[runs[due]] = 0
+        self.refreshes += 1
+
+
+class _BatchedStack:
+    """:class:`~faqstats.stacking.StackedPosterior` for ``R`` runs: components in lockstep, combined by answer count."""
+
+    question_factors = mean = cov = scores = None
+
+    def __init__(self, parts, steps, weights, R, dtype, device, predict_every=1):
+        self.parts = parts
+        self.steps = np.asarray(steps, dtype=np.int64)
+        self.weights = np.asarray(weights, dtype=float)
+        self.dtype, self.device = dtype, device
+        self.n_answers = np.zeros(R, dtype=np.int64)
+        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
+        self.predictions = self._combine(None)
+        self.refreshes = 0
+
+    def _combine(self, sel):
+        counts = self.n_answers if sel is None else self.n_answers[sel.cpu().numpy()]
+        w = self.weights[np.searchsorted(self.steps, counts, side="right") - 1]  # (runs, K)
+        if sel is None and np.all(counts == counts[0]):  # in lockstep: the estimator's scalar weights, in its order
+            w0 = w[0] if w.shape[0] else self.weights[0]
+            p = self.parts[0].predictions * float(w0[0])
+            for wk, part in zip(w0[1:], self.parts[1:]):
+                p = p + part.predictions * float(wk)
+            return p.clamp_(0.0, 1.0)
+        wt = torch.as_tensor(w, dtype=self.dtype, device=self.device)
+        rows = (lambda x: x) if sel is None else (lambda x: x[sel])  # noqa: E731
+        p = rows(self.parts[0].predictions) * wt[:, :1]
+        for k, part in enumerate(self.parts[1:], 1):
+            p = p + rows(part.predictions) * wt[:, k : k + 1]
+        return p.clamp_(0.0, 1.0)
+
+    @property
+    def oracle_scores(self):
+        return oracle_scores(self.predictions)
+
+    def quadratic_forms(self):
+        raise ValueError("StackedPredictor has no question factors: no quadratic forms.")
+
+    def update(self, idx, questions, outcomes):
+        for part in self.parts:
+            part.update(idx, questions, outcomes)
+        runs = np.arange(self.n_answers.size) if idx is None else idx.cpu().numpy()
+        self.n_answers[runs] += 1
+        self._unpredicted[runs] += 1
+        due = self._unpredicted[runs] == self.predict_every
+        if idx is None and due.all():
+            self.predictions = self._combine(None)
+        elif due.any():
+            sel = torch.as_tensor(runs[due], device=self.device)
+            self.predictions[sel] = self._combine(sel)
+        self._unpredicted[runs[due]] = 0
+        self.refreshes += 1
+
+
 class _Lockstep:
     """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs."""
 
@@ -348,7 +468,9 @@ class _Lockstep:
         self.keep_ranges = False
         self.device, self.dtype = device, dtype
         self.stream = sampler.design == "stream"
-        if factor_model is None:
+        # a predictor of its own form (StackedPredictor, HistoryMixture): batched_posterior gives its runs
+        self.custom = factor_model if hasattr(factor_model, "batched_posterior") else None
+        if factor_model is None or self.custom is not None:
             self.V = self.mean0 = self.cov0 = self.offsets = self.noise = None
         else:
             # a copy: fitted attributes may be read-only arrays, which torch will not wrap
@@ -375,8 +497,12 @@ class _Lockstep:
     def run(self, rows, generators):
         """``(distinct questions asked, increments or terms, variance terms, ranges)`` of one chunk: run
         ``r`` evaluates row ``rows[r]`` of :attr:`outcomes`."""
-        self.posterior = _BatchedPosterior(self.V, self.mean0, self.cov0, len(generators), self.N, self.dtype,
-                                           self.device, self.offsets, self.noise, self.predict_every)
+        if self.custom is not None:
+            self.posterior = self.custom.batched_posterior(len(generators), self.N, self.dtype, self.device,
+                                                           self.predict_every)
+        else:
+            self.posterior = _BatchedPosterior(self.V, self.mean0, self.cov0, len(generators), self.N, self.dtype,
+                                               self.device, self.offsets, self.noise, self.predict_every)
         rows = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=self.device)
         if self.stream:
             return self._run_stream(rows, generators)
@@ -529,7 +655,7 @@ class _Lockstep:
             avail[ar, j] = False
             ssum = ssum - s_j
             idx = torch.nonzero(lab).squeeze(1)
-            if self.V is not None and idx.numel():
+            if (self.V is not None or self.custom is not None) and idx.numel():
                 post.update(idx, j[idx], z[idx])
                 S[idx] = item_scores(post.predictions[idx])
                 ssum[idx] = torch.where(avail[idx], S[idx], zero).sum(1)

@@ -22,6 +22,7 @@ from .factor_model import LogisticFactorModel
 from .results import table_summary
 from .sampling import HybridSampler, Sampler, UniformSampler
 from .step_weights import learn_step_weights, validation_split
+from .stacking import StackedPredictor
 from .surrogate import GaussianProcessSurrogate
 
 __all__ = ["Configuration", "configure_from_history", "default_candidates", "default_policies",
@@ -51,12 +52,20 @@ POLICY_MARGIN = 0.03
 THIN_HISTORY = 100
 
 
-def default_candidates(n_models, random_state=0):
+#: the stack is tried while history models x questions is at most this (its mixtures' step is O(models x N))
+STACK_MAX_CELLS = 2_500_000
+
+
+def default_candidates(n_models, random_state=0, n_questions=None):
     """The predictors tried by default: the logistic factor model and Gaussian-process surrogates.
 
     ``"factor"``: :class:`~faqstats.LogisticFactorModel` of rank ``min(16, n_models - 1)``;
     ``"gp"``: :class:`~faqstats.GaussianProcessSurrogate` of rank 32; then, with at least
-    :data:`THIN_HISTORY` models, ``"gp-16"`` and ``"gp-64"`` of ranks 16 and 64, and with fewer
+    :data:`THIN_HISTORY` models, ``"gp-16"`` and ``"gp-64"`` of ranks 16 and 64 and ``"stack"``
+    (:class:`~faqstats.StackedPredictor`: the surrogate and two mixtures over the history's
+    models, combined with weights by answer count learned on its own validation models; while
+    ``n_models x n_questions`` is at most :data:`STACK_MAX_CELLS`, since a mixture's step costs
+    ``O(n_models x n_questions)``), and with fewer
     (where the rank is capped by the models anyway) ``"gp-shrink-0.5"`` and ``"gp-shrink-0.8"``
     (rank 32 with ``shrinkage`` 0.5 and 0.8: that share of the low-rank covariance moved to
     the noise, so that the predictions trust a thin history's correlations less and stay
@@ -69,6 +78,8 @@ def default_candidates(n_models, random_state=0):
         Models in the history.
     random_state : int, default=0
         Seeds the fits.
+    n_questions : int or None, default=None
+        Questions in the bank (``None``: the stack's size limit is not applied).
 
     Returns
     -------
@@ -77,8 +88,10 @@ def default_candidates(n_models, random_state=0):
 
     Examples
     --------
-    >>> list(default_candidates(1846))
-    ['factor', 'gp', 'gp-16', 'gp-64']
+    >>> list(default_candidates(1846, n_questions=693))
+    ['factor', 'gp', 'gp-16', 'gp-64', 'stack']
+    >>> "stack" in default_candidates(5715, n_questions=693)
+    False
     >>> list(default_candidates(16))
     ['factor', 'gp', 'gp-shrink-0.5', 'gp-shrink-0.8']
     >>> default_candidates(16)["factor"].n_components
@@ -90,6 +103,8 @@ def default_candidates(n_models, random_state=0):
     if n_models >= THIN_HISTORY:
         for k in (16, 64):
             candidates[f"gp-{k}"] = GaussianProcessSurrogate(n_components=k, random_state=random_state)
+        if n_questions is None or n_models * n_questions <= STACK_MAX_CELLS:
+            candidates["stack"] = StackedPredictor(random_state=random_state)
     else:  # a few models: the rank is capped by them; trust their correlations less instead
         for shrinkage in (0.5, 0.8):
             candidates[f"gp-shrink-{shrinkage}"] = GaussianProcessSurrogate(shrinkage=shrinkage,
@@ -258,7 +273,7 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
         predict_every = default_predict_every(H.shape[1])
     predict_every = int(check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1))
     if candidates is None:
-        candidates = default_candidates(H.shape[0], random_state)
+        candidates = default_candidates(H.shape[0], random_state, H.shape[1])
     if not candidates:
         raise ValueError("candidates must name at least one predictor.")
     policies = default_policies() if policies is None else dict(policies)
@@ -334,7 +349,7 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
 def _same_fit(a, b):
     """Whether two fitted predictors are the same (same class and fitted arrays): e.g. two
     surrogate ranks both capped by a thin history."""
-    if type(a) is not type(b):
-        return False
+    if type(a) is not type(b) or getattr(a, "question_factors_", None) is None:
+        return False  # predictors without the low-rank form (a stack, a mixture) are never merged
     names = ("question_factors_", "question_means_", "noise_", "prior_mean_", "prior_cov_")
     return all(np.array_equal(getattr(a, n, None), getattr(b, n, None)) for n in names)

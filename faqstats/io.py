@@ -247,6 +247,9 @@ def save_factor_model(model, path, *, question_ids=None, reader=None):
         cv, model = model, model.best_estimator_
     if isinstance(model, ItemResponseModel):  # saved as its factor-model view: same predictions and posterior
         model = model.as_factor_model()
+    if hasattr(model, "batched_posterior"):  # StackedPredictor, HistoryMixture: not of the low-rank form
+        raise TypeError(f"A {type(model).__name__} cannot be saved as a factor model (it has no low-rank form): "
+                        "keep the history and refit it, or save one of its parts, e.g. a GaussianProcessSurrogate.")
     if not isinstance(model, (LogisticFactorModel, GaussianProcessSurrogate)):
         raise TypeError("model must be a LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate or "
                         f"ItemResponseModel, got {type(model).__name__}.")

@@ -28,7 +28,7 @@ def test_a_predictor_that_helps_is_chosen_and_refitted_on_the_whole_history(bank
     cfg = configure_from_history(bank.history, 25, n_runs=200, random_state=0)
     # every predictor with the default policy, the other policy with the best of them
     first = cfg.table[cfg.table["policy"] == "hybrid"]
-    assert first["candidate"].tolist() == ["factor", "gp", "gp-16", "gp-64"] == first["predictor"].tolist()
+    assert first["candidate"].tolist() == ["factor", "gp", "gp-16", "gp-64", "stack"] == first["predictor"].tolist()
     best = first.loc[first["predicted_ess"].idxmax(), "predictor"]
     assert cfg.table.loc[cfg.table["policy"] != "hybrid", "candidate"].tolist() == [f"{best}/tau-0.25", f"{best}/tau-1"]
     assert cfg.choice in cfg.table["candidate"].tolist()
@@ -45,7 +45,7 @@ def test_a_predictor_that_helps_is_chosen_and_refitted_on_the_whole_history(bank
     assert est.factor_model.n_features_in_ == 100 and "Chosen (predictor/policy):" in str(cfg)
     # the chosen predictor, refitted on the whole history, not the training part of the split
     again = type(est.factor_model)(**est.factor_model.get_params()).fit(bank.history)
-    np.testing.assert_allclose(est.factor_model.question_factors_, again.question_factors_)
+    np.testing.assert_allclose(est.factor_model.posterior().predictions, again.posterior().predictions)
     assert est.set_params(random_state=0).fit(bank.new_outcomes[0]).n_queries_ == 25
 
 
@@ -109,6 +109,7 @@ def test_default_candidates_add_shrunk_surrogates_for_thin_histories():
     assert [thin[n].shrinkage for n in ("gp-shrink-0.5", "gp-shrink-0.8")] == [0.5, 0.8]
     assert not any(n.startswith("gp-shrink") for n in thick)
     assert "gp-64" in thick and "gp-64" not in thin
+    assert isinstance(thick["stack"], fq.StackedPredictor) and "stack" not in thin  # it needs validation rows
 
 
 def test_another_policy_needs_a_margin_over_the_default(bank, monkeypatch):

@@ -32,6 +32,7 @@ from ..results import markdown_table, table_summary
 from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, Sampler, UniformSampler
 from ..step_weights import learn_step_weights, validation_split
 from ..irt import ItemResponseModel
+from ..stacking import StackedPredictor
 from ..surrogate import GaussianProcessSurrogate
 from ..configure import configure_from_history, default_predict_every
 from .field import FieldMethod, IRTFisher, ProEvalBQ, TinyBenchmarks
@@ -90,6 +91,8 @@ METHODS = {
     "gp-equal": _method(HybridSampler),
     "irt": _method(HybridSampler),  # a 2PL item response model's predictions (ItemResponseModel), learned weights
     "irt-equal": _method(HybridSampler),
+    "stack": _method(HybridSampler),  # StackedPredictor (surrogate + history mixtures), learned weights
+    "stack-equal": _method(HybridSampler),
     "auto": _method(lambda: UniformSampler(replace=False), uses_fm=False),
     # the unguaranteed field (field.py): their own estimators, fitted on the history, no PAI
     "proeval": _method(ProEvalBQ, uses_fm=False),  # ProEval's Bayesian quadrature (extra "field")
@@ -116,10 +119,12 @@ Examples
 """
 
 #: Methods whose predictor is not the factor model: ``name -> kind`` in :data:`PREDICTORS`.
-PREDICTOR_OF = {"gp": "gp", "gp-equal": "gp", "ceiling-gp": "gp", "irt": "irt", "irt-equal": "irt"}
+PREDICTOR_OF = {"gp": "gp", "gp-equal": "gp", "ceiling-gp": "gp", "irt": "irt", "irt-equal": "irt", "stack": "stack",
+                "stack-equal": "stack"}
 
 #: The other predictors, unfitted (``kind -> callable(random_state)``), each fitted once on the history.
-PREDICTORS = {"gp": lambda seed: GaussianProcessSurrogate(random_state=seed), "irt": lambda seed: ItemResponseModel()}
+PREDICTORS = {"gp": lambda seed: GaussianProcessSurrogate(random_state=seed), "irt": lambda seed: ItemResponseModel(),
+              "stack": lambda seed: StackedPredictor(random_state=seed)}
 
 #: Methods whose predictor is :class:`~faqstats.GaussianProcessSurrogate()` fitted on the history.
 SURROGATE_METHODS = tuple(m for m, kind in PREDICTOR_OF.items() if kind == "gp")
@@ -129,10 +134,10 @@ SURROGATE_METHODS = tuple(m for m, kind in PREDICTOR_OF.items() if kind == "gp")
 CEILING_METHODS = ("ceiling", "ceiling-gp")
 
 #: Methods whose increments are weighted equally (their plain mean).
-EQUAL_METHODS = ("faq-equal", "gp-equal", "irt-equal")
+EQUAL_METHODS = ("faq-equal", "gp-equal", "irt-equal", "stack-equal")
 
 #: Methods whose increments get weights learned from the history (:func:`learn_step_weights`).
-WEIGHTED_METHODS = ("faq", "faq-tuned", "gp", "irt")
+WEIGHTED_METHODS = ("faq", "faq-tuned", "gp", "irt", "stack")
 
 #: The columns of the records, one row per (method, budget, model, seed).
 RECORD_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "seed", "truth", "estimate", "std_error",
