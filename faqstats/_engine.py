@@ -418,9 +418,6 @@ class ClusterRun(SequentialRun):
         state = self.state()
         return cluster_law(self.sampler, state, self.codes, self.sizes, self.available, self.root_costs, self.score)
 
-    def replay_round(self, draws, keep_laws=False, where="session"):
-        raise NotImplementedError("clustered runs are not replayed (sessions do not take clusters).")
-
     def cluster_predictions(self):
         """``P_c``: every cluster's summed predictions."""
         return np.bincount(self.codes, self.predictions, self.n_clusters)
