@@ -48,12 +48,19 @@ def _experiment(args):
 
     start = time.perf_counter()
     matrix, meta = load_response_matrix(args.data)
-    groups = costs = None
-    if args.groups_from is not None or args.costs_from is not None:  # read by the matrix's question ids
-        key = next((k for k in ("question_ids", "items") if k in meta), None)
+    groups = costs = clusters = None
+    if args.clusters_from is not None and args.cluster_size is not None:
+        raise ValueError("give --clusters-from FILE or --cluster-size K, not both.")
+    if args.groups_from is not None or args.costs_from is not None or args.clusters_from is not None:
+        key = next((k for k in ("question_ids", "items") if k in meta), None)  # read by the matrix's question ids
         ids = [str(q) for q in meta[key].tolist()] if key is not None else [str(j) for j in range(matrix.shape[1])]
         groups = None if args.groups_from is None else _groups_from(args.groups_from, ids)
         costs = None if args.costs_from is None else _costs_from(args.costs_from, ids)
+        clusters = None if args.clusters_from is None else _clusters_from(args.clusters_from, ids)
+    if args.cluster_size is not None:  # consecutive questions, K at a time
+        if args.cluster_size < 1:
+            raise ValueError(f"--cluster-size must be a positive number of questions, got {args.cluster_size}.")
+        clusters = np.arange(matrix.shape[1]) // args.cluster_size
     factor_model = _given(args, "n_components", "regularization", "max_iter", "solver", "prior_scale") or None
     if args.cv_components or args.cv_regularization:  # by cell cross-validation on the history
         from .factor_model import LogisticFactorModelCV
@@ -76,7 +83,7 @@ def _experiment(args):
         seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
         n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
         step_weights=_given(args, "weight_runs") and {"n_runs": args.weight_runs}, groups=groups, costs=costs,
-        verbose=not args.quiet,
+        clusters=clusters, verbose=not args.quiet,
     )
     summary = summarize(result.records)
     models = per_model_coverage(result.records)
@@ -102,6 +109,9 @@ def _experiment(args):
     (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
     config = dict(result.config, data=str(args.data), history_shape=list(result.history_shape),
                   budgets=result.budgets.tolist(), n_new=int(result.new_rows.size))
+    if clusters is not None:  # the cluster design: budgets count cluster draws
+        config["clusters"] = {"from": args.clusters_from, "cluster_size": args.cluster_size,
+                              "n_clusters": int(np.unique(np.asarray(clusters)).size)}
     if hasattr(result.factor_model, "best_params_"):
         config["factor_model_cv"] = {k: float(v) for k, v in result.factor_model.best_params_.items()}
     (out / "config.json").write_text(json.dumps(config, indent=2))
@@ -215,6 +225,13 @@ def _add_experiment_parser(sub):
     exp.add_argument("--costs-from", default=None, metavar="FILE",
                      help="a positive cost per question (as --groups-from): the policies weigh their scores by "
                           "1/sqrt(cost); records and summary gain the cost spent")
+    clustered = exp.add_mutually_exclusive_group()
+    clustered.add_argument("--clusters-from", default=None, metavar="FILE",
+                           help="a cluster id per question (as --groups-from): every run is the cluster design (a "
+                                "draw asks a whole cluster), budgets are fractions of the clusters and uniform-fpc "
+                                "is the cluster sample mean. Sequential policies only; not with --groups-from")
+    clustered.add_argument("--cluster-size", type=int, default=None, metavar="K",
+                           help="clusters of K consecutive questions (as --clusters-from; for quick studies)")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")
     exp.set_defaults(func=_experiment)
 
