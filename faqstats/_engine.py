@@ -172,6 +172,7 @@ class SequentialRun(_Run):
     """
 
     design = "sequential"
+    unit = "question"  # what a draw picks (in messages)
 
     def __init__(self, sampler, predictor, n_questions, budget):
         super().__init__(sampler, predictor, n_questions, budget)
@@ -236,8 +237,8 @@ class SequentialRun(_Run):
             expected = float(q[question] / q.sum())
             if not math.isclose(expected, probability, rel_tol=1e-9):
                 raise ValueError(
-                    f"{where}: question {question} was drawn with probability {probability!r}, but the policy now "
-                    f"gives {expected!r}: the state does not match the factor model or sampler."
+                    f"{where}: {self.unit} {question} was drawn with probability {probability!r}, but the policy "
+                    f"now gives {expected!r}: the state does not match the factor model or sampler."
                 )
             return question, probability
 
@@ -412,6 +413,8 @@ class ClusterRun(SequentialRun):
         self._asked_view = read_only(self._asked.view())
         self.root_costs = root_costs
         self.score = score
+
+    unit = "cluster"
 
     def law(self):
         """``q_t`` over clusters for the round's first draw (:func:`cluster_law`)."""

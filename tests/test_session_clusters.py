@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import faqstats as fq
+from faqstats.io import session_checksums
 from faqstats.session import EvaluationSession
 
 N = 80
@@ -75,8 +76,8 @@ def test_session_with_clusters_resumes_to_the_estimators_results(tmp_path, bank,
     costs = np.random.default_rng(3).uniform(1.0, 20.0, N).round(2) if options.pop("costs", False) else None
     z = bank.new_outcomes[0]
     cs = options.pop("confidence_sequence", False)
-    est = fq.PAIEstimator(fm, sampler, budget=7, batch_size=3, random_state=7, confidence_sequence=0.05 if cs else False,
-                          **options)
+    est = fq.PAIEstimator(fm, sampler, budget=7, batch_size=3, random_state=7,
+                          confidence_sequence=0.05 if cs else False, **options)
     est.fit(z, clusters=clusters, costs=costs)
     assert est.result_.method == "pai-cluster"
     # the session takes the clusters as a mapping {question id: cluster id}, in any order
@@ -139,6 +140,15 @@ def test_clusters_stored_checksummed_and_validated(tmp_path, fm, ids, clusters):
     forged["config"]["clusters"][0] = "elsewhere"  # a hand edit is detected
     state_path.write_text(json.dumps(forged))
     with pytest.raises(ValueError, match="settings differ from the checksums"):
+        EvaluationSession.load(tmp_path / "s")
+    # a forger who rewrites the checksums too: other clusters change the law, the replayed draw does not match
+    state_path.write_text(json.dumps(state))
+    EvaluationSession.load(tmp_path / "s").next_questions()
+    forged = json.loads(state_path.read_text())
+    forged["config"]["clusters"] = [f"x{j % 18:02d}" for j in range(N)]  # 18 clusters, others
+    forged["checksums"] = session_checksums(forged)
+    state_path.write_text(json.dumps(forged))
+    with pytest.raises(ValueError, match=r"cluster \d+ was drawn with probability .* does not match the factor model"):
         EvaluationSession.load(tmp_path / "s")
     with pytest.raises(ValueError, match="no entry for 1 of the bank's 80 question ids: 'q0'"):
         EvaluationSession(fm, ids, clusters={q: "a" if j % 2 else "b" for j, q in enumerate(ids) if j})

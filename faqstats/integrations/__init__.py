@@ -17,7 +17,7 @@ from .inspect_ai import (DEFAULT_VALUE_MAP, inspect_sample_id_arg, read_inspect_
 from .lm_eval import (read_lm_eval_costs, read_lm_eval_groups, read_lm_eval_outcomes, read_lm_eval_samples,
                       write_lm_eval_samples_arg)
 
-__all__ = ["DEFAULT_VALUE_MAP", "inspect_sample_id_arg", "read_inspect_clusters", "read_inspect_costs", "read_inspect_groups",
-           "read_inspect_logs", "read_inspect_outcomes",
+__all__ = ["DEFAULT_VALUE_MAP", "inspect_sample_id_arg", "read_inspect_clusters", "read_inspect_costs",
+           "read_inspect_groups", "read_inspect_logs", "read_inspect_outcomes",
            "read_lm_eval_costs", "read_lm_eval_groups", "read_lm_eval_outcomes", "read_lm_eval_samples", "task_groups",
            "write_lm_eval_samples_arg"]

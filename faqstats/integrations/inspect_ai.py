@@ -22,7 +22,8 @@ import numpy as np
 from ._common import (HarnessRecords, _id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,
                       split_question_id, write_arg)
 
-__all__ = ["read_inspect_logs", "read_inspect_outcomes", "read_inspect_groups", "read_inspect_clusters", "read_inspect_costs",
+__all__ = ["read_inspect_logs", "read_inspect_outcomes", "read_inspect_groups", "read_inspect_clusters",
+           "read_inspect_costs",
            "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
 
 DEFAULT_VALUE_MAP = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
