@@ -413,6 +413,18 @@ class ClusterRun(SequentialRun):
         self._asked_view = read_only(self._asked.view())
         self.root_costs = root_costs
         self.score = score
+        self.values = np.zeros(self.n_questions)  # the asked questions' outcomes (without replacement)
+        self.group_codes = None  # with groups (every cluster in one group): each question's group code
+        self.group_rows = []  # every draw's group increments (set_groups)
+
+    def set_groups(self, codes):
+        """Track every group's increment too: ``codes`` (a group code per question) must put
+        every cluster in one group. A group's increment is the cluster increment restricted to
+        it, ``[sum_{j in g} v_j + 1{c in g} (Y_c - P_c) / q_t(c)] / N_g``."""
+        self.group_codes = codes
+        self.group_sizes = np.bincount(codes)
+        self.cluster_group = codes[[m[0] for m in self.members]]  # each cluster's group
+        self.group_clusters = np.bincount(self.cluster_group, minlength=self.group_sizes.size)
 
     unit = "cluster"
 
@@ -444,9 +456,16 @@ class ClusterRun(SequentialRun):
         total, prediction = float(z.sum()), float(self.predictions[members].sum())
         phi = pai_increment(base, total, prediction, probability, self.n_questions)
         self.records.append((cluster, members.size, probability, total, phi, prediction, base))
+        if self.group_codes is not None:  # v: asked outcomes and unasked predictions (all predictions with replacement)
+            p = np.asarray(self.predictions, dtype=float)
+            v = p if self.replace else np.where(self.question_available, p, self.values)
+            rows = np.bincount(self.group_codes, v, self.group_sizes.size)
+            rows[self.cluster_group[cluster]] += (total - prediction) / probability
+            self.group_rows.append(rows / self.group_sizes)
         if not self.replace:
             self.available[cluster] = False
             self.question_available[members] = False
+            self.values[members] = z
             self.asked_total += total
             self._asked = np.concatenate([self._asked, members])
             self._asked_view = read_only(self._asked.view())

@@ -229,7 +229,8 @@ def _add_experiment_parser(sub):
     clustered.add_argument("--clusters-from", default=None, metavar="FILE",
                            help="a cluster id per question (as --groups-from): every run is the cluster design (a "
                                 "draw asks a whole cluster), budgets are fractions of the clusters and uniform-fpc "
-                                "is the cluster sample mean. Sequential policies only; not with --groups-from")
+                                "is the cluster sample mean. Sequential policies only; with --groups-from every "
+                                "cluster must lie in one group")
     clustered.add_argument("--cluster-size", type=int, default=None, metavar="K",
                            help="clusters of K consecutive questions (as --clusters-from; for quick studies)")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -616,9 +617,6 @@ def _session_new(args):
     if args.groups_from is None and (args.estimand != "micro" or args.min_group_share or args.stratify):
         raise ValueError("--estimand macro, --min-group-share and --stratify need --groups-from (tasks or a FILE).")
     ids = _read_question_ids(args.question_ids) if args.question_ids is not None else None
-    if args.clusters_from is not None and args.groups_from is not None:
-        raise ValueError("--clusters-from does not go with --groups-from yet: start a session per group, or leave "
-                         "the groups out.")
     groups = costs = clusters = None
     if args.groups_from is not None or args.costs_from is not None or args.clusters_from is not None:
         fm = load_factor_model(args.model)  # the bank's ids, to read the files by
@@ -991,7 +989,8 @@ def _add_session_parser(sub):
                               "at the start")
     grouped.add_argument("--clusters-from", default=None, metavar="FILE",
                          help="a cluster id per question (questions on one passage, image, prompt): every draw asks "
-                              "a whole cluster, --budget counts cluster draws (not with --groups-from)")
+                              "a whole cluster, --budget counts cluster draws (with --groups-from: every cluster in "
+                              "one group, --estimand micro)")
     _finish(new, _session_new)
 
     nxt = ssub.add_parser("next", help="print the questions to ask now (the pending ones again until answered)")

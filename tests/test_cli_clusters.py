@@ -109,15 +109,37 @@ def test_bad_cluster_files_are_refused_by_file_line_and_id(capsys, tmp_path, mod
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "s").exists()
 
 
-def test_clusters_with_groups_or_too_large_a_budget_are_refused(capsys, tmp_path, model_npz):
+def test_clusters_spanning_groups_or_too_large_a_budget_are_refused(capsys, tmp_path, model_npz):
     path = tmp_path / "c.json"
     path.write_text(json.dumps(dict(zip(IDS, CLUSTERS))))
     code, _, err = run(capsys, "session", "new", tmp_path / "s", "--model", model_npz, "--clusters-from", path,
                        "--groups-from", "tasks", "--budget", 3)
-    assert code == 2 and "--clusters-from does not go with --groups-from" in err
+    assert code == 2 and "cluster 'p0' spans groups ['t0', 't1', 't2']" in err
     code, _, err = run(capsys, "session", "new", tmp_path / "s", "--model", model_npz, "--clusters-from", path,
                        "--budget", 11)
     assert code == 2 and "exceeds the 10 clusters" in err
+
+
+def test_clusters_nested_in_groups_from_the_shell(capsys, tmp_path, bank, model_npz):
+    path = tmp_path / "q.csv"  # one table: each cluster in one group
+    path.write_text("question_id,group,cluster\n" + "".join(
+        f"{q},{'early' if j < 12 else 'late'},{k}\n" for j, (q, k) in enumerate(zip(IDS, CLUSTERS))))
+    d = tmp_path / "s"
+    code, out, err = run(capsys, "session", "new", d, "--model", model_npz, "--clusters-from", path,
+                         "--groups-from", path, "--budget", 4, "--batch-size", 2, "--seed", 1)
+    assert code == 0, err
+    assert "2 groups, estimand micro, 10 clusters" in out
+    z = bank.new_outcomes[0]
+    while not (nxt := run(capsys, "session", "next", d, "--json")[1])["done"]:
+        assert run(capsys, "session", "record", d, *[x for q in nxt["ids"] for x in (q, z[IDS.index(q)])])[0] == 0
+    groups = ["early" if j < 12 else "late" for j in range(N)]
+    est = fq.PAIEstimator(fq.load_factor_model(model_npz), fq.HybridSampler(tau=0.5), budget=4, batch_size=2,
+                          random_state=1).fit(z, clusters=CLUSTERS, groups=groups)
+    st = run(capsys, "session", "status", d, "--json")[1]
+    assert [row["estimate"] for row in st["groups"]] == est.group_results_.estimate.tolist()
+    assert sum(row["n_asked"] for row in st["groups"]) == 4  # cluster draws
+    out = run(capsys, "session", "status", d)[1]
+    assert "Groups (2)" in out and "Clusters: 4 of 10 asked (12 questions)" in out
 
 
 # -- inspect: clusters from sample metadata ---------------------------------------------------

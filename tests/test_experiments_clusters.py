@@ -52,7 +52,7 @@ def test_cluster_runs_are_each_runs_estimator_results(bank, fm):
 @pytest.mark.parametrize("options, match", [
     ({"methods": ["ht-uniform"]}, "method 'ht-uniform' cannot take clusters"),
     ({"methods": ["uniform-fpc"], "budgets": [13]}, r"distinct numbers of cluster draws in \[2, 12\]"),
-    ({"methods": ["uniform-fpc"], "groups": np.repeat(["a", "b"], N // 2)}, "clusters do not go with groups"),
+    ({"methods": ["uniform-fpc"], "groups": np.arange(N) % 2}, "spans groups"),
     ({"methods": ["uniform-fpc"], "clusters": np.zeros(N)}, "at least 2 clusters"),
 ])
 def test_refusals(bank, options, match):

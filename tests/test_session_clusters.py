@@ -66,6 +66,8 @@ OPTIONS = {
     "cost-budget": {"costs": True, "budget_cost": 120.0},
     "cost-budget-replace": {"costs": True, "budget_cost": 120.0, "sampler": "replace"},
     "confidence-sequence": {"confidence_sequence": True},
+    "groups": {"groups": True},
+    "groups-costs-replace": {"groups": True, "costs": True, "sampler": "replace"},
 }
 
 
@@ -76,15 +78,18 @@ def test_session_with_clusters_resumes_to_the_estimators_results(tmp_path, bank,
     costs = np.random.default_rng(3).uniform(1.0, 20.0, N).round(2) if options.pop("costs", False) else None
     z = bank.new_outcomes[0]
     cs = options.pop("confidence_sequence", False)
+    # groups: each cluster in one group (clusters p0 .. p8 early, the others late)
+    groups = np.where(np.isin(clusters, [f"p{c}" for c in range(9)]), "early", "late") if options.pop(
+        "groups", False) else None
     est = fq.PAIEstimator(fm, sampler, budget=7, batch_size=3, random_state=7,
                           confidence_sequence=0.05 if cs else False, **options)
-    est.fit(z, clusters=clusters, costs=costs)
+    est.fit(z, clusters=clusters, costs=costs, groups=groups)
     assert est.result_.method == "pai-cluster"
     # the session takes the clusters as a mapping {question id: cluster id}, in any order
     cluster_map = dict(reversed(list(zip(ids, clusters.tolist()))))
     cost_map = None if costs is None else dict(zip(ids, costs.tolist()))
     EvaluationSession.create(tmp_path / "s", fm, ids, sampler=sampler, budget=7, batch_size=3, random_state=7,
-                             clusters=cluster_map, costs=cost_map, confidence_sequence=cs, **options)
+                             clusters=cluster_map, costs=cost_map, confidence_sequence=cs, groups=groups, **options)
     s = _drive_reloading(tmp_path / "s", z)
     assert s.result() == est.result_
     np.testing.assert_array_equal(s.queries(), est.queries_)
@@ -98,6 +103,10 @@ def test_session_with_clusters_resumes_to_the_estimators_results(tmp_path, bank,
         assert s.status()["cost_spent"] == pytest.approx(est.cost_spent_)
     if cs:
         np.testing.assert_allclose(s.confidence_sequence(), est.confidence_sequence_)
+    if groups is not None:
+        for name in ("labels", "estimate", "std_error", "df", "n_questions", "n_asked", "n_units"):
+            np.testing.assert_array_equal(getattr(s.group_results(), name), getattr(est.group_results_, name))
+        assert [row["estimate"] for row in s.group_table()] == est.group_results_.estimate.tolist()
 
 
 def test_next_questions_hands_out_whole_clusters(fm, ids, clusters, bank):
@@ -156,7 +165,7 @@ def test_clusters_stored_checksummed_and_validated(tmp_path, fm, ids, clusters):
         EvaluationSession(fm, ids, clusters=[None if j == 3 else j // 4 for j in range(N)])
     with pytest.raises(ValueError, match="at least 2 clusters"):
         EvaluationSession(fm, ids, clusters=["one"] * N)
-    with pytest.raises(ValueError, match="groups are not available with clusters"):
-        EvaluationSession(fm, ids, clusters=clusters, groups=clusters)
+    with pytest.raises(ValueError, match="spans groups"):
+        EvaluationSession(fm, ids, clusters=clusters, groups=[j % 2 for j in range(N)])
     with pytest.raises(ValueError, match="exceeds the 18 clusters"):
         EvaluationSession(fm, ids, budget=19, clusters=clusters)

@@ -797,7 +797,8 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         A cluster id per question: every run is the cluster design (``PAIEstimator.fit(clusters=)``:
         a draw asks a whole cluster), ``budgets`` count cluster draws (at most the number of
         clusters), ``n_queries`` in the records the questions asked, and ``uniform-fpc`` is the
-        cluster sample mean (its ESS baseline). Not with ``groups``. The learned increment weights
+        cluster sample mean (its ESS baseline). With ``groups`` every cluster must lie in one group
+        (``n_asked`` in the group records counts cluster draws). The learned increment weights
         of the :data:`WEIGHTED_METHODS` are learned on question draws (any fixed weights keep the
         estimate unbiased; prefer ``faq-equal`` for a clean comparison).
     verbose : bool, default=True
@@ -840,8 +841,6 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     if clusters is not None:
         from .._engine import encode_clusters
 
-        if groups is not None:
-            raise ValueError("clusters do not go with groups yet: run the experiment with one of them.")
         clusters = np.asarray(clusters)
         units, what = encode_clusters(clusters, new.shape[1])[1].size, "cluster draws"  # checked here, once
     if sizes.size == 0 or sizes.min() < 2 or sizes.max() > units or np.unique(sizes).size != sizes.size:

@@ -87,8 +87,8 @@ class EvaluationSession:
         cluster, ``budget`` counts cluster draws, and :meth:`next_questions` hands out all the
         questions of the round's clusters. A draw is recorded once every question of its cluster
         is answered (the estimator needs the cluster's total); answers to part of a cluster are
-        kept (and saved) until then. Not with ``groups``. Stored with the session (and covered
-        by its checksums).
+        kept (and saved) until then. With ``groups`` every cluster must lie in one group (and the
+        estimand be "micro"). Stored with the session (and covered by its checksums).
 
     Attributes
     ----------
