@@ -172,6 +172,7 @@ class SequentialRun(_Run):
     """
 
     design = "sequential"
+    unit = "question"  # what a draw picks (in messages)
 
     def __init__(self, sampler, predictor, n_questions, budget):
         super().__init__(sampler, predictor, n_questions, budget)
@@ -236,8 +237,8 @@ class SequentialRun(_Run):
             expected = float(q[question] / q.sum())
             if not math.isclose(expected, probability, rel_tol=1e-9):
                 raise ValueError(
-                    f"{where}: question {question} was drawn with probability {probability!r}, but the policy now "
-                    f"gives {expected!r}: the state does not match the factor model or sampler."
+                    f"{where}: {self.unit} {question} was drawn with probability {probability!r}, but the policy "
+                    f"now gives {expected!r}: the state does not match the factor model or sampler."
                 )
             return question, probability
 
@@ -412,14 +413,25 @@ class ClusterRun(SequentialRun):
         self._asked_view = read_only(self._asked.view())
         self.root_costs = root_costs
         self.score = score
+        self.values = np.zeros(self.n_questions)  # the asked questions' outcomes (without replacement)
+        self.group_codes = None  # with groups (every cluster in one group): each question's group code
+        self.group_rows = []  # every draw's group increments (set_groups)
+
+    def set_groups(self, codes):
+        """Track every group's increment too: ``codes`` (a group code per question) must put
+        every cluster in one group. A group's increment is the cluster increment restricted to
+        it, ``[sum_{j in g} v_j + 1{c in g} (Y_c - P_c) / q_t(c)] / N_g``."""
+        self.group_codes = codes
+        self.group_sizes = np.bincount(codes)
+        self.cluster_group = codes[[m[0] for m in self.members]]  # each cluster's group
+        self.group_clusters = np.bincount(self.cluster_group, minlength=self.group_sizes.size)
+
+    unit = "cluster"
 
     def law(self):
         """``q_t`` over clusters for the round's first draw (:func:`cluster_law`)."""
         state = self.state()
         return cluster_law(self.sampler, state, self.codes, self.sizes, self.available, self.root_costs, self.score)
-
-    def replay_round(self, draws, keep_laws=False, where="session"):
-        raise NotImplementedError("clustered runs are not replayed (sessions do not take clusters).")
 
     def cluster_predictions(self):
         """``P_c``: every cluster's summed predictions."""
@@ -444,9 +456,16 @@ class ClusterRun(SequentialRun):
         total, prediction = float(z.sum()), float(self.predictions[members].sum())
         phi = pai_increment(base, total, prediction, probability, self.n_questions)
         self.records.append((cluster, members.size, probability, total, phi, prediction, base))
+        if self.group_codes is not None:  # v: asked outcomes and unasked predictions (all predictions with replacement)
+            p = np.asarray(self.predictions, dtype=float)
+            v = p if self.replace else np.where(self.question_available, p, self.values)
+            rows = np.bincount(self.group_codes, v, self.group_sizes.size)
+            rows[self.cluster_group[cluster]] += (total - prediction) / probability
+            self.group_rows.append(rows / self.group_sizes)
         if not self.replace:
             self.available[cluster] = False
             self.question_available[members] = False
+            self.values[members] = z
             self.asked_total += total
             self._asked = np.concatenate([self._asked, members])
             self._asked_view = read_only(self._asked.view())

@@ -48,12 +48,19 @@ def _experiment(args):
 
     start = time.perf_counter()
     matrix, meta = load_response_matrix(args.data)
-    groups = costs = None
-    if args.groups_from is not None or args.costs_from is not None:  # read by the matrix's question ids
-        key = next((k for k in ("question_ids", "items") if k in meta), None)
+    groups = costs = clusters = None
+    if args.clusters_from is not None and args.cluster_size is not None:
+        raise ValueError("give --clusters-from FILE or --cluster-size K, not both.")
+    if args.groups_from is not None or args.costs_from is not None or args.clusters_from is not None:
+        key = next((k for k in ("question_ids", "items") if k in meta), None)  # read by the matrix's question ids
         ids = [str(q) for q in meta[key].tolist()] if key is not None else [str(j) for j in range(matrix.shape[1])]
         groups = None if args.groups_from is None else _groups_from(args.groups_from, ids)
         costs = None if args.costs_from is None else _costs_from(args.costs_from, ids)
+        clusters = None if args.clusters_from is None else _clusters_from(args.clusters_from, ids)
+    if args.cluster_size is not None:  # consecutive questions, K at a time
+        if args.cluster_size < 1:
+            raise ValueError(f"--cluster-size must be a positive number of questions, got {args.cluster_size}.")
+        clusters = np.arange(matrix.shape[1]) // args.cluster_size
     factor_model = _given(args, "n_components", "regularization", "max_iter", "solver", "prior_scale") or None
     if args.cv_components or args.cv_regularization:  # by cell cross-validation on the history
         from .factor_model import LogisticFactorModelCV
@@ -76,7 +83,7 @@ def _experiment(args):
         seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
         n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
         step_weights=_given(args, "weight_runs") and {"n_runs": args.weight_runs}, groups=groups, costs=costs,
-        verbose=not args.quiet,
+        clusters=clusters, verbose=not args.quiet,
     )
     summary = summarize(result.records)
     models = per_model_coverage(result.records)
@@ -102,6 +109,9 @@ def _experiment(args):
     (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
     config = dict(result.config, data=str(args.data), history_shape=list(result.history_shape),
                   budgets=result.budgets.tolist(), n_new=int(result.new_rows.size))
+    if clusters is not None:  # the cluster design: budgets count cluster draws
+        config["clusters"] = {"from": args.clusters_from, "cluster_size": args.cluster_size,
+                              "n_clusters": int(np.unique(np.asarray(clusters)).size)}
     if hasattr(result.factor_model, "best_params_"):
         config["factor_model_cv"] = {k: float(v) for k, v in result.factor_model.best_params_.items()}
     (out / "config.json").write_text(json.dumps(config, indent=2))
@@ -215,6 +225,14 @@ def _add_experiment_parser(sub):
     exp.add_argument("--costs-from", default=None, metavar="FILE",
                      help="a positive cost per question (as --groups-from): the policies weigh their scores by "
                           "1/sqrt(cost); records and summary gain the cost spent")
+    clustered = exp.add_mutually_exclusive_group()
+    clustered.add_argument("--clusters-from", default=None, metavar="FILE",
+                           help="a cluster id per question (as --groups-from): every run is the cluster design (a "
+                                "draw asks a whole cluster), budgets are fractions of the clusters and uniform-fpc "
+                                "is the cluster sample mean. Sequential policies only; with --groups-from every "
+                                "cluster must lie in one group")
+    clustered.add_argument("--cluster-size", type=int, default=None, metavar="K",
+                           help="clusters of K consecutive questions (as --clusters-from; for quick studies)")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")
     exp.set_defaults(func=_experiment)
 
@@ -433,6 +451,9 @@ def _status_text(st):
         lines.append(f"Cost spent {st['cost_spent']:.6g}{budget}.")
     if st.get("groups"):
         lines += _group_lines(st["groups"], st["alpha"])
+    if st.get("n_clusters"):
+        lines.append(f"Clusters: {st['n_clusters_asked']} of {st['n_clusters']} asked ({st['n_queries']} questions); "
+                     "a draw asks a whole cluster and counts once all its answers are in.")
     if st["pending"]:
         lines.append("Pending: " + " ".join(map(str, st["pending"])))
     return "\n".join(lines)
@@ -569,6 +590,19 @@ def _costs_from(path, ids):
     return costs
 
 
+def _clusters_from(path, ids):
+    """A cluster id for each of ``ids`` (the bank's order), from a file (ids as strings)."""
+    values = _question_values(path, ids, "cluster")
+    clusters = []
+    for qid in ids:
+        where, value = values[str(qid)]
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+            raise ValueError(f"{where}: the cluster of question id {qid!r} must be a non-empty string or an integer, "
+                             f"got {value!r}.")
+        clusters.append(str(value))
+    return clusters
+
+
 def _session_new(args):
     from .sampling import HybridSampler
     from .session import EvaluationSession
@@ -583,22 +617,25 @@ def _session_new(args):
     if args.groups_from is None and (args.estimand != "micro" or args.min_group_share or args.stratify):
         raise ValueError("--estimand macro, --min-group-share and --stratify need --groups-from (tasks or a FILE).")
     ids = _read_question_ids(args.question_ids) if args.question_ids is not None else None
-    groups = costs = None
-    if args.groups_from is not None or args.costs_from is not None:  # the bank's ids, to read the files by
-        fm = load_factor_model(args.model)
+    groups = costs = clusters = None
+    if args.groups_from is not None or args.costs_from is not None or args.clusters_from is not None:
+        fm = load_factor_model(args.model)  # the bank's ids, to read the files by
         bank_ids = ids if ids is not None else (fm.question_ids_ or [str(j) for j in range(fm.n_features_in_)])
         groups = None if args.groups_from is None else _groups_from(args.groups_from, bank_ids)
         costs = None if args.costs_from is None else _costs_from(args.costs_from, bank_ids)
+        clusters = None if args.clusters_from is None else _clusters_from(args.clusters_from, bank_ids)
     session = EvaluationSession.create(
         args.directory, args.model, ids, sampler=HybridSampler(tau=args.tau, replace=args.replace),
         budget=100 if args.budget is None else args.budget, batch_size=args.batch_size,
         stop_when_width=args.stop_when_width, alpha=args.alpha,
         step_weights=None if args.step_weights is None else load_step_weights(args.step_weights).weights,
         random_state=args.seed, groups=groups, estimand=args.estimand, min_group_share=args.min_group_share,
-        stratify=args.stratify, costs=costs, budget_cost=args.budget_cost,
+        stratify=args.stratify, costs=costs, budget_cost=args.budget_cost, clusters=clusters,
     )
     st = session.status()
     extra = "" if groups is None else f", {len(set(groups))} groups, estimand {args.estimand}"
+    if clusters is not None:
+        extra += f", {st['n_clusters']} clusters (a draw asks a whole cluster)"
     if costs is not None:
         extra += ", costs per question" + ("" if args.budget_cost is None else
                                            f", cost budget {args.budget_cost:g} = {st['budget']} draws")
@@ -770,12 +807,16 @@ def _question_table(args):
     --groups-from``/``--costs-from``."""
     import csv
 
-    from .integrations import (read_inspect_costs, read_inspect_groups, read_lm_eval_costs, read_lm_eval_groups,
-                               task_groups)
+    from .integrations import (read_inspect_clusters, read_inspect_costs, read_inspect_groups, read_lm_eval_costs,
+                               read_lm_eval_groups, task_groups)
 
     harness, paths = _harness_of(args)
     group = args.group
+    clusters = None
     if harness == "lm-eval":
+        if args.cluster_field is not None:
+            raise ValueError("--cluster-field reads inspect sample metadata: it goes with --inspect (lm-eval logs "
+                             "no cluster of a document; write a question_id,cluster file for --clusters-from).")
         if group.startswith("metadata."):
             raise ValueError("--group metadata.FIELD reads inspect sample metadata: it goes with --inspect.")
         if args.tokens != "total":
@@ -791,8 +832,12 @@ def _question_table(args):
         field = group.removeprefix("metadata.") if group.startswith("metadata.") else None
         if field == "":
             raise ValueError("--group metadata.FIELD needs a FIELD (a key of the samples' metadata).")
+        if args.cluster_field == "":
+            raise ValueError("--cluster-field needs a FIELD (a key of the samples' metadata).")
         with _reading_harness(harness):
             groups = read_inspect_groups(paths, field)
+            if args.cluster_field is not None:
+                clusters = read_inspect_clusters(paths, args.cluster_field)
             try:
                 costs = read_inspect_costs(paths, tokens=args.tokens)
             except ValueError as exc:
@@ -806,18 +851,24 @@ def _question_table(args):
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["question_id", "task", "group", "cost"])
+        writer.writerow(["question_id", "task", "group", "cost"] + ([] if clusters is None else ["cluster"]))
         for qid, task in zip(ids, tasks):
             cost = costs.get(qid)
-            writer.writerow([qid, task, groups.get(qid, ""), "" if cost is None else f"{cost:.10g}"])
+            row = [qid, task, groups.get(qid, ""), "" if cost is None else f"{cost:.10g}"]
+            writer.writerow(row + ([] if clusters is None else [clusters.get(qid, "")]))
     no_cost = [q for q in ids if q not in costs]
     if no_cost:
         _note(f"{len(no_cost)} question(s) have no token counts in the logs (no model_usage), their cost is left "
               f"empty: {', '.join(map(repr, no_cost[:5]))}{' ...' if len(no_cost) > 5 else ''}.")
     payload = {"out": str(out), "n_questions": len(ids), "n_groups": len(set(groups.values())),
                "group": group, "cost": unit, "missing_costs": no_cost}
-    _emit(args, payload, f"Wrote {out}: {len(ids)} questions, {payload['n_groups']} groups ({group}), cost = {unit}.\n"
-          f"Use it with: faqstats session new DIR --model MODEL --groups-from {out} --costs-from {out} ...")
+    also = ""
+    if clusters is not None:
+        payload["n_clusters"], payload["cluster_field"] = len(set(clusters.values())), args.cluster_field
+        also = f", {payload['n_clusters']} clusters (metadata.{args.cluster_field})"
+    _emit(args, payload, f"Wrote {out}: {len(ids)} questions, {payload['n_groups']} groups ({group}){also}, "
+          f"cost = {unit}.\nUse it with: faqstats session new DIR --model MODEL --groups-from {out} --costs-from {out} "
+          + ("..." if clusters is None else f"(or --clusters-from {out} --costs-from {out}) ..."))
 
 
 def _finish(parser, func):
@@ -890,6 +941,9 @@ def _add_question_table_parser(sub):
                             "inspect: metadata.FIELD, a field of the samples' metadata")
     table.add_argument("--tokens", choices=["total", "input", "output"], default="total",
                        help="inspect: which token counts make the cost (default total)")
+    table.add_argument("--cluster-field", default=None, metavar="FIELD",
+                       help="inspect: also a 'cluster' column, the samples' metadata FIELD within their task (a "
+                            "passage or document id), for 'session new --clusters-from'")
     _finish(table, _question_table)
 
 
@@ -913,7 +967,8 @@ def _add_session_parser(sub):
     new.add_argument("--question-ids", default=None,
                      help="file of the bank's question ids (default: those stored with the model)")
     grouped = new.add_argument_group(
-        "groups and costs", "FILE: a .csv of 'question_id,VALUE' rows (a header may name a 'group' or 'cost' column) "
+        "groups, costs and clusters", "FILE: a .csv (.tsv) of 'question_id,VALUE' rows (a header may name a 'group', "
+        "'cost' or 'cluster' column) "
         "or a .json object {question id: VALUE}, covering every question of the bank (other ids are ignored, "
         "with a note)")
     grouped.add_argument("--groups-from", default=None, metavar="FILE|tasks",
@@ -932,6 +987,10 @@ def _add_session_parser(sub):
     grouped.add_argument("--budget-cost", type=float, default=None, metavar="C",
                          help="a budget in cost units instead of --budget: the draws it buys in expectation, fixed "
                               "at the start")
+    grouped.add_argument("--clusters-from", default=None, metavar="FILE",
+                         help="a cluster id per question (questions on one passage, image, prompt): every draw asks "
+                              "a whole cluster, --budget counts cluster draws (with --groups-from: every cluster in "
+                              "one group, --estimand micro)")
     _finish(new, _session_new)
 
     nxt = ssub.add_parser("next", help="print the questions to ask now (the pending ones again until answered)")

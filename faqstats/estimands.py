@@ -216,9 +216,12 @@ class GroupResults:
         Exactly unbiased estimates, their standard errors and the intervals' degrees of
         freedom (``inf``: normal quantile).
     n_questions, n_asked : ndarray of shape (G,)
-        Questions in each group, and how many draws fell in it.
+        Questions in each group, and how many draws fell in it (with clusters: cluster draws).
     replace : bool
         Whether the draws were with replacement (the simultaneous rule's finite-population factor).
+    n_units : ndarray of shape (G,) or None
+        With clusters: the clusters in each group (the finite-population factor's denominators);
+        None: draws are questions (``n_questions``).
 
     Examples
     --------
@@ -240,6 +243,7 @@ class GroupResults:
     n_questions: np.ndarray
     n_asked: np.ndarray
     replace: bool = False
+    n_units: np.ndarray | None = None
 
     def simultaneous_std_error(self):
         """The standard errors the simultaneous intervals use: ``sqrt(V_g + (1 - f_g) / (6 n_g^2))``.
@@ -257,7 +261,8 @@ class GroupResults:
         ndarray of shape (G,)
         """
         n = self.n_asked.astype(float)
-        fpc = np.ones_like(n) if self.replace else np.clip(1.0 - n / self.n_questions, 0.0, 1.0)
+        units = self.n_questions if self.n_units is None else self.n_units
+        fpc = np.ones_like(n) if self.replace else np.clip(1.0 - n / units, 0.0, 1.0)
         with np.errstate(divide="ignore"):
             floor = np.where(n > 0, fpc / (PSEUDO_RESIDUAL_INVERSE * np.maximum(n, 1.0) ** 2), np.inf)
         return np.sqrt(self.std_error**2 + floor)
@@ -307,8 +312,9 @@ class GroupResults:
         return frame.join(self.conf_int(alpha, simultaneous))
 
 
-def group_results(increments, labels, sizes, asked_codes, *, interval, weights, n_questions):
-    """:class:`GroupResults` from the ``(n, G)`` group increments (each column as :func:`pai_inference`)."""
+def group_results(increments, labels, sizes, asked_codes, *, interval, weights, n_questions, n_units=None):
+    """:class:`GroupResults` from the ``(n, G)`` group increments (each column as :func:`pai_inference`);
+    with clusters ``asked_codes`` are the drawn clusters' groups and ``n_units`` each group's clusters."""
     est, se, df = [], [], []
     for column in np.asarray(increments, dtype=float).T:
         e, v, d, _ = pai_inference(column, interval=interval, weights=weights, n_questions=n_questions)
@@ -317,7 +323,7 @@ def group_results(increments, labels, sizes, asked_codes, *, interval, weights, 
         df.append(np.inf if d is None else d)
     n_asked = np.bincount(asked_codes, minlength=labels.size)
     return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked,
-                        n_questions is None)
+                        n_questions is None, n_units)
 
 
 def stratified_results(strata, labels, sizes, *, interval, replace):

@@ -416,14 +416,22 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         """The loop of a clustered design (``fit(clusters=)``; docs/statistics.md, "Clusters")."""
         codes, labels = encode_clusters(clusters, n_questions)
         n_clusters = labels.size
-        if groups is not None:
-            raise ValueError("groups are not available with clusters yet: fit each group's questions (and its "
-                             "clusters) separately, or leave groups out.")
+        group_codes = group_labels = None
+        if groups is not None:  # every cluster in one group: each group's accuracy from the cluster draws
+            group_codes, group_labels = encode_groups(groups, n_questions)
+            pairs = np.unique(np.stack([codes, group_codes], axis=1), axis=0)
+            split = np.flatnonzero(np.bincount(pairs[:, 0], minlength=n_clusters) > 1)
+            if split.size:
+                c = split[0]
+                found = group_labels[np.unique(group_codes[codes == c])].tolist()
+                raise ValueError(f"cluster {labels.tolist()[c]!r} spans groups {found}: with clusters every cluster must lie in "
+                                 f"one group ({split.size} cluster(s) do not).")
         if not (isinstance(self.estimand, str) and self.estimand == "micro"):
-            raise ValueError("clusters estimate the bank's accuracy: use estimand='micro' (the default).")
+            raise ValueError("clusters estimate the bank's accuracy (and every group's): use estimand='micro' "
+                             "(the default).")
         if self.stratify or self.min_group_share:
-            raise ValueError("stratify and min_group_share need groups, which clusters do not take yet: leave them "
-                             "at their defaults.")
+            raise ValueError("stratify and min_group_share are not available with clusters: leave them at their "
+                             "defaults.")
         if self.variance != "martingale":
             raise ValueError("clusters need variance='martingale' (the paper's closed form is per question).")
         sampler = HybridSampler() if self.sampler is None else self.sampler
@@ -451,6 +459,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
                                                   n_clusters)
         run = self._cluster_run(n_questions, budget, sampler, codes, root_costs)
         run.labels = labels
+        if group_codes is not None:
+            run.set_groups(group_codes)
+            run.group_labels = group_labels
         run.costs, run.cost_per_draw = cluster_costs, per_draw
         alpha = self._cs_alpha()
         cs = None if alpha is None else BettingConfidenceSequence(alpha=alpha, truncation=0.9, horizon=budget)
@@ -537,8 +548,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             of the cluster-level increments, so the interval allows for answers that move
             together (docs/statistics.md, "Clusters and repeated samples"). ``queries_`` then has
             one row per cluster draw and ``cluster_labels_`` the sorted ids. With ``costs`` a
-            cluster costs the sum of its questions' costs. Not with ``groups``, a weighted
-            ``estimand``, ``stratify``, ``variance="paper"`` or ``BernoulliAIPW``.
+            cluster costs the sum of its questions' costs. With ``groups`` every cluster must lie
+            in one group (``group_results_`` from the cluster draws; ``n_asked`` counts cluster
+            draws). Not with a weighted ``estimand``, ``min_group_share``, ``stratify``,
+            ``variance="paper"`` or ``BernoulliAIPW``.
 
         Returns
         -------
@@ -629,7 +642,17 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         GroupResults or None
             None when the loop was started without groups.
         """
-        tracker = loop.run.tracker
+        run = loop.run
+        if isinstance(run, ClusterRun):
+            if run.group_codes is None:
+                return None
+            table = run.table()[:n_draws]
+            weights, without = self._weights_for(run)
+            rows = np.array(run.group_rows, dtype=float).reshape(len(run.group_rows), -1)[:n_draws]
+            return group_results(rows, run.group_labels, run.group_sizes, run.cluster_group[table["cluster"]],
+                                 interval=self.interval, weights=weights, n_questions=without,
+                                 n_units=run.group_clusters)
+        tracker = run.tracker
         if tracker is None or tracker.codes is None:
             return None
         if tracker.stratified:

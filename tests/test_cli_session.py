@@ -189,6 +189,10 @@ def test_tutorial_python_callable_runs(tmp_path, monkeypatch, capsys):
     assert cli.budget == grouped.budget and cli.estimand == "macro"
     np.testing.assert_array_equal(cli.costs, grouped.costs)
     np.testing.assert_array_equal(cli.groups, grouped.groups)
+    # clusters: the shell's session reads the same clusters; the Python one equals the estimator
+    clustered = EvaluationSession.load(tmp_path / "runs" / "clustered-cli")
+    np.testing.assert_array_equal(clustered.clusters, namespace["clustered"].clusters)
+    assert namespace["clustered"].n_queries == 4 * namespace["clustered"].n_draws
 
 
 def test_fit_history_learns_step_weights_that_a_session_uses(capsys, tmp_path):

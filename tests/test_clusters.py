@@ -335,7 +335,9 @@ def test_cluster_sample_mean_and_costs():
         ({}, {"clusters": np.array([1, "a"] * 5, dtype=object)}, "sortable"),
         ({}, {"clusters": np.zeros(10)}, "at least 2 clusters"),
         ({"budget": 6}, {"clusters": np.arange(10) // 2}, "exceeds the 5 clusters"),
-        ({}, {"clusters": np.arange(10) // 2, "groups": np.arange(10) % 2}, "groups are not available"),
+        ({}, {"clusters": np.arange(10) // 2, "groups": np.arange(10) % 2}, r"cluster 0 spans groups \[0, 1\]"),
+        ({"min_group_share": 0.2}, {"clusters": np.arange(10) // 2, "groups": np.arange(10) // 6},
+         "min_group_share are not available with clusters"),
         ({"estimand": "macro"}, {"clusters": np.arange(10) // 2}, "estimand='micro'"),
         ({"stratify": True}, {"clusters": np.arange(10) // 2}, "stratify"),
         ({"variance": "paper", "sampler": fq.HybridSampler(replace=True)}, {"clusters": np.arange(10) // 2},
@@ -394,3 +396,81 @@ def test_cluster_interval_covers_where_the_per_question_interval_does_not():
     assert len(hits["naive"]) == 240
     assert coverage["naive"] <= 0.85, coverage
     assert coverage["cluster mean"] >= 0.90 and coverage["pai-cluster"] >= 0.90, coverage
+
+
+# ---------------------------------------------------------------- clusters nested in groups
+def enumerate_cluster_groups(estimator, z, clusters, groups):
+    """Leaves ``(probability, (n, G) group increments)`` of every path of cluster draws with
+    ``groups``; asserts E[group increment | F_{t-1}] = the group's accuracy at every node."""
+    run = estimator.new_loop(z.size, clusters=clusters, groups=groups).run
+    codes = run.group_codes
+    thetas = np.bincount(codes, z) / np.bincount(codes)
+    leaves = []
+
+    def walk(run, prob):
+        if run.step > run.budget:
+            leaves.append((prob, np.array(run.group_rows)))
+            return
+        q = run.law()
+        conditional_mean = np.zeros(thetas.size)
+        for c in np.flatnonzero(q > 0):
+            child = copy.deepcopy(run)
+            child.record(int(c), float(q[c]), z[child.members[c]])
+            conditional_mean += q[c] * child.group_rows[-1]
+            child.end_round([int(c)], [z[child.members[c]]])
+            walk(child, prob * q[c])
+        np.testing.assert_allclose(conditional_mean, thetas, atol=TOL, rtol=0)
+
+    walk(run, 1.0)
+    return leaves, thetas
+
+
+@settings(SETTINGS, max_examples=80)
+@given(data=st.data(), replace=st.booleans())
+def test_groups_of_clusters_unbiased_and_variance_exact(data, replace):
+    """Clusters nested in groups (``fit(groups=, clusters=)``): every group's increments are a
+    martingale with mean the group's accuracy, so its estimate is exactly unbiased and the
+    variance estimate the estimator reports (finite-population weights over clusters, the
+    census) is exactly unbiased for the estimate's variance."""
+    z, fm, clusters = data.draw(clustered_banks())
+    labels = np.unique(clusters)
+    of_cluster = dict(zip(labels.tolist(), data.draw(st.lists(st.sampled_from(["x", "y"]), min_size=labels.size,
+                                                              max_size=labels.size))))
+    groups = np.array([of_cluster[c] for c in clusters.tolist()])
+    sampler = data.draw(sequential_samplers(replace))
+    budget = data.draw(st.integers(2, 3 if replace else min(3, labels.size)))
+    est = fq.PAIEstimator(fm, sampler, budget=budget)
+    leaves, thetas = enumerate_cluster_groups(est, z, clusters, groups)
+    p = np.array([leaf[0] for leaf in leaves])
+    reported = None if replace else labels.size
+    for g in range(thetas.size):
+        ev = np.array([pai_inference(rows[:, g], n_questions=reported)[:2] for _, rows in leaves])
+        mean = p @ ev[:, 0]
+        assert abs(mean - thetas[g]) < TOL
+        assert abs(p @ ev[:, 1] - p @ (ev[:, 0] - mean) ** 2) < TOL
+
+
+def test_groups_of_clusters_in_fit():
+    """``group_results_`` of a clustered fit: the inference of each group's increments, cluster
+    draws per group, and a clear refusal of a cluster spanning two groups."""
+    bank = fq.make_synthetic_bank(n_models=40, n_questions=40, n_new=1, n_components=2, random_state=0)
+    fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
+    z, clusters = bank.new_outcomes[0], np.arange(40) // 4
+    groups = np.where(clusters < 4, "a", "b")
+    est = fq.PAIEstimator(fm, budget=6, batch_size=2, random_state=0).fit(z, clusters=clusters, groups=groups)
+    res = est.group_results_
+    assert res.labels.tolist() == ["a", "b"] and res.n_questions.tolist() == [16, 24]
+    assert res.n_units.tolist() == [4, 6] and res.n_asked.sum() == 6
+    drawn = est.queries_["cluster"]
+    assert res.n_asked.tolist() == [int(np.sum(drawn < 4)), int(np.sum(drawn >= 4))]
+    assert est.result_.method == "pai-cluster"  # the headline is unchanged by the groups
+    plain = fq.PAIEstimator(fm, budget=6, batch_size=2, random_state=0).fit(z, clusters=clusters)
+    assert plain.result_ == est.result_ and plain.group_results_ is None
+    # a census of the clusters is exact for every group too
+    census = fq.PAIEstimator(fm, budget=10, random_state=1).fit(z, clusters=clusters, groups=groups)
+    np.testing.assert_allclose(census.group_results_.estimate, [z[:16].mean(), z[16:].mean()], atol=TOL)
+    np.testing.assert_array_equal(census.group_results_.std_error, 0.0)
+    with pytest.raises(ValueError, match=r"cluster 0 spans groups \['a', 'b'\]: with clusters every cluster"):
+        fq.PAIEstimator(fm, budget=3).fit(z, clusters=clusters, groups=np.where(np.arange(40) % 2, "a", "b"))
+    with pytest.raises(ValueError, match="use estimand='micro'"):
+        fq.PAIEstimator(fm, budget=3, estimand="macro").fit(z, clusters=clusters, groups=groups)

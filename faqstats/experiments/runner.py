@@ -500,7 +500,7 @@ def _fit_factor_model(spec, history, verbose):
 
 # ---------------------------------------------------------------- the sweep
 def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seeds, new, truths, rows, random_state,
-               alpha, engine, groups=None, costs=None):
+               alpha, engine, groups=None, costs=None, clusters=None):
     """Every new model for one (method, budget) and some seeds: a block of records, seed by seed, and
     the block's group records (None without ``groups``)."""
     if isinstance(sampler, FieldMethod):  # the field (field.py): its own runs, designs shared per seed
@@ -510,7 +510,7 @@ def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed
     n = new.shape[0]
     gens = [np.random.default_rng([random_state, key, int(budget), i, seed]) for seed in seeds for i in range(n)]
     models = np.tile(np.arange(n), len(seeds))
-    extra = {"groups": groups, "costs": costs}
+    extra = {"groups": groups, "costs": costs, "clusters": clusters}
     per_group = [None] * len(gens)
     if isinstance(factor_model, _OraclePredictors):  # the ceiling: a predictor of its own per new model
         columns = np.empty((6, len(gens)))
@@ -564,11 +564,12 @@ def _group_rows(base, per_group, groups, new, models, alpha):
 
 
 def _run_columns(factor_model, sampler, step_weights, budget, gens, models, new, alpha, engine, groups=None,
-                 costs=None):
+                 costs=None, clusters=None):
     """``(estimate, std_error, low, high, n_queries, cost_spent)`` of the runs ``gens`` on the rows ``models``
-    of ``new``, and each run's :class:`~faqstats.GroupResults` (None without ``groups``). With groups or
-    costs every run is a :class:`~faqstats.PAIEstimator` (the batched engine takes neither)."""
-    if engine["engine"] != "sequential" and supports(sampler) and groups is None and costs is None:
+    of ``new``, and each run's :class:`~faqstats.GroupResults` (None without ``groups``). With groups,
+    costs or clusters every run is a :class:`~faqstats.PAIEstimator` (the batched engine takes none)."""
+    plain = groups is None and costs is None and clusters is None
+    if engine["engine"] != "sequential" and supports(sampler) and plain:
         with _torch_threads(engine["threads"]):  # the seeds in lockstep too: one query's fixed cost for all
             runs = simulate(new, gens, factor_model=factor_model, sampler=sampler, budget=int(budget), alpha=alpha,
                             device=engine["device"], dtype=engine["dtype"], step_weights=step_weights,
@@ -580,7 +581,7 @@ def _run_columns(factor_model, sampler, step_weights, budget, gens, models, new,
     for r, (i, gen) in enumerate(zip(models, gens)):
         est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gen,
                            step_weights=step_weights, predict_every=engine["predict_every"])
-        est.fit(new[i], groups=groups, costs=costs)
+        est.fit(new[i], groups=groups, costs=costs, clusters=clusters)
         spent = np.nan if est.cost_spent_ is None else est.cost_spent_
         columns[:, r] = (est.estimate_, est.std_error_, *est.conf_int(alpha=alpha), est.n_queries_, spent)
         per_group.append(est.group_results_)
@@ -735,7 +736,7 @@ def _method_settings(methods, sizes, history, fitted, others, alpha, random_stat
 def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc", "ht-uniform"), factor_model=None,
                 budget_fractions=None, new_rows=None, alpha=0.05, random_state=0, n_jobs=None, backend=None,
                 engine="auto", device="cpu", dtype="float64", torch_threads="auto", tuning=None, step_weights=None,
-                predict_every="auto", groups=None, costs=None, verbose=True):
+                predict_every="auto", groups=None, costs=None, clusters=None, verbose=True):
     """Run methods x budgets x new models x seeds, given a history and the new models apart.
 
     :func:`run_experiment` splits a matrix and calls this.
@@ -794,9 +795,17 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         A positive cost per question: every run's policy weighs its scores by ``1 / sqrt(cost)``
         (``PAIEstimator.fit(costs=)``), and the records gain a ``cost_spent`` column (the summary
         a ``mean_cost`` one). The budgets stay numbers of queries.
-        With ``groups`` or ``costs`` every run is a :class:`~faqstats.PAIEstimator` (slower than
-        the batched engine), and every method must take them: not the nature's-order designs
-        (``ht-uniform``, ``aipw-*``) nor the field's methods.
+        With ``groups``, ``costs`` or ``clusters`` every run is a :class:`~faqstats.PAIEstimator`
+        (slower than the batched engine), and every method must take them: not the nature's-order
+        designs (``ht-uniform``, ``aipw-*``) nor the field's methods.
+    clusters : array-like of shape (N,) or None, default=None
+        A cluster id per question: every run is the cluster design (``PAIEstimator.fit(clusters=)``:
+        a draw asks a whole cluster), ``budgets`` count cluster draws (at most the number of
+        clusters), ``n_queries`` in the records the questions asked, and ``uniform-fpc`` is the
+        cluster sample mean (its ESS baseline). With ``groups`` every cluster must lie in one group
+        (``n_asked`` in the group records counts cluster draws). The learned increment weights
+        of the :data:`WEIGHTED_METHODS` are learned on question draws (any fixed weights keep the
+        estimate unbiased; prefer ``faq-equal`` for a clean comparison).
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 
@@ -833,8 +842,14 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     if np.isnan(new).any() or new.shape[1] != history.shape[1]:
         raise ValueError(f"new must be complete (no NaN) with the history's {history.shape[1]} questions.")
     sizes = np.asarray(budgets, dtype=np.int64).ravel()
-    if sizes.size == 0 or sizes.min() < 2 or sizes.max() > new.shape[1] or np.unique(sizes).size != sizes.size:
-        raise ValueError(f"budgets must be distinct numbers of queries in [2, {new.shape[1]}], got {sizes.tolist()}.")
+    units, what = new.shape[1], "queries"
+    if clusters is not None:
+        from .._engine import encode_clusters
+
+        clusters = np.asarray(clusters)
+        units, what = encode_clusters(clusters, new.shape[1])[1].size, "cluster draws"  # checked here, once
+    if sizes.size == 0 or sizes.min() < 2 or sizes.max() > units or np.unique(sizes).size != sizes.size:
+        raise ValueError(f"budgets must be distinct numbers of {what} in [2, {units}], got {sizes.tolist()}.")
     fractions = sizes / new.shape[1] if budget_fractions is None else np.asarray(budget_fractions, dtype=float)
     rows = np.arange(new.shape[0]) if new_rows is None else np.asarray(new_rows)
     truths = new.mean(axis=1)
@@ -863,11 +878,13 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
             specs.update({(m, int(b)): (oracles, specs[(m, int(b))][1], None) for b in sizes})
     if groups is not None or costs is not None:
         _check_group_methods(specs, "groups" if costs is None else "costs" if groups is None else "groups and costs")
+    if clusters is not None:
+        _check_group_methods(specs, "clusters")
     # one task per (method, budget) and group of seeds: the batched engine runs a group in lockstep
     seed_groups = _seed_groups(seeds, n_jobs, len(methods) * len(sizes))
     chunks = [(m, f, b, g) for m in methods for f, b in zip(fractions, sizes) for g in seed_groups]
     tasks = (delayed(_run_chunk)(m, *specs[(m, int(b))], f, b, g, new, truths, rows, random_state, alpha, engine_cfg,
-                                 groups, costs)
+                                 groups, costs, clusters)
              for m, f, b, g in chunks)
     bar = progress_bar(len(seeds) * len(methods) * len(sizes) * new.shape[0], "runs", verbose, unit="run")
     blocks, group_blocks = [], []
@@ -902,7 +919,8 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
     history_fraction, split_seed, order, complete_rows, n_full_obs, p_obs, max_models
         The history/new-model split and the history's missingness: see :func:`split_matrix`.
     budgets : sequence of float in (0, 1], default=2.5%, 5%, ..., 25%
-        Budgets as fractions of the bank; each becomes ``max(2, round(f * N))`` queries.
+        Budgets as fractions of the bank; each becomes ``max(2, round(f * N))`` queries (with
+        ``clusters``: ``max(2, round(f * C))`` draws of the ``C`` clusters).
     **options
         The sweep's settings: :func:`run_methods`' keyword arguments but ``budget_fractions``, ``new_rows``.
 
@@ -925,7 +943,14 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
     split = dict(history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
                  n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models)
     history, new, new_rows = split_matrix(matrix, order=order, **split)
-    fractions, sizes = budget_sizes(budgets, new.shape[1])
+    clusters = options.get("clusters")
+    if clusters is not None:  # budgets are fractions of the clusters
+        from .._engine import encode_clusters
+
+        units = encode_clusters(np.asarray(clusters), new.shape[1])[1].size
+    else:
+        units = new.shape[1]
+    fractions, sizes = budget_sizes(budgets, units)
     runs = run_methods(history, new, sizes, budget_fractions=fractions, new_rows=new_rows, **options)
     settings = _RUN_DEFAULTS | options
     return ExperimentResult(

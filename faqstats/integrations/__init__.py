@@ -12,12 +12,12 @@ The command line does the same without Python: ``faqstats fit-history --lm-eval|
 """
 
 from ._common import task_groups
-from .inspect_ai import (DEFAULT_VALUE_MAP, inspect_sample_id_arg, read_inspect_costs, read_inspect_groups,
-                         read_inspect_logs, read_inspect_outcomes)
+from .inspect_ai import (DEFAULT_VALUE_MAP, inspect_sample_id_arg, read_inspect_clusters, read_inspect_costs,
+                         read_inspect_groups, read_inspect_logs, read_inspect_outcomes)
 from .lm_eval import (read_lm_eval_costs, read_lm_eval_groups, read_lm_eval_outcomes, read_lm_eval_samples,
                       write_lm_eval_samples_arg)
 
-__all__ = ["DEFAULT_VALUE_MAP", "inspect_sample_id_arg", "read_inspect_costs", "read_inspect_groups",
-           "read_inspect_logs", "read_inspect_outcomes",
+__all__ = ["DEFAULT_VALUE_MAP", "inspect_sample_id_arg", "read_inspect_clusters", "read_inspect_costs",
+           "read_inspect_groups", "read_inspect_logs", "read_inspect_outcomes",
            "read_lm_eval_costs", "read_lm_eval_groups", "read_lm_eval_outcomes", "read_lm_eval_samples", "task_groups",
            "write_lm_eval_samples_arg"]

@@ -22,7 +22,8 @@ import numpy as np
 from ._common import (HarnessRecords, _id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,
                       split_question_id, write_arg)
 
-__all__ = ["read_inspect_logs", "read_inspect_outcomes", "read_inspect_groups", "read_inspect_costs",
+__all__ = ["read_inspect_logs", "read_inspect_outcomes", "read_inspect_groups", "read_inspect_clusters",
+           "read_inspect_costs",
            "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
 
 DEFAULT_VALUE_MAP = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -388,6 +389,53 @@ def read_inspect_groups(paths, field=None, *, reader="auto"):
     """
     if field is not None and not (isinstance(field, str) and field):
         raise TypeError(f"field must be a metadata key (a non-empty string) or None, got {field!r}.")
+    return _metadata_labels(paths, field, reader, "group")
+
+
+def read_inspect_clusters(paths, field, *, reader="auto"):
+    """A cluster id per question of inspect-ai logs, from a field of the samples' metadata.
+
+    Questions on one passage, image or document (a ``passage_id``, ``doc_id`` metadata field)
+    are a cluster: pass the result as ``clusters=`` to :class:`~faqstats.EvaluationSession`
+    (every draw then asks a whole cluster; docs/statistics.md, "Clusters and repeated samples"),
+    or write it with ``faqstats question-table --inspect LOGDIR --cluster-field FIELD``.
+
+    Parameters
+    ----------
+    paths : path, sequence of paths, or mapping
+        Log files or directories, as in :func:`read_inspect_logs`.
+    field : str
+        The key of the samples' ``metadata`` whose value is the cluster id (a string or an
+        integer). Every sample must have it, with one value whatever the log, model or epoch.
+    reader : {"auto", "inspect", "builtin"}, default="auto"
+        As in :func:`read_inspect_logs`.
+
+    Returns
+    -------
+    dict
+        ``{"<task>/<sample id>": cluster id}`` (ids as strings), for every sample in the logs.
+        Clusters are made within a task: the same id in two tasks names two clusters.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from faqstats.integrations import read_inspect_clusters
+    >>> samples = [{"id": i, "epoch": 1, "metadata": {"passage": p}} for i, p in [(1, 7), (2, 7), (3, 8)]]
+    >>> log = {"eval": {"model": "mockllm/a", "task": "quiz", "created": "2025-01-01"}, "samples": samples}
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = pathlib.Path(tmp, "log.json").write_text(json.dumps(log))
+    ...     read_inspect_clusters(tmp, "passage", reader="builtin")
+    {'quiz/1': 'quiz/7', 'quiz/2': 'quiz/7', 'quiz/3': 'quiz/8'}
+    """
+    if not (isinstance(field, str) and field):
+        raise TypeError(f"field must be a metadata key (a non-empty string), got {field!r}.")
+    labels = _metadata_labels(paths, field, reader, "cluster")
+    return {qid: f"{split_question_id(qid)[0]}/{label}" for qid, label in labels.items()}
+
+
+def _metadata_labels(paths, field, reader, kind):
+    """``{question id: label}``: the metadata ``field`` of every sample (the task when None);
+    ``kind`` ("group", "cluster") names the label in errors."""
     labels, where = {}, {}
     for _, task, _, path, sample in _each_sample(paths, reader, "paths"):
         qid = make_question_id(task, sample["id"])
@@ -402,11 +450,11 @@ def read_inspect_groups(paths, field=None, *, reader="auto"):
             label = metadata[field]
             if isinstance(label, bool) or not isinstance(label, (str, int)) or label == "":
                 raise ValueError(f"{path} sample {sample['id']!r}: metadata field {field!r} is {label!r}, not a "
-                                 "group label (a non-empty string or an integer).")
+                                 f"{kind} label (a non-empty string or an integer).")
             label = str(label)
         if qid in labels and labels[qid] != label:
             raise ValueError(f"{path} sample {sample['id']!r}: metadata field {field!r} is {label!r} here and "
-                             f"{labels[qid]!r} in {where[qid]}; a question has one group.")
+                             f"{labels[qid]!r} in {where[qid]}; a question has one {kind}.")
         labels.setdefault(qid, label)
         where.setdefault(qid, path)
     if not labels:

@@ -24,6 +24,7 @@ from ..factor_model import LogisticFactorModel, LogisticFactorModelCV
 from ..irt import ItemResponseModel
 from ..surrogate import GaussianProcessSurrogate
 from ..io import check_question_ids, json_safe, load_factor_model, question_ids_sha256, utc_now
+from .._engine import ClusterRun
 from ..sampling import HybridSampler, Sampler, check_costs
 from ._store import SessionStore
 
@@ -79,6 +80,15 @@ class EvaluationSession:
     budget_cost : float > 0, optional
         A budget in cost units instead of questions, as in :class:`PAIEstimator` (needs ``costs``):
         the draws it buys are fixed before the first draw, and :attr:`budget` is that number.
+    clusters : sequence of str or int, or mapping, optional
+        A cluster id per question (questions sharing a passage, an image, a prompt), in the
+        model's question order, or a mapping ``{question id: cluster id}`` covering the bank
+        (other ids are ignored), as ``PAIEstimator.fit(clusters=)``: every draw asks a whole
+        cluster, ``budget`` counts cluster draws, and :meth:`next_questions` hands out all the
+        questions of the round's clusters. A draw is recorded once every question of its cluster
+        is answered (the estimator needs the cluster's total); answers to part of a cluster are
+        kept (and saved) until then. With ``groups`` every cluster must lie in one group (and the
+        estimand be "micro"). Stored with the session (and covered by its checksums).
 
     Attributes
     ----------
@@ -131,6 +141,7 @@ class EvaluationSession:
         stratify=False,
         costs=None,
         budget_cost=None,
+        clusters=None,
     ):
         if directory is not None:
             SessionStore.refuse_existing(directory)
@@ -186,6 +197,8 @@ class EvaluationSession:
             config["costs"] = _check_costs(_per_question(costs, ids, "costs"), ids)
         if budget_cost is not None:
             config["budget_cost"] = budget_cost
+        if clusters is not None:
+            config["clusters"] = _check_clusters(_per_question(clusters, ids, "clusters"), ids)
         notes = []
         config = json_safe(config, "config", notes)  # numpy scalars -> plain JSON types
         if notes:
@@ -290,7 +303,10 @@ class EvaluationSession:
             budget_cost=config.get("budget_cost"),
         )
         self._loop = self._estimator.new_loop(fm.question_factors_.shape[0], groups=config.get("groups"),
-                                              costs=config.get("costs"))
+                                              costs=config.get("costs"), clusters=config.get("clusters"))
+        run = self._loop.run
+        # the questions each draw asks: its own, or (with clusters) all of its cluster's, in question order
+        self._members = run.members if isinstance(run, ClusterRun) else None
         self._config = config
         self.factor_model = fm
         self.sampler = sampler
@@ -314,7 +330,25 @@ class EvaluationSession:
     @property
     def costs(self):
         """The cost of each question (read-only ndarray in the model's question order), or None."""
+        if self._members is not None:  # the run holds the clusters' costs
+            costs = self._config.get("costs")
+            if costs is None:
+                return None
+            costs = np.array(costs, dtype=float)
+            costs.setflags(write=False)
+            return costs
         return self._loop.run.costs
+
+    @property
+    def clusters(self):
+        """The cluster id of each question (ndarray in the model's question order), or None."""
+        clusters = self._config.get("clusters")
+        return None if clusters is None else np.asarray(clusters)
+
+    @property
+    def n_clusters(self):
+        """The number of clusters (None without ``clusters``)."""
+        return None if self._members is None else len(self._members)
 
     @property
     def groups(self):
@@ -370,7 +404,7 @@ class EvaluationSession:
 
     @property
     def n_draws(self):
-        """Recorded draws (a question may repeat)."""
+        """Recorded draws (a question, or with ``clusters`` a cluster, may repeat)."""
         return self._loop.n_recorded
 
     @property
@@ -380,16 +414,35 @@ class EvaluationSession:
 
     @property
     def n_queries(self):
-        """Distinct questions whose answers are recorded."""
+        """Distinct questions whose answers are recorded (in recorded draws)."""
+        drawn = {d.question for d in self._loop.draws[: self._loop.n_recorded]}
+        if self._members is None:
+            return len(drawn)
+        return int(sum(self._members[c].size for c in drawn))
+
+    @property
+    def n_clusters_asked(self):
+        """Distinct clusters whose draws are recorded (None without ``clusters``)."""
+        if self._members is None:
+            return None
         return len({d.question for d in self._loop.draws[: self._loop.n_recorded]})
+
+    def _questions_of(self, draw):
+        """The questions a draw asks (with clusters: its cluster's, in question order)."""
+        return (draw.question,) if self._members is None else self._members[draw.question].tolist()
 
     @property
     def pending(self):
-        """:class:`NextQuestions` drawn and still waiting for an answer (empty when none)."""
+        """:class:`NextQuestions` drawn and still waiting for an answer (empty when none).
+
+        With ``clusters``: the unanswered questions of the pending clusters, in draw order (each
+        cluster's in question order), each with its cluster's draw probability.
+        """
         first = {}  # question -> probability of its first unanswered pending draw
         for draw in self._loop.pending:
-            if draw.question not in self._answers:
-                first.setdefault(draw.question, draw.probability)
+            for question in self._questions_of(draw):
+                if question not in self._answers:
+                    first.setdefault(question, draw.probability)
         return NextQuestions([self.question_ids[q] for q in first], list(first.values()))
 
     def queries(self):
@@ -449,7 +502,7 @@ class EvaluationSession:
             raise ValueError(f"ids and outcomes must have the same length, got {len(ids)} and {len(outcomes)}.")
         if self.done:
             raise ValueError(f"The session is done ({self.stop_reason}); no question is pending.")
-        waiting = {d.question for d in self._loop.pending} - set(self._answers)
+        waiting = {q for d in self._loop.pending for q in self._questions_of(d)} - set(self._answers)
         new = {}
         for qid, value in zip(ids, outcomes):
             question = self._index_of(qid)
@@ -469,10 +522,17 @@ class EvaluationSession:
                 self._advance()
 
     def _advance(self):
-        """Record, in draw order, every pending draw whose answer is in."""
-        loop = self._loop
-        while not loop.done and loop.pending and loop.pending[0].question in self._answers:
-            loop.record(self._answers[loop.pending[0].question])
+        """Record, in draw order, every pending draw whose answer is in (with clusters: every
+        answer of its cluster)."""
+        loop, answers = self._loop, self._answers
+        while not loop.done and loop.pending:
+            questions = self._questions_of(loop.pending[0])
+            if any(q not in answers for q in questions):
+                return
+            if self._members is None:
+                loop.record(answers[questions[0]])
+            else:
+                loop.record(np.array([answers[q] for q in questions], dtype=float))
 
     @contextlib.contextmanager
     def _changing(self):
@@ -492,6 +552,7 @@ class EvaluationSession:
     def _replay(self, draws, answers, where):
         """Rebuild the loop from stored draws and answers, round by round, as it was computed live."""
         n = self.n_questions
+        units = n if self._members is None else len(self._members)  # what a draw picks
         for answer in answers:
             if not (isinstance(answer, (list, tuple)) and len(answer) == 2):
                 raise ValueError(f"{where}: invalid answer {answer!r}.")
@@ -502,7 +563,7 @@ class EvaluationSession:
         rounds = {}
         for draw in draws:
             if not (isinstance(draw, (list, tuple)) and len(draw) == 3 and isinstance(draw[0], int)
-                    and 0 <= draw[0] < n and isinstance(draw[1], (int, float)) and 0 < draw[1] <= 1
+                    and 0 <= draw[0] < units and isinstance(draw[1], (int, float)) and 0 < draw[1] <= 1
                     and isinstance(draw[2], int)):
                 raise ValueError(f"{where}: invalid draw {draw!r}.")
             rounds.setdefault(draw[2], []).append((draw[0], float(draw[1])))
@@ -513,7 +574,7 @@ class EvaluationSession:
                 raise ValueError(f"{where}: round {r} was drawn before the previous rounds were complete.")
             self._loop.replay_round(round_draws, where=f"{where}, round {r}")
             self._advance()
-        drawn = {d.question for d in self._loop.draws}
+        drawn = {q for d in self._loop.draws for q in self._questions_of(d)}
         if any(q not in drawn for q in self._answers):
             raise ValueError(f"{where}: answers hold a question that was never drawn.")
 
@@ -648,7 +709,8 @@ class EvaluationSession:
         run = self._loop.run
         spent = None
         if run.costs is not None:
-            spent = float(run.costs[np.unique(run.table()["question"])].sum()) if self.n_draws else 0.0
+            unit = "question" if self._members is None else "cluster"  # the run's costs are per unit drawn
+            spent = float(run.costs[np.unique(run.table()[unit])].sum()) if self.n_draws else 0.0
         estimand = self.estimand
         return {
             "directory": None if self.directory is None else str(self.directory),
@@ -668,6 +730,8 @@ class EvaluationSession:
             "cost_spent": spent,
             "cost_per_draw": run.cost_per_draw,
             "groups": self.group_table(simultaneous),
+            "n_clusters": self.n_clusters,
+            "n_clusters_asked": self.n_clusters_asked,
         }
 
     def __repr__(self):
@@ -744,6 +808,25 @@ def _check_costs(costs, ids):
             raise ValueError(f"costs must be finite and positive; question id {ids[bad[0]]!r} has cost "
                              f"{float(c[bad[0]])!r} ({bad.size} such entries).")
     return check_costs(c, len(ids)).tolist()
+
+
+def _check_clusters(clusters, ids):
+    """``clusters`` (in the bank's order) as a list of ids, all str or all int; a missing one named
+    by its question id (the estimator checks the rest when the loop starts)."""
+    values = list(clusters.tolist() if isinstance(clusters, np.ndarray) else clusters)
+    if len(values) != len(ids):
+        raise ValueError(f"clusters must hold one cluster id per question ({len(ids)}), got {len(values)}.")
+    out = []
+    for qid, value in zip(ids, values):
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral)):
+            raise ValueError(f"clusters: question id {qid!r} has cluster {value!r}; cluster ids must be "
+                             "strings or integers (every question needs one).")
+        out.append(value if isinstance(value, str) else int(value))
+    if len({type(v) for v in out}) > 1:
+        raise ValueError("clusters must be all strings or all integers (not a mix).")
+    return out
 
 
 def _check_question_ids(question_ids, fm, n_questions):
