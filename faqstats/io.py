@@ -923,7 +923,15 @@ def load_configuration(path):
 
     Examples
     --------
-    See :func:`save_configuration`.
+    >>> import pathlib, tempfile
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
+    >>> cfg = fq.configure_from_history(bank.history, 20, n_runs=100, random_state=0)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     est = load_configuration(save_configuration(cfg, pathlib.Path(tmp) / "cfg")).estimator
+    >>> z = bank.new_outcomes[0]
+    >>> est.set_params(random_state=0).fit(z).result_ == cfg.estimator.set_params(random_state=0).fit(z).result_
+    True
     """
     model, meta, _ = load_model_file(path)
     return configuration_from(model, meta, _npz_path(path))
