@@ -22,6 +22,17 @@ An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads (no object 
 ``question_ids``, ``feature_names_in`` : str (n,), when given / when the model has ``feature_names_in_``
 ``cv_results.<name>`` : one per entry of a ``LogisticFactorModelCV``'s ``cv_results_``
 
+Format version 2 (same format name, same header and checks) holds a predictor beyond the low-rank
+form, or none, or a saved configuration; older faqstats refuse it as newer. ``estimator`` is
+``"HistoryMixture"`` (``profiles`` (n_models, n) in (0, 1), ``question_means`` (n,)),
+``"StackedPredictor"`` (``steps`` int (S,), ``weights`` (S, K) convex rows, ``validation_mse``
+(S, K + 1); metadata ``components``: each component's ``name``, ``estimator``, ``params`` and
+sizes, its arrays prefixed ``component<i>.``), a low-rank class, or null (no predictor: the FPC
+sample mean; only ``question_ids``). ``configuration`` (:func:`save_configuration`; with its own
+``sha256``): ``choice``, ``budget``, ``predict_every``, ``policy`` (class, module, params),
+``predicted_ess``, ``n_validation``, ``n_runs``, ``seconds``, ``configured_budget`` and ``table``
+(``columns``, ``rows``); the step weights are the array ``configuration.step_weights`` (budget,).
+
 File format ``faqstats-step-weights``, format version 1
 -------------------------------------------------------
 UTF-8 JSON: the header fields, ``budget``, ``weights``, ``step_variance``, ``smoothed_variance``
