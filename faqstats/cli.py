@@ -423,7 +423,8 @@ def _budget_value(text):
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of queries or a fraction in (0, 1), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number of queries or a fraction in (0, 1), got {text!r}") \
+            from None
     if not (0 < value < 1 or (value >= 1 and value == int(value))):
         raise argparse.ArgumentTypeError(f"expected a number of queries (an integer) or a fraction in (0, 1), "
                                          f"got {text!r}")

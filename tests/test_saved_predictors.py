@@ -295,3 +295,22 @@ def test_fit_history_budget_option_parsing(capsys):
     with pytest.raises(SystemExit):
         main(["fit-history", "--data", "x.npz", "--out", "y", "--budget", "1.5"])
     assert "fraction in (0, 1)" in capsys.readouterr().err
+
+
+def test_session_new_takes_a_saved_stack_and_sessions_store_predict_every(bank, stack_file, tmp_path, capsys):
+    code, out, err = _cli(capsys, "session", "new", tmp_path / "s", "--model", stack_file, "--budget", 8, "--seed", 1,
+                          "--json")
+    assert code == 0, err
+    session = EvaluationSession.load(tmp_path / "s")
+    assert isinstance(session.factor_model, fq.StackedPredictor) and session.question_ids == IDS
+    z = bank.new_outcomes[0]
+    session = _run_session(tmp_path / "s", z)
+    est = fq.PAIEstimator(fq.load_factor_model(stack_file), fq.HybridSampler(), budget=8, random_state=1).fit(z)
+    assert session.result() == est.result_
+    fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
+    EvaluationSession.create(tmp_path / "p", fm, IDS, budget=12, predict_every=4, random_state=0)
+    assert json.loads((tmp_path / "p" / "session.json").read_text())["config"]["predict_every"] == 4
+    est = fq.PAIEstimator(fm, budget=12, predict_every=4, random_state=0).fit(z)
+    assert _run_session(tmp_path / "p", z).result() == est.result_
+    with pytest.raises(ValueError, match="needs question_ids"):
+        EvaluationSession(None, sampler=fq.UniformSampler(replace=False), budget=5)
