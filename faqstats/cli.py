@@ -919,7 +919,8 @@ def _finish(parser, func):
 
 def _add_fit_history_parser(sub):
     fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz, lm-eval or "
-                                             "inspect output) and save it")
+                                             "inspect output) and save it; with --budget, configure the whole "
+                                             "estimator from them (PAIEstimator.from_history) and save that")
     source = fit.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")
     source.add_argument("--lm-eval", nargs="+", action="extend", metavar="DIR",
