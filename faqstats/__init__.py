@@ -12,7 +12,8 @@ from .estimator import PAIEstimator, martingale_variance, paper_variance, weight
 from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
 from .irt import ItemResponseModel
-from .io import load_factor_model, load_step_weights, save_factor_model, save_step_weights
+from .io import (load_configuration, load_factor_model, load_step_weights, save_configuration, save_factor_model,
+                 save_step_weights)
 from .estimands import GroupResults
 from .results import AccuracyResult, ComparisonResult
 from .session import EvaluationSession
@@ -66,12 +67,14 @@ __all__ = [
     "laplace_update",
     "learn_step_weights",
     "draw_bank_from_factors",
+    "load_configuration",
     "load_factor_model",
     "load_step_weights",
     "load_response_matrix",
     "make_synthetic_bank",
     "martingale_variance",
     "paper_variance",
+    "save_configuration",
     "save_factor_model",
     "save_step_weights",
     "transfer_question_factors",

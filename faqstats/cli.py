@@ -397,6 +397,8 @@ def _fit_history(args):
         else:
             key = next((k for k in ("question_ids", "items") if k in meta), None)
             ids = None if key is None else [str(q) for q in meta[key].tolist()]
+    if args.budget is not None:  # the configured path: PAIEstimator.from_history's choice, saved whole
+        return _fit_history_configured(args, matrix, ids, reader, harness, models)
     params = _given(args, "n_components", "regularization", "max_iter", "learning_rate", "prior_scale")
     verbose = not (args.quiet or args.json)
     fm = LogisticFactorModel(**params, device=args.device, random_state=args.seed, verbose=verbose)
@@ -432,6 +434,91 @@ def _fit_history(args):
         + ("" if weights_file is None else f"\nWrote increment weights for up to {args.step_weights_budget} queries "
            f"to {weights_file} (pass it to 'faqstats session new --step-weights').")
     ))
+
+
+def _budget_value(text):
+    """``--budget``: a number of queries (an integer >= 1) or a fraction of the bank in (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of queries or a fraction in (0, 1), got {text!r}") \
+            from None
+    if not (0 < value < 1 or (value >= 1 and value == int(value))):
+        raise argparse.ArgumentTypeError(f"expected a number of queries (an integer) or a fraction in (0, 1), "
+                                         f"got {text!r}")
+    return value
+
+
+def _fit_history_configured(args, matrix, ids, reader, harness, models):
+    """``fit-history --budget B``: :func:`~faqstats.configure_from_history` on the history, every
+    choice saved in ``--out`` (:func:`~faqstats.save_configuration`), the validation table beside it."""
+    from .configure import configure_from_history
+    from .io import save_configuration
+
+    fit_options = [f"--{name.replace('_', '-')}" for name in
+                   ("n_components", "regularization", "max_iter", "learning_rate", "prior_scale", "step_weights_budget")
+                   if getattr(args, name) is not None]
+    if fit_options:
+        raise ValueError(f"{', '.join(fit_options)} set(s) up a factor model fit; --budget configures the predictor, "
+                         "the policy and the increment weights itself (drop one of them).")
+    N = matrix.shape[1]
+    budget = int(round(args.budget * N)) if args.budget < 1 else int(args.budget)
+    if not 3 <= budget <= N:
+        raise ValueError(f"--budget {args.budget:g} is {budget} queries; the bank of {N} questions takes 3 to {N}.")
+    cfg = configure_from_history(matrix, budget, n_runs=args.runs, random_state=args.seed,
+                                 verbose=not (args.quiet or args.json))
+    out = save_configuration(cfg, args.out, question_ids=ids, reader=reader)
+    table_file = out.with_name(out.name.removesuffix(".npz") + ".validation.csv")
+    cfg.table.to_csv(table_file, index=False)
+    est = cfg.estimator
+    predictor = "none (the FPC sample mean)" if est.factor_model is None else type(est.factor_model).__name__
+    payload = {
+        "model": str(out), "validation_table": str(table_file), "n_models": int(matrix.shape[0]),
+        "n_questions": int(N), "budget": budget, "choice": cfg.choice, "predictor": predictor,
+        "policy": repr(est.sampler), "predicted_ess": cfg.predicted_ess, "predict_every": cfg.predict_every,
+        "step_weights": est.step_weights is not None, "question_ids": ids is not None, "harness": harness,
+        "models": models, "reader": reader,
+    }
+    _emit(args, payload, f"{cfg.summary()}\n"
+          f"Chose {cfg.choice}: predictor {predictor}, policy {est.sampler!r}, for {budget} queries.\n"
+          f"Wrote {out}{'' if ids is not None else ' (no question ids: a session will number the questions 0..N-1)'}"
+          f" and {table_file}.\nNext: faqstats session new DIR --model {out}")
+
+
+def _session_new_configured(args):
+    """``session new --model`` of a ``fit-history --budget`` file: exactly the configured estimator."""
+    from .session import EvaluationSession
+    from .io import load_model_file
+
+    given = [option for option, value in (("--tau", args.tau), ("--step-weights", args.step_weights),
+                                          ("--replace", args.replace or None), ("--budget-cost", args.budget_cost))
+             if value is not None]
+    if given:
+        raise ValueError(f"{args.model} holds a configuration (fit-history --budget): its policy and weights are "
+                         f"used; drop {', '.join(given)}.")
+    if args.groups_from is None and (args.estimand != "micro" or args.min_group_share or args.stratify):
+        raise ValueError("--estimand macro, --min-group-share and --stratify need --groups-from (tasks or a FILE).")
+    ids = _read_question_ids(args.question_ids) if args.question_ids is not None else None
+    _, _, stored_ids = load_model_file(args.model)
+    bank_ids = ids or stored_ids
+    groups = costs = None
+    if args.groups_from is not None or args.costs_from is not None:
+        if bank_ids is None:
+            raise ValueError("--groups-from and --costs-from read the bank's question ids: give --question-ids.")
+        groups = None if args.groups_from is None else _groups_from(args.groups_from, bank_ids)
+        costs = None if args.costs_from is None else _costs_from(args.costs_from, bank_ids)
+    session = EvaluationSession.from_configuration(
+        args.model, ids, budget=args.budget, directory=args.directory, batch_size=args.batch_size,
+        stop_when_width=args.stop_when_width, alpha=args.alpha, random_state=args.seed, groups=groups,
+        estimand=args.estimand, min_group_share=args.min_group_share, stratify=args.stratify, costs=costs,
+    )
+    st = session.status()
+    sampler = st["sampler"]
+    policy = f"{sampler['class']}({', '.join(f'{k}={v!r}' for k, v in sampler['params'].items())})"
+    _emit(args, st, f"Created a session in {session.directory} ({st['n_questions']} questions, budget {st['budget']}, "
+          f"batch size {st['batch_size']}, seed {st['random_state']}) from the configuration in {args.model}: "
+          f"predictor {type(session.factor_model).__name__ if session.factor_model is not None else 'none'}, "
+          f"policy {policy}.\nNext: faqstats session next {session.directory}")
 
 
 def _status_text(st):
@@ -608,8 +695,10 @@ def _session_new(args):
     from .session import EvaluationSession
     from .io import load_step_weights
 
-    from .io import load_factor_model
+    from .io import load_factor_model, load_model_file
 
+    if load_model_file(args.model)[1].get("configuration") is not None:  # from 'fit-history --budget'
+        return _session_new_configured(args)
     if (args.budget is None) == (args.budget_cost is None):
         raise ValueError("give --budget (questions) or --budget-cost (cost units, with --costs-from), one of them.")
     if args.budget_cost is not None and args.costs_from is None:
@@ -625,7 +714,8 @@ def _session_new(args):
         costs = None if args.costs_from is None else _costs_from(args.costs_from, bank_ids)
         clusters = None if args.clusters_from is None else _clusters_from(args.clusters_from, bank_ids)
     session = EvaluationSession.create(
-        args.directory, args.model, ids, sampler=HybridSampler(tau=args.tau, replace=args.replace),
+        args.directory, args.model, ids, sampler=HybridSampler(tau=0.5 if args.tau is None else args.tau,
+                                                               replace=args.replace),
         budget=100 if args.budget is None else args.budget, batch_size=args.batch_size,
         stop_when_width=args.stop_when_width, alpha=args.alpha,
         step_weights=None if args.step_weights is None else load_step_weights(args.step_weights).weights,
@@ -757,7 +847,8 @@ def _recording_options(session, harness, given, tasks):
     ``fit-history`` (when it read the same harness), each replaced by the one given on the command
     line, with a note when that reads a task of the bank (``tasks``) otherwise; the reader's
     defaults for the rest."""
-    stored = (getattr(session.factor_model, "metadata_", None) or {}).get("reader")
+    stored = (getattr(session.factor_model, "metadata_", None) or getattr(session._store, "model_metadata", None)
+              or {}).get("reader")
     if stored is not None and stored["harness"] != harness:
         _note(f"the factor model was fitted on {stored['harness']} output; its reader options do not apply to "
               f"--{harness}.")
@@ -879,7 +970,8 @@ def _finish(parser, func):
 
 def _add_fit_history_parser(sub):
     fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz, lm-eval or "
-                                             "inspect output) and save it")
+                                             "inspect output) and save it; with --budget, configure the whole "
+                                             "estimator from them (PAIEstimator.from_history) and save that")
     source = fit.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")
     source.add_argument("--lm-eval", nargs="+", action="extend", metavar="DIR",
@@ -889,6 +981,14 @@ def _add_fit_history_parser(sub):
                         help="inspect-ai log directories or log files: question ids '<task>/<sample id>', "
                              "a model per eval.model")
     fit.add_argument("--out", required=True, help="where to write the fitted model (.npz)")
+    fit.add_argument("--budget", type=_budget_value, default=None, metavar="B",
+                     help="configure for sessions of B queries (or a fraction of the bank in (0, 1), e.g. 0.1) as "
+                          "PAIEstimator.from_history does: cross-fitted validation on the history chooses the "
+                          "predictor (factor model, surrogates, stack) or the sample mean, the policy and the "
+                          "increment weights; all saved in --out, the validation table beside it (.validation.csv)")
+    fit.add_argument("--runs", type=int, default=None, metavar="R",
+                     help="with --budget: validation runs per candidate (default: 2000 on small banks, fewer on "
+                          "large ones)")
     fit.add_argument("--n-components", type=int, default=None, help="rank k (default 16)")
     fit.add_argument("--regularization", type=float, default=None,
                      help="regularization: AdamW's weight decay (default 0.1)")
@@ -953,14 +1053,17 @@ def _add_session_parser(sub):
 
     new = ssub.add_parser("new", help="start a session in DIR from a saved factor model")
     new.add_argument("directory", help="session directory (created)")
-    new.add_argument("--model", required=True, help="factor model saved by 'faqstats fit-history' (.npz)")
-    new.add_argument("--budget", type=int, default=None, help="maximum number of queries (or --budget-cost)")
+    new.add_argument("--model", required=True, help="factor model saved by 'faqstats fit-history' (.npz); one "
+                     "saved with --budget brings its predictor, policy, weights and budget")
+    new.add_argument("--budget", type=int, default=None, help="maximum number of queries (or --budget-cost; default "
+                     "a configured model's)")
     new.add_argument("--batch-size", type=int, default=1, help="questions handed out per round (default 1)")
     new.add_argument("--stop-when-width", type=float, default=None,
                      help="stop once the anytime-valid interval is at most this wide")
     new.add_argument("--alpha", type=float, default=0.05, help="significance level of the intervals (default 0.05)")
     new.add_argument("--seed", type=int, default=0, help="seed of the draws (default 0)")
-    new.add_argument("--tau", type=float, default=0.5, help="uniform floor of the hybrid policy (default 0.5)")
+    new.add_argument("--tau", type=float, default=None, help="uniform floor of the hybrid policy (default 0.5; "
+                     "a configured model's own)")
     new.add_argument("--step-weights", default=None, metavar="FILE",
                      help="increment weights from 'faqstats fit-history --step-weights-budget' (.json)")
     new.add_argument("--replace", action="store_true", help="sample with replacement (default: without)")

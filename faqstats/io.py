@@ -22,6 +22,17 @@ An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads (no object 
 ``question_ids``, ``feature_names_in`` : str (n,), when given / when the model has ``feature_names_in_``
 ``cv_results.<name>`` : one per entry of a ``LogisticFactorModelCV``'s ``cv_results_``
 
+Format version 2 (same format name, same header and checks) holds a predictor beyond the low-rank
+form, or none, or a saved configuration; older faqstats refuse it as newer. ``estimator`` is
+``"HistoryMixture"`` (``profiles`` (n_models, n) in (0, 1), ``question_means`` (n,)),
+``"StackedPredictor"`` (``steps`` int (S,), ``weights`` (S, K) convex rows, ``validation_mse``
+(S, K + 1); metadata ``components``: each component's ``name``, ``estimator``, ``params`` and
+sizes, its arrays prefixed ``component<i>.``), a low-rank class, or null (no predictor: the FPC
+sample mean; only ``question_ids``). ``configuration`` (:func:`save_configuration`; with its own
+``sha256``): ``choice``, ``budget``, ``predict_every``, ``policy`` (class, module, params),
+``predicted_ess``, ``n_validation``, ``n_runs``, ``seconds``, ``configured_budget`` and ``table``
+(``columns``, ``rows``); the step weights are the array ``configuration.step_weights`` (budget,).
+
 File format ``faqstats-step-weights``, format version 1
 -------------------------------------------------------
 UTF-8 JSON: the header fields, ``budget``, ``weights``, ``step_variance``, ``smoothed_variance``
@@ -56,10 +67,12 @@ from pathlib import Path
 import numpy as np
 
 from ._atomic import atomic_write, remove_stale_temporaries
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV
 from .irt import ItemResponseModel
+from .stacking import HistoryMixture, StackedPredictor
 from .surrogate import GaussianProcessSurrogate
 
 __all__ = [
@@ -71,13 +84,18 @@ __all__ = [
     "array_sha256",
     "save_step_weights",
     "load_step_weights",
+    "save_configuration",
+    "load_configuration",
     "read_session_state",
     "session_checksums",
     "write_session_state",
 ]
 
 FORMAT_NAME = "faqstats.factor_model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # what low-rank predictors are written as (older faqstats read them)
+#: 2: a HistoryMixture, a StackedPredictor, no predictor (the sample mean) or a saved configuration
+PREDICTOR_FORMAT_VERSION = 2
+_LOW_RANK_KINDS = ("LogisticFactorModel", "LogisticFactorModelCV", "GaussianProcessSurrogate")
 
 _METADATA_KEY = "metadata_json"
 _REQUIRED_ARRAYS = ("question_factors", "prior_mean", "prior_cov", "observed_questions")
@@ -247,12 +265,11 @@ def save_factor_model(model, path, *, question_ids=None, reader=None):
         cv, model = model, model.best_estimator_
     if isinstance(model, ItemResponseModel):  # saved as its factor-model view: same predictions and posterior
         model = model.as_factor_model()
-    if hasattr(model, "batched_posterior"):  # StackedPredictor, HistoryMixture: not of the low-rank form
-        raise TypeError(f"A {type(model).__name__} cannot be saved as a factor model (it has no low-rank form): "
-                        "keep the history and refit it, or save one of its parts, e.g. a GaussianProcessSurrogate.")
+    if isinstance(model, (HistoryMixture, StackedPredictor)):  # not of the low-rank form: format version 2
+        return _save_predictor(model, path, question_ids=question_ids, reader=reader)
     if not isinstance(model, (LogisticFactorModel, GaussianProcessSurrogate)):
-        raise TypeError("model must be a LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate or "
-                        f"ItemResponseModel, got {type(model).__name__}.")
+        raise TypeError("model must be a LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate, "
+                        f"ItemResponseModel, HistoryMixture or StackedPredictor, got {type(model).__name__}.")
     check_is_fitted(model, "question_factors_")
 
     V = _float_array(model, "question_factors_")
@@ -351,8 +368,10 @@ def _read_metadata(data, path):
         meta = json.loads(raw.tobytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: {_METADATA_KEY!r} is not valid UTF-8 JSON ({exc}).") from exc
-    check_format_header(meta, path, format_name=FORMAT_NAME, max_version=FORMAT_VERSION, what="factor model file")
-    for field in ("n_questions", "n_components"):
+    check_format_header(meta, path, format_name=FORMAT_NAME, max_version=PREDICTOR_FORMAT_VERSION,
+                        what="factor model file")
+    low_rank = meta.get("estimator") in _LOW_RANK_KINDS
+    for field in ("n_questions", "n_components") if low_rank else ("n_questions",):
         value = meta.get(field)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{path}: metadata {field!r} must be a positive integer, got {value!r}.")
@@ -413,7 +432,7 @@ def load_factor_model(path):
 
     Returns
     -------
-    LogisticFactorModel or GaussianProcessSurrogate
+    LogisticFactorModel, GaussianProcessSurrogate, HistoryMixture or StackedPredictor
         Fitted (a saved CV model's best estimator), predicting exactly as the saved one,
         with its parameters (a Generator ``random_state`` comes back as None),
         ``question_ids_`` (for :func:`check_question_ids`) and ``metadata_`` (the JSON metadata; for a
@@ -422,8 +441,9 @@ def load_factor_model(path):
     Raises
     ------
     ValueError
-        If the file is not a faqstats factor model (or a newer format), needs pickle, or has
-        a missing, misshapen, non-finite or altered entry.
+        If the file is not a faqstats factor model (or a newer format), needs pickle, has
+        a missing, misshapen, non-finite, out-of-range or altered entry, or holds no predictor
+        (a configuration that chose the sample mean: :func:`load_configuration`).
 
     Examples
     --------
@@ -436,6 +456,16 @@ def load_factor_model(path):
     >>> loaded.question_factors_.shape, loaded.model_factors_.shape, loaded.question_ids_
     ((4, 2), (2, 2), None)
     """
+    model, meta, _ = load_model_file(path)
+    if model is None:
+        raise ValueError(f"{_npz_path(path)} holds no predictor (the FPC sample mean was chosen); read it with "
+                         "load_configuration, or start a session from it.")
+    return model
+
+
+def load_model_file(path):
+    """``(predictor or None, metadata, question ids or None)`` of a file of :func:`save_factor_model`
+    or :func:`save_configuration` (None: no predictor, the sample mean), checked as :func:`load_factor_model`."""
     path = _npz_path(path)
     try:
         data = np.load(path, allow_pickle=False)
@@ -447,6 +477,8 @@ def load_factor_model(path):
         raise ValueError(f"{path} is not a faqstats factor model file: a single .npy array, not an .npz archive.")
     with data:
         meta = _read_metadata(data, path)
+        if meta["format_version"] >= 2 or meta.get("estimator") not in _LOW_RANK_KINDS:  # any predictor, or none
+            return _load_predictor(data, meta, path)
         missing = [key for key in _REQUIRED_ARRAYS if key not in data.files]
         if missing:
             raise ValueError(f"{path}: required entr{'y' if len(missing) == 1 else 'ies'} {missing} missing.")
@@ -513,7 +545,7 @@ def load_factor_model(path):
             raise ValueError(f"{path}: metadata 'cv' must be a JSON object or null.")
         meta["cv"]["cv_results"] = cv_results
     fm.metadata_ = meta
-    return fm
+    return fm, meta, ids
 
 
 def _read_ids(data, key, n, path):
@@ -567,6 +599,378 @@ def check_question_ids(model, question_ids):
         raise ValueError(
             f"question ids are {how} (first difference at index {first}: {given[first]!r} != {expected[first]!r})."
         )
+
+
+# -- predictors beyond the low-rank form, and configurations (format version 2) -------------
+_STACK_ARRAYS = ("steps", "weights", "validation_mse")
+
+
+def _component_entries(model, prefix, notes):
+    """``(metadata, arrays)`` of a fitted predictor, its array names prefixed with ``prefix``."""
+    if isinstance(model, LogisticFactorModelCV):
+        check_is_fitted(model, "best_estimator_")
+        model = model.best_estimator_
+    if isinstance(model, ItemResponseModel):  # as save_factor_model does: same predictions and posterior
+        model = model.as_factor_model()
+    kind = type(model).__name__
+    if isinstance(model, HistoryMixture):
+        check_is_fitted(model, "profiles_")
+        profiles = _float_array(model, "profiles_")
+        meta = {"estimator": kind, "params": json_safe(model.get_params(deep=False), f"{prefix}params", notes),
+                "n_questions": int(profiles.shape[1]), "n_models": int(profiles.shape[0])}
+        return meta, {prefix + "profiles": profiles, prefix + "question_means": _float_array(model, "question_means_")}
+    if isinstance(model, StackedPredictor):
+        check_is_fitted(model, "weights_")
+        params = model.get_params(deep=False)
+        if params["estimators"] is not None:  # the components' classes and parameters are stored with them
+            params["estimators"] = [name for name, _ in params["estimators"]]
+        arrays = {prefix + "steps": np.asarray(model.steps_, dtype=np.int64),
+                  prefix + "weights": _float_array(model, "weights_"),
+                  prefix + "validation_mse": _float_array(model, "validation_mse_")}
+        components = []
+        names = [name for name, _ in model._components()]
+        for i, (name, part) in enumerate(zip(names, model.estimators_)):
+            part_meta, part_arrays = _component_entries(part, f"{prefix}component{i}.", notes)
+            components.append({"name": name, **part_meta})
+            arrays |= part_arrays
+        n = {c["n_questions"] for c in components}
+        if len(n) != 1:
+            raise ValueError(f"Refusing to save: the stack's components have different numbers of questions {n}.")
+        meta = {"estimator": kind, "params": json_safe(params, f"{prefix}params", notes), "n_questions": n.pop(),
+                "n_validation": int(getattr(model, "n_validation_", 0)), "components": components}
+        return meta, arrays
+    if not isinstance(model, (LogisticFactorModel, GaussianProcessSurrogate)):
+        raise TypeError(f"A {kind} cannot be saved: its predictors must be LogisticFactorModel, "
+                        "GaussianProcessSurrogate, ItemResponseModel, HistoryMixture or StackedPredictor.")
+    check_is_fitted(model, "question_factors_")
+    V = _float_array(model, "question_factors_")
+    arrays = {"question_factors": V, "prior_mean": _float_array(model, "prior_mean_"),
+              "prior_cov": _float_array(model, "prior_cov_"),
+              "observed_questions": np.asarray(model.observed_questions_, dtype=bool)}
+    for key in ("model_factors", *_GP_ARRAYS):
+        if getattr(model, key + "_", None) is not None:
+            arrays[key] = _float_array(model, key + "_")
+    meta = {"estimator": kind, "params": json_safe(model.get_params(deep=False), f"{prefix}params", notes),
+            "n_questions": int(V.shape[0]), "n_components": int(V.shape[1])}
+    return meta, {prefix + key: arr for key, arr in arrays.items()}
+
+
+def _save_predictor(model, path, *, question_ids=None, reader=None, configuration=None, n_questions=None):
+    """Write a predictor (or None: the sample mean, with ``n_questions``) in format version 2."""
+    notes = []
+    if model is None:
+        meta, arrays = {"estimator": None, "params": {}, "n_questions": int(n_questions)}, {}
+    else:
+        meta, arrays = _component_entries(model, "", notes)
+    n = meta["n_questions"]
+    feature_names = getattr(model, "feature_names_in_", None)
+    if feature_names is not None:
+        arrays["feature_names_in"] = np.array(_check_ids(feature_names, n, "feature_names_in_"), dtype=str)
+        if question_ids is None:
+            question_ids = list(feature_names)
+    if question_ids is not None:
+        question_ids = _check_ids(question_ids, n, "question_ids")
+        arrays["question_ids"] = np.array(question_ids, dtype=str)
+    metadata = _header(FORMAT_NAME, PREDICTOR_FORMAT_VERSION) | {
+        "numpy_version": np.__version__, "created_utc": utc_now(), **meta,
+        "question_ids_sha256": None if question_ids is None else question_ids_sha256(question_ids), "notes": notes,
+    }
+    reader = check_reader_options(reader)
+    if reader is not None:
+        metadata["reader"] = reader
+    if configuration is not None:
+        doc, step_weights = configuration
+        if step_weights is not None:
+            arrays[_CONFIG_WEIGHTS] = step_weights
+        metadata["configuration"] = doc | {"sha256": _json_sha256(doc)}
+    metadata["array_sha256"] = {key: array_sha256(arr) for key, arr in arrays.items()}
+    text = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    arrays[_METADATA_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    return atomic_write(_npz_path(path), lambda f: np.savez(f, **arrays))
+
+
+def _check_psd(cov, key, path):
+    if not np.allclose(cov, cov.T):
+        raise ValueError(f"{path}: {key!r} is not symmetric.")
+    eig = np.linalg.eigvalsh(0.5 * (cov + cov.T))
+    if eig.min() < -1e-10 * max(1.0, float(np.abs(eig).max())):
+        raise ValueError(f"{path}: {key!r} is not positive semi-definite (eigenvalue {eig.min():.3g}).")
+
+
+def _set_params(model, params, path, where):
+    if not isinstance(params, dict):
+        raise ValueError(f"{path}: metadata {where}'params' must be a JSON object.")
+    known = model.get_params(deep=False)
+    try:
+        model.set_params(**{name: value for name, value in params.items() if name in known})
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: invalid estimator parameters in metadata {where}: {exc}") from exc
+
+
+def _read_component(data, meta, prefix, n, path):
+    """The fitted predictor stored under ``prefix``, every entry checked (shapes, finiteness, ranges)."""
+    from ._validation import check_scalar
+
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: metadata of component {prefix!r} must be a JSON object.")
+    kind, where = meta.get("estimator"), f"({prefix or 'top level'}) "
+    if meta.get("n_questions") != n:
+        raise ValueError(f"{path}: {where}has n_questions={meta.get('n_questions')!r}, the file {n}.")
+
+    def missing(keys):
+        absent = [prefix + key for key in keys if prefix + key not in data.files]
+        if absent:
+            raise ValueError(f"{path}: required entr{'y' if len(absent) == 1 else 'ies'} {absent} missing.")
+
+    if kind == "HistoryMixture":
+        missing(("profiles", "question_means"))
+        profiles = _read_float(data, prefix + "profiles", (None, n), path)
+        if profiles.shape[0] < 1 or not np.all((profiles > 0) & (profiles < 1)):
+            raise ValueError(f"{path}: {prefix + 'profiles'!r} must hold at least one row, every entry in (0, 1).")
+        means = _read_float(data, prefix + "question_means", (n,), path)
+        if not np.all((means >= 0) & (means <= 1)):
+            raise ValueError(f"{path}: {prefix + 'question_means'!r} must be in [0, 1].")
+        model = HistoryMixture()
+        _set_params(model, meta.get("params"), path, where)
+        try:
+            check_scalar(model.smoothing, "smoothing", low=0.0, high=1.0, closed="right")
+            check_scalar(model.temperature, "temperature", low=0.0, closed="neither")
+            if model.target not in ("low-rank", "means"):
+                raise ValueError(f"target must be 'low-rank' or 'means', got {model.target!r}.")
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: invalid estimator parameters in metadata {where}: {exc}") from exc
+        model.profiles_, model.question_means_, model.n_features_in_ = profiles, means, n
+        return model
+    if kind == "StackedPredictor":
+        missing(_STACK_ARRAYS)
+        steps = _read_array(data, prefix + "steps", path)
+        if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size < 1 or steps[0] != 0 or np.any(
+                np.diff(steps) <= 0):
+            raise ValueError(f"{path}: {prefix + 'steps'!r} must be increasing integers starting at 0, got "
+                             f"{steps.dtype} {steps.shape}.")
+        components = meta.get("components")
+        if not isinstance(components, list) or not components:
+            raise ValueError(f"{path}: metadata {where}'components' must be a non-empty list.")
+        K = len(components)
+        weights = _read_float(data, prefix + "weights", (steps.size, K), path)
+        if np.any(weights < 0) or not np.allclose(weights.sum(1), 1.0, rtol=0, atol=1e-9):
+            raise ValueError(f"{path}: {prefix + 'weights'!r} must be convex weights (non-negative, each row "
+                             "summing to 1).")
+        mse = _read_float(data, prefix + "validation_mse", (steps.size, K + 1), path)
+        parts = []
+        for i, part_meta in enumerate(components):
+            part = _read_component(data, part_meta, f"{prefix}component{i}.", n, path)
+            if not isinstance(part_meta.get("name"), str):
+                raise ValueError(f"{path}: component {i} of {where}has no name.")
+            parts.append((part_meta["name"], part))
+        model = StackedPredictor()
+        params = dict(meta.get("params") or {})
+        names = params.pop("estimators", None)
+        _set_params(model, params, path, where)
+        if names is not None:
+            if names != [name for name, _ in parts]:
+                raise ValueError(f"{path}: metadata {where}'estimators' {names} are not its components' names.")
+            model.set_params(estimators=[(name, clone(part)) for name, part in parts])
+        n_validation = meta.get("n_validation", 0)
+        if isinstance(n_validation, bool) or not isinstance(n_validation, int) or n_validation < 0:
+            raise ValueError(f"{path}: metadata {where}'n_validation' must be a non-negative integer.")
+        model.estimators_, model.steps_, model.weights_ = [part for _, part in parts], steps.astype(np.int64), weights
+        model.validation_mse_, model.n_validation_, model.n_features_in_ = mse, n_validation, n
+        return model
+    if kind not in ("LogisticFactorModel", "GaussianProcessSurrogate"):
+        raise ValueError(f"{path}: metadata {where}names an unknown estimator {kind!r}.")
+    missing(_REQUIRED_ARRAYS)
+    k = meta.get("n_components")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"{path}: metadata {where}'n_components' must be a positive integer, got {k!r}.")
+    fitted = {"question_factors": _read_float(data, prefix + "question_factors", (n, k), path),
+              "prior_mean": _read_float(data, prefix + "prior_mean", (k,), path),
+              "prior_cov": _read_float(data, prefix + "prior_cov", (k, k), path)}
+    _check_psd(fitted["prior_cov"], prefix + "prior_cov", path)
+    observed = _read_array(data, prefix + "observed_questions", path)
+    if observed.dtype != np.bool_ or observed.shape != (n,):
+        raise ValueError(f"{path}: {prefix + 'observed_questions'!r} must be bool of shape ({n},).")
+    fitted["observed_questions"] = observed
+    gp = kind == "GaussianProcessSurrogate"
+    if gp:
+        missing(_GP_ARRAYS)
+        fitted |= {key: _read_float(data, prefix + key, (n,), path) for key in _GP_ARRAYS}
+        if fitted["noise"].min() <= 0:
+            raise ValueError(f"{path}: {prefix + 'noise'!r} must be positive.")
+    fitted["model_factors"] = (_read_float(data, prefix + "model_factors", (None, k), path)
+                               if prefix + "model_factors" in data.files else None)
+    model = GaussianProcessSurrogate() if gp else LogisticFactorModel()
+    _set_params(model, meta.get("params"), path, where)
+    try:
+        model.check_params()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: invalid estimator parameters in metadata {where}: {exc}") from exc
+    for key, value in fitted.items():
+        setattr(model, key + "_", value)
+    model.n_features_in_ = n
+    return model
+
+
+def _load_predictor(data, meta, path):
+    """``(predictor or None, metadata, ids)`` of a format-2 file (``data`` open)."""
+    n = meta["n_questions"]
+    model = None if meta.get("estimator") is None else _read_component(data, meta, "", n, path)
+    ids = _read_ids(data, "question_ids", n, path)
+    names = _read_ids(data, "feature_names_in", n, path)
+    weights = None
+    config = meta.get("configuration")
+    if config is not None:
+        if not isinstance(config, dict) or config.get("sha256") != _json_sha256(
+                {key: value for key, value in config.items() if key != "sha256"}):
+            raise ValueError(f"{path}: the saved configuration does not match its checksum: the file was edited or "
+                             "damaged; configure again or restore it.")
+        if _CONFIG_WEIGHTS in data.files:
+            weights = _read_float(data, _CONFIG_WEIGHTS, (config.get("budget"),), path)
+            if np.any(weights <= 0):
+                raise ValueError(f"{path}: {_CONFIG_WEIGHTS!r} must be positive.")
+    hash_error = _array_hash_error(data, meta, path)
+    stored_hash = meta.get("question_ids_sha256")
+    if (ids is not None and stored_hash != question_ids_sha256(ids)) or (ids is None and stored_hash is not None):
+        raise ValueError(f"{path}: the stored question ids do not match their SHA-256 in the metadata (file altered?).")
+    if hash_error is not None:
+        raise hash_error
+    if model is not None:
+        if names is not None:
+            model.feature_names_in_ = np.asarray(names, dtype=object)
+        model.question_ids_, model.metadata_ = ids, meta
+    if config is not None:
+        meta["configuration"] = dict(config, step_weights=weights)
+    return model, meta, ids
+
+
+_CONFIG_WEIGHTS = "configuration.step_weights"
+
+
+def save_configuration(configuration, path, *, question_ids=None, reader=None):
+    """Write what :func:`~faqstats.configure_from_history` chose to one ``.npz`` file, without pickle.
+
+    The file is a factor model file (format version 2) holding the chosen predictor, whatever its
+    kind (none when the sample mean was chosen), with the policy (class and parameters), the step
+    weights, the budget, the refresh schedule, the predicted ESS and the validation table;
+    :func:`load_configuration` gives back an estimator that runs exactly as the configured one, and
+    :meth:`EvaluationSession.from_configuration <faqstats.EvaluationSession.from_configuration>` a
+    session that does.
+
+    Parameters
+    ----------
+    configuration : Configuration
+        What :func:`~faqstats.configure_from_history` returned.
+    path : str or os.PathLike
+        Destination (``".npz"`` appended when missing).
+    question_ids : sequence of str, optional
+        The bank's unique ids, in the history's column order.
+    reader : dict, optional
+        How the history was read from harness output (:func:`check_reader_options`).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
+    >>> cfg = fq.configure_from_history(bank.history, 20, n_runs=100, random_state=0)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     loaded = load_configuration(save_configuration(cfg, pathlib.Path(tmp) / "cfg"))
+    >>> loaded.choice == cfg.choice, loaded.budget
+    (True, 20)
+    """
+    from .session._session import _sampler_spec
+
+    est = configuration.estimator
+    notes = []
+    table = configuration.table
+    doc = {
+        "choice": str(configuration.choice), "budget": int(est.budget), "predict_every": int(est.predict_every),
+        "policy": _sampler_spec(est.sampler),
+        "predicted_ess": json_safe(configuration.predicted_ess, "predicted_ess", notes),
+        "n_validation": int(configuration.n_validation), "n_runs": int(configuration.n_runs),
+        "seconds": float(configuration.seconds), "configured_budget": int(configuration.budget),
+        "table": {"columns": [str(c) for c in table.columns],
+                  "rows": json_safe(table.to_numpy(dtype=object).tolist(), "table", notes)},
+        "notes": notes,
+    }
+    weights = None
+    if est.step_weights is not None:
+        weights = np.asarray(est.step_weights, dtype=np.float64)[: doc["budget"]]
+        if weights.shape != (doc["budget"],) or not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+            raise ValueError(f"Refusing to save: the step weights must be {doc['budget']} finite positive numbers.")
+    n_questions = None
+    if est.factor_model is None:
+        if question_ids is None:
+            raise ValueError("question_ids are needed to save a configuration without a predictor (the sample mean).")
+        n_questions = len(list(question_ids))
+    return _save_predictor(est.factor_model, path, question_ids=question_ids, reader=reader,
+                           configuration=(doc, weights), n_questions=n_questions)
+
+
+def load_configuration(path):
+    """Read a file written by :func:`save_configuration`: the :class:`~faqstats.configure.Configuration`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file, named as for :func:`save_configuration`.
+
+    Returns
+    -------
+    Configuration
+        Its ``estimator`` (unfitted, ``random_state=None``: set it) makes exactly the draws and the
+        estimate of the one :func:`~faqstats.configure_from_history` returned, for the same seed.
+        ``estimator.factor_model`` carries ``question_ids_`` and ``metadata_`` (None for the sample mean).
+
+    Raises
+    ------
+    ValueError
+        If the file is damaged or edited (as :func:`load_factor_model`), or holds no configuration.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
+    >>> cfg = fq.configure_from_history(bank.history, 20, n_runs=100, random_state=0)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     est = load_configuration(save_configuration(cfg, pathlib.Path(tmp) / "cfg")).estimator
+    >>> z = bank.new_outcomes[0]
+    >>> est.set_params(random_state=0).fit(z).result_ == cfg.estimator.set_params(random_state=0).fit(z).result_
+    True
+    """
+    model, meta, _ = load_model_file(path)
+    return configuration_from(model, meta, _npz_path(path))
+
+
+def configuration_from(model, meta, path):
+    """The :class:`~faqstats.configure.Configuration` of a loaded file (:func:`load_model_file`)."""
+    import pandas as pd
+
+    from .configure import Configuration
+    from .estimator import PAIEstimator
+    from .session._session import _sampler_from_spec
+
+    config = meta.get("configuration")
+    if config is None:
+        raise ValueError(f"{path} holds a predictor without a configuration: it was saved with save_factor_model "
+                         "(faqstats fit-history without --budget).")
+    try:
+        sampler = _sampler_from_spec(config["policy"])
+        table = pd.DataFrame(config["table"]["rows"], columns=config["table"]["columns"])
+        est = PAIEstimator(model, sampler, budget=int(config["budget"]), step_weights=config["step_weights"],
+                           predict_every=int(config["predict_every"]))
+        est.validate(meta["n_questions"])
+        return Configuration(est, str(config["choice"]), table, int(config["configured_budget"]),
+                             int(config["n_validation"]), int(config["n_runs"]), float(config["seconds"]),
+                             int(config["predict_every"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: the saved configuration is not valid ({exc}).") from exc
 
 
 # -- JSON documents ------------------------------------------------------------------

@@ -48,9 +48,10 @@ class HistoryMixture(TransformerMixin, BaseEstimator):
     and the predictions are ``sum_i w_i P_ij``. Nonparametric: it captures near-duplicates
     (fine-tunes and merges of one base) that a low-rank covariance smooths away. A drop-in for a
     fitted :class:`~faqstats.LogisticFactorModel` in :class:`~faqstats.PAIEstimator`,
-    :class:`~faqstats.PairedPAIEstimator` and :func:`faqstats.batched.simulate`; it has no
-    factors, so policies that need them (:class:`~faqstats.VarianceReductionSampler`) and
-    :func:`~faqstats.save_factor_model` do not take it.
+    :class:`~faqstats.PairedPAIEstimator`, :func:`faqstats.batched.simulate` and
+    :class:`~faqstats.EvaluationSession`, saved by :func:`~faqstats.save_factor_model` (as is a
+    :class:`StackedPredictor`); it has no factors, so policies that need them
+    (:class:`~faqstats.VarianceReductionSampler`) do not take it.
 
     Parameters
     ----------

@@ -48,7 +48,18 @@ def originals(tmp_path_factory):
         got, _ = session.next_questions()
         session.record(got, [float(z[int(q[1:])]) for q in got])
     session.next_questions()  # a round pending
-    return {"model": model, "weights": weights, "session": root / "session", "status": session.status()}
+    # a configuration with a stack of a surrogate and a history mixture (format version 2, issues 16 and 18)
+    import pandas as pd
+    from faqstats.configure import Configuration
+
+    stack = fq.StackedPredictor([("gp", fq.GaussianProcessSurrogate(n_components=2)), ("mix", fq.HistoryMixture())],
+                                n_paths=10).fit(bank.history)
+    est = fq.PAIEstimator(stack, fq.HybridSampler(tau=0.25), budget=5, step_weights=np.linspace(1, 2, 5))
+    table = pd.DataFrame({"candidate": ["stack"], "predicted_ess": [1.5]})
+    configured = fq.save_configuration(Configuration(est, "stack", table, 5, 10, 100, 1.0), root / "cfg.npz",
+                                       question_ids=ids)
+    return {"model": model, "weights": weights, "session": root / "session", "status": session.status(),
+            "configured": configured}
 
 
 def _load(kind, path):
@@ -56,6 +67,8 @@ def _load(kind, path):
         return fq.load_factor_model(path)
     if kind == "weights":
         return fq.load_step_weights(path)
+    if kind == "configured":
+        return fq.load_configuration(path)
     return fq.EvaluationSession.load(path)
 
 
@@ -83,6 +96,10 @@ def _content(kind, loaded):
                  loaded.model_factors_.tobytes(), loaded.question_ids_], loaded.get_params())
     if kind == "weights":
         return [loaded.weights.tobytes(), loaded.step_variance.tobytes(), loaded.n_runs, loaded.variance_ratio]
+    if kind == "configured":
+        est, parts = loaded.estimator, loaded.estimator.factor_model.estimators_
+        return [est.factor_model.weights_.tobytes(), parts[0].question_factors_.tobytes(), parts[1].profiles_.tobytes(),
+                repr(est.sampler), est.step_weights.tobytes(), loaded.choice, est.factor_model.question_ids_]
     return loaded.status() | {"directory": None}, loaded.queries().tobytes()
 
 
@@ -102,7 +119,7 @@ def _assert_refused(kind, target, damaged, originals=None):
 
 
 @SETTINGS
-@given(kind=st.sampled_from(["model", "weights", "session"]), data=st.data())
+@given(kind=st.sampled_from(["model", "weights", "session", "configured"]), data=st.data())
 def test_a_flipped_byte_is_refused_by_name(originals, tmp_path_factory, kind, data):
     tmp_path = tmp_path_factory.mktemp("flip")
     target, damaged = _damaged_copy(originals, kind, tmp_path)
@@ -114,7 +131,7 @@ def test_a_flipped_byte_is_refused_by_name(originals, tmp_path_factory, kind, da
 
 
 @SETTINGS
-@given(kind=st.sampled_from(["model", "weights", "session"]), data=st.data())
+@given(kind=st.sampled_from(["model", "weights", "session", "configured"]), data=st.data())
 def test_a_truncated_file_is_refused_by_name(originals, tmp_path_factory, kind, data):
     tmp_path = tmp_path_factory.mktemp("cut")
     target, damaged = _damaged_copy(originals, kind, tmp_path)

@@ -238,8 +238,8 @@ def test_io_refuses_non_npz_file(tmp_path):
 # ----------------------------------------------------------------- versions and tampering
 def test_io_refuses_newer_format_version(fitted, tmp_path):
     path = save_factor_model(fitted, tmp_path / "fm")
-    _with_metadata(path, format_version=2)
-    with pytest.raises(ValueError, match=r"written by a newer faqstats \(format version 2 > 1\); upgrade faqstats"):
+    _with_metadata(path, format_version=3)
+    with pytest.raises(ValueError, match=r"written by a newer faqstats \(format version 3 > 2\); upgrade faqstats"):
         load_factor_model(path)
 
 

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.base import clone
 
 from .. import sampling
 from ..estimator import PAIEstimator
 from ..factor_model import LogisticFactorModel, LogisticFactorModelCV
 from ..irt import ItemResponseModel
+from ..stacking import HistoryMixture, StackedPredictor
 from ..surrogate import GaussianProcessSurrogate
 from ..io import check_question_ids, json_safe, load_factor_model, question_ids_sha256, utc_now
 from .._engine import ClusterRun
@@ -43,8 +45,11 @@ class EvaluationSession:
 
     Parameters
     ----------
-    factor_model : fitted LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate, or path
-        The model, or the path of one saved with :func:`~faqstats.save_factor_model`.
+    factor_model : fitted predictor, path or None
+        A fitted LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate, ItemResponseModel,
+        HistoryMixture or StackedPredictor, or the path of one saved with :func:`~faqstats.save_factor_model`;
+        None: no predictor (the sample mean, with ``sampler=UniformSampler(replace=False)``; needs
+        ``question_ids``). :meth:`from_configuration` takes a saved configuration.
     question_ids : sequence of str or of int, optional
         The bank's unique ids (all str or all int) in the model's question order, by which questions
         are handed out and answered; the model's ids when it carries some (the default), else ``0 .. N-1``.
@@ -65,6 +70,8 @@ class EvaluationSession:
         ``None`` keeps it in memory only.
     dtype : {"float64", "float32"}, default="float64"
         As in :class:`PAIEstimator`.
+    predict_every : int, default=1
+        As in :class:`PAIEstimator` (the predictions' refresh schedule; stored).
     groups : sequence of str or int, or mapping, optional
         A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``),
         or a mapping ``{question id: label}`` covering the bank (other ids are ignored):
@@ -135,6 +142,7 @@ class EvaluationSession:
         random_state=None,
         directory=None,
         dtype="float64",
+        predict_every=1,
         groups=None,
         estimand="micro",
         min_group_share=0.0,
@@ -151,14 +159,7 @@ class EvaluationSession:
             factor_model = getattr(factor_model, "best_estimator_", factor_model)
         if isinstance(factor_model, ItemResponseModel) and hasattr(factor_model, "question_factors_"):
             factor_model = factor_model.as_factor_model()  # what the session saves: same predictions and posterior
-        if not isinstance(factor_model, (LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate)):
-            raise TypeError(
-                "factor_model must be a fitted LogisticFactorModel (or LogisticFactorModelCV), GaussianProcessSurrogate "
-                f"or ItemResponseModel, or the path of a saved one, got {type(factor_model).__name__}."
-            )
-        if not hasattr(factor_model, "question_factors_"):
-            raise ValueError("factor_model is not fitted: fit it (or load a saved one) first.")
-        n_questions = factor_model.question_factors_.shape[0]
+        n_questions = _n_questions(factor_model, question_ids)
         ids, id_type = _check_question_ids(question_ids, factor_model, n_questions)
         if random_state is None:
             random_state = int(np.random.SeedSequence().entropy)
@@ -184,6 +185,8 @@ class EvaluationSession:
             config["step_weights"] = [float(x) for x in np.asarray(step_weights, dtype=float).ravel()]
         if dtype != "float64":
             config["dtype"] = dtype
+        if not (isinstance(predict_every, numbers.Integral) and predict_every == 1):
+            config["predict_every"] = predict_every
         # stored only when used, like step_weights
         if groups is not None:
             config["groups"] = np.asarray(_per_question(groups, ids, "groups")).tolist()
@@ -237,6 +240,76 @@ class EvaluationSession:
         return cls(factor_model, question_ids, directory=directory, **params)
 
     @classmethod
+    def from_configuration(cls, configuration, question_ids=None, *, budget=None, directory=None, **params):
+        """A session that runs exactly what :func:`~faqstats.configure_from_history` chose.
+
+        With the same seed it makes the draws and the estimate of
+        ``PAIEstimator.from_history(history, budget, random_state=seed)``: the chosen predictor
+        (whatever its kind; none for the sample mean), policy, step weights and refresh schedule.
+
+        Parameters
+        ----------
+        configuration : Configuration, or str or os.PathLike
+            What :func:`~faqstats.configure_from_history` returned, or the path of one saved with
+            :func:`~faqstats.save_configuration` (``faqstats fit-history --budget``).
+        question_ids : sequence of str or of int, optional
+            As in the class (default: the ids saved with the configuration; needed for an
+            in-memory sample-mean configuration).
+        budget : int, optional
+            At most the configured budget (the step weights cover that many draws); default: it.
+        directory : str or os.PathLike or None, default=None
+            As in the class.
+        **params
+            The class's other keyword arguments, except ``sampler``, ``step_weights`` and
+            ``predict_every`` (the configuration's).
+
+        Returns
+        -------
+        EvaluationSession
+
+        Examples
+        --------
+        >>> import faqstats as fq
+        >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
+        >>> cfg = fq.configure_from_history(bank.history, 12, n_runs=100, random_state=0)
+        >>> session = EvaluationSession.from_configuration(cfg, [f"q{j}" for j in range(80)], random_state=0)
+        >>> z = bank.new_outcomes[0]
+        >>> while not session.done:
+        ...     ids, _ = session.next_questions()
+        ...     session.record(ids, [z[int(q[1:])] for q in ids])
+        >>> session.result() == cfg.estimator.set_params(random_state=0).fit(z).result_
+        True
+        """
+        from ..io import configuration_from, load_model_file
+
+        fixed = sorted({"sampler", "step_weights", "predict_every", "factor_model"} & set(params))
+        if fixed:
+            raise TypeError(f"{', '.join(fixed)} come(s) from the configuration: a session from a configuration "
+                            "runs what it chose.")
+        meta, stored_ids = {}, None
+        if isinstance(configuration, (str, os.PathLike)):
+            model, meta, stored_ids = load_model_file(configuration)
+            configuration = configuration_from(model, meta, configuration)
+        est = configuration.estimator
+        meta = getattr(est.factor_model, "metadata_", None) or meta
+        if question_ids is None:
+            question_ids = getattr(est.factor_model, "question_ids_", None) or stored_ids
+        budget = est.budget if budget is None else budget
+        if isinstance(budget, numbers.Integral) and not isinstance(budget, bool) and budget > est.budget:
+            raise ValueError(f"budget={budget} exceeds the configured budget {est.budget} (its step weights and "
+                             "choice are for that many queries): configure again for a larger one.")
+        step_weights = None if est.step_weights is None else np.asarray(est.step_weights, dtype=float)
+        session = cls(est.factor_model, question_ids, sampler=clone(est.sampler), budget=budget,
+                      step_weights=step_weights, predict_every=est.predict_every, **params)
+        if directory is not None:  # as __init__ does, the reader of a model without predictor included
+            SessionStore.refuse_existing(directory)
+            session._store, stored = SessionStore.create(directory, est.factor_model, session.question_ids,
+                                                         reader=meta.get("reader"))
+            session._setup(stored, session.question_ids, session._id_type, session._config, session.sampler)
+            session._save()
+        return session
+
+    @classmethod
     def load(cls, directory, *, sampler=None):
         """Resume the session saved in ``directory``.
 
@@ -258,7 +331,7 @@ class EvaluationSession:
         self = cls.__new__(cls)
         try:
             id_type = state["question_id_type"]
-            ids = [int(q) for q in fm.question_ids_] if id_type == "int" else fm.question_ids_
+            ids = [int(q) for q in store.question_ids] if id_type == "int" else store.question_ids
             config = state["config"]
             self._setup(fm, ids, id_type, config, _sampler_from_spec(config["sampler"], sampler))
         except (KeyError, TypeError, ValueError) as exc:  # a state no session of this configuration writes
@@ -297,12 +370,13 @@ class EvaluationSession:
             interval=config["interval"],
             step_weights=config.get("step_weights"),
             dtype=config.get("dtype", "float64"),
+            predict_every=config.get("predict_every", 1),
             estimand=config.get("estimand", "micro"),
             min_group_share=config.get("min_group_share", 0.0),
             stratify=config.get("stratify", False),
             budget_cost=config.get("budget_cost"),
         )
-        self._loop = self._estimator.new_loop(fm.question_factors_.shape[0], groups=config.get("groups"),
+        self._loop = self._estimator.new_loop(len(ids), groups=config.get("groups"),
                                               costs=config.get("costs"), clusters=config.get("clusters"))
         run = self._loop.run
         # the questions each draw asks: its own, or (with clusters) all of its cluster's, in question order
@@ -764,6 +838,27 @@ class EvaluationSession:
 
 
 # -- helpers -------------------------------------------------------------------------
+_PREDICTORS = (LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate, HistoryMixture, StackedPredictor)
+_FITTED = {HistoryMixture: "profiles_", StackedPredictor: "weights_"}
+
+
+def _n_questions(fm, question_ids):
+    """The bank size of a predictor (checked: one a session can save), or of ``question_ids`` without one."""
+    if fm is None:
+        if question_ids is None:
+            raise ValueError("a session without a predictor (the sample mean) needs question_ids.")
+        return len(question_ids)
+    if not isinstance(fm, _PREDICTORS):
+        raise TypeError(
+            "factor_model must be a fitted LogisticFactorModel (or LogisticFactorModelCV), GaussianProcessSurrogate, "
+            f"ItemResponseModel, HistoryMixture or StackedPredictor, or the path of a saved one, or None, got "
+            f"{type(fm).__name__}."
+        )
+    if not hasattr(fm, _FITTED.get(type(fm), "question_factors_")):
+        raise ValueError("factor_model is not fitted: fit it (or load a saved one) first.")
+    return fm.question_factors_.shape[0] if hasattr(fm, "question_factors_") else fm.n_features_in_
+
+
 def _check_outcome(value, qid):
     try:
         value = float(value)

@@ -10,7 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..io import load_factor_model, read_session_state, save_factor_model, write_session_state
+from ..io import _save_predictor, load_model_file, read_session_state, save_factor_model, write_session_state
 
 __all__ = ["SessionStore"]
 
@@ -29,12 +29,18 @@ class SessionStore:
         The revision of the state on disk that this store last read or wrote.
     model_sha256 : str
         SHA-256 of the factor model file's bytes.
+    question_ids : list of str or None
+        The bank's ids as stored in the model file.
+    model_metadata : dict
+        The model file's metadata (also a session without a predictor has one).
     """
 
-    def __init__(self, directory, revision, model_sha256):
+    def __init__(self, directory, revision, model_sha256, question_ids=None, model_metadata=None):
         self.directory = Path(directory)
         self.revision = revision
         self.model_sha256 = model_sha256
+        self.question_ids = question_ids
+        self.model_metadata = model_metadata or {}
 
     @property
     def state_path(self):
@@ -49,15 +55,21 @@ class SessionStore:
         return directory
 
     @classmethod
-    def create(cls, directory, factor_model, question_ids):
-        """A new session directory with ``factor_model`` and the ids: ``(store, model as stored)``."""
+    def create(cls, directory, factor_model, question_ids, reader=None):
+        """A new session directory with ``factor_model`` (None: no predictor, the sample mean) and the
+        ids: ``(store, model as stored)``."""
         directory = cls.refuse_existing(directory)
         directory.mkdir(parents=True, exist_ok=True)
         # the harness reader options stored with a model from 'faqstats fit-history' go with it
-        reader = (getattr(factor_model, "metadata_", None) or {}).get("reader")
-        model_path = save_factor_model(factor_model, directory / MODEL_FILE,
-                                       question_ids=[str(q) for q in question_ids], reader=reader)
-        return cls(directory, 0, _file_sha256(model_path)), load_factor_model(model_path)
+        reader = reader or (getattr(factor_model, "metadata_", None) or {}).get("reader")
+        ids = [str(q) for q in question_ids]
+        if factor_model is None:
+            model_path = _save_predictor(None, directory / MODEL_FILE, question_ids=ids, reader=reader,
+                                         n_questions=len(ids))
+        else:
+            model_path = save_factor_model(factor_model, directory / MODEL_FILE, question_ids=ids, reader=reader)
+        model, meta, ids = load_model_file(model_path)
+        return cls(directory, 0, _file_sha256(model_path), ids, meta), model
 
     @classmethod
     def open(cls, directory):
@@ -70,8 +82,8 @@ class SessionStore:
         model_path = directory / state["factor_model_file"]
         if not model_path.is_file():
             raise FileNotFoundError(f"{directory}: the session's factor model file {model_path.name} is missing.")
-        fm = load_factor_model(model_path)
-        model_ids_hash = fm.metadata_.get("question_ids_sha256")
+        fm, meta, ids = load_model_file(model_path)
+        model_ids_hash = meta.get("question_ids_sha256")
         if model_ids_hash != state["question_ids_sha256"]:
             raise ValueError(
                 f"{directory}: the bank's question ids (sha256 {str(state['question_ids_sha256'])[:12]}...) differ "
@@ -84,7 +96,7 @@ class SessionStore:
                 f"{directory}: {model_path.name} is not the factor model this session started with (its SHA-256 "
                 "changed); restore it or start a new session."
             )
-        return cls(directory, state["revision"], model_sha), state, fm
+        return cls(directory, state["revision"], model_sha, ids, meta), state, fm
 
     def save(self, fields):
         """Write ``fields`` as the next revision under the lock, unless another process wrote one since."""
