@@ -352,9 +352,9 @@ class StackedPredictor(BaseEstimator):
         The components, refitted on the whole history.
     steps_ : ndarray of int
         The answer counts where each set of weights starts.
-    weights_ : ndarray of shape (len(steps_), n_estimators)
+    weights_ : ndarray of shape (n_steps, n_estimators)
         The combination weights.
-    validation_mse_ : ndarray of shape (len(steps_), n_estimators + 1)
+    validation_mse_ : ndarray of shape (n_steps, n_estimators + 1)
         The validation squared error per range: each component's, then the stack's.
     n_features_in_ : int
 
