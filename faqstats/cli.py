@@ -56,7 +56,7 @@ def _experiment(args):
         ids = [str(q) for q in meta[key].tolist()] if key is not None else [str(j) for j in range(matrix.shape[1])]
         groups = None if args.groups_from is None else _groups_from(args.groups_from, ids)
         costs = None if args.costs_from is None else _costs_from(args.costs_from, ids)
-        clusters = None if args.clusters_from is None else _clusters_from(args.clusters_from, ids)
+        clusters = None if args.clusters_from is None else _labels_from(args.clusters_from, ids, "cluster")
     if args.cluster_size is not None:  # consecutive questions, K at a time
         if args.cluster_size < 1:
             raise ValueError(f"--cluster-size must be a positive number of questions, got {args.cluster_size}.")
@@ -648,13 +648,19 @@ def _groups_from(source, ids):
             return task_groups([str(q) for q in ids])
         except (ValueError, TypeError) as exc:
             raise ValueError(f"--groups-from tasks needs harness question ids '<task>/<id>': {exc}") from None
+    return _labels_from(source, ids, "group")
+
+
+def _labels_from(path, ids, column):
+    """A label (``column``: a group or a cluster) for each of ``ids`` (the bank's order), from a
+    file; labels are non-empty strings or integers, returned as strings."""
+    values = _question_values(path, ids, column)
     labels = []
-    values = _question_values(source, ids, "group")
     for qid in ids:
         where, value = values[str(qid)]
         if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-            raise ValueError(f"{where}: the group of question id {qid!r} must be a non-empty string or an integer, "
-                             f"got {value!r}.")
+            raise ValueError(f"{where}: the {column} of question id {qid!r} must be a non-empty string or an "
+                             f"integer, got {value!r}.")
         labels.append(str(value))
     return labels
 
@@ -677,17 +683,6 @@ def _costs_from(path, ids):
     return costs
 
 
-def _clusters_from(path, ids):
-    """A cluster id for each of ``ids`` (the bank's order), from a file (ids as strings)."""
-    values = _question_values(path, ids, "cluster")
-    clusters = []
-    for qid in ids:
-        where, value = values[str(qid)]
-        if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-            raise ValueError(f"{where}: the cluster of question id {qid!r} must be a non-empty string or an integer, "
-                             f"got {value!r}.")
-        clusters.append(str(value))
-    return clusters
 
 
 def _session_new(args):
@@ -712,7 +707,7 @@ def _session_new(args):
         bank_ids = ids if ids is not None else (fm.question_ids_ or [str(j) for j in range(fm.n_features_in_)])
         groups = None if args.groups_from is None else _groups_from(args.groups_from, bank_ids)
         costs = None if args.costs_from is None else _costs_from(args.costs_from, bank_ids)
-        clusters = None if args.clusters_from is None else _clusters_from(args.clusters_from, bank_ids)
+        clusters = None if args.clusters_from is None else _labels_from(args.clusters_from, bank_ids, "cluster")
     session = EvaluationSession.create(
         args.directory, args.model, ids, sampler=HybridSampler(tau=0.5 if args.tau is None else args.tau,
                                                                replace=args.replace),
