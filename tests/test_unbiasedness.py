@@ -21,6 +21,7 @@ import itertools
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sklearn.base import BaseEstimator
 
 import faqstats as fq
 from faqstats._engine import StreamRun
@@ -436,3 +437,48 @@ def test_graded_enumeration_detects_a_biased_increment():
 
     walk(run, 1.0, [])
     assert abs(total - z.mean()) > 1e-3
+
+
+# ---------------------------------------------------------------- the design-unbiased floor
+class _KnownProbabilities(BaseEstimator):
+    """A predictor told the answers' true probabilities; it has nothing to learn."""
+
+    def __init__(self, pi=None):
+        self.pi = pi
+
+    def fit(self, X=None, y=None):
+        self.pi_ = np.asarray(self.pi, dtype=float)
+        self.n_features_in_ = self.pi_.size
+        return self
+
+    def posterior(self, dtype="float64", predict_every=1):
+        from faqstats.posterior import FixedPredictions
+
+        return FixedPredictions(self.pi_)
+
+
+def test_pai_told_the_true_probabilities_meets_the_design_floor_and_not_less():
+    """docs/statistics.md, "What no predictor can buy": answers z_j ~ Bernoulli(pi_j), PAI with p = pi and
+    the hybrid law q = tau / N + (1 - tau) sigma / sum(sigma) (with replacement, n draws) has expected
+    squared error (sum sigma^2 / q - sum sigma^2) / (n N^2), by enumeration of the answers and of every
+    path; it is never below the Godambe-Joshi bound ((sum sigma)^2 / n - sum sigma^2) / N^2 and comes
+    nearest at tau -> 0 (q ~ sigma, the Neyman law)."""
+    pi = np.array([0.1, 0.35, 0.6, 0.9, 0.97])
+    N, n = pi.size, 2
+    sigma = np.sqrt(pi * (1 - pi))
+    floor = (sigma.sum() ** 2 / n - np.sum(sigma**2)) / N**2
+    mses = []
+    for tau in (1e-6, 0.3, 1.0):
+        est = fq.PAIEstimator(_KnownProbabilities(pi).fit(), fq.HybridSampler(tau=tau, replace=True), budget=n)
+        mse = 0.0
+        for y in itertools.product([0.0, 1.0], repeat=N):
+            y = np.array(y)
+            p_y = np.prod(np.where(y == 1, pi, 1 - pi))
+            mse += p_y * sum(p * (phis.mean() - y.mean()) ** 2 for p, phis in enumerate_sequential(est, y))
+        q = tau / N + (1 - tau) * sigma / sigma.sum()
+        assert abs(mse - (np.sum(sigma**2 / q) - np.sum(sigma**2)) / (n * N**2)) < TOL
+        assert mse >= floor
+        mses.append(mse)
+    assert mses[0] < mses[1] < mses[2]  # the Neyman law is best, uniform worst
+    # nearest at the Neyman law: it exceeds the floor only by the with-replacement term sum sigma^2 (1 - 1/n) / N^2
+    assert abs(mses[0] - floor - np.sum(sigma**2) * (1 - 1 / n) / N**2) < 1e-6
