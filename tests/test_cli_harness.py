@@ -33,14 +33,7 @@ INSPECT_NEW = [INSPECT / "new_model", INSPECT / "odd" / "new_model"]
 FIT = ["--n-components", "2", "--max-iter", "30", "--device", "cpu", "--quiet"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny problems (conftest.py)
 
 
 def run(capsys, *argv):

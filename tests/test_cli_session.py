@@ -15,15 +15,7 @@ from faqstats.session import EvaluationSession
 N = 50
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """The fits here are tiny: on a busy machine extra intra-op threads only add contention."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny problems (conftest.py)
 
 
 @pytest.fixture(scope="module")

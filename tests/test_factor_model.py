@@ -28,16 +28,7 @@ from faqstats import LogisticFactorModel, LogisticFactorModelCV, laplace_update,
 from faqstats.factor_model import log_loss_on_cells
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """These problems are tiny: intra-op threads only add contention (on a loaded
-    2-core runner a 300-step fit went from 0.3 s to 20 s). Restored afterwards."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny problems (conftest.py)
 
 
 def _model(**params):

@@ -27,15 +27,7 @@ from faqstats.io import check_question_ids, question_ids_sha256
 ARRAYS = ("question_factors_", "prior_mean_", "prior_cov_", "observed_questions_", "model_factors_", "loss_curve_")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny problems: intra-op threads only add contention. Restored afterwards."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny problems (conftest.py)
 
 
 @pytest.fixture(scope="module")

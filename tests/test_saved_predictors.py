@@ -18,14 +18,7 @@ N = 60
 IDS = [f"q{j}" for j in range(N)]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny problems (conftest.py)
 
 
 @pytest.fixture(scope="module")
