@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faqstats import UniformSampler
+from faqstats import UniformSampler, load_response_matrix
 from faqstats.batched import simulate
 from faqstats.configure import configure_from_history
 from faqstats.experiments.runner import method_key, split_matrix
@@ -31,9 +31,8 @@ FRACTIONS = (0.25, 0.1, 0.05)  # largest first: its validation runs serve the sm
 
 
 def bank():
-    path = os.environ.get("FAQSTATS_DATA", Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "openllm_v1.npz")
-    m = np.load(path)["outcomes"].astype(float)
-    m[m < 0] = np.nan
+    path = os.environ.get("FAQSTATS_DATA", Path(__file__).resolve().parents[4] / "shared" / "data" / "openllm_v1.npz")
+    m, _ = load_response_matrix(path)
     history, new, _ = split_matrix(m, history_fraction=0.75, split_seed=0, complete_rows=True)
     return history, new
 

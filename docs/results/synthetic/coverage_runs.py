@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from faqstats import load_response_matrix
 from faqstats.batched import simulate
 from faqstats.configure import configure_from_history, default_candidates
 from faqstats.experiments.runner import split_matrix
@@ -33,8 +34,7 @@ def main():
     ap.add_argument("--start", type=int, default=1000, help="first seed")
     args = ap.parse_args()
 
-    m = np.load(args.bank)["outcomes"].astype(float)
-    m[m < 0] = np.nan
+    m, _ = load_response_matrix(args.bank)
     history, new, _ = split_matrix(m, history_fraction=args.history_fraction, split_seed=0,
                                    complete_rows=args.complete_rows)
     t0 = time.time()
