@@ -20,11 +20,10 @@ banks of other shapes").
 import numpy as np
 from scipy.special import expit
 
-import faqstats as fq
+from make_banks import BANKS, draw_bank  # beside this script
+
 from faqstats.experiments.runner import split_matrix
 
-# name: (models, questions, rank), as make_banks.py draws them (seed 100 + position)
-BANKS = {"large": (300, 8000, 6), "thin": (40, 3000, 4), "sparse": (1200, 1500, 8)}
 # the experiments' split options and budgets (queries)
 SPLITS = {"large": ({}, (200, 400, 800)),
           "thin": (dict(history_fraction=0.4, complete_rows=True), (75, 150, 300)),
@@ -32,9 +31,9 @@ SPLITS = {"large": ({}, (200, 400, 800)),
 
 if __name__ == "__main__":
     print("bank    budget  design-unbiased bound (RMSE)  model-based with true p (RMSE)")
-    for seed, (name, (n_models, N, k)) in enumerate(BANKS.items()):
-        bank = fq.make_synthetic_bank(n_models=n_models, n_questions=N, n_new=0, n_components=k,
-                                      random_state=100 + seed)
+    for name in BANKS:
+        bank = draw_bank(name)
+        N = bank.history.shape[1]
         options, budgets = SPLITS[name]
         _, new, rows = split_matrix(bank.history.astype(float), split_seed=0, **options)
         P = expit(bank.model_factors[rows] @ bank.question_factors.T)

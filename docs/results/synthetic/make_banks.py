@@ -19,10 +19,19 @@ BANKS = {
     "sparse": (1200, 1500, 8),  # run with the history 85% missing
 }
 
+
+
+def draw_bank(name):
+    """The :class:`faqstats.SyntheticBank` behind ``name`` (seeded by its position in ``BANKS``)."""
+    n, N, k = BANKS[name]
+    return fq.make_synthetic_bank(n_models=n, n_questions=N, n_new=0, n_components=k,
+                                  random_state=100 + list(BANKS).index(name))
+
+
 if __name__ == "__main__":
     out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     out.mkdir(parents=True, exist_ok=True)
-    for seed, (name, (n, N, k)) in enumerate(BANKS.items()):
-        bank = fq.make_synthetic_bank(n_models=n, n_questions=N, n_new=0, n_components=k, random_state=100 + seed)
+    for name in BANKS:
+        bank = draw_bank(name)
         np.savez_compressed(out / f"{name}.npz", outcomes=bank.history.astype(np.int8))
         print(name, bank.history.shape, f"mean accuracy {bank.history.mean():.3f}")
