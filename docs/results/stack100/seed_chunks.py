@@ -8,7 +8,7 @@ can share the seeds and a stopped run loses nothing:
 
     python seed_chunks.py config OUT                # the three configurations (about 4 min)
     python seed_chunks.py run OUT 0 50 & python seed_chunks.py run OUT 50 100 &
-    python seed_chunks.py summary OUT               # summary.csv, as the CLI's columns
+    python seed_chunks.py summary OUT               # summary.csv, the CLI's summary of these records
 
 Data: ``../shared/data/openllm_v1.npz`` (or ``FAQSTATS_DATA``), complete rows, 75% history, split seed 0.
 """
@@ -24,7 +24,7 @@ import pandas as pd
 from faqstats import UniformSampler, load_response_matrix
 from faqstats.batched import simulate
 from faqstats.configure import configure_from_history
-from faqstats.experiments.runner import method_key, split_matrix
+from faqstats.experiments.runner import method_key, split_matrix, summarize, write_csv
 from faqstats.io import load_configuration, save_configuration
 
 FRACTIONS = (0.25, 0.1, 0.05)  # largest first: its validation runs serve the smaller budgets
@@ -65,27 +65,19 @@ def main(argv):
                     runs[name] = np.stack([r.estimate, r.std_error, r.low, r.high])
                 np.savez(out / f"runs_{b}_{seed}.npz", auto=runs["auto"], uniform=runs["uniform-fpc"], truth=truth)
                 print(b, seed, f"{time.time() - t0:.1f} s", flush=True)
-    elif mode == "summary":
-        rows = []
-        for b in budgets:
-            files = sorted(out.glob(f"runs_{b}_*.npz"))
-            if not files:
-                continue
-            data = [np.load(f) for f in files]
-            truth = np.concatenate([d["truth"] for d in data])
-            var = {}
-            for name, key in (("auto", "auto"), ("uniform-fpc", "uniform")):
-                est, se, low, high = np.concatenate([d[key] for d in data], axis=1)
-                covered = (low <= truth) & (truth <= high)
-                var[name] = np.mean(se**2)
-                rows.append({"method": name, "budget": b, "seeds": len(files), "n_runs": truth.size,
-                             "coverage": covered.mean(), "coverage_se": np.sqrt(covered.mean() * (1 - covered.mean()) / truth.size),
-                             "mean_width": np.mean(high - low), "rmse": np.sqrt(np.mean((est - truth) ** 2)),
-                             "bias": np.mean(est - truth), "mean_variance": var[name]})
-            for r in rows[-2:]:
-                r["ess_fpc"] = var["uniform-fpc"] / r["mean_variance"]
-        table = pd.DataFrame(rows)
-        table.to_csv(out / "summary.csv", index=False)
+    elif mode == "summary":  # the CLI's records, then its summary (faqstats.experiments.summarize)
+        records = []
+        for fraction, b in zip(FRACTIONS, budgets):
+            for f in sorted(out.glob(f"runs_{b}_*.npz")):
+                seed, d = int(f.stem.rsplit("_", 1)[1]), np.load(f)
+                for name, key in (("auto", "auto"), ("uniform-fpc", "uniform")):
+                    est, se, low, high = d[key]
+                    records.append(pd.DataFrame({
+                        "method": name, "budget_fraction": fraction, "budget": b, "model": np.arange(est.size),
+                        "seed": seed, "truth": d["truth"], "estimate": est, "std_error": se, "low": low,
+                        "high": high, "covered": (low <= d["truth"]) & (d["truth"] <= high), "n_queries": b}))
+        table = summarize(pd.concat(records, ignore_index=True))
+        write_csv(table, out / "summary.csv")
         print(table.to_string(index=False))
     else:
         raise SystemExit(__doc__)
