@@ -104,8 +104,10 @@ def check_binary_values(values, name, *, allow_nan=False):
 
 
 def _is_non_numeric(values):
+    """Whether ``values`` is not real numbers (complex ones included: their imaginary part would be dropped)."""
     dtype = np.asarray(values).dtype
-    return not (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_))
+    return np.issubdtype(dtype, np.complexfloating) or not (
+        np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_))
 
 
 def check_history(H, *, name="H", n_questions=None, allow_graded=True):
@@ -173,6 +175,8 @@ def check_generator(random_state):
     ``RandomState`` into a ``np.random.Generator`` (a Generator is used as is)."""
     if isinstance(random_state, np.random.Generator):
         return random_state
+    if isinstance(random_state, (bool, np.bool_)):  # an int to numpy, but never meant as a seed
+        raise TypeError(f"random_state must be None, an int, a SeedSequence or a numpy Generator, got {random_state!r}.")
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**32 - 1, dtype=np.uint64))
     if isinstance(random_state, (numbers.Integral, np.integer)) and random_state < 0:

@@ -14,7 +14,7 @@ import numpy as np
 __all__ = ["HarnessRecords", "check_question_id_list", "make_question_id", "split_question_id", "task_groups"]
 
 
-def _id_sort_key(question_id):
+def id_sort_key(question_id):
     """Sort ids by task, then numerically when the sample id is an integer (2 before 10; ``007``
     before ``7``, whatever order the files were read in)."""
     task, sample = split_question_id(question_id)
@@ -177,7 +177,7 @@ class HarnessRecords:
         if not self.models:
             raise ValueError(empty_message)
         self._warn_merged()
-        ids = sorted({qid for per_model in self._scores.values() for qid in per_model}, key=_id_sort_key)
+        ids = sorted({qid for per_model in self._scores.values() for qid in per_model}, key=id_sort_key)
         return np.array([[self.value(m, q) for q in ids] for m in self.models], dtype=float), list(self.models), ids
 
     def outcomes(self, question_ids, source):
@@ -196,4 +196,4 @@ class HarnessRecords:
         if missing:
             shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
             raise ValueError(f"{source} has no score for {len(missing)} of the asked question ids: {shown}.")
-        return values, sorted(self.ignored, key=_id_sort_key)
+        return values, sorted(self.ignored, key=id_sort_key)

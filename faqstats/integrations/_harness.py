@@ -72,5 +72,5 @@ def read_round(harness, paths, question_ids, **options):
     a ``ValueError`` names the path and the ids without a score."""
     _check(harness)
     ids = check_question_id_list(question_ids, "the session's question ids", empty="nothing is pending")
-    read = lm_eval._read_outcomes if harness == "lm-eval" else inspect_ai._read_outcomes
+    read = lm_eval.read_lm_eval_round if harness == "lm-eval" else inspect_ai.read_inspect_round
     return read(paths, ids, **options)

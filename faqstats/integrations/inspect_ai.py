@@ -11,15 +11,17 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import struct
 import sys
 import warnings
 import zipfile
+import zlib
 from collections.abc import Mapping
 
 import numpy as np
 
-from ._common import (HarnessRecords, _id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,
+from ._common import (HarnessRecords, id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,
                       split_question_id, write_arg)
 
 __all__ = ["read_inspect_logs", "read_inspect_outcomes", "read_inspect_groups", "read_inspect_clusters",
@@ -57,6 +59,9 @@ def _read_member(zf, name, path):
     if header[:4] != b"PK\x03\x04":
         raise ValueError(f"{path}: bad zip local header for {name!r}.")
     name_len, extra_len = struct.unpack("<HH", header[26:30])
+    if fp.read(name_len) != info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437"):
+        # as zipfile itself checks: the local header and the central directory must name the same member
+        raise ValueError(f"{path}: the zip's directory and local header disagree on the name of {name!r} (damaged?).")
     fp.seek(info.header_offset + 30 + name_len + extra_len)
     data = fp.read(info.compress_size)
     try:
@@ -68,7 +73,10 @@ def _read_member(zf, name, path):
         ) from None
     # inspect may split large entries into several frames
     with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
-        return reader.read()
+        out = reader.read()
+    if zlib.crc32(out) != info.CRC:  # zipfile checks the CRC of what it decompresses; so do we
+        raise ValueError(f"{path}: {name!r} fails its CRC-32 check (damaged?).")
+    return out
 
 
 class _NotALog(ValueError):
@@ -139,7 +147,76 @@ def _read_log(path, read_eval_log, explicit):
         if str(path) not in first:
             first = f"{path} is not a readable inspect eval log ({type(exc).__name__}: {first})"
         raise ValueError(first) from exc
-    return _check_log(ev, samples, path)
+    ev, samples = _check_log(ev, samples, path)
+    if zipfile.is_zipfile(path):
+        try:
+            _check_manifest(path, samples, verify_members=read_eval_log is not None)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
+            raise ValueError(f"{path} is not a readable inspect eval log ({type(exc).__name__}: {exc})") from exc
+    return ev, samples
+
+
+#: the members inspect-ai writes into a .eval log (anything else is named in a warning)
+_MEMBER_RE = re.compile(r"header\.json|summaries\.json|reductions\.json|_journal/start\.json"
+                        r"|_journal/summaries/\d+\.json|samples/.+_epoch_\d+\.json")
+
+
+def _check_manifest(path, samples, verify_members=False):
+    """Cross-check a .eval log's samples against its own list of them (``summaries.json``, or the
+    journal's summaries while the run is unfinished): a member renamed by damage to the zip's
+    directory would otherwise drop its sample without a word. ``verify_members``: also check every
+    member's CRC-32 (inspect-ai's reader does not; zipfile, under the built-in reader, does)."""
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+        if verify_members:
+            for name in names:
+                _read_member(zf, name, path)
+        declared = _declared_members(path)
+        if declared is not None and declared != len(names):  # zipfile does not compare the two
+            raise ValueError(f"{path}: the zip's directory declares {declared} members but lists {len(names)}: "
+                             "damaged?")
+        if "header.json" in names and "summaries.json" not in names:
+            raise ValueError(f"{path}: a finished inspect log (it has header.json) without summaries.json, the "
+                             "list of its samples: damaged?")
+        parts = ["summaries.json"] if "summaries.json" in names else sorted(
+            n for n in names if n.startswith("_journal/summaries/"))
+        listed = []
+        for name in parts:
+            doc = _json(_read_member(zf, name, path), path, name)
+            if not isinstance(doc, list) or not all(isinstance(x, dict) for x in doc):
+                raise ValueError(f"{path}: {name} is not a list of sample summaries.")
+            listed.extend(doc)
+    unknown = [n for n in names if not _MEMBER_RE.fullmatch(n)]
+    if unknown:
+        warnings.warn(f"{path} has member(s) {unknown[:3]} that inspect-ai does not write (damaged, or a newer "
+                      "inspect-ai?); read the samples listed in its summaries.", UserWarning, stacklevel=4)
+    if not parts:  # a log without summaries (very old, or cut before its first): nothing to hold against
+        return
+
+    def key(sample):
+        return str(sample.get("id")), json.dumps(sample.get("epoch"))
+
+    read, expected = {key(s) for s in samples}, {key(s) for s in listed}
+    for what, keys in (("listed in its summaries but has no sample file", expected - read),
+                       ("read from its samples but not listed in its summaries", read - expected)):
+        if keys:
+            sid, epoch = sorted(keys)[0]
+            raise ValueError(f"{path}: sample {sid!r} epoch {epoch} is {what} ({len(keys)} such): the log is "
+                             "damaged.")
+
+
+def _declared_members(path):
+    """The member count the zip's end-of-central-directory record declares (None for a zip64 count)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 22 - 65535))  # the record (22 bytes) and at most a 64 KiB comment
+        tail = fh.read()
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) < at + 22:
+        return None
+    (count,) = struct.unpack("<H", tail[at + 10 : at + 12])
+    return None if count == 0xFFFF else count
 
 
 def _check_log(ev, samples, path):
@@ -205,7 +282,10 @@ def _log_paths(path, name):
     """(model override: None, log file, explicit) for every log at ``path``."""
     if not path.is_dir():
         return [(None, path, True)]
-    found = sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
+    found = sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json"))
+    odd = [p for p in found if not p.is_file()]
+    if odd:  # a directory (or a device) named like a log: say so rather than read past it
+        raise ValueError(f"{name}: {odd[0]} is named like an inspect log but is not a regular file.")
     if not found:
         raise ValueError(f"{name}: no inspect logs (*.eval, *.json) under {path}.")
     return [(None, p, False) for p in found]
@@ -239,9 +319,12 @@ def _collect(paths, scorer, value_map, reader, name, wanted=None):
         elif names and task_scorer not in names:
             raise ValueError(f"scorer {task_scorer!r} is absent from {path} (task {task!r}); it has scorers {names}.")
         for s in samples:
-            score = (s.get("scores") or {}).get(task_scorer)
-            if s.get("error") or score is None:
+            if s.get("error"):
                 continue  # not observed
+            score = (s.get("scores") or {}).get(task_scorer)
+            if score is None:  # the log's other samples have this scorer: a loss, not "not observed"
+                raise ValueError(f"{path}: sample {s['id']!r} epoch {s.get('epoch')} has no score of scorer "
+                                 f"{task_scorer!r} and no error (damaged or edited log?).")
             qid = make_question_id(task, s["id"])
             if wanted is not None and qid not in wanted:
                 records.ignored.add(qid)
@@ -331,10 +414,10 @@ def read_inspect_outcomes(log_path, question_ids, *, scorer=None, value_map=None
     ...     read_inspect_outcomes(tmp, ["quiz/9", "quiz/4"], reader="builtin")
     array([1., 0.])
     """
-    return _read_outcomes(log_path, question_ids, scorer=scorer, value_map=value_map, reader=reader)[0]
+    return read_inspect_round(log_path, question_ids, scorer=scorer, value_map=value_map, reader=reader)[0]
 
 
-def _read_outcomes(log_path, question_ids, *, scorer=None, value_map=None, reader="auto"):
+def read_inspect_round(log_path, question_ids, *, scorer=None, value_map=None, reader="auto"):
     """:func:`read_inspect_outcomes`'s values and the ids of the scored samples not asked (read past)."""
     ids = check_question_id_list(question_ids)
     records = _collect(log_path, scorer, value_map, reader, "log_path", wanted=set(ids))
@@ -459,7 +542,7 @@ def _metadata_labels(paths, field, reader, kind):
         where.setdefault(qid, path)
     if not labels:
         raise ValueError("No samples in the inspect logs given in paths.")
-    return {qid: labels[qid] for qid in sorted(labels, key=_id_sort_key)}
+    return {qid: labels[qid] for qid in sorted(labels, key=id_sort_key)}
 
 
 _TOKENS = ("total", "input", "output")

@@ -9,13 +9,14 @@ metric. They are read with :mod:`json` only (lm-eval need not be installed); a q
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
-from ._common import (HarnessRecords, _id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,
+from ._common import (HarnessRecords, id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,
                       split_question_id, write_arg)
 
 __all__ = ["read_lm_eval_costs", "read_lm_eval_groups", "read_lm_eval_samples", "read_lm_eval_outcomes",
@@ -29,7 +30,10 @@ _FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "f
 
 def _samples_files(path, name):
     """(model name, task, timestamp, file) for every samples file at ``path``."""
-    files = sorted(f for f in path.rglob("samples_*.jsonl") if f.is_file()) if path.is_dir() else [path]
+    files = sorted(path.rglob("samples_*.jsonl")) if path.is_dir() else [path]
+    odd = [f for f in files if not f.is_file()]
+    if odd:  # a directory (or a device) named like a samples file: say so rather than read past it
+        raise ValueError(f"{name}: {odd[0]} is named like an lm-eval samples file but is not a regular file.")
     if path.is_dir() and not files:
         raise ValueError(f"{name}: no lm-eval samples files (samples_<task>_<timestamp>.jsonl) under {path}.")
     found = []
@@ -69,6 +73,7 @@ def _lines(path):
 
 def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=None):
     filters, metrics, n_used, seen = set(), set(), 0, {}
+    lacking, scores = [], []  # lines of the filter without the metric; every score of the filter
     for line_no, line in _lines(path):
         where = f"{path}:{line_no}"
         try:
@@ -90,6 +95,7 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
             raise ValueError(f"{where}: 'metrics' must be a list of names, got {names!r}.")
         metrics.update(names or (k for k, v in rec.items() if k not in _FIELDS and isinstance(v, (int, float))))
         if metric not in rec:
+            lacking.append(line_no)
             continue
         if key not in rec:
             raise ValueError(f"{where} has no {key!r} field; use key='doc_id' or key='doc_hash'.")
@@ -101,12 +107,19 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
         if doc in seen:  # one line per document and filter: a second one is damage, not a re-run
             raise ValueError(f"{where}: {key} {doc!r} appears again (line {seen[doc]}) with filter {filter!r}.")
         seen[doc] = line_no
+        score = as_score(rec[metric], f"{where} metric {metric!r}")
+        scores.append(score)
         qid = make_question_id(task, doc)
         if wanted is not None and qid not in wanted:
             records.ignored.add(qid)
             continue
-        records.add(model, qid, as_score(rec[metric], f"{where} metric {metric!r}"), stamp)
+        records.add(model, qid, score, stamp)
         n_used += 1
+    if lacking and scores:  # some lines have the metric: one without it is damage, not "not observed"
+        raise ValueError(f"{path}:{lacking[0]} has no {metric!r} score, though {len(scores)} other line(s) with "
+                         f"filter {filter!r} have one ({len(lacking)} such line(s); damaged or edited file?).")
+    if scores:
+        _check_against_results(path, task, stamp, metric, filter, scores, seen if key == "doc_id" else None)
     if filter not in filters:
         raise ValueError(
             f"filter {filter!r} is absent from {path} (task {task!r}); it has filters {sorted(filters)}. "
@@ -117,6 +130,39 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
             f"metric {metric!r} is absent from {path} (task {task!r}, filter {filter!r}); it has metrics "
             f"{sorted(metrics)}. Pass metric=... (or a mapping task -> metric)."
         )
+
+
+def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids=None):
+    """Hold a samples file against the ``results_<timestamp>.json`` lm-eval wrote beside it, when
+    there is one: as many documents as it counted, doc ids inside the task's documents and, for a
+    metric aggregated by the mean, the same mean. A changed score or id, or a lost line, then fails
+    loudly instead of changing a result."""
+    results_path = path.with_name(f"results_{stamp}.json")
+    if not stamp or not results_path.is_file():
+        return
+    try:
+        doc = json.loads(results_path.read_bytes())
+        counted = doc["n-samples"][task]["effective"]
+        n_docs = doc["n-samples"][task]["original"]
+        metric_list = doc["configs"][task].get("metric_list") or []
+        reported = doc["results"][task].get(f"{metric},{filter}")
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        raise ValueError(f"{results_path} is not the lm-eval results file of task {task!r} (damaged?); move it "
+                         f"away to read {path.name} on its own.") from None
+    if counted != len(scores):
+        raise ValueError(f"{path} has {len(scores)} documents with filter {filter!r} but {results_path.name} counted "
+                         f"{counted!r}: a damaged file?")
+    outside = [d for d in (doc_ids or ()) if isinstance(n_docs, int) and d >= n_docs]
+    if outside:
+        raise ValueError(f"{path}:{doc_ids[outside[0]]}: doc_id {outside[0]} is past the {n_docs} documents "
+                         f"{results_path.name} counts for task {task!r}: a damaged file?")
+    by_mean = any(isinstance(m, dict) and m.get("metric") == metric and m.get("aggregation") == "mean"
+                  for m in metric_list)
+    mean = math.fsum(scores) / len(scores)
+    if by_mean and isinstance(reported, (int, float)) and not math.isclose(mean, reported, rel_tol=1e-9,
+                                                                            abs_tol=1e-12):
+        raise ValueError(f"{path}: the mean {metric!r} of its lines ({mean!r}) differs from the {reported!r} in "
+                         f"{results_path.name}: a damaged file?")
 
 
 def _collect(paths, task, metric, filter, key, name, wanted_tasks=None, wanted=None):
@@ -256,10 +302,10 @@ def read_lm_eval_outcomes(path, question_ids, *, metric="acc", filter="none", ke
     ...     read_lm_eval_outcomes(out, ["arc/10", "arc/2"])
     array([0., 1.])
     """
-    return _read_outcomes(path, question_ids, metric=metric, filter=filter, key=key)[0]
+    return read_lm_eval_round(path, question_ids, metric=metric, filter=filter, key=key)[0]
 
 
-def _read_outcomes(path, question_ids, *, metric="acc", filter="none", key="doc_id"):
+def read_lm_eval_round(path, question_ids, *, metric="acc", filter="none", key="doc_id"):
     """:func:`read_lm_eval_outcomes`'s scores and the ids of the scored lines not asked (read past)."""
     ids = check_question_id_list(question_ids)
     tasks = {split_question_id(qid)[0] for qid in ids}
@@ -470,4 +516,4 @@ def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id")
             labels[make_question_id(task_name, rec[key])] = group
     if not labels:
         raise ValueError("No lm-eval samples lines in paths_or_dirs.")
-    return {qid: labels[qid] for qid in sorted(labels, key=_id_sort_key)}
+    return {qid: labels[qid] for qid in sorted(labels, key=id_sort_key)}
