@@ -8,15 +8,13 @@ why they are unbiased: docs/statistics.md, "Increments".
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 
-from ._inference import check_interval
-from ._validation import check_outcome_values, check_scalar
+from ._validation import check_outcome_values
 from .posterior import read_only
-from .sampling import PolicyState, UniformSampler, check_law, draw_from, within_round
+from .sampling import PolicyState, check_law, draw_from, within_round
 
 __all__ = [
     "CLUSTER_QUERY_DTYPE",
@@ -28,12 +26,10 @@ __all__ = [
     "SequentialRun",
     "StreamRun",
     "aipw_terms",
-    "check_design",
     "cluster_law",
     "encode_clusters",
     "des_raj_base",
     "pai_increment",
-    "sample_mean_design",
     "start_run",
 ]
 
@@ -565,27 +561,6 @@ class StreamRun(_Run):
     def end_round(self, questions, outcomes):
         super().end_round(questions, outcomes)
         self._rescore()
-
-
-def sample_mean_design(factor_model, sampler):
-    """Whether the FPC sample mean is reported: uniform sampling without replacement, no predictions."""
-    return factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace
-
-
-def check_design(sampler, factor_model, n_questions, budget, batch_size, interval):
-    """The checks every estimator makes of its design; returns the (checked) sampler."""
-    sampler.check_params()
-    check_scalar(budget, "budget", kind=numbers.Integral, low=2)
-    check_scalar(batch_size, "batch_size", kind=numbers.Integral, low=1)
-    check_interval(interval)
-    if factor_model is None and sampler.needs_factor_model:
-        raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
-    if not sampler.replace and budget > n_questions:
-        raise ValueError(
-            f"budget={budget} exceeds the {n_questions} questions of the bank; sampling without "
-            "replacement can ask each question only once."
-        )
-    return sampler
 
 
 def start_run(sampler, predictor, n_questions, budget, rng):

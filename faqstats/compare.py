@@ -20,10 +20,11 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._engine import Oracle, QueryLoop, SequentialRun, check_design, sample_mean_design
+from ._engine import Oracle, QueryLoop, SequentialRun
 from ._inference import fpc_mean, interval_df, pai_inference
 from ._validation import check_generator, check_outcome_values, check_scalar
-from .estimator import PAIResultMixin, resolve_bank_size
+from .design import check_design, resolve_bank_size, sample_mean_design
+from .estimator import PAIResultMixin
 from .posterior import FixedPredictions, PosteriorView
 from .results import ComparisonResult
 from .sampling import HybridSampler, PolicyState, Sampler, UniformSampler, draw_from, within_round

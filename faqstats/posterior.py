@@ -23,6 +23,7 @@ __all__ = [
     "GaussianPosterior",
     "PosteriorView",
     "QuadraticForms",
+    "check_posterior_options",
     "laplace_step",
     "oracle_scores",
     "quadratic_forms_from_scratch",
@@ -188,6 +189,15 @@ def _sigmoid_from_half_logits(h):
     return np.reciprocal(p, out=p)
 
 
+def check_posterior_options(dtype, predict_every):
+    """Check a posterior's ``dtype`` and ``predict_every`` (every predictor's options); return
+    ``predict_every`` as an int."""
+    if dtype not in ("float64", "float32"):
+        raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
+    check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
+    return int(predict_every)
+
+
 def read_only(a):
     """``a``, made read-only in place (what samplers are handed must not be changed by them)."""
     a.flags.writeable = False
@@ -257,10 +267,7 @@ class FactorPosterior:
     """
 
     def __init__(self, question_factors, mean, cov, *, dtype="float64", refresh_every=None, predict_every=1):
-        if dtype not in ("float64", "float32"):
-            raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
-        check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
-        self.predict_every, self._unpredicted = int(predict_every), 0
+        self.predict_every, self._unpredicted = check_posterior_options(dtype, predict_every), 0
         # a read-only view of the fitted factors, not a copy
         self.question_factors = read_only(np.asarray(question_factors, dtype=float).view())
         self._V32 = None if dtype == "float64" else np.ascontiguousarray(question_factors, dtype=np.float32)
