@@ -19,6 +19,7 @@ from ._validation import check_generator
 from .design import bank_size, check_configuration, resolve_bank_size
 from .loop_setup import new_loop
 from .run_results import confidence_rows, group_results_of, result_of
+from .selection import select_configuration
 
 __all__ = [
     "PAIEstimator",
@@ -246,11 +247,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         >>> est.fit(bank.new_outcomes[0]).n_queries_, est.random_state
         (20, 0)
         """
-        from .configure import configure_from_history
-
         seed = 0 if random_state is None or isinstance(random_state, np.random.Generator) else random_state
-        estimator = configure_from_history(history, budget, random_state=seed, **options).estimator
-        return estimator.set_params(random_state=random_state)
+        params = select_configuration(history, budget, random_state=seed, **options).params
+        return cls(**params).set_params(random_state=random_state)
 
     # -- set-up ----------------------------------------------------------------
     def validate(self, n_questions, budget=None, sampler=None):
