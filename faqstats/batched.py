@@ -214,7 +214,7 @@ def simulate(
         max_elements = CACHED_MAX_ELEMENTS if cheap else DEFAULT_MAX_ELEMENTS
     chunk = max(1, int(max_elements) // max(N, 1))
     chunk = -(-R // -(-R // chunk)) if R else chunk  # as many chunks, of even sizes
-    engine.outcomes = engine._tensor(Z)  # one copy of the rows, read by index (no runs x N copy)
+    engine.outcomes = engine.tensor(Z)  # one copy of the rows, read by index (no runs x N copy)
     parts = []
     start = 0
     while start < R:
@@ -279,7 +279,8 @@ class _Lockstep:
         self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
         self.posterior = None
 
-    def _tensor(self, a, dtype=None):
+    def tensor(self, a, dtype=None):
+        """``a`` as a tensor of the engine's dtype (or ``dtype``) on its device."""
         return torch.as_tensor(a, dtype=self.dtype if dtype is None else dtype, device=self.device)
 
     def release(self):
@@ -320,7 +321,7 @@ class _Lockstep:
         sampler, post = self.sampler, self.posterior
         replace, tau = sampler.replace, sampler.tau
         U = np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget))
-        Ut = self._tensor(U)
+        Ut = self.tensor(U)
         Zt = self.outcomes
         ar = torch.arange(R, device=self.device)
         A = torch.ones(R, N, dtype=self.dtype, device=self.device)  # 1 where askable
@@ -376,8 +377,8 @@ class _Lockstep:
                 laws = list(self._numpy_laws(available, t + 1, asked_now))
                 picked = [inverse_cdf(q, u) for q, u in zip(laws, U[:, t])]
                 question = torch.as_tensor([j for j, _ in picked], dtype=torch.int64, device=self.device)
-                prob = self._tensor([p for _, p in picked])
-                q_full = self._tensor(np.stack(laws)) if self.keep_ranges and R else None
+                prob = self.tensor([p for _, p in picked])
+                q_full = self.tensor(np.stack(laws)) if self.keep_ranges and R else None
             z = Zt[rows, question]
             P = post.predictions
             p_q = P[ar, question]
@@ -417,7 +418,7 @@ class _Lockstep:
             orders.append(sampler.stream_order(N, g))
             coins.append(g.random(N))
         order = torch.as_tensor(np.stack(orders) if R else np.empty((0, N), np.int64), device=self.device)
-        U = self._tensor(np.stack(coins) if R else np.empty((0, N)))
+        U = self.tensor(np.stack(coins) if R else np.empty((0, N)))
         Zt = self.outcomes
         ar = torch.arange(R, device=self.device)
         avail = torch.ones(R, N, dtype=torch.bool, device=self.device)
@@ -459,11 +460,11 @@ class _Lockstep:
 
         def item_scores(P):
             host = P.detach().cpu().numpy().astype(float)
-            return self._tensor(np.stack([np.asarray(sampler.item_scores(p), dtype=float) for p in host]))
+            return self.tensor(np.stack([np.asarray(sampler.item_scores(p), dtype=float) for p in host]))
 
         def inclusion(s, mean_s, labels, remaining, budget, n):
             args = zip(*(x.detach().cpu().numpy().astype(float).tolist() for x in (s, mean_s, labels)))
-            return self._tensor([float(sampler.inclusion_probability(a, m, l, remaining, budget, n))
+            return self.tensor([float(sampler.inclusion_probability(a, m, l, remaining, budget, n))
                                  for a, m, l in args])
 
         return item_scores, inclusion
