@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._engine import ClusterRun, QueryLoop, SequentialRun, encode_clusters, start_run
+from ._engine import ClusterRun, QueryLoop, SequentialRun, encode_clusters
 from ._validation import check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
 from .design import confidence_alpha, resolve_bank_size
 from .estimands import EstimandTracker, encode_groups, estimand_weights, stratified_allocation
 from .posterior import FixedPredictions
 from .sampling import CostWeightedSampler, HybridSampler, Sampler, check_costs, draws_for_cost
+from .stream_run import StreamRun
 
 __all__ = ["estimand_tracker", "new_loop", "predictor_for"]
 
@@ -67,8 +68,12 @@ def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=
         sampler, budget, costs, per_draw = _cost_design(est, n_questions, groups, costs)
         sampler = est.validate(n_questions, budget, sampler)
         tracker = estimand_tracker(est, sampler, n_questions, groups, budget)
-        run = start_run(sampler, predictor_for(est.factor_model, n_questions, est.dtype, est.predict_every),
-                        n_questions, budget, check_generator(rng))
+        predictor = predictor_for(est.factor_model, n_questions, est.dtype, est.predict_every)
+        rng = check_generator(rng)  # draws a stream's order
+        if sampler.design == "stream":
+            run = StreamRun(sampler, predictor, n_questions, budget, sampler.stream_order(n_questions, rng))
+        else:
+            run = SequentialRun(sampler, predictor, n_questions, budget)
         run.tracker = tracker
         run.costs, run.cost_per_draw = costs, per_draw
     alpha = confidence_alpha(est.confidence_sequence, est.stop_when_width)

@@ -25,6 +25,7 @@ __all__ = [
     "QuadraticForms",
     "check_posterior_options",
     "laplace_step",
+    "laplace_update",
     "oracle_scores",
     "quadratic_forms_from_scratch",
 ]
@@ -64,6 +65,37 @@ def laplace_step(mean, cov, v, z, *, offset=None, noise=None):
     new_cov = cov - u[..., :, None] * u[..., None, :]
     new_mean = mean + Sv * column(gradient / denom)
     return new_mean, new_cov, Sv, c
+
+
+def laplace_update(mean, cov, v, z):
+    """One online Laplace (Sherman-Morrison) update of a Gaussian factor posterior.
+
+    Paper Eqs. (9)-(10) (docs/statistics.md, "The factor model and its online update"),
+    via :func:`faqstats.posterior.laplace_step` after symmetrising ``cov``.
+
+    Parameters
+    ----------
+    mean : ndarray of shape (k,)
+    cov : ndarray of shape (k, k)
+    v : ndarray of shape (k,), the asked question's factor
+    z : float in [0, 1], its outcome
+
+    Returns
+    -------
+    mean', cov'
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m, S = laplace_update(np.zeros(2), np.eye(2), np.array([1.0, 0.0]), 1.0)
+    >>> np.round(m, 3), np.round(np.diag(S), 3)
+    (array([0.4, 0. ]), array([0.8, 1. ]))
+    """
+    cov = np.asarray(cov, dtype=float)
+    new_mean, new_cov, _, _ = laplace_step(
+        np.asarray(mean, dtype=float), 0.5 * (cov + cov.T), np.asarray(v, dtype=float), float(z)
+    )
+    return new_mean, new_cov
 
 
 def quadratic_forms_from_scratch(question_factors, cov):
