@@ -8,15 +8,13 @@ why they are unbiased: docs/statistics.md, "Increments".
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 
-from ._inference import check_interval
-from ._validation import check_outcome_values, check_scalar
+from ._validation import check_outcome_values
 from .posterior import read_only
-from .sampling import PolicyState, UniformSampler, check_law, draw_from, within_round
+from .sampling import PolicyState, check_law, draw_from, within_round
 
 __all__ = [
     "CLUSTER_QUERY_DTYPE",
@@ -25,16 +23,13 @@ __all__ = [
     "Draw",
     "Oracle",
     "QueryLoop",
+    "Run",
     "SequentialRun",
-    "StreamRun",
     "aipw_terms",
-    "check_design",
     "cluster_law",
     "encode_clusters",
     "des_raj_base",
     "pai_increment",
-    "sample_mean_design",
-    "start_run",
 ]
 
 _sum = np.add.reduce  # ndarray.sum without its Python wrapper (the live step calls it several times)
@@ -135,7 +130,7 @@ class Oracle:
         return z
 
 
-class _Run:
+class Run:
     """What both designs' runs hold: the policy, the predictor, the bank, the budget, the records."""
 
     def __init__(self, sampler, predictor, n_questions, budget):
@@ -163,7 +158,7 @@ class _Run:
         return np.array(self.records, dtype=QUERY_DTYPE)
 
 
-class SequentialRun(_Run):
+class SequentialRun(Run):
     """State of one sequential PAI run: its predictor, the askable questions, the records.
 
     A round's draws are successive from the policy's :meth:`law` at its start;
@@ -482,117 +477,6 @@ class ClusterRun(SequentialRun):
     def table(self):
         return np.array(self.records, dtype=CLUSTER_QUERY_DTYPE)
 
-
-
-class StreamRun(_Run):
-    """State of one nature's-order run (:class:`~faqstats.sampling.StreamSampler`).
-
-    Items are visited in stream order, each labelled with probability
-    :meth:`inclusion_probability`: a skipped item contributes its prediction
-    (:meth:`skip`), a labelled one ``p + (z - p) / pi`` (:meth:`record`).
-    """
-
-    design = "stream"
-
-    def __init__(self, sampler, predictor, n_questions, budget, order):
-        super().__init__(sampler, predictor, n_questions, budget)
-        self.order = np.asarray(order)
-        self.position = 0
-        self.labels_used = 0
-        self.terms = []  # psi_t = p_t + (z_t - p_t) xi_t / pi_t, one per visited item
-        self.variance_terms = []  # xi_t (z_t - p_t)^2 (1 - pi_t) / pi_t^2
-        self._rescore()
-
-    def _rescore(self):  # the scores of the items not yet visited and their sum
-        self.scores = np.asarray(self.sampler.item_scores(self.predictions), dtype=float)
-        self.score_sum = float(np.where(self.available, self.scores, 0.0).sum())
-
-    @property
-    def item(self):
-        return int(self.order[self.position])
-
-    @property
-    def done(self):
-        return self.position >= self.n_questions
-
-    @property
-    def progress(self):
-        """Items visited (for progress bars)."""
-        return self.position
-
-    def round_size(self, requested):
-        return 1
-
-    def inclusion_probability(self):
-        """``pi_t`` of the current item."""
-        remaining = self.n_questions - self.position
-        return float(self.sampler.inclusion_probability(
-            self.scores[self.item], self.score_sum / remaining, self.labels_used, remaining, self.budget,
-            self.n_questions,
-        ))
-
-    def _advance(self, item):
-        self.available[item] = False
-        self.score_sum -= self.scores[item]
-        self.position += 1
-
-    def skip(self):
-        """The coin said skip: the item contributes its prediction."""
-        item = self.item
-        self.terms.append(self.predictions[item])
-        self._advance(item)
-
-    def draw_round(self, rng, size=1, keep_laws=False):
-        """Coins along the stream until one says label: ``[(item, pi, None)]``, or ``[]`` at its end."""
-        while not self.done:
-            pi = self.inclusion_probability()
-            if rng.random() < pi:
-                return [(self.item, pi, None)]
-            self.skip()
-        return []
-
-    def record(self, question, probability, outcome):
-        """The labelled current item's answer; returns its term."""
-        p = self.predictions[question]
-        term, variance_term = aipw_terms(p, outcome, probability)
-        self.terms.append(term)
-        self.variance_terms.append(variance_term)
-        self.records.append((question, probability, outcome, term, p, np.nan))
-        self.labels_used += 1
-        self._advance(question)
-        return term
-
-    def end_round(self, questions, outcomes):
-        super().end_round(questions, outcomes)
-        self._rescore()
-
-
-def sample_mean_design(factor_model, sampler):
-    """Whether the FPC sample mean is reported: uniform sampling without replacement, no predictions."""
-    return factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace
-
-
-def check_design(sampler, factor_model, n_questions, budget, batch_size, interval):
-    """The checks every estimator makes of its design; returns the (checked) sampler."""
-    sampler.check_params()
-    check_scalar(budget, "budget", kind=numbers.Integral, low=2)
-    check_scalar(batch_size, "batch_size", kind=numbers.Integral, low=1)
-    check_interval(interval)
-    if factor_model is None and sampler.needs_factor_model:
-        raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
-    if not sampler.replace and budget > n_questions:
-        raise ValueError(
-            f"budget={budget} exceeds the {n_questions} questions of the bank; sampling without "
-            "replacement can ask each question only once."
-        )
-    return sampler
-
-
-def start_run(sampler, predictor, n_questions, budget, rng):
-    """A fresh run of the kind the sampler's design needs (``rng`` draws a stream's order)."""
-    if sampler.design == "stream":
-        return StreamRun(sampler, predictor, n_questions, budget, sampler.stream_order(n_questions, rng))
-    return SequentialRun(sampler, predictor, n_questions, budget)
 
 
 class QueryLoop:

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._engine import aipw_terms, des_raj_base, pai_increment, sample_mean_design
+from ._engine import aipw_terms, des_raj_base, pai_increment
 from ._inference import fpc_mean, interval_df, pai_inference, wald_interval
 from ._validation import check_alpha, check_generator
-from .posterior import PosteriorView, QuadraticForms, laplace_step, oracle_scores
+from .batched_posterior import batched_posterior
+from .design import bank_size, check_configuration, sample_mean_design
+from .posterior import PosteriorView
 from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf, mixture_coefficients
 
 __all__ = ["BatchedRuns", "simulate", "supports"]
@@ -181,8 +183,6 @@ def simulate(
     >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9)
     True
     """
-    from .estimator import PAIEstimator
-
     alpha = check_alpha(alpha)
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.")
@@ -197,25 +197,24 @@ def simulate(
     if rows.shape != (R,) or (R and (rows.min() < 0 or rows.max() >= Z.shape[0])):
         raise ValueError(f"rows must hold one row index of outcomes per generator ({R}).")
     # the estimator's own checks (budget, sampler, factor model, bank size, interval)
-    est = PAIEstimator(factor_model, sampler, budget=budget, interval=interval, step_weights=step_weights,
-                       predict_every=predict_every)
-    n_fm = est.bank_size()
+    n_fm = bank_size(factor_model)
     if n_fm is not None and n_fm != N:
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on {n_fm}.")
-    sampler = est.validate(N)
+    sampler = check_configuration(N, budget, sampler, factor_model=factor_model, interval=interval,
+                                  step_weights=step_weights, predict_every=predict_every)
     engine = _Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
     engine.predict_every = int(predict_every)
     if keep_increments and engine.stream:
         raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
     engine.keep_ranges = bool(keep_increments) and (keep_ranges is None or bool(keep_ranges))
     if max_elements is None:  # larger chunks where a query costs little per run (kept scores)
-        cheap = (not engine.stream and sampler.batched and _scores_follow_predictions(sampler)
-                 and ((engine.V is None and engine.custom is None) or engine.predict_every > 1)
+        cheap = (not engine.stream and sampler.batched and sampler.scores_follow_predictions
+                 and (factor_model is None or engine.predict_every > 1)
                  and not engine.keep_ranges)
         max_elements = CACHED_MAX_ELEMENTS if cheap else DEFAULT_MAX_ELEMENTS
     chunk = max(1, int(max_elements) // max(N, 1))
     chunk = -(-R // -(-R // chunk)) if R else chunk  # as many chunks, of even sizes
-    engine.outcomes = engine._tensor(Z)  # one copy of the rows, read by index (no runs x N copy)
+    engine.outcomes = engine.tensor(Z)  # one copy of the rows, read by index (no runs x N copy)
     parts = []
     start = 0
     while start < R:
@@ -266,200 +265,6 @@ def _out_of_memory(exc):
     return isinstance(exc, RuntimeError) and ("out of memory" in text.lower() or "can't allocate memory" in text)
 
 
-class _BatchedPosterior:
-    """The factor posteriors of ``R`` runs (or fixed zero predictions without a factor
-    model): what :class:`~faqstats.posterior.FactorPosterior` is for one run."""
-
-    def __init__(self, V, mean0, cov0, R, N, dtype, device, offsets=None, noise=None, predict_every=1):
-        self.question_factors = V
-        # answers each run learned since its predictions were computed (FactorPosterior's schedule)
-        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
-        self.offsets, self.noise = offsets, noise  # a Gaussian process (identity link) when set
-        if V is None:
-            self.mean = self.cov = None
-            self.predictions = torch.zeros(R, N, dtype=dtype, device=device)
-            self.refreshes, self.scores = 0, None
-            return
-        self.mean = mean0.expand(R, -1).clone()
-        self.cov = cov0.expand(R, -1, -1).clone()
-        # on a schedule, the logistic posterior computes its oracle scores with its predictions, as
-        # FactorPosterior does: one exp for both, no sqrt (the refresh is most of the cost there)
-        self.scores = torch.empty(R, N, dtype=dtype, device=device) if predict_every > 1 and noise is None else None
-        self.predictions = self._predict(self.mean)
-        self.refreshes = 0  # times all runs' predictions were recomputed in lockstep (caches key on it)
-        self._forms = QuadraticForms(V)
-
-    def _predict(self, mean, out=None):
-        if self.scores is not None and mean.shape[0] == self.scores.shape[0]:
-            # sigmoid(x) = 1 / (1 + h^2) with h = exp(-x / 2) (clipped where h^2 would overflow), and
-            # sqrt(p (1 - p)) = h p: FactorPosterior's arithmetic
-            h = torch.mm(mean * -0.5, self.question_factors.T, out=self.scores).clamp_(max=709.0).exp_()
-            p = torch.addcmul(h.new_ones(()), h, h, out=out).reciprocal_()
-            h.mul_(p)
-            return p
-        logits = torch.mm(mean, self.question_factors.T, out=out)
-        if self.noise is None:
-            return logits.sigmoid_()
-        return logits.add_(self.offsets).clamp_(0.0, 1.0)  # GaussianPosterior's predictions
-
-    @property
-    def oracle_scores(self):
-        """``sqrt(p (1 - p))`` of every run, a new tensor (the engine zeroes asked questions in it)."""
-        return oracle_scores(self.predictions)
-
-    def quadratic_forms(self):
-        if self.question_factors is None:
-            raise ValueError("no factor model: no quadratic forms.")
-        return self._forms.get(self.cov)
-
-    def update(self, idx, questions, outcomes):
-        """One Laplace step for the runs ``idx`` (all runs when None)."""
-        V = self.question_factors
-        if V is None:
-            return
-        gaussian = {} if self.noise is None else {"offset": self.offsets[questions], "noise": self.noise[questions]}
-        if idx is None:
-            self.mean, self.cov, Sv, c = laplace_step(self.mean, self.cov, V[questions], outcomes, **gaussian)
-            self._forms.updated(Sv, c)
-            self._unpredicted += 1
-            if self._unpredicted[0] == self.predict_every:  # all runs in step
-                self._predict(self.mean, out=self.predictions)  # in place: the old ones are not needed
-                self._unpredicted[:] = 0
-                self.refreshes += 1
-            return
-        mean, cov, _, _ = laplace_step(self.mean[idx], self.cov[idx], V[questions], outcomes, **gaussian)
-        self.mean[idx], self.cov[idx] = mean, cov
-        self._forms.drop()  # the forms follow all runs or none
-        if self.predict_every > 1:  # only the runs whose schedule is due (a host copy of idx, so not by default)
-            runs = idx.cpu().numpy()
-            self._unpredicted[runs] += 1
-            due = self._unpredicted[runs] == self.predict_every
-            self._unpredicted[runs[due]] = 0
-            idx = idx[torch.as_tensor(due, device=idx.device)]
-        if self.scores is not None:  # only some runs move: their scores as the engine computes them
-            self.scores = None
-        self.predictions[idx] = self._predict(self.mean[idx])
-        self.refreshes += 1
-
-
-def batched_posterior(model, runs, n_questions, dtype, device, predict_every=1):
-    """The posteriors of ``runs`` runs in lockstep for a fitted predictor: its own
-    ``batched_posterior`` (:class:`~faqstats.StackedPredictor`, :class:`~faqstats.HistoryMixture`),
-    else the low-rank form's (factor models, the 2PL, the Gaussian-process surrogate), or fixed
-    zero predictions for ``None``."""
-    if model is not None and hasattr(model, "batched_posterior"):
-        return model.batched_posterior(runs, n_questions, dtype, device, predict_every)
-    if model is None:
-        return _BatchedPosterior(None, None, None, runs, n_questions, dtype, device)
-    t = lambda a: torch.tensor(np.array(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
-    cov0 = t(model.prior_cov_)
-    gaussian = getattr(model, "noise_", None) is not None
-    return _BatchedPosterior(t(model.question_factors_), t(model.prior_mean_), 0.5 * (cov0 + cov0.T), runs,
-                             n_questions, dtype, device, t(model.question_means_) if gaussian else None,
-                             t(model.noise_) if gaussian else None, predict_every)
-
-
-class _BatchedMixture:
-    """:class:`~faqstats.stacking.MixturePosterior` for ``R`` runs: log weights (R, M) over the history models."""
-
-    question_factors = mean = cov = scores = None
-
-    def __init__(self, profiles, temperature, R, dtype, device, predict_every=1):
-        P = torch.tensor(np.array(profiles, dtype=float), dtype=torch.float64, device=device)
-        self.profiles = P
-        self.log_p_t, self.log_q_t = torch.log(P).T.contiguous(), torch.log1p(-P).T.contiguous()  # (N, M)
-        self.temperature = temperature
-        self.dtype = dtype
-        self.log_weights = torch.zeros(R, P.shape[0], dtype=torch.float64, device=device)
-        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
-        self.predictions = self._predict(self.log_weights)
-        self.refreshes = 0
-
-    def _predict(self, log_weights):
-        w = torch.exp(log_weights - log_weights.amax(1, keepdim=True))
-        w = w / w.sum(1, keepdim=True)
-        return torch.mm(w, self.profiles).clamp_(0.0, 1.0).to(self.dtype)
-
-    @property
-    def oracle_scores(self):
-        return oracle_scores(self.predictions)
-
-    def quadratic_forms(self):
-        raise ValueError("HistoryMixture has no question factors: no quadratic forms.")
-
-    def update(self, idx, questions, outcomes):
-        z = outcomes.to(torch.float64)[:, None]
-        step = (self.log_p_t[questions] * z + self.log_q_t[questions] * (1.0 - z)) * self.temperature
-        runs = np.arange(self.log_weights.shape[0]) if idx is None else idx.cpu().numpy()
-        if idx is None:
-            self.log_weights += step
-        else:
-            self.log_weights[idx] += step
-        self._unpredicted[runs] += 1
-        due = self._unpredicted[runs] == self.predict_every
-        if due.all() and idx is None:
-            self.predictions = self._predict(self.log_weights)
-        elif due.any():
-            sel = torch.as_tensor(runs[due], device=self.log_weights.device)
-            self.predictions[sel] = self._predict(self.log_weights[sel])
-        self._unpredicted[runs[due]] = 0
-        self.refreshes += 1
-
-
-class _BatchedStack:
-    """:class:`~faqstats.stacking.StackedPosterior` for ``R`` runs: components in lockstep, combined by answer count."""
-
-    question_factors = mean = cov = scores = None
-
-    def __init__(self, parts, steps, weights, R, dtype, device, predict_every=1):
-        self.parts = parts
-        self.steps = np.asarray(steps, dtype=np.int64)
-        self.weights = np.asarray(weights, dtype=float)
-        self.dtype, self.device = dtype, device
-        self.n_answers = np.zeros(R, dtype=np.int64)
-        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
-        self.predictions = self._combine(None)
-        self.refreshes = 0
-
-    def _combine(self, sel):
-        counts = self.n_answers if sel is None else self.n_answers[sel.cpu().numpy()]
-        w = self.weights[np.searchsorted(self.steps, counts, side="right") - 1]  # (runs, K)
-        if sel is None and np.all(counts == counts[0]):  # in lockstep: the estimator's scalar weights, in its order
-            w0 = w[0] if w.shape[0] else self.weights[0]
-            p = self.parts[0].predictions * float(w0[0])
-            for wk, part in zip(w0[1:], self.parts[1:]):
-                p = p + part.predictions * float(wk)
-            return p.clamp_(0.0, 1.0)
-        wt = torch.as_tensor(w, dtype=self.dtype, device=self.device)
-        rows = (lambda x: x) if sel is None else (lambda x: x[sel])  # noqa: E731
-        p = rows(self.parts[0].predictions) * wt[:, :1]
-        for k, part in enumerate(self.parts[1:], 1):
-            p = p + rows(part.predictions) * wt[:, k : k + 1]
-        return p.clamp_(0.0, 1.0)
-
-    @property
-    def oracle_scores(self):
-        return oracle_scores(self.predictions)
-
-    def quadratic_forms(self):
-        raise ValueError("StackedPredictor has no question factors: no quadratic forms.")
-
-    def update(self, idx, questions, outcomes):
-        for part in self.parts:
-            part.update(idx, questions, outcomes)
-        runs = np.arange(self.n_answers.size) if idx is None else idx.cpu().numpy()
-        self.n_answers[runs] += 1
-        self._unpredicted[runs] += 1
-        due = self._unpredicted[runs] == self.predict_every
-        if idx is None and due.all():
-            self.predictions = self._combine(None)
-        elif due.any():
-            sel = torch.as_tensor(runs[due], device=self.device)
-            self.predictions[sel] = self._combine(sel)
-        self._unpredicted[runs[due]] = 0
-        self.refreshes += 1
-
-
 class _Lockstep:
     """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs."""
 
@@ -468,26 +273,14 @@ class _Lockstep:
         self.keep_ranges = False
         self.device, self.dtype = device, dtype
         self.stream = sampler.design == "stream"
-        # a predictor of its own form (StackedPredictor, HistoryMixture): batched_posterior gives its runs
-        self.custom = factor_model if hasattr(factor_model, "batched_posterior") else None
-        if factor_model is None or self.custom is not None:
-            self.V = self.mean0 = self.cov0 = self.offsets = self.noise = None
-        else:
-            # a copy: fitted attributes may be read-only arrays, which torch will not wrap
-            t = lambda a: torch.tensor(np.array(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
-            self.V = t(factor_model.question_factors_)
-            self.mean0 = t(factor_model.prior_mean_)
-            cov0 = t(factor_model.prior_cov_)
-            self.cov0 = 0.5 * (cov0 + cov0.T)  # exactly symmetric, as the estimator's posterior
-            gaussian = getattr(factor_model, "noise_", None) is not None  # GaussianProcessSurrogate
-            self.offsets = t(factor_model.question_means_) if gaussian else None
-            self.noise = t(factor_model.noise_) if gaussian else None
+        self.factor_model = factor_model  # batched_posterior gives its runs' posteriors, chunk by chunk
         self.predict_every = 1
         self.outcomes = None  # the (models x N) outcomes the runs read, set by simulate
         self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
         self.posterior = None
 
-    def _tensor(self, a, dtype=None):
+    def tensor(self, a, dtype=None):
+        """``a`` as a tensor of the engine's dtype (or ``dtype``) on its device."""
         return torch.as_tensor(a, dtype=self.dtype if dtype is None else dtype, device=self.device)
 
     def release(self):
@@ -497,12 +290,8 @@ class _Lockstep:
     def run(self, rows, generators):
         """``(distinct questions asked, increments or terms, variance terms, ranges)`` of one chunk: run
         ``r`` evaluates row ``rows[r]`` of :attr:`outcomes`."""
-        if self.custom is not None:
-            self.posterior = self.custom.batched_posterior(len(generators), self.N, self.dtype, self.device,
-                                                           self.predict_every)
-        else:
-            self.posterior = _BatchedPosterior(self.V, self.mean0, self.cov0, len(generators), self.N, self.dtype,
-                                               self.device, self.offsets, self.noise, self.predict_every)
+        self.posterior = batched_posterior(self.factor_model, len(generators), self.N, self.dtype, self.device,
+                                           self.predict_every)
         rows = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=self.device)
         if self.stream:
             return self._run_stream(rows, generators)
@@ -532,7 +321,7 @@ class _Lockstep:
         sampler, post = self.sampler, self.posterior
         replace, tau = sampler.replace, sampler.tau
         U = np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget))
-        Ut = self._tensor(U)
+        Ut = self.tensor(U)
         Zt = self.outcomes
         ar = torch.arange(R, device=self.device)
         A = torch.ones(R, N, dtype=self.dtype, device=self.device)  # 1 where askable
@@ -549,7 +338,7 @@ class _Lockstep:
         # scores that follow the predictions are kept, with their block sums and the prediction
         # sums, while the predictions stand (fixed ones, or on a schedule): only the asked
         # question's entries move; recomputed (as before) after every refresh
-        cache = sampler.batched and _scores_follow_predictions(sampler)
+        cache = sampler.batched and sampler.scores_follow_predictions
         cached_at = -1  # the posterior's refresh count the cached scores belong to
         s = None  # the kept scores' buffer
         # tau = 1 (UniformSampler): the law ignores the scores (b = 0), so they are not kept at all
@@ -588,8 +377,8 @@ class _Lockstep:
                 laws = list(self._numpy_laws(available, t + 1, asked_now))
                 picked = [inverse_cdf(q, u) for q, u in zip(laws, U[:, t])]
                 question = torch.as_tensor([j for j, _ in picked], dtype=torch.int64, device=self.device)
-                prob = self._tensor([p for _, p in picked])
-                q_full = self._tensor(np.stack(laws)) if self.keep_ranges and R else None
+                prob = self.tensor([p for _, p in picked])
+                q_full = self.tensor(np.stack(laws)) if self.keep_ranges and R else None
             z = Zt[rows, question]
             P = post.predictions
             p_q = P[ar, question]
@@ -629,7 +418,7 @@ class _Lockstep:
             orders.append(sampler.stream_order(N, g))
             coins.append(g.random(N))
         order = torch.as_tensor(np.stack(orders) if R else np.empty((0, N), np.int64), device=self.device)
-        U = self._tensor(np.stack(coins) if R else np.empty((0, N)))
+        U = self.tensor(np.stack(coins) if R else np.empty((0, N)))
         Zt = self.outcomes
         ar = torch.arange(R, device=self.device)
         avail = torch.ones(R, N, dtype=torch.bool, device=self.device)
@@ -655,7 +444,7 @@ class _Lockstep:
             avail[ar, j] = False
             ssum = ssum - s_j
             idx = torch.nonzero(lab).squeeze(1)
-            if (self.V is not None or self.custom is not None) and idx.numel():
+            if self.factor_model is not None and idx.numel():
                 post.update(idx, j[idx], z[idx])
                 S[idx] = item_scores(post.predictions[idx])
                 ssum[idx] = torch.where(avail[idx], S[idx], zero).sum(1)
@@ -671,11 +460,11 @@ class _Lockstep:
 
         def item_scores(P):
             host = P.detach().cpu().numpy().astype(float)
-            return self._tensor(np.stack([np.asarray(sampler.item_scores(p), dtype=float) for p in host]))
+            return self.tensor(np.stack([np.asarray(sampler.item_scores(p), dtype=float) for p in host]))
 
         def inclusion(s, mean_s, labels, remaining, budget, n):
             args = zip(*(x.detach().cpu().numpy().astype(float).tolist() for x in (s, mean_s, labels)))
-            return self._tensor([float(sampler.inclusion_probability(a, m, l, remaining, budget, n))
+            return self.tensor([float(sampler.inclusion_probability(a, m, l, remaining, budget, n))
                                  for a, m, l in args])
 
         return item_scores, inclusion
@@ -690,30 +479,19 @@ def _distinct(drawn, replace):
     return (d[:, 1:] != d[:, :-1]).sum(1) + 1
 
 
-def _scores_follow_predictions(sampler):
-    """Whether the policy's scores are a function of the predictions alone at every step, so that
-    they change only when the predictions do: ``UniformSampler``, ``NeymanSampler`` and
-    ``HybridSampler`` without active learning or tempering (their own ``scores``, not a subclass's)."""
-    from .sampling import HybridSampler, NeymanSampler, UniformSampler
-
-    kind = type(sampler)
-    if kind in (UniformSampler, NeymanSampler):
-        return True
-    return kind is HybridSampler and sampler.rho == 0 and sampler.gamma == 0 and sampler.beta0 == 1
-
-
 def _follow_scores(sampler, posterior, out):
-    """What ``sampler.scores`` gives for a policy of :func:`_scores_follow_predictions`, written into
-    ``out`` when given: the posterior's own scores (the engine may zero entries of them until the
+    """What ``sampler.scores`` gives for a policy whose ``scores_follow_predictions``, written into
+    ``out`` when given: ones where ``tau = 1`` (the law ignores the scores then, ``b = 0``: the
+    uniform policy's), else the oracle scores (UniformSampler, NeymanSampler and HybridSampler
+    follow the predictions): the posterior's own (the engine may zero entries of them until the
     next refresh) or the same operations as ``posterior.oracle_scores``, so the same values."""
-    from .sampling import UniformSampler
-
     P = posterior.predictions
-    if type(sampler) is not UniformSampler and posterior.scores is not None:
+    uniform = sampler.tau == 1.0
+    if not uniform and posterior.scores is not None:
         return posterior.scores
     if out is None or out is posterior.scores:
         out = torch.empty_like(P)
-    if type(sampler) is UniformSampler:
+    if uniform:
         return out.fill_(1.0)
     return torch.addcmul(P, P, P, value=-1.0, out=out).sqrt_()  # posterior.oracle_scores
 

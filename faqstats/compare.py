@@ -20,11 +20,13 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._engine import Oracle, QueryLoop, SequentialRun, check_design, sample_mean_design
+from ._engine import Oracle, QueryLoop, SequentialRun
 from ._inference import fpc_mean, interval_df, pai_inference
 from ._validation import check_generator, check_outcome_values, check_scalar
-from .estimator import PAIResultMixin, resolve_bank_size
-from .posterior import FixedPredictions, PosteriorView
+from .design import check_design, resolve_bank_size, sample_mean_design
+from .estimator import PAIResultMixin
+from .loop_setup import predictor_for
+from .posterior import PosteriorView
 from .results import ComparisonResult
 from .sampling import HybridSampler, PolicyState, Sampler, UniformSampler, draw_from, within_round
 
@@ -349,10 +351,6 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
             check_scalar(self.reference_weight, "reference_weight", low=0.0, high=1.0)
         return sampler
 
-    def _predictor(self, n_questions):
-        fm = self.factor_model
-        return FixedPredictions(np.zeros(n_questions)) if fm is None else fm.posterior()
-
     def new_loop(self, n_questions=None, reference=None):
         """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`PairedRun` (for ``fit`` and tests).
 
@@ -370,7 +368,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         """
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self._validate(n_questions)
-        predictor_a = self._predictor(n_questions)
+        predictor_a = predictor_for(self.factor_model, n_questions)
         ref = None
         if reference is not None:
             ref = check_outcome_values(reference, "reference")  # no NaN: the reference is fully known
@@ -380,7 +378,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
                     f"{ref.shape}."
                 )
             predictor_a = _ReferencePredictions(predictor_a, ref, self.reference_weight, self.factor_model is not None)
-        predictor_b = None if ref is not None else self._predictor(n_questions)
+        predictor_b = None if ref is not None else predictor_for(self.factor_model, n_questions)
         run = PairedRun(sampler, predictor_a, predictor_b, n_questions, self.budget, self.design, ref)
         return QueryLoop(run, batch_size=self.batch_size)
 

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress_bar
 from ._validation import check_generator, check_history, check_scalar, observed_halves, validate_history
-from .posterior import FactorPosterior, laplace_step
+from .posterior import FactorPosterior, laplace_update
 
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
@@ -423,37 +423,6 @@ def log_loss_on_cells(H, logits, cells):
     # log(1 + exp(-|x|)) form: stable in log-space for large |logits|
     loss = np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))
     return float(loss.mean())
-
-
-def laplace_update(mean, cov, v, z):
-    """One online Laplace (Sherman-Morrison) update of a Gaussian factor posterior.
-
-    Paper Eqs. (9)-(10) (docs/statistics.md, "The factor model and its online update"),
-    via :func:`faqstats.posterior.laplace_step` after symmetrising ``cov``.
-
-    Parameters
-    ----------
-    mean : ndarray of shape (k,)
-    cov : ndarray of shape (k, k)
-    v : ndarray of shape (k,), the asked question's factor
-    z : float in [0, 1], its outcome
-
-    Returns
-    -------
-    mean', cov'
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> m, S = laplace_update(np.zeros(2), np.eye(2), np.array([1.0, 0.0]), 1.0)
-    >>> np.round(m, 3), np.round(np.diag(S), 3)
-    (array([0.4, 0. ]), array([0.8, 1. ]))
-    """
-    cov = np.asarray(cov, dtype=float)
-    new_mean, new_cov, _, _ = laplace_step(
-        np.asarray(mean, dtype=float), 0.5 * (cov + cov.T), np.asarray(v, dtype=float), float(z)
-    )
-    return new_mean, new_cov
 
 
 class LogisticFactorModelCV(BaseEstimator):

@@ -23,7 +23,9 @@ __all__ = [
     "GaussianPosterior",
     "PosteriorView",
     "QuadraticForms",
+    "check_posterior_options",
     "laplace_step",
+    "laplace_update",
     "oracle_scores",
     "quadratic_forms_from_scratch",
 ]
@@ -63,6 +65,37 @@ def laplace_step(mean, cov, v, z, *, offset=None, noise=None):
     new_cov = cov - u[..., :, None] * u[..., None, :]
     new_mean = mean + Sv * column(gradient / denom)
     return new_mean, new_cov, Sv, c
+
+
+def laplace_update(mean, cov, v, z):
+    """One online Laplace (Sherman-Morrison) update of a Gaussian factor posterior.
+
+    Paper Eqs. (9)-(10) (docs/statistics.md, "The factor model and its online update"),
+    via :func:`faqstats.posterior.laplace_step` after symmetrising ``cov``.
+
+    Parameters
+    ----------
+    mean : ndarray of shape (k,)
+    cov : ndarray of shape (k, k)
+    v : ndarray of shape (k,), the asked question's factor
+    z : float in [0, 1], its outcome
+
+    Returns
+    -------
+    mean', cov'
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m, S = laplace_update(np.zeros(2), np.eye(2), np.array([1.0, 0.0]), 1.0)
+    >>> np.round(m, 3), np.round(np.diag(S), 3)
+    (array([0.4, 0. ]), array([0.8, 1. ]))
+    """
+    cov = np.asarray(cov, dtype=float)
+    new_mean, new_cov, _, _ = laplace_step(
+        np.asarray(mean, dtype=float), 0.5 * (cov + cov.T), np.asarray(v, dtype=float), float(z)
+    )
+    return new_mean, new_cov
 
 
 def quadratic_forms_from_scratch(question_factors, cov):
@@ -188,6 +221,15 @@ def _sigmoid_from_half_logits(h):
     return np.reciprocal(p, out=p)
 
 
+def check_posterior_options(dtype, predict_every):
+    """Check a posterior's ``dtype`` and ``predict_every`` (every predictor's options); return
+    ``predict_every`` as an int."""
+    if dtype not in ("float64", "float32"):
+        raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
+    check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
+    return int(predict_every)
+
+
 def read_only(a):
     """``a``, made read-only in place (what samplers are handed must not be changed by them)."""
     a.flags.writeable = False
@@ -257,10 +299,7 @@ class FactorPosterior:
     """
 
     def __init__(self, question_factors, mean, cov, *, dtype="float64", refresh_every=None, predict_every=1):
-        if dtype not in ("float64", "float32"):
-            raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
-        check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
-        self.predict_every, self._unpredicted = int(predict_every), 0
+        self.predict_every, self._unpredicted = check_posterior_options(dtype, predict_every), 0
         # a read-only view of the fitted factors, not a copy
         self.question_factors = read_only(np.asarray(question_factors, dtype=float).view())
         self._V32 = None if dtype == "float64" else np.ascontiguousarray(question_factors, dtype=np.float32)

@@ -184,7 +184,7 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     >>> sw.weights.shape, bool(sw.weights[-1] >= sw.weights[0])
     ((20,), True)
     """
-    from .batched import _scores_follow_predictions, simulate
+    from .batched import simulate
     from .sampling import HybridSampler
 
     start = time.perf_counter()
@@ -202,7 +202,7 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     key = ("step weights", type(sampler).__name__, tuple(sorted(sampler.get_params().items())), validation_fraction,
            random_state, int(n_runs), device, dtype, int(predict_every))
     kept = None if cache is None else cache.get(key)
-    if kept is not None and kept[0] is fm and kept[1] >= budget and _scores_follow_predictions(sampler):
+    if kept is not None and kept[0] is fm and kept[1] >= budget and sampler.scores_follow_predictions:
         increments = kept[2][:, :budget]  # the first `budget` increments of longer runs
     else:
         gens = [np.random.default_rng([random_state, 4, budget, r]) for r in range(rows.size)]

@@ -26,6 +26,7 @@ import faqstats as fq
 from faqstats._engine import ClusterRun, cluster_law
 from faqstats._inference import fpc_mean, pai_inference, wald_interval
 from faqstats.estimator import martingale_variance
+from faqstats.run_results import cluster_inference
 from faqstats.sampling import PolicyState, within_round
 from test_unbiasedness import TOL, banks, sequential_samplers
 
@@ -59,7 +60,7 @@ def enumerate_clusters(estimator, z, clusters, costs=None):
 
     def walk(run, prob, phis):
         if len(phis) == run.budget:
-            leaves.append((prob, np.array(phis), estimator._cluster_inference(run, run.table())[:2]))
+            leaves.append((prob, np.array(phis), cluster_inference(estimator, run, run.table())[:2]))
             return
         q_round = run.law()
         assert q_round.shape == (run.n_clusters,)
@@ -125,8 +126,8 @@ def test_cluster_design_unbiased_and_variance_exact(data, replace):
     n_clusters = np.unique(clusters).size
     sampler = data.draw(sequential_samplers(replace))
     budget = data.draw(st.integers(2, 3 if replace else min(3, n_clusters)))
-    est = fq.PAIEstimator(fm, sampler, budget=budget, batch_size=data.draw(st.integers(1, 3)))
-    est._cluster_score = data.draw(st.sampled_from(["root-sum-square", "sum"]))
+    est = fq.PAIEstimator(fm, sampler, budget=budget, batch_size=data.draw(st.integers(1, 3)),
+                          cluster_score=data.draw(st.sampled_from(["root-sum-square", "sum"])))
     assert_exact(est, z, clusters)
 
 
@@ -196,7 +197,7 @@ def test_enumeration_detects_a_wrong_cluster_increment(monkeypatch):
             outcome[1:] = self.predictions[self.members[int(question)][1:]]
             return super().record(question, probability, outcome)
 
-    monkeypatch.setattr(fq.estimator, "ClusterRun", FirstAnswerOnly)
+    monkeypatch.setattr("faqstats.loop_setup.ClusterRun", FirstAnswerOnly)
     with pytest.raises(AssertionError):
         enumerate_clusters(est, z, clusters)
 

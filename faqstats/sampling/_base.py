@@ -117,6 +117,8 @@ class Sampler(BaseEstimator):
     A subclass that overrides ``scores`` or ``probabilities`` runs in the batched engine
     through its numpy scores unless it sets ``batched = True``, and has its law checked
     before each draw unless it sets ``checks_law = False`` (docs/architecture.md).
+    :attr:`scores_follow_predictions` (False here) lets the batched engine keep the scores
+    between prediction refreshes.
 
     Examples
     --------
@@ -151,6 +153,19 @@ class Sampler(BaseEstimator):
     def __init__(self, tau=0.5, replace=False):
         self.tau = tau
         self.replace = replace
+
+    @property
+    def scores_follow_predictions(self):
+        """Whether ``scores`` is a function of the current predictions alone at every step.
+
+        Such scores change only when the predictions do, so the batched engine
+        (:func:`faqstats.batched.simulate`) keeps them between prediction refreshes, and
+        :func:`~faqstats.step_weights.learn_step_weights` reuses a longer budget's runs. False
+        here; True for :class:`UniformSampler`, :class:`NeymanSampler` and :class:`HybridSampler`
+        without active learning or tempering, but not for their subclasses (which may override
+        ``scores``) unless they say so.
+        """
+        return False
 
     def check_params(self):
         """Raise ``ValueError``/``TypeError`` for invalid parameters; return ``self``."""

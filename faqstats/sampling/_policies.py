@@ -40,6 +40,11 @@ class UniformSampler(Sampler):
     def __init__(self, replace=False):
         super().__init__(tau=1.0, replace=replace)
 
+    @property
+    def scores_follow_predictions(self):
+        """True for this class (ones at every step), not for a subclass (see :class:`Sampler`)."""
+        return type(self) is UniformSampler
+
     def scores(self, state):
         return namespace(state.predictions).ones_like(state.predictions)
 
@@ -68,6 +73,11 @@ class NeymanSampler(Sampler):
 
     batched = True
     checks_law = False  # the mixture of non-negative scores
+
+    @property
+    def scores_follow_predictions(self):
+        """True for this class (the oracle scores), not for a subclass (see :class:`Sampler`)."""
+        return type(self) is NeymanSampler
 
     def scores(self, state):
         return state.oracle_scores()
@@ -167,6 +177,12 @@ class HybridSampler(Sampler):
         for name in ("beta0", "rho", "gamma"):
             check_scalar(getattr(self, name), name, low=0.0, high=1.0)
         return self
+
+    @property
+    def scores_follow_predictions(self):
+        """True for this class without active learning or tempering (``rho = gamma = 0``,
+        ``beta0 = 1``: the oracle scores), not for a subclass (see :class:`Sampler`)."""
+        return type(self) is HybridSampler and self.rho == 0 and self.gamma == 0 and self.beta0 == 1
 
     def schedule(self, step, budget):
         """``(a_t, b_t)``: the active-learning weight and the tempering exponent at round ``step``.

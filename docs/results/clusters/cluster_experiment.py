@@ -81,8 +81,7 @@ for i, r in enumerate(pick):
         lo, hi = wald_interval(m, np.sqrt(v), df=asked.sum() - 1)
         runs["naive"].append((i, m - theta, v, lo <= theta <= hi, hi - lo, int(asked.sum())))
         for name, score in (("PAI clusters", "root-sum-square"), ("PAI clusters (sum)", "sum")):
-            est = fq.PAIEstimator(fm, fq.HybridSampler(), budget=n, random_state=seed)
-            est._cluster_score = score  # (a private switch, for this comparison only)
+            est = fq.PAIEstimator(fm, fq.HybridSampler(), budget=n, random_state=seed, cluster_score=score)
             est.fit(z, clusters=clusters)
             lo, hi = est.conf_int()
             runs[name].append((i, est.estimate_ - theta, est.std_error_**2, lo <= theta <= hi, hi - lo, est.n_queries_))

@@ -1,0 +1,152 @@
+"""Many runs' posteriors in lockstep (torch): what :mod:`faqstats.posterior` is for one run.
+
+:class:`BatchedPosterior` holds ``R`` runs of the low-rank form (factor models, the 2PL, the
+Gaussian-process surrogate) or their fixed zero predictions; :func:`batched_posterior` picks the
+form of a fitted predictor (a predictor of its own form, such as a stack or a mixture, gives its
+own through its ``batched_posterior`` method). Used by :func:`faqstats.batched.simulate`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .posterior import QuadraticForms, laplace_step, oracle_scores
+
+__all__ = ["BatchedPosterior", "batched_posterior"]
+
+
+class BatchedPosterior:
+    """The factor posteriors of ``R`` runs (or fixed zero predictions without a factor
+    model): what :class:`~faqstats.posterior.FactorPosterior` is for one run.
+
+    Parameters
+    ----------
+    V : tensor of shape (N, k) or None
+        The question factors; ``None``: fixed zero predictions.
+    mean0, cov0 : tensor of shape (k,) and (k, k) or None
+        The prior every run starts from.
+    R, N : int
+        Runs and questions.
+    dtype : torch.dtype
+    device : torch.device
+    offsets, noise : tensor of shape (N,) or None, default=None
+        A Gaussian process's question means and residual variances (identity link).
+    predict_every : int, default=1
+        Recompute the predictions after every ``predict_every``-th answer only.
+
+    Attributes
+    ----------
+    predictions : tensor of shape (R, N)
+    mean, cov : tensor of shape (R, k) and (R, k, k) or None
+    scores : tensor of shape (R, N) or None
+        The oracle scores computed with the predictions (logistic form on a schedule), else None.
+    refreshes : int
+        Times the runs' predictions were recomputed (caches key on it).
+    """
+
+    def __init__(self, V, mean0, cov0, R, N, dtype, device, offsets=None, noise=None, predict_every=1):
+        self.question_factors = V
+        # answers each run learned since its predictions were computed (FactorPosterior's schedule)
+        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
+        self.offsets, self.noise = offsets, noise  # a Gaussian process (identity link) when set
+        if V is None:
+            self.mean = self.cov = None
+            self.predictions = torch.zeros(R, N, dtype=dtype, device=device)
+            self.refreshes, self.scores = 0, None
+            return
+        self.mean = mean0.expand(R, -1).clone()
+        self.cov = cov0.expand(R, -1, -1).clone()
+        # on a schedule, the logistic posterior computes its oracle scores with its predictions, as
+        # FactorPosterior does: one exp for both, no sqrt (the refresh is most of the cost there)
+        self.scores = torch.empty(R, N, dtype=dtype, device=device) if predict_every > 1 and noise is None else None
+        self.predictions = self._predict(self.mean)
+        self.refreshes = 0  # times all runs' predictions were recomputed in lockstep (caches key on it)
+        self._forms = QuadraticForms(V)
+
+    def _predict(self, mean, out=None):
+        if self.scores is not None and mean.shape[0] == self.scores.shape[0]:
+            # sigmoid(x) = 1 / (1 + h^2) with h = exp(-x / 2) (clipped where h^2 would overflow), and
+            # sqrt(p (1 - p)) = h p: FactorPosterior's arithmetic
+            h = torch.mm(mean * -0.5, self.question_factors.T, out=self.scores).clamp_(max=709.0).exp_()
+            p = torch.addcmul(h.new_ones(()), h, h, out=out).reciprocal_()
+            h.mul_(p)
+            return p
+        logits = torch.mm(mean, self.question_factors.T, out=out)
+        if self.noise is None:
+            return logits.sigmoid_()
+        return logits.add_(self.offsets).clamp_(0.0, 1.0)  # GaussianPosterior's predictions
+
+    @property
+    def oracle_scores(self):
+        """``sqrt(p (1 - p))`` of every run, a new tensor (the engine zeroes asked questions in it)."""
+        return oracle_scores(self.predictions)
+
+    def quadratic_forms(self):
+        if self.question_factors is None:
+            raise ValueError("no factor model: no quadratic forms.")
+        return self._forms.get(self.cov)
+
+    def update(self, idx, questions, outcomes):
+        """One Laplace step for the runs ``idx`` (all runs when None)."""
+        V = self.question_factors
+        if V is None:
+            return
+        gaussian = {} if self.noise is None else {"offset": self.offsets[questions], "noise": self.noise[questions]}
+        if idx is None:
+            self.mean, self.cov, Sv, c = laplace_step(self.mean, self.cov, V[questions], outcomes, **gaussian)
+            self._forms.updated(Sv, c)
+            self._unpredicted += 1
+            if self._unpredicted[0] == self.predict_every:  # all runs in step
+                self._predict(self.mean, out=self.predictions)  # in place: the old ones are not needed
+                self._unpredicted[:] = 0
+                self.refreshes += 1
+            return
+        mean, cov, _, _ = laplace_step(self.mean[idx], self.cov[idx], V[questions], outcomes, **gaussian)
+        self.mean[idx], self.cov[idx] = mean, cov
+        self._forms.drop()  # the forms follow all runs or none
+        if self.predict_every > 1:  # only the runs whose schedule is due (a host copy of idx, so not by default)
+            runs = idx.cpu().numpy()
+            self._unpredicted[runs] += 1
+            due = self._unpredicted[runs] == self.predict_every
+            self._unpredicted[runs[due]] = 0
+            idx = idx[torch.as_tensor(due, device=idx.device)]
+        if self.scores is not None:  # only some runs move: their scores as the engine computes them
+            self.scores = None
+        self.predictions[idx] = self._predict(self.mean[idx])
+        self.refreshes += 1
+
+
+def batched_posterior(model, runs, n_questions, dtype, device, predict_every=1):
+    """The posteriors of ``runs`` runs in lockstep for a fitted predictor.
+
+    Its own ``batched_posterior`` (:class:`~faqstats.StackedPredictor`,
+    :class:`~faqstats.HistoryMixture`), else the low-rank form's (factor models, the 2PL, the
+    Gaussian-process surrogate), or fixed zero predictions for ``None``.
+
+    Parameters
+    ----------
+    model : fitted predictor or None
+        The predictor.
+    runs, n_questions : int
+        Runs and questions.
+    dtype : torch.dtype
+    device : torch.device
+    predict_every : int, default=1
+        Recompute the predictions after every ``predict_every``-th answer only.
+
+    Returns
+    -------
+    BatchedPosterior or the predictor's own form
+        What the batched engine conditions on each answer.
+    """
+    if model is not None and hasattr(model, "batched_posterior"):
+        return model.batched_posterior(runs, n_questions, dtype, device, predict_every)
+    if model is None:
+        return BatchedPosterior(None, None, None, runs, n_questions, dtype, device)
+    t = lambda a: torch.tensor(np.array(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
+    cov0 = t(model.prior_cov_)
+    gaussian = getattr(model, "noise_", None) is not None
+    return BatchedPosterior(t(model.question_factors_), t(model.prior_mean_), 0.5 * (cov0 + cov0.T), runs,
+                             n_questions, dtype, device, t(model.question_means_) if gaussian else None,
+                             t(model.noise_) if gaussian else None, predict_every)

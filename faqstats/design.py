@@ -1,0 +1,137 @@
+"""The checks of an estimator's configuration, shared by the estimators and the batched engine.
+
+:func:`check_configuration` is :meth:`PAIEstimator.validate <faqstats.PAIEstimator.validate>`;
+:func:`check_design` the part the paired estimator shares; :func:`bank_size` and
+:func:`resolve_bank_size` the bank size a factor model and the outcomes agree on.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ._engine import CLUSTER_SCORES
+from ._inference import check_interval
+from ._validation import check_alpha, check_scalar
+from .sampling import HybridSampler, Sampler, StreamSampler, UniformSampler
+
+__all__ = ["bank_size", "check_configuration", "check_design", "confidence_alpha", "resolve_bank_size",
+           "sample_mean_design"]
+
+
+def bank_size(factor_model):
+    """Questions of the factor model's bank, or ``None`` without a factor model.
+
+    Parameters
+    ----------
+    factor_model : fitted estimator with ``n_features_in_`` or None
+        The predictor.
+
+    Returns
+    -------
+    int or None
+        Its ``n_features_in_``.
+    """
+    if factor_model is None:
+        return None
+    check_is_fitted(factor_model)
+    return int(factor_model.n_features_in_)
+
+
+def resolve_bank_size(n_factor_model, n_questions):
+    """The bank size: the factor model's (``n_factor_model``, None without one) and the
+    outcomes' (``n_questions``, None when unknown) must agree, and one must be known."""
+    n = n_factor_model if n_questions is None else n_questions
+    if n is None:
+        raise ValueError("Without a factor model the bank size comes from the outcomes; pass n_questions.")
+    if n_factor_model is not None and n != n_factor_model:
+        raise ValueError(f"outcomes cover {n} questions but the factor model was fitted on {n_factor_model} questions.")
+    return n
+
+
+def sample_mean_design(factor_model, sampler):
+    """Whether the FPC sample mean is reported: uniform sampling without replacement, no predictions."""
+    return factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace
+
+
+def check_design(sampler, factor_model, n_questions, budget, batch_size, interval):
+    """The checks every estimator makes of its design; returns the (checked) sampler."""
+    sampler.check_params()
+    check_scalar(budget, "budget", kind=numbers.Integral, low=2)
+    check_scalar(batch_size, "batch_size", kind=numbers.Integral, low=1)
+    check_interval(interval)
+    if factor_model is None and sampler.needs_factor_model:
+        raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
+    if not sampler.replace and budget > n_questions:
+        raise ValueError(
+            f"budget={budget} exceeds the {n_questions} questions of the bank; sampling without "
+            "replacement can ask each question only once."
+        )
+    return sampler
+
+
+def confidence_alpha(confidence_sequence, stop_when_width):
+    """Level of the confidence sequence a run tracks, or None (``PAIEstimator``'s two parameters)."""
+    if confidence_sequence is True or (confidence_sequence is False and stop_when_width is not None):
+        return 0.05
+    if confidence_sequence is False or confidence_sequence is None:
+        return None
+    return check_alpha(confidence_sequence)
+
+
+def check_configuration(n_questions, budget, sampler=None, *, factor_model=None, variance="martingale",
+                        interval="robust-t", batch_size=1, stop_when_width=None, confidence_sequence=False,
+                        step_weights=None, dtype="float64", predict_every=1, cluster_score="root-sum-square"):
+    """Check every parameter of a :class:`~faqstats.PAIEstimator` for a bank of ``n_questions``.
+
+    Parameters
+    ----------
+    n_questions : int
+        The bank size ``N``.
+    budget : int
+        The draws of the run.
+    sampler : Sampler, StreamSampler or None, default=None
+        The policy (``None``: ``HybridSampler()``).
+    factor_model, variance, interval, batch_size, stop_when_width, confidence_sequence, step_weights, dtype, \
+predict_every, cluster_score
+        As in :class:`~faqstats.PAIEstimator`.
+
+    Returns
+    -------
+    Sampler or StreamSampler
+        The policy to run.
+    """
+    sampler = HybridSampler() if sampler is None else sampler
+    if not isinstance(sampler, (Sampler, StreamSampler)):
+        raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
+    stream = sampler.design == "stream"
+    if dtype not in ("float64", "float32"):
+        raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
+    check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
+    if variance not in ("martingale", "paper"):
+        raise ValueError(f"variance must be 'martingale' or 'paper', got {variance!r}.")
+    if stop_when_width is not None:
+        check_scalar(stop_when_width, "stop_when_width", low=0.0, high=1.0, closed="right")
+    if confidence_alpha(confidence_sequence, stop_when_width) is not None and stream:
+        raise ValueError("Confidence sequences and stop_when_width need a sequential sampler, not BernoulliAIPW.")
+    if cluster_score not in CLUSTER_SCORES:
+        raise ValueError(f"cluster_score must be one of {CLUSTER_SCORES}, got {cluster_score!r}.")
+    check_design(sampler, factor_model, n_questions, budget, batch_size, interval)
+    if variance == "paper" and (not sampler.replace or stream):
+        raise ValueError("variance='paper' is defined for with-replacement sequential sampling only.")
+    if step_weights is None:
+        return sampler
+    w = np.asarray(step_weights, dtype=float)
+    if w.ndim != 1 or w.size < budget:
+        raise ValueError(f"step_weights must be a 1-D array with at least budget={budget} entries, got shape {w.shape}.")
+    if not np.all(np.isfinite(w[:budget])) or np.any(w[:budget] <= 0):
+        raise ValueError("step_weights must be finite and positive.")
+    if stream:
+        raise ValueError("step_weights weight sequential increments; BernoulliAIPW has none.")
+    if sample_mean_design(factor_model, sampler):
+        raise ValueError("step_weights do not apply to the plain sample mean (uniform sampling, no factor model).")
+    if variance != "martingale":
+        raise ValueError("step_weights need variance='martingale'.")
+    return sampler

@@ -1,0 +1,207 @@
+"""What a finished (or interim) query loop reports: its :class:`~faqstats.AccuracyResult` and groups.
+
+:func:`result_of` and :func:`group_results_of` are :meth:`PAIEstimator.result_of
+<faqstats.PAIEstimator.result_of>` and :meth:`~faqstats.PAIEstimator.group_results_of`: the
+inference of the run's design (the martingale of the increments, weighted or not, the paper's
+closed form, the FPC sample mean, nature's-order AIPW, strata, clusters) for the estimator's
+parameters, read through its public attributes.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ._engine import ClusterRun
+from ._inference import fpc_mean, interval_df, pai_inference, paper_variance
+from .design import confidence_alpha, sample_mean_design
+from .estimands import combine_strata, group_results, stratified_results
+from .results import AccuracyResult
+
+__all__ = ["cluster_inference", "confidence_rows", "group_results_of", "result_of"]
+
+
+def confidence_rows(loop):
+    """``(queries so far, low, high)`` of the loop's confidence sequence after each round, or None."""
+    rows = loop.confidence_rows
+    return np.array(rows, dtype=float).reshape(-1, 3) if loop.cs is not None and rows else None
+
+
+def _weights_for(est, run):
+    """The increment weights and the bank size the inference needs (None with replacement):
+    with clusters the number of clusters (the finite-population weights and the census)."""
+    units = run.n_clusters if isinstance(run, ClusterRun) else run.n_questions
+    return est.step_weights, None if run.sampler.replace else units
+
+
+def group_results_of(est, loop, n_draws=None):
+    """Every group's estimate from a loop of ``est`` started with ``groups``.
+
+    Parameters
+    ----------
+    est : PAIEstimator
+        The configuration the loop ran.
+    loop : faqstats._engine.QueryLoop
+        The loop, with its recorded draws.
+    n_draws : int or None, default=None
+        Use the first ``n_draws`` draws only; ``None``: every recorded draw.
+
+    Returns
+    -------
+    GroupResults or None
+        None when the loop was started without groups.
+    """
+    run = loop.run
+    weights, without = _weights_for(est, run)
+    if isinstance(run, ClusterRun):
+        if run.group_codes is None:
+            return None
+        table = run.table()[:n_draws]
+        rows = np.array(run.group_rows, dtype=float).reshape(len(run.group_rows), -1)[:n_draws]
+        return group_results(rows, run.group_labels, run.group_sizes, run.cluster_group[table["cluster"]],
+                             interval=est.interval, weights=weights, n_questions=without, n_units=run.group_clusters)
+    tracker = run.tracker
+    if tracker is None or tracker.codes is None:
+        return None
+    if tracker.stratified:
+        return stratified_results(tracker.strata[:n_draws], tracker.labels, tracker.sizes, interval=est.interval,
+                                  replace=run.sampler.replace)
+    table = run.table()[:n_draws]
+    return group_results(tracker.increments()[:n_draws, 1:], tracker.labels, tracker.sizes,
+                         tracker.codes[table["question"]], interval=est.interval, weights=weights,
+                         n_questions=without)
+
+
+def result_of(est, loop, n_draws=None):
+    """The :class:`~faqstats.AccuracyResult` of a loop of ``est``.
+
+    Parameters
+    ----------
+    est : PAIEstimator
+        The configuration the loop ran.
+    loop : faqstats._engine.QueryLoop
+        The loop, with its recorded draws.
+    n_draws : int or None, default=None
+        Use the first ``n_draws`` draws only (an interim result, ``stop_reason`` None);
+        ``None``: every recorded draw.
+
+    Returns
+    -------
+    AccuracyResult
+        The estimate and its uncertainty.
+    """
+    run = loop.run
+    table = run.table()[:n_draws]
+    partial = n_draws is not None
+    n_questions = run.n_questions
+    clustered = isinstance(run, ClusterRun)
+    if run.design == "stream":
+        method, variance_method, df = "aipw", "design-based", None
+        estimate = float(np.mean(run.terms))
+        var = float(np.sum(run.variance_terms)) / n_questions**2
+    elif run.tracker is not None and run.tracker.stratified:
+        groups = group_results_of(est, loop, n_draws)
+        macro = est.estimand == "macro"
+        shares = np.full(groups.labels.size, 1.0 / groups.labels.size) if macro else groups.n_questions / n_questions
+        method, variance_method = ("pai-stratified-macro" if macro else "pai-stratified"), "stratified martingale"
+        estimate, var, df = combine_strata(groups, shares)
+        df = None if np.isinf(df) else df
+    elif run.tracker is not None and not (isinstance(est.estimand, str) and est.estimand == "micro"):
+        # the headline is a weighted estimand: its own increments (estimands.py), same inference
+        method = "pai-macro" if isinstance(est.estimand, str) else "pai-weighted"
+        weights, without = _weights_for(est, run)
+        estimate, var, df, variance_method = pai_inference(
+            run.tracker.increments()[:n_draws, 0], interval=est.interval, weights=weights, n_questions=without)
+    elif clustered:
+        estimate, var, df, method, variance_method = cluster_inference(est, run, table)
+    elif sample_mean_design(est.factor_model, run.sampler):
+        method, variance_method = "sample_mean", "finite-population"
+        estimate, var = fpc_mean(table["outcome"], n_questions)
+        df = interval_df(est.interval, table["outcome"])
+    elif est.variance == "martingale":
+        method = "pai"
+        weights, without = _weights_for(est, run)
+        estimate, var, df, variance_method = pai_inference(
+            table["increment"], interval=est.interval, weights=weights, n_questions=without)
+    else:
+        method, variance_method = "pai", "paper"
+        estimate = float(table["increment"].mean())
+        var = paper_variance(
+            table["outcome"], table["prediction"], table["probability"], table["prediction_total"], n_questions
+        )
+        if var < 0:
+            warnings.warn("The paper's variance estimate is negative; reporting 0.", RuntimeWarning, stacklevel=4)
+            var = 0.0
+        df = interval_df(est.interval, table["increment"])
+    if not np.isfinite(estimate) or not np.isfinite(var):
+        raise FloatingPointError("Non-finite estimate or variance; check the sampler's probabilities.")
+    rows = None if partial else confidence_rows(loop)
+    if clustered:  # distinct questions asked; costs are per cluster
+        units = np.unique(table["cluster"])
+        n_queries = int(run.sizes[units].sum())
+    else:
+        units = np.unique(table["question"])
+        n_queries = int(units.size)
+    return AccuracyResult(
+        estimate=float(estimate),
+        std_error=float(np.sqrt(var)),
+        n_queries=n_queries,
+        n_questions=n_questions,
+        method=method,
+        variance_method=variance_method,
+        df=df,
+        stop_reason=None if partial else loop.stop_reason,
+        anytime_interval=None if rows is None else tuple(rows[-1, 1:]),
+        anytime_alpha=confidence_alpha(est.confidence_sequence, est.stop_when_width),
+        design=_design_label(est, run.sampler) + (
+            f"; {run.n_clusters} clusters, one per draw" if clustered else ""),
+        cost_spent=None if run.costs is None else float(run.costs[units].sum()),
+        cost_budget=None if run.costs is None else est.budget_cost,
+    )
+
+
+def cluster_inference(est, run, table):
+    """``(estimate, variance, df, method, variance_method)`` of a clustered run of ``est``.
+
+    The cluster sample mean with its FPC variance for uniform draws of equal-size clusters
+    without replacement and no predictor, else the martingale inference of the cluster increments.
+
+    Parameters
+    ----------
+    est : PAIEstimator
+        The configuration the run ran.
+    run : faqstats._engine.ClusterRun
+        The run.
+    table : structured ndarray
+        Its draws (``run.table()``, or the first rows of it).
+
+    Returns
+    -------
+    tuple
+        ``(estimate, variance, df, method, variance_method)``.
+    """
+    if sample_mean_design(est.factor_model, run.sampler) and np.all(run.sizes == run.sizes[0]):
+        scale = run.n_clusters / run.n_questions  # theta = (C / N) mean_c Y_c
+        estimate, var = fpc_mean(table["outcome"], run.n_clusters)
+        return (scale * estimate, scale**2 * var, interval_df(est.interval, table["outcome"]),
+                "cluster_sample_mean", "finite-population (clusters)")
+    weights, without = _weights_for(est, run)
+    estimate, var, df, variance_method = pai_inference(
+        table["increment"], interval=est.interval, weights=weights, n_questions=without)
+    return estimate, var, df, "pai-cluster", variance_method + " (clusters)"
+
+
+def _design_label(est, sampler):
+    """One line naming the predictor, the policy and the increment weights (for the summary)."""
+    fm = est.factor_model
+    if fm is None:
+        predictor = "none"
+    else:
+        rank = getattr(fm, "n_components", None)
+        predictor = type(fm).__name__ + ("" if rank is None else f" (rank {rank})")
+    if est.step_weights is not None:
+        weights = "given (step_weights)"
+    else:  # what pai_inference does without step_weights
+        weights = "equal" if getattr(sampler, "replace", True) else "finite-population"
+    return f"predictor {predictor}; policy {sampler!r}; increment weights {weights}"

@@ -1,0 +1,298 @@
+"""The choice of a configuration from the history: which predictor, which policy, which weights.
+
+:func:`select_configuration` validates the candidate predictors and policies on held-out
+models of the history alone and chooses between them and the sample mean (docs/results.md,
+"self-configuration"); :func:`faqstats.configure_from_history` and
+:meth:`PAIEstimator.from_history <faqstats.PAIEstimator.from_history>` build the estimator it
+chose.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+from ._progress import progress_bar
+from ._validation import check_history, check_scalar, check_seed
+from .factor_model import LogisticFactorModel
+from .sampling import HybridSampler, Sampler, UniformSampler
+from .step_weights import learn_step_weights, validation_split
+from .stacking import StackedPredictor
+from .surrogate import GaussianProcessSurrogate
+
+__all__ = ["Selection", "default_candidates", "default_policies", "default_predict_every", "select_configuration"]
+
+#: questions per prediction refresh interval step of :func:`default_predict_every`
+PREDICT_EVERY_QUESTIONS = 2048
+
+
+def default_predict_every(n_questions):
+    """The predictions' refresh schedule (``PAIEstimator(predict_every=...)``) chosen for a bank of
+    ``n_questions`` by :func:`~faqstats.configure_from_history` and the experiments: every answer up to
+    4,095 questions, then every ``N // 2048``-th (so a refresh costs about what 2,048 questions'
+    predictions cost per answer; 40 at N = 82,756). Exactly unbiased whatever the schedule; the
+    efficiency it costs is measured in docs/performance.md, "Scale targets (issue 16)".
+
+    >>> default_predict_every(693), default_predict_every(12032), default_predict_every(100000)
+    (1, 5, 48)
+    """
+    return max(1, int(n_questions) // PREDICT_EVERY_QUESTIONS)
+
+
+#: relative validation gain in ESS another policy needs over the default's (same predictor) to be chosen
+POLICY_MARGIN = 0.03
+
+#: histories with fewer models than this also try a shrunk surrogate (:func:`default_candidates`)
+THIN_HISTORY = 100
+
+
+#: the stack is tried while history models x questions is at most this (its mixtures' step is O(models x N))
+STACK_MAX_CELLS = 2_500_000
+
+
+def default_candidates(n_models, random_state=0, n_questions=None):
+    """The predictors tried by default: the logistic factor model and Gaussian-process surrogates.
+
+    ``"factor"``: :class:`~faqstats.LogisticFactorModel` of rank ``min(16, n_models - 1)``;
+    ``"gp"``: :class:`~faqstats.GaussianProcessSurrogate` of rank 32; then, with at least
+    :data:`THIN_HISTORY` models, ``"gp-16"`` and ``"gp-64"`` of ranks 16 and 64 and ``"stack"``
+    (:class:`~faqstats.StackedPredictor`: the surrogate and two mixtures over the history's
+    models, combined with weights by answer count learned on its own validation models; while
+    ``n_models x n_questions`` is at most :data:`STACK_MAX_CELLS`, since a mixture's step costs
+    ``O(n_models x n_questions)``), and with fewer
+    (where the rank is capped by the models anyway) ``"gp-shrink-0.5"`` and ``"gp-shrink-0.8"``
+    (rank 32 with ``shrinkage`` 0.5 and 0.8: that share of the low-rank covariance moved to
+    the noise, so that the predictions trust a thin history's correlations less and stay
+    nearer its question means). A candidate whose fit equals an earlier one's (a rank the
+    training part cannot support) is validated once by :func:`~faqstats.configure_from_history`.
+
+    Parameters
+    ----------
+    n_models : int
+        Models in the history.
+    random_state : int, default=0
+        Seeds the fits.
+    n_questions : int or None, default=None
+        Questions in the bank (``None``: the stack's size limit is not applied).
+
+    Returns
+    -------
+    dict
+        ``{name: unfitted estimator}``, in the order they are validated.
+
+    Examples
+    --------
+    >>> list(default_candidates(1846, n_questions=693))
+    ['factor', 'gp', 'gp-16', 'gp-64', 'stack']
+    >>> "stack" in default_candidates(5715, n_questions=693)
+    False
+    >>> list(default_candidates(16))
+    ['factor', 'gp', 'gp-shrink-0.5', 'gp-shrink-0.8']
+    >>> default_candidates(16)["factor"].n_components
+    15
+    """
+    rank = int(max(1, min(16, n_models - 1)))
+    candidates = {"factor": LogisticFactorModel(n_components=rank, random_state=random_state),
+                  "gp": GaussianProcessSurrogate(random_state=random_state)}
+    if n_models >= THIN_HISTORY:
+        for k in (16, 64):
+            candidates[f"gp-{k}"] = GaussianProcessSurrogate(n_components=k, random_state=random_state)
+        if n_questions is None or n_models * n_questions <= STACK_MAX_CELLS:
+            candidates["stack"] = StackedPredictor(random_state=random_state)
+    else:  # a few models: the rank is capped by them; trust their correlations less instead
+        for shrinkage in (0.5, 0.8):
+            candidates[f"gp-shrink-{shrinkage}"] = GaussianProcessSurrogate(shrinkage=shrinkage,
+                                                                          random_state=random_state)
+    return candidates
+
+
+def default_policies():
+    """The policies tried by default with the best predictor: ``HybridSampler`` with tau 0.5, 0.25 and 1.
+
+    The first, ``"hybrid"`` (tau 0.5), is the package default and the one every predictor is
+    validated with; ``"tau-0.25"`` halves the uniform floor (more weight on the predictions'
+    oracle scores: it pays where they are good, e.g. the factor model's late in larger budgets);
+    ``"tau-1"`` samples uniformly without replacement and uses the predictions as a control
+    variate only (it pays where their oracle scores mislead, e.g. on a thin history;
+    docs/results.md, "Ceiling and realised share").
+
+    Returns
+    -------
+    dict
+        ``{name: unfitted Sampler}``, the default first.
+
+    Examples
+    --------
+    >>> default_policies()
+    {'hybrid': HybridSampler(), 'tau-0.25': HybridSampler(tau=0.25), 'tau-1': HybridSampler(tau=1.0)}
+    """
+    return {"hybrid": HybridSampler(), "tau-0.25": HybridSampler(tau=0.25), "tau-1": HybridSampler(tau=1.0)}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What :func:`select_configuration` chose (:class:`~faqstats.configure.Configuration` without the estimator).
+
+    Attributes
+    ----------
+    params : dict
+        Keyword arguments of the chosen :class:`~faqstats.PAIEstimator`.
+    choice : str
+        The chosen candidate's label (a row of ``table``), or ``"sample-mean"``.
+    table : pandas.DataFrame
+        One row per (predictor, policy) validated (see :class:`~faqstats.configure.Configuration`).
+    budget, n_validation, n_runs : int
+    seconds : float
+    predict_every : int
+        The predictions' refresh schedule of the validation runs and of the estimator.
+    """
+
+    params: dict
+    choice: str
+    table: pd.DataFrame
+    budget: int
+    n_validation: int
+    n_runs: int
+    seconds: float
+    predict_every: int = 1
+
+
+def _sample_mean(budget):
+    """The FPC sample mean: PAI without a predictor, sampling uniformly without replacement."""
+    return {"factor_model": None, "sampler": UniformSampler(replace=False), "budget": budget}
+
+
+def _cached_fit(cache, key, candidate, data):
+    if key not in cache:
+        cache[key] = clone(candidate).fit(data)
+    return cache[key]
+
+
+def _fpc_variance(Z, budget):
+    """Mean variance of the sample mean of ``budget`` of the N outcomes, without replacement, over rows of ``Z``."""
+    N = Z.shape[1]
+    return float(np.mean((1.0 - budget / N) * Z.var(axis=1, ddof=1) / budget))
+
+
+def select_configuration(history, budget, *, candidates=None, policies=None, validation_fraction=0.25,
+                         n_runs=None, predict_every="auto", random_state=0, verbose=False, cache=None):
+    """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
+
+    Every predictor is validated with the first (default) policy; the other policies with the
+    predictor that did best. The (predictor, policy) with the largest validation ESS against
+    the FPC sample mean wins, or the sample mean itself when none beats it; another policy than
+    the default must beat the default's ESS with the same predictor by :data:`POLICY_MARGIN`.
+
+    Parameters
+    ----------
+    history, budget, candidates, policies, validation_fraction, n_runs, predict_every, random_state, \
+verbose, cache
+        As in :func:`faqstats.configure_from_history`.
+
+    Returns
+    -------
+    Selection
+        The chosen estimator's parameters and the validation report.
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
+    >>> chosen = select_configuration(bank.history, 20, n_runs=100, random_state=0)
+    >>> chosen.choice in [*chosen.table["candidate"], "sample-mean"], chosen.params["budget"]
+    (True, 20)
+    """
+    start = time.perf_counter()
+    H = check_history(history, name="history")
+    random_state = check_seed(random_state)
+    budget = int(check_scalar(budget, "budget", kind=numbers.Integral, low=3, high=H.shape[1]))
+    if predict_every == "auto":
+        predict_every = default_predict_every(H.shape[1])
+    predict_every = int(check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1))
+    if candidates is None:
+        candidates = default_candidates(H.shape[0], random_state, H.shape[1])
+    if not candidates:
+        raise ValueError("candidates must name at least one predictor.")
+    policies = default_policies() if policies is None else dict(policies)
+    if not policies:
+        raise ValueError("policies must name at least one sampler.")
+    for name, policy in policies.items():
+        if not isinstance(policy, Sampler) or policy.design == "stream":
+            raise ValueError(f"policies must be sequential faqstats Samplers; {name!r} is {type(policy).__name__}.")
+        policy.check_params()
+    columns = ["candidate", "predictor", "policy", "predicted_ess", "variance_ratio", "fit_seconds",
+               "validation_seconds"]
+    try:
+        train, Z = validation_split(H, validation_fraction, random_state)
+    except ValueError as exc:  # too few complete rows to validate anything on: the safe choice
+        warnings.warn(f"configure_from_history: the sample mean, since no predictor can be validated ({exc})",
+                      RuntimeWarning, stacklevel=3)
+        seconds = time.perf_counter() - start
+        return Selection(_sample_mean(budget), "sample-mean", pd.DataFrame(columns=columns), budget, 0, 0, seconds,
+                         predict_every)
+    var_fpc = _fpc_variance(Z, budget)
+    cache = {} if cache is None else cache
+    rows, fitted, models = [], {}, {}
+    default_policy = next(iter(policies))
+
+    def validate(name, model, policy, fit_seconds):
+        t1 = time.perf_counter()
+        sw = learn_step_weights(H, None, budget=budget, sampler=policies[policy],
+                                validation_fraction=validation_fraction, n_runs=n_runs, random_state=random_state,
+                                fitted_factor_model=model, predict_every=predict_every, cache=cache)
+        lam = sw.weights / sw.weights.sum()
+        var = float(np.sum(lam**2 * sw.step_variance))  # the martingale's: increments are uncorrelated
+        label = name if policy == default_policy else f"{name}/{policy}"
+        rows.append({"candidate": label, "predictor": name, "policy": policy,
+                     "predicted_ess": var_fpc / var if var > 0 else np.inf, "variance_ratio": sw.variance_ratio,
+                     "fit_seconds": fit_seconds, "validation_seconds": time.perf_counter() - t1})
+        fitted[label] = sw
+        bar.update(1)
+        return sw
+
+    bar = progress_bar(len(candidates) + len(policies) - 1, "candidates", verbose)
+    for name, candidate in candidates.items():  # every predictor with the default policy
+        t0 = time.perf_counter()
+        model = _cached_fit(cache, ("train", name), candidate, train)
+        same = next((other for other, m in models.items() if _same_fit(m, model)), None)
+        models[name] = model
+        if same is not None:  # e.g. a rank the history cannot support: nothing new to validate
+            bar.update(1)
+            continue
+        validate(name, model, default_policy, time.perf_counter() - t0)
+    best = max(rows, key=lambda r: r["predicted_ess"])["predictor"]
+    for policy in list(policies)[1:]:  # the other policies with the best predictor
+        validate(best, models[best], policy, 0.0)
+    bar.close()
+    table = pd.DataFrame(rows, columns=columns)
+    # another policy must beat the default with the same predictor by POLICY_MARGIN: a smaller tau
+    # makes heavier-tailed increments (the t interval's coverage at small budgets), and the best of
+    # several noisy validation figures is optimistic
+    base = table.loc[(table["predictor"] == best) & (table["policy"] == default_policy), "predicted_ess"].iloc[0]
+    eligible = (table["policy"] == default_policy) | (table["predicted_ess"] > (1.0 + POLICY_MARGIN) * base)
+    top = table.loc[table["predicted_ess"].where(eligible).idxmax()]
+    sw = fitted[top["candidate"]]
+    if top["predicted_ess"] > 1.0:
+        choice = str(top["candidate"])
+        model = _cached_fit(cache, ("whole", top["predictor"]), candidates[top["predictor"]], H)
+        params = {"factor_model": model, "sampler": clone(policies[top["policy"]]), "budget": budget,
+                  "step_weights": sw.weights, "predict_every": predict_every}
+    else:
+        choice, params = "sample-mean", _sample_mean(budget)
+    seconds = time.perf_counter() - start
+    return Selection(params, choice, table, budget, sw.n_validation, sw.n_runs, seconds, predict_every)
+
+
+def _same_fit(a, b):
+    """Whether two fitted predictors are the same (same class and fitted arrays): e.g. two
+    surrogate ranks both capped by a thin history."""
+    if type(a) is not type(b) or getattr(a, "question_factors_", None) is None:
+        return False  # predictors without the low-rank form (a stack, a mixture) are never merged
+    names = ("question_factors_", "question_means_", "noise_", "prior_mean_", "prior_cov_")
+    return all(np.array_equal(getattr(a, n, None), getattr(b, n, None)) for n in names)
