@@ -16,7 +16,7 @@ from ..configure import configure_from_history
 from ..factor_model import LogisticFactorModel
 from ..step_weights import learn_step_weights, validation_split
 from .field import FieldMethod
-from .methods import METHODS, build_method, parse_method, predictor_kind
+from .methods import build_method, method_spec, predictor_kind
 
 __all__ = ["NEWTON_MIN_QUESTIONS", "fit_factor_model", "oracle_predictor", "OraclePredictors", "prepare_methods"]
 
@@ -184,7 +184,7 @@ def prepare_methods(methods, sizes, history, fitted, others, alpha, random_state
     # "-equal" methods: literally equal weights, the plain mean of the increments (not the default's
     # finite-population weights), so that their results stay comparable with earlier runs
     specs = {(m, int(b)): (*build_method(m, fitted, others),
-                           np.ones(int(b)) if METHODS[parse_method(m)[0]].weights == "equal" else None)
+                           np.ones(int(b)) if method_spec(m).weights == "equal" else None)
              for m in methods for b in sizes}
     for m in methods:  # the field (field.py): fitted on the history once, shared by every budget
         if isinstance(specs[(m, int(sizes[0]))][1], FieldMethod):
@@ -213,7 +213,7 @@ def prepare_methods(methods, sizes, history, fitted, others, alpha, random_state
             tuning_results[int(b)] = res
             specs[("faq-tuned", int(b))] = (fitted, res.sampler(), None)
             cross_fm = res.factor_model
-    weighted = [m for m in methods if METHODS[parse_method(m)[0]].weights == "learned"]
+    weighted = [m for m in methods if method_spec(m).weights == "learned"]
     if weighted:
         split = weight_cfg.get("validation_fraction", 0.25)
         if cross_fm is None or split != (tuning or {}).get("validation_fraction", 0.25):

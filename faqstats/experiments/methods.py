@@ -13,8 +13,8 @@ from ..surrogate import GaussianProcessSurrogate
 from .field import ProEvalBQ
 from .field_irt import IRTFisher, TinyBenchmarks
 
-__all__ = ["MethodSpec", "METHODS", "CEILING_METHODS", "PREDICTORS", "parse_method", "build_method",
-           "predictor_kind", "check_methods"]
+__all__ = ["MethodSpec", "METHODS", "CEILING_METHODS", "PREDICTORS", "parse_method", "method_spec",
+           "build_method", "predictor_kind", "check_methods"]
 
 
 @dataclass(frozen=True)
@@ -204,6 +204,26 @@ def build_method(name, fitted, others=None):
     return fm, sampler
 
 
+def method_spec(name):
+    """The :class:`MethodSpec` of a possibly parametrised method name.
+
+    Parameters
+    ----------
+    name : str
+        A method name (:func:`parse_method`).
+
+    Returns
+    -------
+    MethodSpec
+
+    Examples
+    --------
+    >>> method_spec("aipw-min:tau=0.05").weights
+    'default'
+    """
+    return METHODS[parse_method(name)[0]]
+
+
 def predictor_kind(name):
     """The kind in :data:`PREDICTORS` of a method's predictor.
 
@@ -222,7 +242,7 @@ def predictor_kind(name):
     >>> predictor_kind("gp-equal"), predictor_kind("faq")
     ('gp', None)
     """
-    kind = METHODS[parse_method(name)[0]].predictor
+    kind = method_spec(name).predictor
     return kind if kind in PREDICTORS else None
 
 

@@ -29,7 +29,7 @@ from ..estimator import PAIEstimator
 from ..sampling import Sampler
 from .field import FieldMethod
 from .fitting import OraclePredictors, fit_factor_model, oracle_predictor, prepare_methods
-from .methods import METHODS, PREDICTORS, check_methods, parse_method, predictor_kind
+from .methods import PREDICTORS, check_methods, method_spec, predictor_kind
 from .records import GROUP_RECORD_COLUMNS, RECORD_COLUMNS, method_key
 from .split import DEFAULT_BUDGETS, budget_sizes, split_matrix
 from .summary import summarize
@@ -408,7 +408,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
                    groups, costs, clusters)
 
     fitted, fit_seconds = None, 0.0
-    if any(METHODS[parse_method(m)[0]].predictor == "factor" for m in methods):
+    if any(method_spec(m).predictor == "factor" for m in methods):
         fitted, fit_seconds = fit_factor_model(factor_model, history, verbose)
     others = {kind: PREDICTORS[kind](random_state).fit(history) for kind in {predictor_kind(m) for m in methods}
               if kind is not None}
@@ -417,7 +417,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         methods, sizes, history, fitted, others, alpha, random_state, tuning, step_weights, verbose,
         sweep.predict_every)
     for m in methods:  # the ceilings: each new model's predictor fitted to all its answers
-        if METHODS[parse_method(m)[0]].ceiling:
+        if method_spec(m).ceiling:
             oracles = OraclePredictors(oracle_predictor(others.get(predictor_kind(m), fitted), new))
             specs.update({(m, int(b)): (oracles, specs[(m, int(b))][1], None) for b in sizes})
     if groups is not None or costs is not None:
