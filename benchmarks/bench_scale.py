@@ -89,7 +89,7 @@ def draw_bank(n_models, n_questions, seed, n_incomplete=0):
 
 
 def bank_a(cfg):
-    from faqstats.experiments.runner import split_matrix
+    from faqstats.experiments import split_matrix
 
     Z, source = draw_bank(cfg["n_models"], cfg["n_questions"], 0, cfg["n_incomplete"])
     history, new, _ = split_matrix(Z, history_fraction=0.75, split_seed=0)
@@ -155,7 +155,7 @@ def work_b_reference(cfg, bank_path):
     """(b) at the reference: the experiment's pieces, each measured on a subset and scaled."""
     import faqstats as fq
     from faqstats.batched import simulate
-    from faqstats.experiments.runner import budget_sizes, split_matrix
+    from faqstats.experiments import budget_sizes, split_matrix
     from faqstats.step_weights import learn_step_weights, validation_split
 
     matrix, _ = fq.load_response_matrix(bank_path)

@@ -241,7 +241,7 @@ def _constant_docstring(app, what, name, obj, options, lines):
 
     autodoc reads a constant's docstring (the string after ``NAME = ...``) in the module the
     page names, but the public modules re-export constants assigned in their submodules
-    (``faqstats.experiments.DEFAULT_BUDGETS`` in ``faqstats.experiments.runner``): autodoc
+    (``faqstats.experiments.DEFAULT_BUDGETS`` in ``faqstats.experiments.split``): autodoc
     finds none there and falls back to the value's type's docstring (``tuple``'s). The
     docstring is taken from the module that assigns the name instead.
     """

@@ -6,7 +6,7 @@ import pytest
 import faqstats as fq
 from faqstats.batched import simulate, supports
 from faqstats._inference import effective_df, interval_df
-from faqstats.experiments.runner import run_experiment
+from faqstats.experiments import run_experiment
 
 
 @pytest.fixture(scope="module")

@@ -15,15 +15,10 @@ import pytest
 from test_unbiasedness import TOL, enumerate_sequential, moments_sequential
 
 import faqstats as fq
-from faqstats.experiments.runner import (
-    CEILING_METHODS,
-    METHODS,
-    RECORD_COLUMNS,
-    format_summary,
-    oracle_predictor,
-    run_methods,
-    summarize,
-)
+from faqstats.experiments import format_summary, run_methods, summarize
+from faqstats.experiments.fitting import oracle_predictor
+from faqstats.experiments.methods import CEILING_METHODS, METHODS
+from faqstats.experiments.records import RECORD_COLUMNS
 
 
 def _tiny_predictor(kind, history, seed):

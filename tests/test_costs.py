@@ -240,7 +240,7 @@ def test_cost_budget_on_openllm_v1():
     seeds (200 runs): coverage >= 0.91 (measured 0.950 on 6,150 runs), mean spend within 10% of the
     budget, and variance x spend at least 1.5x better than the uniform sample mean's (exact; measured
     2.45x: docs/results.md, "Cost budgets (issue 15)")."""
-    from faqstats.experiments.runner import split_matrix
+    from faqstats.experiments import split_matrix
 
     matrix, meta = fq.load_response_matrix(OPENLLM)
     tokens = {"arc": 1300, "gsm8k": 1500, "mmlu": 600, "truthfulqa": 400, "winogrande": 200}

@@ -197,7 +197,7 @@ def test_groups_on_openllm_v1(stratify):
     models x 3 seeds (180 runs, coverage se about 0.016): every group's own interval and the macro
     interval cover >= 0.90, the simultaneous intervals all five at once >= 0.92 (the full 615 x 20
     measurement: docs/results.md, "Groups (issue 15)")."""
-    from faqstats.experiments.runner import split_matrix
+    from faqstats.experiments import split_matrix
 
     matrix, _ = fq.load_response_matrix(OPENLLM)
     with np.load(OPENLLM, allow_pickle=False) as f:

@@ -19,7 +19,7 @@ from faqstats.experiments import (
     summarize,
     write_csv,
 )
-from faqstats.experiments.runner import MODEL_COVERAGE_COLUMNS, RECORD_COLUMNS, SUMMARY_COLUMNS
+from faqstats.experiments.records import MODEL_COVERAGE_COLUMNS, RECORD_COLUMNS, SUMMARY_COLUMNS
 from pandas.testing import assert_frame_equal
 
 #: small and quick: the fit's quality does not matter here, only that the pipeline runs
@@ -89,7 +89,7 @@ def test_experiment_cli_writes_tables_and_figures(npz_file, tmp_path, capsys):
 
 
 def test_parametrised_method_names(matrix):
-    from faqstats.experiments.runner import parse_method
+    from faqstats.experiments.methods import parse_method
 
     assert parse_method("aipw-min:tau=0.05,order=natural") == ("aipw-min", {"tau": 0.05, "order": "natural"})
     assert parse_method("faq:replace=true") == ("faq", {"replace": True})
@@ -148,7 +148,7 @@ def test_results_do_not_depend_on_n_jobs_backend_or_other_methods(matrix, fitted
 def test_surrogate_methods_fit_the_gp_only_and_match_the_estimator(matrix):
     """"gp"/"gp-equal" use the Gaussian-process surrogate fitted on the history (no factor model fit),
     "gp" with increment weights learned on it; a record is the estimator's run with the same seed."""
-    from faqstats.experiments.runner import method_key
+    from faqstats.experiments.records import method_key
 
     out = run_experiment(matrix, budgets=[0.25], seeds=1, methods=["gp", "gp-equal"], verbose=False,
                          step_weights={"n_runs": 20}, **SPLIT)

@@ -10,7 +10,7 @@ import pytest
 import faqstats as fq
 from faqstats.cli import main
 from faqstats.experiments import run_experiment, run_methods, summarize
-from faqstats.experiments.runner import method_key
+from faqstats.experiments.records import method_key
 
 N = 48
 CLUSTERS = np.arange(N) // 4  # 12 clusters of 4

@@ -10,7 +10,7 @@ import pytest
 import faqstats as fq
 from faqstats.cli import main
 from faqstats.experiments import run_methods, summarize, summarize_groups
-from faqstats.experiments.runner import GROUP_RECORD_COLUMNS
+from faqstats.experiments.records import GROUP_RECORD_COLUMNS
 
 N = 45
 GROUPS = np.repeat(["alg", "bio", "chem"], [10, 15, 20])
@@ -34,7 +34,7 @@ def test_group_records_are_each_runs_estimator_results(bank, fm):
     assert list(g.columns) == list(GROUP_RECORD_COLUMNS) and len(g) == len(runs.records) * 3
     # one run, redone by hand with the seed the runner gives it
     rec = runs.records.iloc[7]
-    from faqstats.experiments.runner import method_key
+    from faqstats.experiments.records import method_key
 
     assert rec["method"] == "faq-equal"
     sampler = fq.HybridSampler()

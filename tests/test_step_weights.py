@@ -14,7 +14,7 @@ import pytest
 import faqstats as fq
 from faqstats.batched import simulate
 from faqstats.estimator import martingale_variance, weighted_martingale
-from faqstats.experiments.runner import run_experiment
+from faqstats.experiments import run_experiment
 from faqstats.step_weights import StepWeights, inverse_variance_weights, learn_step_weights, validation_split
 
 

@@ -15,7 +15,7 @@ import pytest
 import faqstats as fq
 from faqstats.batched import simulate
 from faqstats.confseq import log_capital_paths
-from faqstats.experiments.runner import split_matrix
+from faqstats.experiments import split_matrix
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "openllm_v1.npz"
 SEEDS = 20

@@ -1,22 +1,11 @@
 """Experiments built on the core library: demos, trials and sweeps (no statistics of their own)."""
 
 from .demo import DemoResult, run_demo
-from .runner import (
-    DEFAULT_BUDGETS,
-    METHODS,
-    ExperimentResult,
-    MethodRuns,
-    budget_sizes,
-    format_summary,
-    per_model_coverage,
-    read_csv,
-    run_experiment,
-    run_methods,
-    split_matrix,
-    summarize,
-    summarize_groups,
-    write_csv,
-)
+from .methods import METHODS
+from .records import read_csv, write_csv
+from .split import DEFAULT_BUDGETS, budget_sizes, split_matrix
+from .summary import format_summary, per_model_coverage, summarize, summarize_groups
+from .sweep import ExperimentResult, MethodRuns, run_experiment, run_methods
 from .tuning import PAPER_GRID, TuningResult, tune_policy
 
 __all__ = [

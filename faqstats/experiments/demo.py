@@ -1,4 +1,4 @@
-"""The embedded demo: the :data:`DEMO_METHODS` of :func:`~faqstats.experiments.runner.run_methods`
+"""The embedded demo: the :data:`DEMO_METHODS` of :func:`~faqstats.experiments.run_methods`
 on a synthetic bank (:func:`faqstats.make_synthetic_bank`); the tables and the plot are the runner's.
 """
 
@@ -13,11 +13,12 @@ from ..datasets import make_synthetic_bank
 from ..factor_model import LogisticFactorModel
 from ..results import table_summary
 from .plots import plot_width
-from .runner import run_methods, summarize
+from .summary import summarize
+from .sweep import run_methods
 
 __all__ = ["DEMO_METHODS", "DemoResult", "run_demo"]
 
-#: The demo's methods (names of :data:`~faqstats.experiments.runner.METHODS`) and what they are.
+#: The demo's methods (names of :data:`~faqstats.experiments.METHODS`) and what they are.
 DEMO_METHODS = {
     "faq-equal": "FAQ: hybrid policy without replacement, PAI estimator",
     "uniform-fpc": "uniform sample mean with finite-population correction",

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 bank, n_models, n_seeds, frac = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 t0 = time.time()
 if bank == "openllm":
-    from faqstats.experiments.runner import split_matrix
+    from faqstats.experiments import split_matrix
 
     M, meta = fq.load_response_matrix(ROOT.parent / "shared/data/openllm_v1.npz")
     history, new, rows = split_matrix(M, complete_rows=True, split_seed=0)

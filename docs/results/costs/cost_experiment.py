@@ -2,7 +2,7 @@
 import json, sys, time
 import numpy as np
 import faqstats as fq
-from faqstats.experiments.runner import split_matrix
+from faqstats.experiments import split_matrix
 
 # assumed tokens per item (prompt with the leaderboard's few-shot context + completion, output
 # tokens counted 4x): the data has no prompt lengths

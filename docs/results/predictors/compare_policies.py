@@ -11,7 +11,7 @@ import numpy as np
 
 import faqstats as fq
 from faqstats.batched import simulate
-from faqstats.experiments.runner import split_matrix
+from faqstats.experiments import split_matrix
 M, _ = fq.load_response_matrix(str(Path(__file__).resolve().parents[4] / "shared" / "data" / "openllm_v1.npz"))
 H, new, _ = split_matrix(M, complete_rows=True, split_seed=0)
 print(H.shape, new.shape, flush=True)

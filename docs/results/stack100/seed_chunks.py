@@ -24,7 +24,8 @@ import pandas as pd
 from faqstats import UniformSampler, load_response_matrix
 from faqstats.batched import simulate
 from faqstats.configure import configure_from_history
-from faqstats.experiments.runner import method_key, split_matrix, summarize, write_csv
+from faqstats.experiments import split_matrix, summarize, write_csv
+from faqstats.experiments.records import method_key
 from faqstats.io import load_configuration, save_configuration
 
 FRACTIONS = (0.25, 0.1, 0.05)  # largest first: its validation runs serve the smaller budgets

@@ -20,7 +20,7 @@ import numpy as np
 from faqstats import load_response_matrix
 from faqstats.batched import simulate
 from faqstats.configure import configure_from_history, default_candidates
-from faqstats.experiments.runner import split_matrix
+from faqstats.experiments import split_matrix
 
 
 def main():

@@ -22,7 +22,7 @@ from scipy.special import expit
 
 from make_banks import BANKS, draw_bank  # beside this script
 
-from faqstats.experiments.runner import split_matrix
+from faqstats.experiments import split_matrix
 
 # the experiments' split options and budgets (queries)
 SPLITS = {"large": ({}, (200, 400, 800)),

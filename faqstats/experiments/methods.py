@@ -1,0 +1,277 @@
+"""The experiments' named methods: one table of specs (sampler, predictor, increment weights),
+method names with sampler parameters (``"aipw-min:tau=0.05"``), and the predictors they take."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..irt import ItemResponseModel
+from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
+from ..stacking import StackedPredictor
+from ..surrogate import GaussianProcessSurrogate
+from .field import ProEvalBQ
+from .field_irt import IRTFisher, TinyBenchmarks
+
+__all__ = ["MethodSpec", "METHODS", "CEILING_METHODS", "PREDICTORS", "parse_method", "method_spec",
+           "build_method", "predictor_kind", "check_methods"]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A named method: how to make its sampler, which predictor it takes and how its increments are weighted.
+
+    Attributes
+    ----------
+    name : str
+        The method's name in :data:`METHODS` and in the records.
+    make_sampler : callable
+        ``make_sampler()`` is a new, unfitted sampler (or a field method, field.py).
+    predictor : {"factor", "gp", "irt", "stack"} or None, default="factor"
+        The experiment's fitted factor model, a predictor of :data:`PREDICTORS` fitted on the
+        history, or none (the method's estimate needs no prediction).
+    weights : {"default", "learned", "equal"}, default="default"
+        The increments' weights: the estimator's default, learned from the history
+        (:func:`faqstats.step_weights.learn_step_weights`), or equal (their plain mean).
+    ceiling : bool, default=False
+        An oracle diagnostic, not an estimator one can run: each new model's predictor is
+        fitted to all its answers (:func:`~faqstats.experiments.fitting.oracle_predictor`).
+
+    Examples
+    --------
+    >>> spec = MethodSpec("uniform-fpc", UniformSampler, predictor=None)
+    >>> spec("a fitted factor model")  # no predictor: the sample mean
+    (None, UniformSampler())
+    """
+
+    name: str
+    make_sampler: Callable
+    predictor: str | None = "factor"
+    weights: str = "default"
+    ceiling: bool = False
+
+    def __call__(self, predictor):
+        """``(predictor or None, a new sampler)``: the predictor when the method takes one.
+
+        Parameters
+        ----------
+        predictor : object
+            The method's fitted predictor.
+
+        Returns
+        -------
+        tuple
+            The predictor (``None`` when :attr:`predictor` is None) and a new sampler.
+        """
+        return (predictor if self.predictor else None), self.make_sampler()
+
+
+def _uniform():
+    return UniformSampler(replace=False)
+
+
+def _ceiling_sampler():
+    return NeymanSampler(tau=0.5, replace=True)
+
+
+METHODS = {spec.name: spec for spec in (
+    MethodSpec("faq", HybridSampler, weights="learned"),
+    MethodSpec("faq-equal", HybridSampler, weights="equal"),  # the same policy, the plain mean of increments
+    MethodSpec("faq-paper", lambda: HybridSampler(tau=0.05, replace=True)),  # the seed paper's policy
+    MethodSpec("neyman", NeymanSampler),
+    MethodSpec("active", ActiveLearningSampler),
+    MethodSpec("uniform-fpc", _uniform, predictor=None),  # sample mean with FPC
+    MethodSpec("ht-uniform", lambda: BernoulliAIPW(score="uniform"), predictor=None),  # the paper's baseline
+    MethodSpec("aipw-neyman", lambda: BernoulliAIPW(score="neyman")),
+    MethodSpec("aipw-min", lambda: BernoulliAIPW(score="min")),
+    # fallbacks: run_methods swaps in the sampler tuned on the history (tuning.py) or configure_from_history's
+    MethodSpec("faq-tuned", HybridSampler, weights="learned"),
+    MethodSpec("gp", HybridSampler, predictor="gp", weights="learned"),  # the Gaussian-process surrogate
+    MethodSpec("gp-equal", HybridSampler, predictor="gp", weights="equal"),
+    MethodSpec("irt", HybridSampler, predictor="irt", weights="learned"),  # a 2PL item response model
+    MethodSpec("irt-equal", HybridSampler, predictor="irt", weights="equal"),
+    MethodSpec("stack", HybridSampler, predictor="stack", weights="learned"),  # surrogate + history mixtures
+    MethodSpec("stack-equal", HybridSampler, predictor="stack", weights="equal"),
+    MethodSpec("auto", _uniform, predictor=None),
+    # the unguaranteed field (field.py, field_irt.py): their own estimators, fitted on the history, no PAI
+    MethodSpec("proeval", ProEvalBQ, predictor=None),  # ProEval's Bayesian quadrature (extra "field")
+    MethodSpec("irt-fisher", IRTFisher, predictor=None),  # IRT adaptive test, max Fisher information
+    MethodSpec("tinybench", TinyBenchmarks, predictor=None),  # tinyBenchmarks' gp-IRT on anchors, no interval
+    # diagnostics, not estimators one can run: the predictions given all of the new model's answers (issue 16)
+    MethodSpec("ceiling", _ceiling_sampler, ceiling=True),
+    MethodSpec("ceiling-gp", _ceiling_sampler, predictor="gp", ceiling=True),
+)}
+"""Named methods: ``name -> MethodSpec``, callable as ``spec(factor_model) -> (factor_model or None, sampler)``.
+
+A method uses its predictor exactly when its spec returns it. Described in
+docs/results.md; :func:`run_methods` takes their names.
+
+Examples
+--------
+>>> sorted(METHODS)[:4]
+['active', 'aipw-min', 'aipw-neyman', 'auto']
+>>> METHODS["uniform-fpc"](None)  # no factor model: the sample mean
+(None, UniformSampler())
+>>> fm, sampler = METHODS["faq-paper"]("a fitted factor model")
+>>> fm, sampler
+('a fitted factor model', HybridSampler(replace=True, tau=0.05))
+"""
+
+#: Oracle diagnostics: each new model's predictor is the experiment's fitted factor model (or
+#: surrogate) with that model's factor fixed at its fit to all its answers.
+CEILING_METHODS = tuple(name for name, spec in METHODS.items() if spec.ceiling)
+
+#: The predictors other than the factor model, unfitted (``kind -> callable(random_state)``),
+#: each fitted once on the history.
+PREDICTORS = {"gp": lambda seed: GaussianProcessSurrogate(random_state=seed), "irt": lambda seed: ItemResponseModel(),
+              "stack": lambda seed: StackedPredictor(random_state=seed)}
+
+
+def parse_method(name):
+    """``"base:key=value,..."`` -> ``(base, {key: value})``: a named method with other sampler parameters.
+
+    Values are read as bool (``true``/``false``), int or float.
+
+    Parameters
+    ----------
+    name : str
+        A method name, optionally followed by ``:`` and comma-separated ``key=value`` pairs.
+
+    Returns
+    -------
+    base : str
+    params : dict
+
+    Examples
+    --------
+    >>> parse_method("aipw-min:tau=0.05,order=natural")
+    ('aipw-min', {'tau': 0.05, 'order': 'natural'})
+    >>> parse_method("faq")
+    ('faq', {})
+    """
+    base, _, rest = str(name).partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"method {name!r}: parameters must be written key=value, got {item!r}.")
+        params[key.strip()] = _parse_value(value.strip())
+    return base, params
+
+
+def _parse_value(text):
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def build_method(name, fitted, others=None):
+    """``(predictor or None, sampler)`` of a possibly parametrised method name.
+
+    Parameters
+    ----------
+    name : str
+        A method name (:func:`parse_method`).
+    fitted : object
+        The experiment's fitted factor model.
+    others : dict or None
+        The fitted predictors of :data:`PREDICTORS`, by kind.
+
+    Returns
+    -------
+    tuple
+        The method's predictor (``None`` when it takes none) and a new sampler with the parameters set.
+
+    Examples
+    --------
+    >>> build_method("aipw-min:tau=0.05", None)
+    (None, BernoulliAIPW(score='min', tau=0.05))
+    """
+    base, params = parse_method(name)
+    spec = METHODS[base]
+    fm, sampler = spec(fitted if spec.predictor == "factor" else (others or {}).get(spec.predictor))
+    if params:
+        try:
+            sampler.set_params(**params)
+            sampler.check_params()
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"method {name!r}: {exc}") from exc
+    return fm, sampler
+
+
+def method_spec(name):
+    """The :class:`MethodSpec` of a possibly parametrised method name.
+
+    Parameters
+    ----------
+    name : str
+        A method name (:func:`parse_method`).
+
+    Returns
+    -------
+    MethodSpec
+
+    Examples
+    --------
+    >>> method_spec("aipw-min:tau=0.05").weights
+    'default'
+    """
+    return METHODS[parse_method(name)[0]]
+
+
+def predictor_kind(name):
+    """The kind in :data:`PREDICTORS` of a method's predictor.
+
+    Parameters
+    ----------
+    name : str
+        A method name (:func:`parse_method`).
+
+    Returns
+    -------
+    str or None
+        ``None`` for the factor model or no predictor.
+
+    Examples
+    --------
+    >>> predictor_kind("gp-equal"), predictor_kind("faq")
+    ('gp', None)
+    """
+    kind = method_spec(name).predictor
+    return kind if kind in PREDICTORS else None
+
+
+def check_methods(methods):
+    """The method names as a list, checked: known, sampler parameters valid, no repeats.
+
+    Parameters
+    ----------
+    methods : str or sequence of str
+        Names in :data:`METHODS`, optionally with sampler parameters.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> check_methods("faq")
+    ['faq']
+    """
+    methods = [methods] if isinstance(methods, str) else list(methods)
+    if not methods:
+        raise ValueError("methods must name at least one method.")
+    unknown = [m for m in methods if parse_method(m)[0] not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {sorted(METHODS)} "
+                         "(optionally with sampler parameters, e.g. 'aipw-min:tau=0.05').")
+    for m in methods:
+        build_method(m, None)  # sampler parameters checked now, not in a worker
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"methods must not repeat names, got {methods}.")
+    return methods

@@ -1,0 +1,511 @@
+"""The experiments' sweep: methods x budgets x new models x seeds on a history and new models
+(:func:`run_methods`), or on a split response matrix (:func:`run_experiment`), as tidy records;
+no statistics of their own (docs/architecture.md, 'Experiments').
+
+Reproducibility: run (method, budget, model, seed) draws from
+``np.random.default_rng([random_state, method_key(method), budget, model, seed])``
+(``budget`` in queries), so its numbers do not depend on ``n_jobs``, the joblib backend,
+nor the other methods and budgets run alongside it. Chunks of (method, budget, seed) go
+through :class:`joblib.Parallel` (``backend=`` or an enclosing ``joblib.parallel_config``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import numbers
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .._progress import progress_bar
+from .._validation import check_history, check_scalar
+from ..batched import simulate, supports
+from ..configure import default_predict_every
+from ..estimator import PAIEstimator
+from ..sampling import Sampler
+from .field import FieldMethod
+from .fitting import OraclePredictors, fit_factor_model, oracle_predictor, prepare_methods
+from .methods import PREDICTORS, check_methods, method_spec, predictor_kind
+from .records import GROUP_RECORD_COLUMNS, RECORD_COLUMNS, method_key
+from .split import DEFAULT_BUDGETS, budget_sizes, split_matrix
+from .summary import summarize
+
+__all__ = ["MethodRuns", "ExperimentResult", "run_methods", "run_experiment"]
+
+
+@dataclass(frozen=True)
+class MethodRuns:
+    """What :func:`run_methods` returns.
+
+    Attributes
+    ----------
+    records : pandas.DataFrame
+        One row per (method, budget, model, seed), columns :data:`RECORD_COLUMNS`.
+    factor_model, fit_seconds : fitted LogisticFactorModel or None, float
+        The factor model (``None`` when no method needed one) and the seconds its fit took.
+    tuning : dict
+        ``{budget (queries): TuningResult}`` when "faq-tuned" ran.
+    step_weights : dict
+        ``{(method, budget): StepWeights}`` for the methods with learned increment weights.
+    surrogate : fitted GaussianProcessSurrogate or None
+        The Gaussian-process surrogate of the ``gp`` methods, when one ran.
+    configurations : dict
+        ``{budget (queries): Configuration}`` when "auto" ran (:func:`faqstats.configure_from_history`).
+    group_records : pandas.DataFrame or None
+        With ``groups``: one row per (method, budget, model, seed, group), columns
+        :data:`GROUP_RECORD_COLUMNS` (:func:`summarize_groups`).
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8, 16], seeds=2,
+    ...                    methods=["uniform-fpc", "ht-uniform"], verbose=False)
+    >>> runs.records.shape, runs.factor_model is None  # the two baselines need no factor model
+    ((24, 13), True)
+    >>> runs.summary()[["method", "budget", "n_runs"]].values.tolist()
+    [['uniform-fpc', 8, 6], ['uniform-fpc', 16, 6], ['ht-uniform', 8, 6], ['ht-uniform', 16, 6]]
+    """
+
+    records: pd.DataFrame
+    factor_model: object
+    fit_seconds: float = 0.0
+    tuning: dict = field(default_factory=dict)
+    step_weights: dict = field(default_factory=dict)
+    surrogate: object = None
+    configurations: dict = field(default_factory=dict)
+    group_records: pd.DataFrame = None
+
+    def summary(self, **kwargs):
+        """:func:`summarize` of the records.
+
+        Parameters
+        ----------
+        **kwargs
+            Keyword arguments of :func:`summarize`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per (method, budget).
+        """
+        return summarize(self.records, **kwargs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentResult(MethodRuns):
+    """What :func:`run_experiment` returns: the :class:`MethodRuns` and the split.
+
+    Attributes
+    ----------
+    history_shape, history_observed : tuple of int, float
+        Shape and fraction of observed cells of the history after masking.
+    new_rows : ndarray of int
+        Rows of the input matrix evaluated as new models, in model order.
+    budgets : ndarray of float
+        The budget fractions actually run (after merging duplicates).
+    elapsed : float
+        Seconds for the whole experiment (factor fit included).
+    config : dict
+        The experiment's settings.
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_components=2, random_state=0)
+    >>> out = run_experiment(bank.history, budgets=[0.2], seeds=1, methods=["uniform-fpc"], verbose=False)
+    >>> out.history_shape, out.new_rows.size, out.budgets.tolist(), out.config["methods"]
+    ((45, 40), 15, [0.2], ['uniform-fpc'])
+    >>> out.summary()[["method", "budget", "n_runs"]].values.tolist()
+    [['uniform-fpc', 8, 15]]
+    """
+
+    history_shape: tuple
+    history_observed: float
+    new_rows: np.ndarray
+    budgets: np.ndarray
+    elapsed: float
+    config: dict = field(default_factory=dict)
+
+
+def _check_seeds(seeds):
+    if isinstance(seeds, numbers.Integral) and not isinstance(seeds, bool):
+        check_scalar(seeds, "seeds", kind=numbers.Integral, low=1)
+        return list(range(int(seeds)))
+    seeds = [int(s) for s in seeds]
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise ValueError("seeds must be a positive count or a non-empty sequence of distinct non-negative ints.")
+    return seeds
+
+
+# ---------------------------------------------------------------- the sweep
+@dataclass(frozen=True)
+class _Sweep:
+    """What every chunk of a sweep shares: the new models and the run settings (checked)."""
+
+    new: np.ndarray  # the new models' complete outcomes
+    truths: np.ndarray  # their accuracies
+    rows: np.ndarray  # their row labels in the records
+    random_state: int
+    alpha: float
+    engine: str
+    device: str
+    dtype: str
+    threads: int | None  # torch's intra-op threads meanwhile (None: as they are)
+    predict_every: int
+    groups: np.ndarray | None = None
+    costs: np.ndarray | None = None
+    clusters: np.ndarray | None = None
+
+
+def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seeds, sweep):
+    """Every new model for one (method, budget) and some seeds: a block of records, seed by seed, and
+    the block's group records (None without ``groups``)."""
+    if isinstance(sampler, FieldMethod):  # the field (field.py): its own runs, designs shared per seed
+        return sampler.run_records(name, fraction, budget, seeds, sweep.new, sweep.truths, sweep.rows,
+                                   sweep.random_state, sweep.alpha), None
+    key = method_key(name)
+    seeds = [int(s) for s in np.atleast_1d(seeds)]
+    n = sweep.new.shape[0]
+    gens = [np.random.default_rng([sweep.random_state, key, int(budget), i, seed]) for seed in seeds for i in range(n)]
+    models = np.tile(np.arange(n), len(seeds))
+    per_group = [None] * len(gens)
+    if isinstance(factor_model, OraclePredictors):  # the ceiling: a predictor of its own per new model
+        columns = np.empty((6, len(gens)))
+        # its predictions never move: refreshing them would only cost time (same values, same draws)
+        fixed = dataclasses.replace(sweep, predict_every=int(budget))
+        for i in range(n):
+            at = np.flatnonzero(models == i)
+            columns[:, at], found = _run_columns(factor_model.predictors[i], sampler, step_weights, budget,
+                                                 [gens[r] for r in at], models[at], fixed)
+            for r, res in zip(at, found):
+                per_group[r] = res
+    else:
+        columns, per_group = _run_columns(factor_model, sampler, step_weights, budget, gens, models, sweep)
+    estimate, std_error, low, high, n_queries, cost_spent = columns
+    truth = np.tile(sweep.truths, len(seeds))
+    base = {"method": name, "budget_fraction": float(fraction), "budget": int(budget), "model": models,
+            "row": np.tile(sweep.rows, len(seeds)), "seed": np.repeat(seeds, n)}
+    records = pd.DataFrame({
+        **base, "truth": truth, "estimate": estimate,
+        "std_error": std_error, "low": low, "high": high, "covered": (low <= truth) & (truth <= high),
+        "n_queries": np.asarray(n_queries, np.int64),
+    }, columns=RECORD_COLUMNS)
+    if sweep.costs is not None:
+        records["cost_spent"] = cost_spent
+    if sweep.groups is None:
+        return records, None
+    return records, _group_rows(base, per_group, sweep.groups, sweep.new, models, sweep.alpha)
+
+
+def _group_rows(base, per_group, groups, new, models, alpha):
+    """The group records of a block: a row per run and group (:data:`GROUP_RECORD_COLUMNS`)."""
+    from ..estimands import encode_groups
+
+    codes, labels = encode_groups(groups, new.shape[1])
+    sizes = np.bincount(codes, minlength=labels.size)
+    truth = np.stack([np.bincount(codes, weights=new[i], minlength=labels.size) / sizes for i in range(new.shape[0])])
+    frames = []
+    for r, res in enumerate(per_group):
+        both = res.to_frame(alpha=alpha)
+        wide = res.conf_int(alpha=alpha, simultaneous=True)
+        t = truth[models[r]]
+        frames.append(pd.DataFrame({
+            **{k: (v[r] if isinstance(v, np.ndarray) else v) for k, v in base.items()},
+            "group": labels, "n_questions": sizes, "n_asked": both["n_asked"].to_numpy(), "truth": t,
+            "estimate": both["estimate"].to_numpy(), "std_error": both["std_error"].to_numpy(),
+            "low": both["lower"].to_numpy(), "high": both["upper"].to_numpy(),
+            "covered": (both["lower"].to_numpy() <= t) & (t <= both["upper"].to_numpy()),
+            "simultaneous_low": wide["lower"].to_numpy(), "simultaneous_high": wide["upper"].to_numpy(),
+            "simultaneous_covered": (wide["lower"].to_numpy() <= t) & (t <= wide["upper"].to_numpy()),
+        }, columns=GROUP_RECORD_COLUMNS))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _run_columns(factor_model, sampler, step_weights, budget, gens, models, sweep):
+    """``(estimate, std_error, low, high, n_queries, cost_spent)`` of the runs ``gens`` on the rows ``models``
+    of the new models, and each run's :class:`~faqstats.GroupResults` (None without ``groups``). With groups,
+    costs or clusters every run is a :class:`~faqstats.PAIEstimator` (the batched engine takes none)."""
+    plain = sweep.groups is None and sweep.costs is None and sweep.clusters is None
+    if sweep.engine != "sequential" and supports(sampler) and plain:
+        with _torch_threads(sweep.threads):  # the seeds in lockstep too: one query's fixed cost for all
+            runs = simulate(sweep.new, gens, factor_model=factor_model, sampler=sampler, budget=int(budget),
+                            alpha=sweep.alpha, device=sweep.device, dtype=sweep.dtype, step_weights=step_weights,
+                            predict_every=sweep.predict_every, rows=models)
+        columns = [runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries, np.full(len(gens), np.nan)]
+        return np.array(columns, dtype=float), [None] * len(gens)
+    columns = np.empty((6, len(gens)))
+    per_group = []
+    for r, (i, gen) in enumerate(zip(models, gens)):
+        est = PAIEstimator(factor_model, sampler, budget=int(budget), random_state=gen,
+                           step_weights=step_weights, predict_every=sweep.predict_every)
+        est.fit(sweep.new[i], groups=sweep.groups, costs=sweep.costs, clusters=sweep.clusters)
+        spent = np.nan if est.cost_spent_ is None else est.cost_spent_
+        columns[:, r] = (est.estimate_, est.std_error_, *est.conf_int(alpha=sweep.alpha), est.n_queries_, spent)
+        per_group.append(est.group_results_)
+    return columns, per_group
+
+
+def _seed_groups(seeds, n_jobs, n_settings):
+    """The seeds in consecutive groups: one group, or enough groups for ``n_jobs`` workers to share
+    ``n_settings`` (method, budget) pairs evenly."""
+    from joblib import effective_n_jobs
+
+    workers = effective_n_jobs(n_jobs) if n_jobs not in (None, 1) else 1
+    n_groups = min(len(seeds), max(1, -(-workers // max(n_settings, 1))) if workers > 1 else 1)
+    return [list(g) for g in np.array_split(np.asarray(seeds), n_groups)]
+
+
+@contextlib.contextmanager
+def _torch_threads(n):
+    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is; docs/performance.md)."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc", "ht-uniform"), factor_model=None,
+                budget_fractions=None, new_rows=None, alpha=0.05, random_state=0, n_jobs=None, backend=None,
+                engine="auto", device="cpu", dtype="float64", torch_threads="auto", tuning=None, step_weights=None,
+                predict_every="auto", groups=None, costs=None, clusters=None, verbose=True):
+    """Run methods x budgets x new models x seeds, given a history and the new models apart.
+
+    :func:`run_experiment` splits a matrix and calls this.
+
+    Parameters
+    ----------
+    history : array-like of shape (n_history, N)
+        Earlier models' outcomes (NaN = not observed), the only data fitting and tuning see.
+    new : array-like of shape (n_new, N)
+        Complete outcomes of the models to evaluate.
+    budgets : sequence of int
+        Numbers of queries (at least 2, distinct).
+    seeds : int or sequence of int, default=3
+        Repeats per (method, budget, model): a count (``range(seeds)``) or explicit seeds.
+    methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
+        Names in :data:`METHODS`; :func:`summarize`'s ESS columns need the baselines among them.
+    factor_model : None, dict or estimator
+        ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0)``;
+        a dict overrides some of those; an estimator is cloned and fitted on the history when some
+        method needs it, or used as is if already fitted (on this split's history: unchecked).
+    budget_fractions : sequence of float or None
+        Fractions of the bank the budgets stand for, for the records; ``None`` is ``budgets / N``.
+    new_rows : sequence of int or None
+        Row labels of the new models for the records; ``None`` is ``0 .. n_new - 1``.
+    alpha : float, default=0.05
+        Significance level of the intervals.
+    random_state : int, default=0
+        Root of every run's seed (see the module docstring).
+    n_jobs, backend : int, str or None
+        Workers and backend of :class:`joblib.Parallel`; ``None`` defers to an enclosing
+        ``joblib.parallel_config``. Results do not depend on them.
+    engine : {"auto", "batched", "sequential"}, default="auto"
+        ``"auto"``/``"batched"``: :func:`faqstats.batched.simulate` where it covers the sampler, else
+        one :class:`~faqstats.PAIEstimator` per run; ``"sequential"``: always the estimator (for checks).
+    device, dtype : str
+        Torch device and precision of the batched engine.
+    torch_threads : int, None or "auto", default="auto"
+        Torch threads per worker in the batched engine; ``"auto"`` is 1 when ``n_jobs`` is not 1.
+    tuning : dict or None
+        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` for "faq-tuned",
+        tuned at every budget on validation models from the history.
+    step_weights : dict or None
+        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` for the methods with
+        learned increment weights (``faq``, ``faq-tuned``, ``gp``, ``irt``, ``stack``: learned per budget
+        by cross-fitting on the history; equal weights, with a warning, when it has too few complete
+        rows) and for "auto".
+    predict_every : int or "auto", default="auto"
+        The predictions' refresh schedule of every run (``PAIEstimator(predict_every=...)``)
+        and of the validation runs behind the learned weights; ``"auto"``:
+        :func:`faqstats.configure.default_predict_every` of the bank (every answer up to
+        4,095 questions).
+    groups : array-like of shape (N,) or None, default=None
+        A group label per question: every run also estimates every group's accuracy
+        (``PAIEstimator.fit(groups=)``), in :attr:`MethodRuns.group_records`
+        (:func:`summarize_groups`: per-group and simultaneous coverage). The policy is unchanged.
+    costs : array-like of shape (N,) or None, default=None
+        A positive cost per question: every run's policy weighs its scores by ``1 / sqrt(cost)``
+        (``PAIEstimator.fit(costs=)``), and the records gain a ``cost_spent`` column (the summary
+        a ``mean_cost`` one). The budgets stay numbers of queries.
+        With ``groups``, ``costs`` or ``clusters`` every run is a :class:`~faqstats.PAIEstimator`
+        (slower than the batched engine), and every method must take them: not the nature's-order
+        designs (``ht-uniform``, ``aipw-*``) nor the field's methods.
+    clusters : array-like of shape (N,) or None, default=None
+        A cluster id per question: every run is the cluster design (``PAIEstimator.fit(clusters=)``:
+        a draw asks a whole cluster), ``budgets`` count cluster draws (at most the number of
+        clusters), ``n_queries`` in the records the questions asked, and ``uniform-fpc`` is the
+        cluster sample mean (its ESS baseline). With ``groups`` every cluster must lie in one group
+        (``n_asked`` in the group records counts cluster draws). The learned increment weights
+        of those methods are learned on question draws (any fixed weights keep the
+        estimate unbiased; prefer ``faq-equal`` for a clean comparison).
+    verbose : bool, default=True
+        Progress bars for the factor fit and the sweep.
+
+    Returns
+    -------
+    MethodRuns
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8], seeds=2, methods=["uniform-fpc"], verbose=False)
+    >>> runs.records.shape, runs.factor_model is None
+    ((6, 13), True)
+    """
+    from joblib import Parallel, delayed, parallel_config
+
+    if engine not in ("auto", "batched", "sequential"):
+        raise ValueError(f"engine must be 'auto', 'batched' or 'sequential', got {engine!r}.")
+    if torch_threads == "auto":
+        torch_threads = None if n_jobs in (None, 1) else 1
+    elif torch_threads is not None:
+        check_scalar(torch_threads, "torch_threads", kind=numbers.Integral, low=1)
+    if predict_every == "auto":
+        predict_every = default_predict_every(np.shape(history)[1])
+    check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
+    methods = check_methods(methods)
+    seeds = _check_seeds(seeds)
+    check_scalar(random_state, "random_state", kind=numbers.Integral, low=0)
+    history = check_history(history, name="history")
+    new = np.ascontiguousarray(check_history(new, name="new"), dtype=np.float64)
+    if np.isnan(new).any() or new.shape[1] != history.shape[1]:
+        raise ValueError(f"new must be complete (no NaN) with the history's {history.shape[1]} questions.")
+    sizes = np.asarray(budgets, dtype=np.int64).ravel()
+    units, what = new.shape[1], "queries"
+    if clusters is not None:
+        from .._engine import encode_clusters
+
+        clusters = np.asarray(clusters)
+        units, what = encode_clusters(clusters, new.shape[1])[1].size, "cluster draws"  # checked here, once
+    if sizes.size == 0 or sizes.min() < 2 or sizes.max() > units or np.unique(sizes).size != sizes.size:
+        raise ValueError(f"budgets must be distinct numbers of {what} in [2, {units}], got {sizes.tolist()}.")
+    fractions = sizes / new.shape[1] if budget_fractions is None else np.asarray(budget_fractions, dtype=float)
+    rows = np.arange(new.shape[0]) if new_rows is None else np.asarray(new_rows)
+    truths = new.mean(axis=1)
+    if groups is not None:
+        from ..estimands import encode_groups
+
+        groups = np.asarray(groups)
+        encode_groups(groups, new.shape[1])  # checked here, not in every worker
+    if costs is not None:
+        from ..sampling import check_costs
+
+        costs = np.array(check_costs(costs, new.shape[1]))
+    sweep = _Sweep(new, truths, rows, random_state, alpha, engine, device, dtype, torch_threads, int(predict_every),
+                   groups, costs, clusters)
+
+    fitted, fit_seconds = None, 0.0
+    if any(method_spec(m).predictor == "factor" for m in methods):
+        fitted, fit_seconds = fit_factor_model(factor_model, history, verbose)
+    others = {kind: PREDICTORS[kind](random_state).fit(history) for kind in {predictor_kind(m) for m in methods}
+              if kind is not None}
+    # resolved here: workers need no registry
+    specs, tuning_results, weight_results, configurations = prepare_methods(
+        methods, sizes, history, fitted, others, alpha, random_state, tuning, step_weights, verbose,
+        sweep.predict_every)
+    for m in methods:  # the ceilings: each new model's predictor fitted to all its answers
+        if method_spec(m).ceiling:
+            oracles = OraclePredictors(oracle_predictor(others.get(predictor_kind(m), fitted), new))
+            specs.update({(m, int(b)): (oracles, specs[(m, int(b))][1], None) for b in sizes})
+    if groups is not None or costs is not None:
+        _check_group_methods(specs, "groups" if costs is None else "costs" if groups is None else "groups and costs")
+    if clusters is not None:
+        _check_group_methods(specs, "clusters")
+    # one task per (method, budget) and group of seeds: the batched engine runs a group in lockstep
+    seed_groups = _seed_groups(seeds, n_jobs, len(methods) * len(sizes))
+    chunks = [(m, f, b, g) for m in methods for f, b in zip(fractions, sizes) for g in seed_groups]
+    tasks = (delayed(_run_chunk)(m, *specs[(m, int(b))], f, b, g, sweep) for m, f, b, g in chunks)
+    bar = progress_bar(len(seeds) * len(methods) * len(sizes) * new.shape[0], "runs", verbose, unit="run")
+    blocks, group_blocks = [], []
+    with parallel_config(**({} if backend is None else {"backend": backend})):
+        for block, group_block in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
+            blocks.append(block)
+            group_blocks.append(group_block)
+            bar.update(len(block))
+    bar.close()
+    records = pd.concat(blocks, ignore_index=True)
+    group_records = None if groups is None else pd.concat(group_blocks, ignore_index=True)
+    return MethodRuns(records, fitted, fit_seconds, tuning_results, weight_results, others.get("gp"), configurations,
+                      group_records)
+
+
+def _check_group_methods(specs, what):
+    """Refuse methods that cannot take groups or costs (nature's order, the field), by name."""
+    for (name, _), (_, sampler, _) in specs.items():
+        if isinstance(sampler, FieldMethod) or not isinstance(sampler, Sampler):
+            raise ValueError(f"method {name!r} cannot take {what}: its design is not a sequential policy over the "
+                             "bank (nature's order or the field's); leave it out of methods.")
+
+
+def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
+                   p_obs=None, max_models=None, budgets=DEFAULT_BUDGETS, **options):
+    """Split a response matrix, then run methods x budgets x new models x seeds on it; return tidy records.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (n_models, n_questions)
+        0/1 outcomes, NaN for not observed (see :func:`faqstats.load_response_matrix`).
+    history_fraction, split_seed, order, complete_rows, n_full_obs, p_obs, max_models
+        The history/new-model split and the history's missingness: see :func:`split_matrix`.
+    budgets : sequence of float in (0, 1], default=2.5%, 5%, ..., 25%
+        Budgets as fractions of the bank; each becomes ``max(2, round(f * N))`` queries (with
+        ``clusters``: ``max(2, round(f * C))`` draws of the ``C`` clusters).
+    **options
+        The sweep's settings: :func:`run_methods`' keyword arguments but ``budget_fractions``, ``new_rows``.
+
+    Returns
+    -------
+    ExperimentResult
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=40, n_components=2, random_state=0)
+    >>> out = run_experiment(bank.history, budgets=[0.2], seeds=1, methods=["uniform-fpc"], verbose=False)
+    >>> sorted(set(out.records["budget"]))
+    [8]
+    """
+    start = time.perf_counter()
+    unknown = (set(options) - set(_RUN_DEFAULTS)) | (set(options) & {"budget_fractions", "new_rows"})
+    if unknown:
+        raise TypeError(f"run_experiment() got unexpected keyword argument(s) {sorted(unknown)}.")
+    split = dict(history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
+                 n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models)
+    history, new, new_rows = split_matrix(matrix, order=order, **split)
+    clusters = options.get("clusters")
+    if clusters is not None:  # budgets are fractions of the clusters
+        from .._engine import encode_clusters
+
+        units = encode_clusters(np.asarray(clusters), new.shape[1])[1].size
+    else:
+        units = new.shape[1]
+    fractions, sizes = budget_sizes(budgets, units)
+    runs = run_methods(history, new, sizes, budget_fractions=fractions, new_rows=new_rows, **options)
+    settings = _RUN_DEFAULTS | options
+    return ExperimentResult(
+        **vars(runs), history_shape=tuple(history.shape), history_observed=float(np.mean(~np.isnan(history))),
+        new_rows=np.asarray(new_rows), budgets=fractions, elapsed=time.perf_counter() - start,
+        config=dict(**split, seeds=_check_seeds(settings["seeds"]),
+                    methods=check_methods(settings["methods"]),
+                    **{k: settings[k] for k in ("alpha", "random_state", "engine", "device", "dtype")},
+                    predict_every=(default_predict_every(new.shape[1]) if settings["predict_every"] == "auto"
+                                   else int(settings["predict_every"]))),
+    )
+
+
+#: :func:`run_methods`' keyword arguments and their defaults.
+_RUN_DEFAULTS = {name: p.default for name, p in inspect.signature(run_methods).parameters.items()
+                 if p.kind is p.KEYWORD_ONLY}
