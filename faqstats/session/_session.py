@@ -465,6 +465,11 @@ class EvaluationSession:
         """Where the session is saved, or None when it is kept in memory."""
         return None if self._store is None else self._store.directory
 
+    @property
+    def model_metadata(self):
+        """The metadata stored with the session's model file (a dict), or None."""
+        return getattr(self._store, "model_metadata", None)
+
     # -- state ---------------------------------------------------------------------
     @property
     def stop_reason(self):

@@ -1,0 +1,249 @@
+"""``faqstats demo``, ``experiment`` and ``draw-bank``: studies of the methods on banks of outcomes.
+
+:mod:`faqstats.experiments` imports torch, which the other commands would otherwise wait for
+just to build the parser: it is imported when a command runs (or its help is shown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..datasets import draw_bank_from_factors, load_response_matrix
+from ..factor_model import LogisticFactorModelCV
+from .common import given, matrix_question_ids, question_files
+
+
+def run_demo_command(args):
+    from ..experiments import format_summary
+    from ..experiments.demo import DEMO_METHODS, run_demo
+
+    demo = run_demo(budgets=tuple(args.budgets), n_new=args.models, seeds=args.seeds, random_state=args.seed,
+                    verbose=not args.quiet)
+    history, fm = demo.bank.history, demo.factor_model
+    print(f"Synthetic bank: {history.shape[0]} historical models x {history.shape[1]} questions "
+          f"({100 * np.isnan(history).mean():.0f}% missing), {len(demo.bank.new_accuracy)} new models.")
+    print(f"Factor model: k={fm.n_components}, regularization={fm.regularization}, final training loss "
+          f"{fm.loss_curve_[-1]:.4f}.")
+    print("".join(f"\n  {name}: {what}" for name, what in DEMO_METHODS.items()) + "\n")
+    examples = demo.examples(budget=args.budgets[len(args.budgets) // 2])
+    print(examples, format_summary(demo.summary()), sep="\n\n")
+    print(f"\nPlot written to {demo.plot(Path(args.out) / 'width_vs_budget.png')}")
+
+
+def _factor_model(args):
+    """The factor model of ``experiment``: options given (None: the runner's default), or the
+    cross-validated one with ``--cv-components``/``--cv-regularization``."""
+    if not (args.cv_components or args.cv_regularization):
+        return given(args, "n_components", "regularization", "max_iter", "solver", "prior_scale") or None
+    if args.n_components is not None or args.regularization is not None:
+        raise ValueError("--cv-components/--cv-regularization choose k and the regularization: drop "
+                         "--n-components/--regularization.")
+    if args.prior_scale is not None:
+        raise ValueError("--prior-scale is not passed to the cross-validated factor model; drop one of them.")
+    return LogisticFactorModelCV(
+        n_components_grid=tuple(args.cv_components or (16,)),
+        regularization_grid=tuple(args.cv_regularization or (0.1,)),
+        cv=args.cv_folds, max_iter=args.max_iter or 2000, solver=args.solver or "adamw", random_state=0,
+        verbose=not args.quiet,
+    )
+
+
+def run_experiment_command(args):
+    from ..experiments import (DEFAULT_BUDGETS, format_summary, per_model_coverage, run_experiment, summarize,
+                               summarize_groups, write_csv)
+    from ..experiments.plots import plot_all
+
+    start = time.perf_counter()
+    matrix, meta = load_response_matrix(args.data)
+    groups = costs = clusters = None
+    if args.clusters_from is not None and args.cluster_size is not None:
+        raise ValueError("give --clusters-from FILE or --cluster-size K, not both.")
+    if args.groups_from is not None or args.costs_from is not None or args.clusters_from is not None:
+        # read by the matrix's question ids
+        ids = matrix_question_ids(meta) or [str(j) for j in range(matrix.shape[1])]
+        groups, costs, clusters = question_files(args, ids)
+    if args.cluster_size is not None:  # consecutive questions, K at a time
+        if args.cluster_size < 1:
+            raise ValueError(f"--cluster-size must be a positive number of questions, got {args.cluster_size}.")
+        clusters = np.arange(matrix.shape[1]) // args.cluster_size
+    factor_model = _factor_model(args)
+    result = run_experiment(
+        matrix, history_fraction=args.history_fraction, split_seed=args.split_seed, complete_rows=args.complete_rows,
+        n_full_obs=args.n_full_obs, p_obs=args.p_obs, max_models=args.max_models,
+        budgets=tuple(args.budgets or DEFAULT_BUDGETS),
+        seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
+        n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
+        step_weights=given(args, "weight_runs") and {"n_runs": args.weight_runs}, groups=groups, costs=costs,
+        clusters=clusters, verbose=not args.quiet,
+    )
+    summary = summarize(result.records)
+    models = per_model_coverage(result.records)
+    out = Path(args.out)
+    files = [write_csv(result.records, out / "records.csv"), write_csv(summary, out / "summary.csv"),
+             write_csv(models, out / "model_coverage.csv"), *plot_all(summary, models, out)]
+    if result.tuning:  # one table per budget, stacked, with the budget as first column
+        tables = [res.table.assign(budget=b)[["budget", *res.table.columns]] for b, res in result.tuning.items()]
+        files.append(write_csv(pd.concat(tables, ignore_index=True), out / "tuning.csv"))
+    if result.configurations:  # method "auto": each budget's candidates, the chosen one marked
+        tables = [cfg.table.assign(budget=b, chosen=cfg.table["candidate"] == cfg.choice)
+                  for b, cfg in result.configurations.items()]
+        files.append(write_csv(pd.concat(tables, ignore_index=True), out / "configurations.csv"))
+    if result.step_weights:  # the learned increment weights, one row per (method, budget, step)
+        files += _write_step_weights(result.step_weights, out)
+    group_summary = None
+    if result.group_records is not None:  # every group's estimate in every run, and its coverage
+        group_summary = summarize_groups(result.group_records)
+        files += [write_csv(result.group_records, out / "group_records.csv"),
+                  write_csv(group_summary, out / "group_summary.csv")]
+    (out / "summary.md").write_text(format_summary(summary, markdown=True) + "\n")
+    config = dict(result.config, data=str(args.data), history_shape=list(result.history_shape),
+                  budgets=result.budgets.tolist(), n_new=int(result.new_rows.size))
+    if clusters is not None:  # the cluster design: budgets count cluster draws
+        config["clusters"] = {"from": args.clusters_from, "cluster_size": args.cluster_size,
+                              "n_clusters": int(np.unique(np.asarray(clusters)).size)}
+    if hasattr(result.factor_model, "best_params_"):
+        config["factor_model_cv"] = {k: float(v) for k, v in result.factor_model.best_params_.items()}
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    n_hist, n_q = result.history_shape
+    print(
+        f"{args.data}: history {n_hist} models x {n_q} questions ({100 * result.history_observed:.1f}% observed), "
+        f"{result.new_rows.size} new models, {len(result.config['seeds'])} seed(s)."
+    )
+    if result.factor_model is not None:
+        print(f"Factor model fit: {result.fit_seconds:.1f} s.")
+        if hasattr(result.factor_model, "best_params_"):
+            print(f"Cross-validated factor model: {result.factor_model.best_params_}.")
+    print("\n" + format_summary(summary))
+    if group_summary is not None:
+        shown = group_summary.drop(columns=["budget_fraction"]).round(3)
+        print("\nPer group (coverage of each group's interval; simultaneous: Bonferroni over the groups, joint: all "
+              "groups covered at once):\n" + shown.to_string(index=False))
+    names = ", ".join(p.name for p in files)
+    print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
+
+
+def _write_step_weights(weights, out):
+    from ..experiments import write_csv
+    from ..experiments.plots import plot_step_weights
+
+    table = pd.concat([pd.DataFrame({"method": m, "budget": b, "step": np.arange(1, b + 1),
+                                     "step_variance": sw.step_variance, "smoothed_variance": sw.smoothed_variance,
+                                     "weight": sw.weights}) for (m, b), sw in weights.items()], ignore_index=True)
+    return [write_csv(table, out / "step_weights.csv"), plot_step_weights(weights, out / "step_weights.png")]
+
+
+def run_draw_bank_command(args):
+    with np.load(args.factors, allow_pickle=False) as data:
+        missing = [k for k in ("model_factors", "question_factors") if k not in data]
+        if missing:
+            raise ValueError(f"{args.factors} lacks {missing} (found {sorted(data.files)}).")
+        U, V = data["model_factors"], data["question_factors"]
+    Z = draw_bank_from_factors(U, V, random_state=args.seed)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, outcomes=Z)
+    print(f"Drew a {Z.shape[0]} x {Z.shape[1]} bank (mean accuracy {Z.mean():.3f}) from {args.factors} "
+          f"with seed {args.seed}; wrote {out}.")
+
+
+class _ExperimentHelp(argparse.HelpFormatter):
+    """Fills ``{methods}`` in when the help is shown (the list lives with the runner, which
+    imports torch)."""
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        if "{methods}" in text:
+            from ..experiments import METHODS
+
+            text = text.replace("{methods}", ", ".join(METHODS))
+        return text
+
+
+def add_demo_parser(sub):
+    demo = sub.add_parser("demo", help="run FAQ vs uniform sampling on an embedded synthetic bank")
+    demo.add_argument("--out", default="faqstats-demo", help="directory for the plot (default: faqstats-demo)")
+    demo.add_argument("--budgets", type=int, nargs="+", default=[25, 50, 100], help="query budgets")
+    demo.add_argument("--models", type=int, default=10, help="new models to evaluate")
+    demo.add_argument("--seeds", type=int, default=5, help="seeds per model and budget")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the synthetic bank")
+    demo.add_argument("--quiet", action="store_true", help="no progress bars")
+    demo.set_defaults(func=run_demo_command)
+
+
+def add_draw_bank_parser(sub):
+    draw = sub.add_parser("draw-bank", help="draw a fixed semi-synthetic 0/1 bank from published factors (.npz)")
+    draw.add_argument("--factors", required=True, help=".npz with model_factors (M, k) and question_factors (N, k)")
+    draw.add_argument("--out", required=True, help="output .npz (an 'outcomes' int8 matrix, as --data expects)")
+    draw.add_argument("--seed", type=int, default=0, help="seed of the Bernoulli draws (default 0)")
+    draw.set_defaults(func=run_draw_bank_command)
+
+
+def add_experiment_parser(sub):
+    exp = sub.add_parser(
+        "experiment", formatter_class=_ExperimentHelp,
+        help="run methods x budgets x seeds on a response matrix (.npz); write CSV tables and PNG figures",
+    )
+    exp.add_argument("--data", required=True, help=".npz file with an 'outcomes' models x items matrix (-1 missing)")
+    exp.add_argument("--out", required=True, help="directory for CSV tables and figures")
+    exp.add_argument("--budgets", type=float, nargs="+", default=None,
+                     help="budgets as fractions of the bank, in (0, 1] (default 0.025 ... 0.25)")
+    exp.add_argument("--seeds", type=int, default=3, help="seeds per method, budget and model (default 3)")
+    exp.add_argument("--methods", nargs="+", default=["faq", "uniform-fpc", "ht-uniform"],
+                     help="methods among {methods}, optionally with sampler parameters, e.g. "
+                          "aipw-min:tau=0.05 (default: faq uniform-fpc ht-uniform)")
+    exp.add_argument("--max-models", type=int, default=None, help="evaluate at most this many new models")
+    exp.add_argument("--complete-rows", action="store_true",
+                     help="keep only rows without missing entries (history too)")
+    exp.add_argument("--history-fraction", type=float, default=0.75, help="fraction of complete rows as history")
+    exp.add_argument("--split-seed", type=int, default=0, help="seed of the history/new-model permutation")
+    exp.add_argument("--p-obs", type=float, default=None, help="MCAR observation rate of the history (default: "
+                     "keep the data's own missingness)")
+    exp.add_argument("--n-full-obs", type=int, default=None, help="history rows kept fully observed with --p-obs")
+    exp.add_argument("--n-components", type=int, default=None, help="factor model rank (default 16)")
+    exp.add_argument("--regularization", type=float, default=None,
+                     help="factor model regularization: AdamW's weight decay, Newton's prior precision (default 0.1)")
+    exp.add_argument("--max-iter", type=int, default=None, help="factor model optimiser steps (default 2000)")
+    exp.add_argument("--solver", choices=["adamw", "newton"], default=None,
+                     help="factor model solver (default adamw, the paper's, and on banks of 20,000 questions or more "
+                          "newton with regularization 3 and at most 10 sweeps unless --regularization or --max-iter "
+                          "is given; newton is much faster on large banks and reads --regularization as a prior "
+                          "precision)")
+    exp.add_argument("--seed", type=int, default=0, help="root seed of the runs (default 0)")
+    exp.add_argument("--n-jobs", type=int, default=1, help="joblib workers (default 1; -1: all cores)")
+    exp.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask once registered...)")
+    exp.add_argument("--cv-components", type=int, nargs="+", default=None,
+                     help="choose the factor rank by cell cross-validation among these values")
+    exp.add_argument("--cv-regularization", type=float, nargs="+", default=None,
+                     help="choose the factor model's regularization by cell cross-validation among these values")
+    exp.add_argument("--cv-folds", type=int, default=5, help="cross-validation folds (default 5)")
+    exp.add_argument("--prior-scale", type=float, default=None,
+                     help="scale of the new model's prior covariance (LogisticFactorModel prior_scale, default 1)")
+    exp.add_argument("--weight-runs", type=int, default=None,
+                     help="validation runs per budget when learning the increment weights of faq (default: 2000 "
+                          "on small banks, down to 200 on large ones)")
+    exp.add_argument("--tune-seeds", type=int, default=3,
+                     help="runs per validation model and grid point when tuning faq-tuned (default 3)")
+    exp.add_argument("--groups-from", default=None, metavar="FILE|tasks",
+                     help="a group label per question (a .csv 'question_id,group' or .json {id: group}, by the "
+                          ".npz's question_ids/items, else 0..N-1; or 'tasks' for ids '<task>/<id>'): every run "
+                          "also estimates every group; writes group_records.csv and group_summary.csv (per-group "
+                          "and simultaneous coverage). Sequential policies only (not ht-uniform, aipw-*, the field)")
+    exp.add_argument("--costs-from", default=None, metavar="FILE",
+                     help="a positive cost per question (as --groups-from): the policies weigh their scores by "
+                          "1/sqrt(cost); records and summary gain the cost spent")
+    clustered = exp.add_mutually_exclusive_group()
+    clustered.add_argument("--clusters-from", default=None, metavar="FILE",
+                           help="a cluster id per question (as --groups-from): every run is the cluster design (a "
+                                "draw asks a whole cluster), budgets are fractions of the clusters and uniform-fpc "
+                                "is the cluster sample mean. Sequential policies only; with --groups-from every "
+                                "cluster must lie in one group")
+    clustered.add_argument("--cluster-size", type=int, default=None, metavar="K",
+                           help="clusters of K consecutive questions (as --clusters-from; for quick studies)")
+    exp.add_argument("--quiet", action="store_true", help="no progress bars")
+    exp.set_defaults(func=run_experiment_command)
