@@ -25,7 +25,8 @@ from ..factor_model import LogisticFactorModel, LogisticFactorModelCV
 from ..irt import ItemResponseModel
 from ..stacking import HistoryMixture, StackedPredictor
 from ..surrogate import GaussianProcessSurrogate
-from ..io import check_question_ids, json_safe, load_factor_model, question_ids_sha256, utc_now
+from ..io import (check_question_ids, json_safe, load_factor_model, question_ids_sha256, sampler_from_spec,
+                  sampler_spec, utc_now)
 from .._engine import ClusterRun
 from ..sampling import HybridSampler, Sampler, check_costs
 from ._store import SessionStore
@@ -172,7 +173,7 @@ class EvaluationSession:
             raise ValueError(f"random_state must be a non-negative int seed, got {random_state}.")
         sampler = HybridSampler() if sampler is None else sampler
         config = {
-            "sampler": _sampler_spec(sampler),
+            "sampler": sampler_spec(sampler),
             "budget": budget,
             "batch_size": batch_size,
             "stop_when_width": stop_when_width,
@@ -333,7 +334,7 @@ class EvaluationSession:
             id_type = state["question_id_type"]
             ids = [int(q) for q in store.question_ids] if id_type == "int" else store.question_ids
             config = state["config"]
-            self._setup(fm, ids, id_type, config, _sampler_from_spec(config["sampler"], sampler))
+            self._setup(fm, ids, id_type, config, sampler_from_spec(config["sampler"], sampler))
         except (KeyError, TypeError, ValueError) as exc:  # a state no session of this configuration writes
             message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             raise ValueError(f"{where}: the session's configuration is not valid ({message}).") from exc
@@ -951,30 +952,3 @@ def _check_question_ids(question_ids, fm, n_questions):
     if stored is not None:
         check_question_ids(fm, text)
     return ids, id_type
-
-
-def _sampler_spec(sampler):
-    if not isinstance(sampler, (Sampler, sampling.StreamSampler)):
-        raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
-    notes = []
-    params = json_safe(sampler.get_params(deep=False), "sampler", notes)
-    if notes:
-        raise ValueError(f"sampler parameters must be storable as JSON: {notes[0]}")
-    cls = type(sampler)
-    # faqstats' own samplers by their public module, whatever file defines them
-    module = sampling.__name__ if getattr(sampling, cls.__name__, None) is cls else cls.__module__
-    return {"class": cls.__name__, "module": module, "params": params}
-
-
-def _sampler_from_spec(spec, sampler=None):
-    if sampler is not None:
-        if (given := _sampler_spec(sampler)) != spec:
-            raise ValueError(f"The sampler given to load ({given}) is not the session's ({spec}).")
-        return sampler
-    cls = getattr(sampling, spec["class"], None)
-    if spec["module"] != sampling.__name__ or not (isinstance(cls, type) and issubclass(cls, Sampler)):
-        raise ValueError(
-            f"The session's sampler is {spec['module']}.{spec['class']}, not one of faqstats.sampling: pass an "
-            f"instance with parameters {spec['params']} as EvaluationSession.load(directory, sampler=...)."
-        )
-    return cls(**spec["params"])

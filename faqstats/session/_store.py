@@ -10,7 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..io import _save_predictor, load_model_file, read_session_state, save_factor_model, write_session_state
+from ..io import load_model_file, read_session_state, save_factor_model, save_predictor, write_session_state
 
 __all__ = ["SessionStore"]
 
@@ -64,8 +64,8 @@ class SessionStore:
         reader = reader or (getattr(factor_model, "metadata_", None) or {}).get("reader")
         ids = [str(q) for q in question_ids]
         if factor_model is None:
-            model_path = _save_predictor(None, directory / MODEL_FILE, question_ids=ids, reader=reader,
-                                         n_questions=len(ids))
+            model_path = save_predictor(None, directory / MODEL_FILE, question_ids=ids, reader=reader,
+                                        n_questions=len(ids))
         else:
             model_path = save_factor_model(factor_model, directory / MODEL_FILE, question_ids=ids, reader=reader)
         model, meta, ids = load_model_file(model_path)
