@@ -446,7 +446,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path, bank, fm, ids, replace
             s = EvaluationSession.load(tmp_path / "s")  # every kill leaves a loadable session
             logged = [line.split() for line in log.read_text().splitlines()]
             for qid, value in logged:  # no answer that record() returned is lost
-                assert s._answers[s._index_of(qid)] == float(value)
+                assert s._rounds.answers[s._index_of(qid)] == float(value)
         else:
             assert os.WEXITSTATUS(status) == 0
             break
@@ -490,7 +490,7 @@ def test_sigkill_from_outside_while_running(tmp_path, bank, fm, ids):
             pytest.fail("the child process did not progress")
         s = EvaluationSession.load(tmp_path / "s")
         for qid, value in (line.split() for line in log.read_text().splitlines()):
-            assert s._answers[s._index_of(qid)] == float(value)
+            assert s._rounds.answers[s._index_of(qid)] == float(value)
         if s.done:
             break
     assert s.done
