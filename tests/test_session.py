@@ -214,6 +214,17 @@ def test_files_are_json_and_npz_without_pickle(tmp_path, fm, ids):
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
 
 
+def test_model_metadata_is_the_model_files(tmp_path, fm, ids):
+    assert EvaluationSession(fm, ids, budget=4, random_state=0).model_metadata is None  # in memory: no file
+    s = EvaluationSession.create(tmp_path / "s", fm, ids, budget=4, random_state=0)
+    meta = s.model_metadata
+    assert meta["format"] == "faqstats.factor_model" and meta["question_ids_sha256"] == fq.io.question_ids_sha256(ids)
+    assert EvaluationSession.load(tmp_path / "s").model_metadata == meta
+    mean = EvaluationSession.create(tmp_path / "m", None, ids, sampler=fq.UniformSampler(replace=False), budget=4,
+                                    random_state=0)
+    assert mean.model_metadata["estimator"] is None and mean.model_metadata["n_questions"] == len(ids)
+
+
 def test_create_from_a_saved_model_path(tmp_path, bank, fm, ids):
     path = fq.save_factor_model(fm, tmp_path / "fm.npz", question_ids=ids)
     s = EvaluationSession.create(tmp_path / "s", path, budget=8, random_state=2)
