@@ -225,6 +225,26 @@ def test_model_metadata_is_the_model_files(tmp_path, fm, ids):
     assert mean.model_metadata["estimator"] is None and mean.model_metadata["n_questions"] == len(ids)
 
 
+def test_a_session_without_checksums_is_refused_unless_allowed(tmp_path, bank, fm, ids):
+    z = bank.new_outcomes[0]
+    s = EvaluationSession.create(tmp_path / "s", fm, ids, budget=6, batch_size=2, random_state=0)
+    got, _ = s.next_questions()
+    s.record(got, [float(z[int(q[1:])]) for q in got])
+    path = tmp_path / "s" / "session.json"
+    state = json.loads(path.read_text())
+    del state["checksums"]  # every other hash intact
+    path.write_text(json.dumps(state))
+    before = {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()}
+    with pytest.raises(ValueError, match=r"session\.json: the session has no 'checksums'"):
+        EvaluationSession.load(tmp_path / "s")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()} == before  # nothing on disk changed
+    old = EvaluationSession.load(tmp_path / "s", allow_unchecked=True)  # a session older than the checksums
+    assert old.n_draws == s.n_draws and old.status() == s.status()
+    got, _ = old.next_questions()  # the next save writes the checksums: it loads as usual again
+    assert "checksums" in json.loads(path.read_text())
+    assert EvaluationSession.load(tmp_path / "s").pending.ids == got
+
+
 def test_create_from_a_saved_model_path(tmp_path, bank, fm, ids):
     path = fq.save_factor_model(fm, tmp_path / "fm.npz", question_ids=ids)
     s = EvaluationSession.create(tmp_path / "s", path, budget=8, random_state=2)

@@ -13,8 +13,8 @@ An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads (no object 
     {name: {"default": str or null, "tasks": {task: str}}}}``, the defaults of ``faqstats session record``;
     :func:`~faqstats.io.checks.check_reader_options`), ``cv`` (null, or a ``LogisticFactorModelCV``'s
     ``params``, ``best_params``, ``best_index``) and ``array_sha256``
-    (:func:`~faqstats.io.checks.array_sha256` of every other entry: an edited or damaged file is refused;
-    older files without it load unchecked).
+    (:func:`~faqstats.io.checks.array_sha256` of every other entry: an edited or damaged file is refused, and
+    so is a file without it, unless read with ``allow_unchecked=True``: files written before faqstats stored it).
 ``question_factors`` (n, k), ``prior_mean`` (k,), ``prior_cov`` (k, k) : float64
 ``observed_questions`` : bool (n,)
 ``model_factors`` (n_models, k), ``loss_curve`` (n_iter,) : float64, when the model has them
@@ -272,13 +272,17 @@ def _predictor_entries(model, prefix, notes):
 
 
 # -- reading ---------------------------------------------------------------------------
-def load_factor_model(path):
+def load_factor_model(path, *, allow_unchecked=False):
     """Load a factor model written by :func:`save_factor_model`, without pickle, checking it all first.
 
     Parameters
     ----------
     path : str or os.PathLike
         The file, named as for :func:`save_factor_model`.
+    allow_unchecked : bool, default=False
+        Also read a format-version-1 file written before faqstats stored the SHA-256 of its
+        entries (metadata ``array_sha256``): nothing in it can be verified. By default such a file
+        is refused, as is one whose hashes were deleted.
 
     Returns
     -------
@@ -292,7 +296,8 @@ def load_factor_model(path):
     ------
     ValueError
         If the file is not a faqstats factor model (or a newer format), needs pickle, has
-        a missing, misshapen, non-finite, out-of-range or altered entry, or holds no predictor
+        a missing, misshapen, non-finite, out-of-range or altered entry, lacks its entries'
+        SHA-256 (unless ``allow_unchecked``), or holds no predictor
         (a configuration that chose the sample mean: :func:`~faqstats.load_configuration`).
 
     Examples
@@ -306,14 +311,14 @@ def load_factor_model(path):
     >>> loaded.question_factors_.shape, loaded.model_factors_.shape, loaded.question_ids_
     ((4, 2), (2, 2), None)
     """
-    model, meta, _ = load_model_file(path)
+    model, meta, _ = load_model_file(path, allow_unchecked=allow_unchecked)
     if model is None:
         raise ValueError(f"{npz_path(path)} holds no predictor (the FPC sample mean was chosen); read it with "
                          "load_configuration, or start a session from it.")
     return model
 
 
-def load_model_file(path):
+def load_model_file(path, *, allow_unchecked=False):
     """The predictor, metadata and question ids of a file written by :func:`save_factor_model` or
     :func:`~faqstats.save_configuration`, checked as :func:`load_factor_model` checks it.
 
@@ -321,6 +326,8 @@ def load_model_file(path):
     ----------
     path : str or os.PathLike
         The file, named as for :func:`save_factor_model`.
+    allow_unchecked : bool, default=False
+        As in :func:`load_factor_model`.
 
     Returns
     -------
@@ -352,7 +359,7 @@ def load_model_file(path):
             key[len(_CV_PREFIX) :]: _read_array(data, key, path) for key in data.files if key.startswith(_CV_PREFIX)
         }
         weights = _read_configuration_weights(data, meta, path)
-        hash_error = _array_hash_error(data, meta, path)  # raised last: the specific checks name what is wrong
+        hash_error = _array_hash_error(data, meta, path, allow_unchecked)  # raised last: the specific checks name what is wrong
 
     stored_hash = meta.get("question_ids_sha256")
     if ids is not None and stored_hash != question_ids_sha256(ids):
@@ -403,6 +410,9 @@ def _read_configuration_weights(data, meta, path):
     config = meta.get("configuration")
     if config is None:
         return None
+    if isinstance(config, dict) and "sha256" not in config:
+        raise ValueError(f"{path}: the saved configuration has no 'sha256' (faqstats writes one with every "
+                         "configuration): the file was edited; configure again or restore it.")
     if not isinstance(config, dict) or config.get("sha256") != json_sha256(
             {key: value for key, value in config.items() if key != "sha256"}):
         raise ValueError(f"{path}: the saved configuration does not match its checksum: the file was edited or "
@@ -448,11 +458,16 @@ def _read_ids(data, key, n, path):
     return arr.tolist()
 
 
-def _array_hash_error(data, meta, path):
-    """The error naming the entries whose bytes differ from their stored SHA-256, or None."""
+def _array_hash_error(data, meta, path, allow_unchecked):
+    """The error naming the entries whose bytes differ from their stored SHA-256 (or the hashes
+    missing), or None."""
     stored = meta.get("array_sha256")
-    if stored is None:  # written before faqstats stored the hashes
-        return None
+    if stored is None:
+        if allow_unchecked and meta["format_version"] == 1:  # written before faqstats stored the hashes
+            return None
+        return ValueError(f"{path}: metadata has no 'array_sha256' (faqstats writes the SHA-256 of every entry): "
+                          "the file was edited; restore it (a format version 1 file written before faqstats stored "
+                          "them reads with allow_unchecked=True).")
     if not isinstance(stored, dict):
         return ValueError(f"{path}: metadata 'array_sha256' must be a JSON object.")
     changed = sorted(key for key in set(stored) | (set(data.files) - {METADATA_KEY})

@@ -10,7 +10,8 @@ the other :class:`~faqstats.EvaluationSession` parameters; ``step_weights``, ``d
 and ``budget_cost`` only when not the defaults), ``rng_state`` (the generator's state after the last draw),
 ``draws`` (``[question index, probability, round]``, pending ones included), ``answers`` (``[question
 index, outcome]`` in arrival order) and ``checksums`` (:func:`session_checksums`, checked on every
-load: a hand edit or damage is refused with the parts named; older sessions load unchecked).
+load: a hand edit or damage is refused with the parts named; a state without them is refused too,
+unless read with ``allow_unchecked=True``: sessions written before faqstats stored them).
 """
 
 from __future__ import annotations
@@ -49,13 +50,16 @@ def session_checksums(state):
     return {name: json_sha256(value) for name, value in parts.items()}
 
 
-def read_session_state(path):
+def read_session_state(path, *, allow_unchecked=False):
     """A session's state document (format ``faqstats.session``), checked field by field and by checksum.
 
     Parameters
     ----------
     path : str or os.PathLike
         The ``session.json`` file.
+    allow_unchecked : bool, default=False
+        Also read a state without ``checksums`` (written before faqstats stored them); by
+        default it is refused, as is one whose checksums were deleted.
 
     Returns
     -------
@@ -67,6 +71,10 @@ def read_session_state(path):
     if missing:
         raise ValueError(f"{path}: missing field(s) {missing}.")
     stored = state.get("checksums")
+    if stored is None and not allow_unchecked:
+        raise ValueError(f"{path}: the session has no 'checksums' (faqstats writes them with every state): the file "
+                         "was edited; restore it (a session written before faqstats stored them loads with "
+                         "allow_unchecked=True).")
     if stored is not None:  # absent from sessions written before faqstats stored them
         try:
             now = session_checksums(state)

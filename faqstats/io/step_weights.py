@@ -76,7 +76,8 @@ def load_step_weights(path):
     Raises
     ------
     ValueError
-        If the file is not a step-weights file (or a newer format), or was edited or damaged.
+        If the file is not a step-weights file (or a newer format), or was edited or damaged (a
+        format version 2 file without its ``sha256`` included).
 
     Examples
     --------
@@ -93,7 +94,10 @@ def load_step_weights(path):
     """
     path = Path(path)
     doc = read_json(path, "step-weights", STEP_WEIGHTS_FORMAT, STEP_WEIGHTS_FORMAT_VERSION)
-    if doc["format_version"] >= 2 and doc.pop("sha256", None) != json_sha256(doc):
+    if doc["format_version"] >= 2 and "sha256" not in doc:
+        raise ValueError(f"{path}: step-weights file has no 'sha256' (format version 2 always has one): it was "
+                         "edited; restore it or learn the weights again.")
+    if doc["format_version"] >= 2 and doc.pop("sha256") != json_sha256(doc):
         raise ValueError(f"{path}: step-weights file does not match its checksum (edited or damaged).")
     try:
         arrays = {k: np.asarray(doc[k], dtype=float) for k in ("weights", "step_variance", "smoothed_variance")}

@@ -221,7 +221,7 @@ class EvaluationSession:
         return session
 
     @classmethod
-    def load(cls, directory, *, sampler=None):
+    def load(cls, directory, *, sampler=None, allow_unchecked=False):
         """Resume the session saved in ``directory``.
 
         Parameters
@@ -229,6 +229,11 @@ class EvaluationSession:
         directory : str or os.PathLike
         sampler : Sampler, optional
             Needed only for a sampler class outside :mod:`faqstats.sampling` (with the stored parameters).
+        allow_unchecked : bool, default=False
+            Also resume a session written before faqstats stored checksums (a ``session.json``
+            without ``checksums``, a model file without the SHA-256 of its entries): nothing in
+            them can be verified. By default such files are refused, as are files whose checksums
+            were deleted. The next save writes the state's checksums.
 
         Raises
         ------
@@ -237,7 +242,7 @@ class EvaluationSession:
         FileNotFoundError
             If ``directory`` holds no session.
         """
-        store, state, fm = SessionStore.open(directory)
+        store, state, fm = SessionStore.open(directory, allow_unchecked)
         where = str(store.state_path)
         self = cls.__new__(cls)
         try:
