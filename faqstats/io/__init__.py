@@ -4,8 +4,9 @@ checks the format name and version first.
 :mod:`~faqstats.io.models` (factor models and every predictor: ``.npz`` + JSON metadata),
 :mod:`~faqstats.io.configuration` (what ``configure_from_history`` chose, in the same kind of file),
 :mod:`~faqstats.io.step_weights` (JSON), :mod:`~faqstats.io.session_state` (a session's
-``session.json``), :mod:`~faqstats.io.samplers` (a sampler as JSON) and :mod:`~faqstats.io.checks`
-(what they share: headers, hashes, JSON safety, question ids).
+``session.json``), :mod:`~faqstats.io.samplers` (a sampler as JSON), :mod:`~faqstats.io.checks`
+(what they share: headers, hashes, JSON safety, question ids) and :mod:`~faqstats.io.npz` (checked
+reads of an ``.npz`` archive).
 """
 
 from .checks import array_sha256, check_format_header, check_question_ids, check_reader_options, json_safe

@@ -6,21 +6,12 @@ import datetime
 import hashlib
 import json
 import numbers
-import os
 from pathlib import Path
 
 import numpy as np
 
 from .._atomic import atomic_write
 from .._version import __version__
-
-
-def npz_path(path):
-    """``path`` as numpy's ``savez`` names it: ``.npz`` appended when missing."""
-    path = Path(os.fspath(path))
-    if not path.name.endswith(".npz"):
-        path = path.with_name(path.name + ".npz")
-    return path
 
 
 def utc_now():
@@ -52,16 +43,6 @@ def check_format_header(doc, path, *, format_name, max_version, what, version_la
 def question_ids_sha256(question_ids):
     """SHA-256 (hex) of the UTF-8 compact JSON list of the ids (order matters), as stored in the metadata.
 
-    Parameters
-    ----------
-    question_ids : sequence of str
-        The bank's ids, in order.
-
-    Returns
-    -------
-    str
-        The hex digest.
-
     Examples
     --------
     >>> question_ids_sha256(["q1", "q2"])[:12]
@@ -73,16 +54,6 @@ def question_ids_sha256(question_ids):
 
 def array_sha256(arr):
     """SHA-256 (hex) of an array's dtype, shape and C-order bytes.
-
-    Parameters
-    ----------
-    arr : array-like
-        The array.
-
-    Returns
-    -------
-    str
-        The hex digest.
 
     Examples
     --------

@@ -11,8 +11,9 @@ import pandas as pd
 
 from ..configure import Configuration
 from ..estimator import PAIEstimator
-from .checks import json_safe, npz_path
+from .checks import json_safe
 from .models import load_model_file, save_predictor
+from .npz import npz_path
 from .samplers import sampler_from_spec, sampler_spec
 
 __all__ = ["save_configuration", "load_configuration", "configuration_from"]

@@ -38,8 +38,6 @@ sizes, its arrays prefixed ``component<i>.``), a low-rank class (its arrays as i
 from __future__ import annotations
 
 import json
-import zipfile
-import zlib
 
 import numpy as np
 from sklearn.base import clone
@@ -52,7 +50,8 @@ from ..irt import ItemResponseModel
 from ..stacking import HistoryMixture, StackedPredictor
 from ..surrogate import GaussianProcessSurrogate
 from .checks import (array_sha256, check_format_header, check_ids, check_reader_options, header, json_safe,
-                     json_sha256, npz_path, question_ids_sha256, utc_now)
+                     json_sha256, question_ids_sha256, utc_now)
+from .npz import npz_path, read_array, read_float, read_ids, require_entries
 
 __all__ = ["save_factor_model", "load_factor_model", "load_model_file", "save_predictor"]
 
@@ -351,12 +350,12 @@ def load_model_file(path, *, allow_unchecked=False):
             kind = "LogisticFactorModel"
         model = None if kind is None else _read_predictor(data, meta, "", n, path, kind)
         if first_format and "loss_curve" in data.files:
-            model.loss_curve_ = _read_float(data, "loss_curve", (None,), path)
+            model.loss_curve_ = read_float(data, "loss_curve", (None,), path)
             model.n_iter_ = int(model.loss_curve_.size)
-        ids = _read_ids(data, "question_ids", n, path)
-        names = _read_ids(data, "feature_names_in", n, path)
+        ids = read_ids(data, "question_ids", n, path)
+        names = read_ids(data, "feature_names_in", n, path)
         cv_results = {
-            key[len(_CV_PREFIX) :]: _read_array(data, key, path) for key in data.files if key.startswith(_CV_PREFIX)
+            key[len(_CV_PREFIX) :]: read_array(data, key, path) for key in data.files if key.startswith(_CV_PREFIX)
         }
         weights = _read_configuration_weights(data, meta, path)
         hash_error = _array_hash_error(data, meta, path, allow_unchecked)  # raised last: the specific checks name what is wrong
@@ -384,7 +383,7 @@ def load_model_file(path, *, allow_unchecked=False):
 def _read_metadata(data, path):
     if METADATA_KEY not in data.files:
         raise ValueError(f"{path} is not a faqstats factor model file: entry {METADATA_KEY!r} is missing.")
-    raw = _read_array(data, METADATA_KEY, path)
+    raw = read_array(data, METADATA_KEY, path)
     if raw.dtype != np.uint8 or raw.ndim != 1:
         raise ValueError(f"{path}: {METADATA_KEY!r} must be a 1-D uint8 array, got {raw.dtype} {raw.shape}.")
     try:
@@ -419,43 +418,10 @@ def _read_configuration_weights(data, meta, path):
                          "damaged; configure again or restore it.")
     if CONFIG_WEIGHTS not in data.files:
         return None
-    weights = _read_float(data, CONFIG_WEIGHTS, (config.get("budget"),), path)
+    weights = read_float(data, CONFIG_WEIGHTS, (config.get("budget"),), path)
     if np.any(weights <= 0):
         raise ValueError(f"{path}: {CONFIG_WEIGHTS!r} must be positive.")
     return weights
-
-
-def _read_array(data, key, path):
-    try:
-        return data[key]
-    except ValueError as exc:  # object arrays need pickle, which is refused
-        if "pickle" in str(exc):
-            raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load it.") from exc
-        raise ValueError(f"{path}: entry {key!r} is damaged ({exc}).") from exc
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
-        # a flipped byte, a truncated file; zipfile reads flipped flag bits as "encrypted" or "patched"
-        raise ValueError(f"{path}: entry {key!r} is damaged ({type(exc).__name__}: {exc}).") from exc
-
-
-def _read_float(data, key, shape, path):
-    arr = _read_array(data, key, path)
-    if arr.dtype.kind != "f":
-        raise ValueError(f"{path}: {key!r} must be a float array, got dtype {arr.dtype}.")
-    if len(arr.shape) != len(shape) or any(want not in (None, got) for want, got in zip(shape, arr.shape)):
-        expected = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-        raise ValueError(f"{path}: {key!r} has shape {arr.shape}, expected {expected}.")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{path}: {key!r} has {int((~np.isfinite(arr)).sum())} non-finite value(s).")
-    return arr.astype(np.float64, copy=False)
-
-
-def _read_ids(data, key, n, path):
-    if key not in data.files:
-        return None
-    arr = _read_array(data, key, path)
-    if arr.dtype.kind != "U" or arr.shape != (n,):
-        raise ValueError(f"{path}: {key!r} must be a str array of shape ({n},), got {arr.dtype} {arr.shape}.")
-    return arr.tolist()
 
 
 def _array_hash_error(data, meta, path, allow_unchecked):
@@ -471,18 +437,12 @@ def _array_hash_error(data, meta, path, allow_unchecked):
     if not isinstance(stored, dict):
         return ValueError(f"{path}: metadata 'array_sha256' must be a JSON object.")
     changed = sorted(key for key in set(stored) | (set(data.files) - {METADATA_KEY})
-                     if key not in data.files or stored.get(key) != array_sha256(_read_array(data, key, path)))
+                     if key not in data.files or stored.get(key) != array_sha256(read_array(data, key, path)))
     if not changed:
         return None
     what = f"entry {changed[0]!r} differs" if len(changed) == 1 else f"entries {changed} differ"
     return ValueError(f"{path}: {what} from the SHA-256 written with the model: the file was edited or damaged; "
                       "refit or restore it.")
-
-
-def _require(data, keys, prefix, path):
-    absent = [prefix + key for key in keys if prefix + key not in data.files]
-    if absent:
-        raise ValueError(f"{path}: required entr{'y' if len(absent) == 1 else 'ies'} {absent} missing.")
 
 
 def _set_params(model, params, path, where):
@@ -524,31 +484,31 @@ def _read_predictor(data, meta, prefix, n, path, kind):
 
 def _read_low_rank(data, meta, prefix, n, path, where, kind):
     """A LogisticFactorModel or GaussianProcessSurrogate: its factors, prior, observed questions..."""
-    _require(data, _REQUIRED_ARRAYS, prefix, path)
+    require_entries(data, _REQUIRED_ARRAYS, prefix, path)
     k = meta.get("n_components")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"{path}: metadata{where} 'n_components' must be a positive integer, got {k!r}.")
-    fitted = {"question_factors": _read_float(data, prefix + "question_factors", (n, k), path),
-              "prior_mean": _read_float(data, prefix + "prior_mean", (k,), path),
-              "prior_cov": _read_float(data, prefix + "prior_cov", (k, k), path)}
+    fitted = {"question_factors": read_float(data, prefix + "question_factors", (n, k), path),
+              "prior_mean": read_float(data, prefix + "prior_mean", (k,), path),
+              "prior_cov": read_float(data, prefix + "prior_cov", (k, k), path)}
     cov, key = fitted["prior_cov"], prefix + "prior_cov"
     if not np.allclose(cov, cov.T):
         raise ValueError(f"{path}: {key!r} is not symmetric.")
     eig = np.linalg.eigvalsh(0.5 * (cov + cov.T))
     if eig.min() < -1e-10 * max(1.0, float(np.abs(eig).max())):
         raise ValueError(f"{path}: {key!r} is not positive semi-definite (eigenvalue {eig.min():.3g}).")
-    observed = _read_array(data, prefix + "observed_questions", path)
+    observed = read_array(data, prefix + "observed_questions", path)
     if observed.dtype != np.bool_ or observed.shape != (n,):
         raise ValueError(f"{path}: {prefix + 'observed_questions'!r} must be bool of shape ({n},), got "
                          f"{observed.dtype} {observed.shape}.")
     fitted["observed_questions"] = observed
     gp = kind == "GaussianProcessSurrogate"
     if gp:
-        _require(data, _GP_ARRAYS, prefix, path)
-        fitted |= {key: _read_float(data, prefix + key, (n,), path) for key in _GP_ARRAYS}
+        require_entries(data, _GP_ARRAYS, prefix, path)
+        fitted |= {key: read_float(data, prefix + key, (n,), path) for key in _GP_ARRAYS}
         if fitted["noise"].min() <= 0:
             raise ValueError(f"{path}: {prefix + 'noise'!r} must be positive.")
-    fitted["model_factors"] = (_read_float(data, prefix + "model_factors", (None, k), path)
+    fitted["model_factors"] = (read_float(data, prefix + "model_factors", (None, k), path)
                                if prefix + "model_factors" in data.files else None)
     model = GaussianProcessSurrogate() if gp else LogisticFactorModel()
     _set_params(model, meta.get("params"), path, where)
@@ -561,11 +521,11 @@ def _read_low_rank(data, meta, prefix, n, path, where, kind):
 
 
 def _read_history_mixture(data, meta, prefix, n, path, where):
-    _require(data, ("profiles", "question_means"), prefix, path)
-    profiles = _read_float(data, prefix + "profiles", (None, n), path)
+    require_entries(data, ("profiles", "question_means"), prefix, path)
+    profiles = read_float(data, prefix + "profiles", (None, n), path)
     if profiles.shape[0] < 1 or not np.all((profiles > 0) & (profiles < 1)):
         raise ValueError(f"{path}: {prefix + 'profiles'!r} must hold at least one row, every entry in (0, 1).")
-    means = _read_float(data, prefix + "question_means", (n,), path)
+    means = read_float(data, prefix + "question_means", (n,), path)
     if not np.all((means >= 0) & (means <= 1)):
         raise ValueError(f"{path}: {prefix + 'question_means'!r} must be in [0, 1].")
     model = HistoryMixture()
@@ -575,8 +535,8 @@ def _read_history_mixture(data, meta, prefix, n, path, where):
 
 
 def _read_stack(data, meta, prefix, n, path, where):
-    _require(data, _STACK_ARRAYS, prefix, path)
-    steps = _read_array(data, prefix + "steps", path)
+    require_entries(data, _STACK_ARRAYS, prefix, path)
+    steps = read_array(data, prefix + "steps", path)
     if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size < 1 or steps[0] != 0 or np.any(
             np.diff(steps) <= 0):
         raise ValueError(f"{path}: {prefix + 'steps'!r} must be increasing integers starting at 0, got "
@@ -585,11 +545,11 @@ def _read_stack(data, meta, prefix, n, path, where):
     if not isinstance(components, list) or not components:
         raise ValueError(f"{path}: metadata{where} 'components' must be a non-empty list.")
     K = len(components)
-    weights = _read_float(data, prefix + "weights", (steps.size, K), path)
+    weights = read_float(data, prefix + "weights", (steps.size, K), path)
     if np.any(weights < 0) or not np.allclose(weights.sum(1), 1.0, rtol=0, atol=1e-9):
         raise ValueError(f"{path}: {prefix + 'weights'!r} must be convex weights (non-negative, each row "
                          "summing to 1).")
-    mse = _read_float(data, prefix + "validation_mse", (steps.size, K + 1), path)
+    mse = read_float(data, prefix + "validation_mse", (steps.size, K + 1), path)
     parts = []
     for i, part_meta in enumerate(components):
         kind = part_meta.get("estimator") if isinstance(part_meta, dict) else None
