@@ -144,12 +144,6 @@ class EvaluationSession:
         if directory is not None:
             self._start_store(directory, factor_model)
 
-    def _start_store(self, directory, factor_model, reader=None):
-        """Write the new session to ``directory``, then compute with the model as stored, as a loaded session will."""
-        self._store, stored = SessionStore.create(directory, factor_model, self.question_ids, reader=reader)
-        self._setup(stored, self.question_ids, self._id_type, self._config, self.sampler)
-        self._save()
-
     # -- construction ------------------------------------------------------------
     @classmethod
     def create(cls, directory, factor_model, question_ids=None, **params):
@@ -280,6 +274,12 @@ class EvaluationSession:
         self._id_type = id_type
         self._index = {str(q): j for j, q in enumerate(ids)}
         self._ids_sha256 = question_ids_sha256(list(self._index))
+
+    def _start_store(self, directory, factor_model, reader=None):
+        """Write the new session to ``directory``, then compute with the model as stored, as a loaded session will."""
+        self._store, stored = SessionStore.create(directory, factor_model, self.question_ids, reader=reader)
+        self._setup(stored, self.question_ids, self._id_type, self._config, self.sampler)
+        self._save()
 
     # -- parameters ----------------------------------------------------------------
     @property
