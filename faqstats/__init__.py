@@ -4,6 +4,7 @@ Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
 :class:`PAIEstimator` -> :class:`AccuracyResult`.
 """
 
+from ._version import __version__
 from .cold_start import cold_start_factor_model, transfer_question_factors
 from .compare import PairedPAIEstimator, compare
 from .configure import configure_from_history
@@ -32,8 +33,6 @@ from .sampling import (
 from .step_weights import StepWeights, learn_step_weights
 from .stacking import HistoryMixture, StackedPredictor
 from .surrogate import GaussianProcessSurrogate
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AccuracyResult",

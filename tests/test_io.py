@@ -384,3 +384,45 @@ def test_io_check_question_ids(fitted, tmp_path):
 def test_io_question_ids_hash_depends_on_order():
     assert question_ids_sha256(["a", "b"]) != question_ids_sha256(["b", "a"])
     assert question_ids_sha256(["a,b"]) != question_ids_sha256(["a", "b"])
+
+
+# ----------------------------------------------------------------- missing checksums (issue "Trust what is on disk")
+def _without(path, drop_key, where=None):
+    """Rewrite the metadata of ``path`` without ``drop_key`` (in ``where``), every other hash intact."""
+    meta = _metadata(path)
+    (meta if where is None else meta[where]).pop(drop_key)
+    _rewrite(path, metadata_json=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8))
+    return path.read_bytes()
+
+
+def test_io_a_model_without_its_array_hashes_is_refused_unless_allowed(fitted, tmp_path):
+    path = save_factor_model(fitted, tmp_path / "fm", question_ids=_ids(25))
+    before = _without(path, "array_sha256")
+    with pytest.raises(ValueError, match=r"fm\.npz: metadata has no 'array_sha256'"):
+        load_factor_model(path)
+    assert path.read_bytes() == before  # reading changed nothing
+    _assert_same_model(load_factor_model(path, allow_unchecked=True), fitted)  # a file older than the hashes
+    # format version 2 (and configurations) never existed without them: refused even when allowed
+    mixture = faqstats.HistoryMixture().fit(make_synthetic_bank(n_models=20, n_questions=10, random_state=0).history)
+    path = save_factor_model(mixture, tmp_path / "mix", question_ids=_ids(10))
+    _without(path, "array_sha256")
+    with pytest.raises(ValueError, match=r"mix\.npz: metadata has no 'array_sha256'"):
+        load_factor_model(path, allow_unchecked=True)
+
+
+def test_io_a_configuration_or_step_weights_without_their_checksum_are_refused(tmp_path):
+    bank = make_synthetic_bank(n_models=60, n_questions=30, n_components=2, random_state=0)
+    cfg = faqstats.configure_from_history(bank.history, 10, n_runs=20, random_state=0)
+    path = faqstats.save_configuration(cfg, tmp_path / "cfg", question_ids=_ids(30))
+    before = _without(path, "sha256", where="configuration")
+    with pytest.raises(ValueError, match=r"cfg\.npz: the saved configuration has no 'sha256'"):
+        faqstats.load_configuration(path)
+    assert path.read_bytes() == before
+    sw = faqstats.StepWeights(np.ones(3), np.ones(3), np.ones(3), 10, 100, 1.0, 0.5)
+    path = faqstats.save_step_weights(sw, tmp_path / "w.json")
+    doc = json.loads(path.read_text())
+    del doc["sha256"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"w\.json: step-weights file has no 'sha256'"):
+        faqstats.load_step_weights(path)
+    assert json.loads(path.read_text()) == doc

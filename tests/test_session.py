@@ -214,6 +214,37 @@ def test_files_are_json_and_npz_without_pickle(tmp_path, fm, ids):
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
 
 
+def test_model_metadata_is_the_model_files(tmp_path, fm, ids):
+    assert EvaluationSession(fm, ids, budget=4, random_state=0).model_metadata is None  # in memory: no file
+    s = EvaluationSession.create(tmp_path / "s", fm, ids, budget=4, random_state=0)
+    meta = s.model_metadata
+    assert meta["format"] == "faqstats.factor_model" and meta["question_ids_sha256"] == fq.io.question_ids_sha256(ids)
+    assert EvaluationSession.load(tmp_path / "s").model_metadata == meta
+    mean = EvaluationSession.create(tmp_path / "m", None, ids, sampler=fq.UniformSampler(replace=False), budget=4,
+                                    random_state=0)
+    assert mean.model_metadata["estimator"] is None and mean.model_metadata["n_questions"] == len(ids)
+
+
+def test_a_session_without_checksums_is_refused_unless_allowed(tmp_path, bank, fm, ids):
+    z = bank.new_outcomes[0]
+    s = EvaluationSession.create(tmp_path / "s", fm, ids, budget=6, batch_size=2, random_state=0)
+    got, _ = s.next_questions()
+    s.record(got, [float(z[int(q[1:])]) for q in got])
+    path = tmp_path / "s" / "session.json"
+    state = json.loads(path.read_text())
+    del state["checksums"]  # every other hash intact
+    path.write_text(json.dumps(state))
+    before = {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()}
+    with pytest.raises(ValueError, match=r"session\.json: the session has no 'checksums'"):
+        EvaluationSession.load(tmp_path / "s")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()} == before  # nothing on disk changed
+    old = EvaluationSession.load(tmp_path / "s", allow_unchecked=True)  # a session older than the checksums
+    assert old.n_draws == s.n_draws and old.status() == s.status()
+    got, _ = old.next_questions()  # the next save writes the checksums: it loads as usual again
+    assert "checksums" in json.loads(path.read_text())
+    assert EvaluationSession.load(tmp_path / "s").pending.ids == got
+
+
 def test_create_from_a_saved_model_path(tmp_path, bank, fm, ids):
     path = fq.save_factor_model(fm, tmp_path / "fm.npz", question_ids=ids)
     s = EvaluationSession.create(tmp_path / "s", path, budget=8, random_state=2)
@@ -446,7 +477,7 @@ def test_sigkill_at_random_points_loses_nothing(tmp_path, bank, fm, ids, replace
             s = EvaluationSession.load(tmp_path / "s")  # every kill leaves a loadable session
             logged = [line.split() for line in log.read_text().splitlines()]
             for qid, value in logged:  # no answer that record() returned is lost
-                assert s._answers[s._index_of(qid)] == float(value)
+                assert s._rounds.answers[s._index_of(qid)] == float(value)
         else:
             assert os.WEXITSTATUS(status) == 0
             break
@@ -490,7 +521,7 @@ def test_sigkill_from_outside_while_running(tmp_path, bank, fm, ids):
             pytest.fail("the child process did not progress")
         s = EvaluationSession.load(tmp_path / "s")
         for qid, value in (line.split() for line in log.read_text().splitlines()):
-            assert s._answers[s._index_of(qid)] == float(value)
+            assert s._rounds.answers[s._index_of(qid)] == float(value)
         if s.done:
             break
     assert s.done

@@ -10,7 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ..io import _save_predictor, load_model_file, read_session_state, save_factor_model, write_session_state
+from ..io import load_model_file, read_session_state, save_factor_model, save_predictor, write_session_state
 
 __all__ = ["SessionStore"]
 
@@ -33,14 +33,18 @@ class SessionStore:
         The bank's ids as stored in the model file.
     model_metadata : dict
         The model file's metadata (also a session without a predictor has one).
+    allow_unchecked : bool
+        Whether files without checksums (written before faqstats stored them) are read.
     """
 
-    def __init__(self, directory, revision, model_sha256, question_ids=None, model_metadata=None):
+    def __init__(self, directory, revision, model_sha256, question_ids=None, model_metadata=None,
+                 allow_unchecked=False):
         self.directory = Path(directory)
         self.revision = revision
         self.model_sha256 = model_sha256
         self.question_ids = question_ids
         self.model_metadata = model_metadata or {}
+        self.allow_unchecked = allow_unchecked
 
     @property
     def state_path(self):
@@ -64,25 +68,26 @@ class SessionStore:
         reader = reader or (getattr(factor_model, "metadata_", None) or {}).get("reader")
         ids = [str(q) for q in question_ids]
         if factor_model is None:
-            model_path = _save_predictor(None, directory / MODEL_FILE, question_ids=ids, reader=reader,
-                                         n_questions=len(ids))
+            model_path = save_predictor(None, directory / MODEL_FILE, question_ids=ids, reader=reader,
+                                        n_questions=len(ids))
         else:
             model_path = save_factor_model(factor_model, directory / MODEL_FILE, question_ids=ids, reader=reader)
         model, meta, ids = load_model_file(model_path)
         return cls(directory, 0, _file_sha256(model_path), ids, meta), model
 
     @classmethod
-    def open(cls, directory):
-        """``(store, state, factor model)`` of an existing session, checked against each other."""
+    def open(cls, directory, allow_unchecked=False):
+        """``(store, state, factor model)`` of an existing session, checked against each other
+        (``allow_unchecked``: as :meth:`EvaluationSession.load <faqstats.EvaluationSession.load>`)."""
         directory = Path(os.fspath(directory))
         state_path = directory / STATE_FILE
         if not state_path.is_file():
             raise FileNotFoundError(f"No faqstats session in {directory} ({STATE_FILE} is missing).")
-        state = read_session_state(state_path)
+        state = read_session_state(state_path, allow_unchecked=allow_unchecked)
         model_path = directory / state["factor_model_file"]
         if not model_path.is_file():
             raise FileNotFoundError(f"{directory}: the session's factor model file {model_path.name} is missing.")
-        fm, meta, ids = load_model_file(model_path)
+        fm, meta, ids = load_model_file(model_path, allow_unchecked=allow_unchecked)
         model_ids_hash = meta.get("question_ids_sha256")
         if model_ids_hash != state["question_ids_sha256"]:
             raise ValueError(
@@ -96,7 +101,7 @@ class SessionStore:
                 f"{directory}: {model_path.name} is not the factor model this session started with (its SHA-256 "
                 "changed); restore it or start a new session."
             )
-        return cls(directory, state["revision"], model_sha, ids, meta), state, fm
+        return cls(directory, state["revision"], model_sha, ids, meta, allow_unchecked), state, fm
 
     def save(self, fields):
         """Write ``fields`` as the next revision under the lock, unless another process wrote one since."""
@@ -105,7 +110,7 @@ class SessionStore:
                            "factor_model_sha256": self.model_sha256}
         with _locked(self.directory / LOCK_FILE):
             if path.exists():
-                on_disk = read_session_state(path).get("revision")
+                on_disk = read_session_state(path, allow_unchecked=self.allow_unchecked).get("revision")
                 if on_disk != self.revision:
                     raise RuntimeError(
                         f"{path} was changed by another process (revision {on_disk}, this session loaded "

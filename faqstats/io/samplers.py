@@ -1,0 +1,76 @@
+"""A sampler as JSON (its class and parameters), as sessions and saved configurations store it."""
+
+from __future__ import annotations
+
+from .. import sampling
+from ..sampling import Sampler
+from .checks import json_safe
+
+__all__ = ["sampler_spec", "sampler_from_spec"]
+
+
+def sampler_spec(sampler):
+    """``{"class", "module", "params"}`` of a faqstats sampler, its parameters as plain JSON.
+
+    Parameters
+    ----------
+    sampler : Sampler or StreamSampler
+        The policy to describe.
+
+    Returns
+    -------
+    dict
+        Its class name, module (:mod:`faqstats.sampling` for faqstats' own samplers) and parameters.
+
+    Examples
+    --------
+    >>> from faqstats import HybridSampler
+    >>> spec = sampler_spec(HybridSampler())
+    >>> spec["class"], spec["module"]
+    ('HybridSampler', 'faqstats.sampling')
+    """
+    if not isinstance(sampler, (Sampler, sampling.StreamSampler)):
+        raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
+    notes = []
+    params = json_safe(sampler.get_params(deep=False), "sampler", notes)
+    if notes:
+        raise ValueError(f"sampler parameters must be storable as JSON: {notes[0]}")
+    cls = type(sampler)
+    # faqstats' own samplers by their public module, whatever file defines them
+    module = sampling.__name__ if getattr(sampling, cls.__name__, None) is cls else cls.__module__
+    return {"class": cls.__name__, "module": module, "params": params}
+
+
+def sampler_from_spec(spec, sampler=None):
+    """The sampler :func:`sampler_spec` described: built from it, or ``sampler`` checked against it.
+
+    Parameters
+    ----------
+    spec : dict
+        What :func:`sampler_spec` returned.
+    sampler : Sampler, optional
+        An instance to use instead, needed for a class outside :mod:`faqstats.sampling`; it must
+        have the stored class and parameters.
+
+    Returns
+    -------
+    Sampler
+        The policy.
+
+    Examples
+    --------
+    >>> from faqstats import HybridSampler
+    >>> sampler_from_spec(sampler_spec(HybridSampler(tau=0.25))).tau
+    0.25
+    """
+    if sampler is not None:
+        if (given := sampler_spec(sampler)) != spec:
+            raise ValueError(f"The sampler given to load ({given}) is not the session's ({spec}).")
+        return sampler
+    cls = getattr(sampling, spec["class"], None)
+    if spec["module"] != sampling.__name__ or not (isinstance(cls, type) and issubclass(cls, Sampler)):
+        raise ValueError(
+            f"The session's sampler is {spec['module']}.{spec['class']}, not one of faqstats.sampling: pass an "
+            f"instance with parameters {spec['params']} as EvaluationSession.load(directory, sampler=...)."
+        )
+    return cls(**spec["params"])

@@ -1,0 +1,120 @@
+"""A session directory's ``session.json`` (:mod:`faqstats.session`): the state after every change.
+
+File format ``faqstats.session``, format version 1
+--------------------------------------------------
+UTF-8 JSON with the header fields, ``created_utc``, ``updated_utc``, ``revision`` (+1 per write),
+``factor_model_file``, ``factor_model_sha256`` (of its bytes), ``question_ids_sha256``, ``n_questions``,
+``question_id_type`` (``"str"`` or ``"int"``), ``config`` (the sampler's class and parameters and
+the other :class:`~faqstats.EvaluationSession` parameters; ``step_weights``, ``dtype``, ``groups``,
+``estimand``, ``min_group_share``, ``stratify``, ``costs`` (a float per question, in the bank's order)
+and ``budget_cost`` only when not the defaults), ``rng_state`` (the generator's state after the last draw),
+``draws`` (``[question index, probability, round]``, pending ones included), ``answers`` (``[question
+index, outcome]`` in arrival order) and ``checksums`` (:func:`session_checksums`, checked on every
+load: a hand edit or damage is refused with the parts named; a state without them is refused too,
+unless read with ``allow_unchecked=True``: sessions written before faqstats stored them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .._atomic import remove_stale_temporaries
+from .checks import header, json_sha256, read_json, utc_now, write_json
+
+__all__ = ["read_session_state", "session_checksums", "write_session_state"]
+
+SESSION_FORMAT = "faqstats.session"
+SESSION_FORMAT_VERSION = 1
+_SESSION_FIELDS = ("revision", "factor_model_file", "factor_model_sha256", "question_ids_sha256", "question_id_type",
+                   "config", "rng_state", "draws", "answers")
+_SETTINGS = ("config", "n_questions", "question_id_type", "question_ids_sha256", "factor_model_sha256")
+_PARTS = ("draws", "answers", "rng_state", "checksums", "updated_utc")  # the header: all else but these
+
+
+def session_checksums(state):
+    """SHA-256 of each part of a session state: settings, draws, answers, rng_state and the rest (header).
+
+    Parameters
+    ----------
+    state : dict
+        A session state document.
+
+    Returns
+    -------
+    dict
+        ``{part: hex digest}`` for the parts ``settings``, ``draws``, ``answers``, ``rng_state``, ``header``.
+    """
+    parts = {"settings": {key: state.get(key) for key in _SETTINGS}, "draws": state.get("draws"),
+             "answers": state.get("answers"), "rng_state": state.get("rng_state"),
+             "header": {key: value for key, value in state.items() if key not in _SETTINGS + _PARTS}}
+    return {name: json_sha256(value) for name, value in parts.items()}
+
+
+def read_session_state(path, *, allow_unchecked=False):
+    """A session's state document (format ``faqstats.session``), checked field by field and by checksum.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``session.json`` file.
+    allow_unchecked : bool, default=False
+        Also read a state without ``checksums`` (written before faqstats stored them); by
+        default it is refused, as is one whose checksums were deleted.
+
+    Returns
+    -------
+    dict
+        The state.
+    """
+    state = read_json(path, "session", SESSION_FORMAT, SESSION_FORMAT_VERSION, "session format version")
+    missing = [key for key in _SESSION_FIELDS if key not in state]
+    if missing:
+        raise ValueError(f"{path}: missing field(s) {missing}.")
+    stored = state.get("checksums")
+    if stored is None and not allow_unchecked:
+        raise ValueError(f"{path}: the session has no 'checksums' (faqstats writes them with every state): the file "
+                         "was edited; restore it (a session written before faqstats stored them loads with "
+                         "allow_unchecked=True).")
+    if stored is not None:  # absent from sessions written before faqstats stored them
+        try:
+            now = session_checksums(state)
+        except (TypeError, ValueError) as exc:  # e.g. NaN written by hand
+            raise ValueError(f"{path}: not a valid session state ({exc}).") from exc
+        changed = [name for name in now if not isinstance(stored, dict) or stored.get(name) != now[name]]
+        if changed:
+            raise ValueError(
+                f"{path}: the session's {', '.join(changed)} differ from the checksums written with them: the file "
+                "was edited by hand or damaged; restore it (a session cannot be changed after the fact)."
+            )
+    kinds = {"config": dict, "rng_state": dict, "draws": list, "answers": list, "revision": int,
+             "n_questions": int}
+    wrong = [key for key, kind in kinds.items() if key in state and not isinstance(state[key], kind)]
+    if wrong:
+        raise ValueError(f"{path}: field(s) {wrong} have the wrong type (the file was edited or damaged).")
+    if state["question_id_type"] not in ("str", "int"):
+        raise ValueError(f"{path}: question_id_type must be 'str' or 'int', got {state['question_id_type']!r}.")
+    if not isinstance(state["factor_model_file"], str) or Path(state["factor_model_file"]).name != state[
+            "factor_model_file"]:
+        raise ValueError(f"{path}: factor_model_file must be a file name in the session directory.")
+    return state
+
+
+def write_session_state(path, fields):
+    """Write a session's state (header, ``updated_utc``, ``fields``) atomically, under the caller's lock.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``session.json`` file.
+    fields : dict
+        The state's fields (all but the header, ``updated_utc`` and ``checksums``).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+    """
+    doc = header(SESSION_FORMAT, SESSION_FORMAT_VERSION) | {"updated_utc": utc_now()} | fields
+    doc["checksums"] = session_checksums(doc)
+    remove_stale_temporaries(path)
+    return write_json(path, doc)

@@ -1,0 +1,154 @@
+"""A session's parameters as ``session.json`` stores them (its ``config``), and the estimator they make."""
+
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+from sklearn.base import clone
+
+from ..estimator import PAIEstimator
+from ..io import configuration_from, json_safe, load_model_file, sampler_spec
+from .questions import check_question_clusters, check_question_costs, per_question
+
+__all__ = ["configured_session", "session_config", "session_estimator"]
+
+# PAIEstimator parameters stored under their own names: these always...
+_ALWAYS = ("budget", "batch_size", "stop_when_width")
+# ...these only when not the default (a session that does not use them reads as older ones did), as stored
+_UNLESS_DEFAULT = {
+    "step_weights": (lambda v: v is None, lambda v: [float(x) for x in np.asarray(v, dtype=float).ravel()]),
+    "dtype": (lambda v: v == "float64", None),
+    "predict_every": (lambda v: isinstance(v, numbers.Integral) and v == 1, None),
+    "estimand": (lambda v: isinstance(v, str) and v == "micro",
+                 lambda v: v if isinstance(v, str) else np.asarray(v, dtype=float).tolist()),
+    "min_group_share": (lambda v: not v, None),
+    "stratify": (lambda v: not v, bool),
+    "budget_cost": (lambda v: v is None, None),
+}
+_ORDER = ("step_weights", "dtype", "predict_every", "groups", "estimand", "min_group_share", "stratify", "costs",
+          "budget_cost", "clusters")  # of the optional entries, as sessions have always written them
+
+
+def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, groups, costs, clusters):
+    """The ``config`` of a new session: ``estimator``'s parameters, the session's own and the per-question values.
+
+    Parameters
+    ----------
+    estimator : PAIEstimator
+        Holds the session's policy and estimator parameters (read through ``get_params``).
+    ids : list of str or int
+        The bank's ids (for the per-question values given as mappings).
+    alpha : float
+        Level of the reported intervals and of the confidence sequence.
+    confidence_sequence : bool
+        Whether to track the confidence sequence.
+    random_state : int or None
+        The seed of the draws (None: a fresh one).
+    groups, costs, clusters : sequence or mapping or None
+        As :class:`~faqstats.EvaluationSession` takes them.
+
+    Returns
+    -------
+    dict
+        Plain JSON, as stored.
+    """
+    if random_state is None:
+        random_state = int(np.random.SeedSequence().entropy)
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(
+            f"random_state must be an int seed (or None for a fresh one), got {type(random_state).__name__}; "
+            "a session stores its seed to resume exactly."
+        )
+    if random_state < 0:
+        raise ValueError(f"random_state must be a non-negative int seed, got {random_state}.")
+    params = estimator.get_params(deep=False)
+    config = {"sampler": sampler_spec(params["sampler"]), **{name: params[name] for name in _ALWAYS}, "alpha": alpha,
+              "confidence_sequence": confidence_sequence, "interval": params["interval"],
+              "random_state": int(random_state)}
+    optional = {}
+    for name, (is_default, stored) in _UNLESS_DEFAULT.items():
+        if not is_default(params[name]):
+            optional[name] = params[name] if stored is None else stored(params[name])
+    if groups is not None:
+        optional["groups"] = np.asarray(per_question(groups, ids, "groups")).tolist()
+    if costs is not None:
+        optional["costs"] = check_question_costs(per_question(costs, ids, "costs"), ids)
+    if clusters is not None:
+        optional["clusters"] = check_question_clusters(per_question(clusters, ids, "clusters"), ids)
+    config |= {name: optional[name] for name in _ORDER if name in optional}
+    notes = []
+    config = json_safe(config, "config", notes)  # numpy scalars -> plain JSON types
+    if notes:
+        raise ValueError(f"session parameters must be storable as JSON: {notes[0]}")
+    return config
+
+
+def session_estimator(factor_model, sampler, config):
+    """The :class:`~faqstats.PAIEstimator` a session's ``config`` describes (its parameters checked by its loop).
+
+    Parameters
+    ----------
+    factor_model : fitted predictor or None
+        The session's predictor.
+    sampler : Sampler
+        The session's policy.
+    config : dict
+        As :func:`session_config` made it (or ``session.json`` holds it).
+
+    Returns
+    -------
+    PAIEstimator
+    """
+    alpha = config["alpha"]
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}.")
+    if not isinstance(config["confidence_sequence"], (bool, np.bool_)):
+        raise TypeError(f"confidence_sequence must be True or False, got {config['confidence_sequence']!r}.")
+    track_cs = bool(config["confidence_sequence"]) or config["stop_when_width"] is not None
+    params = {name: config[name] for name in (*_ALWAYS, "interval")}
+    params |= {name: config[name] for name in _UNLESS_DEFAULT if name in config}
+    return PAIEstimator(factor_model, sampler, confidence_sequence=float(alpha) if track_cs else False, **params)
+
+
+def configured_session(configuration, question_ids, budget, params):
+    """What a session that runs a configuration is made of: ``(predictor, question_ids, params, reader)``.
+
+    Parameters
+    ----------
+    configuration : Configuration, or str or os.PathLike
+        As :meth:`~faqstats.EvaluationSession.from_configuration` takes it.
+    question_ids : sequence or None
+        The bank's ids (None: those saved with the configuration).
+    budget : int or None
+        At most the configured budget (None: it).
+    params : dict
+        The session's other keyword arguments.
+
+    Returns
+    -------
+    tuple
+        The predictor (None for the sample mean), the ids, the session's keyword arguments with the
+        configuration's policy, budget, step weights and refresh schedule, and the harness reader options.
+    """
+    fixed = sorted({"sampler", "step_weights", "predict_every", "factor_model"} & set(params))
+    if fixed:
+        raise TypeError(f"{', '.join(fixed)} come(s) from the configuration: a session from a configuration "
+                        "runs what it chose.")
+    meta, stored_ids = {}, None
+    if isinstance(configuration, (str, os.PathLike)):
+        model, meta, stored_ids = load_model_file(configuration)
+        configuration = configuration_from(model, meta, configuration)
+    est = configuration.estimator
+    meta = getattr(est.factor_model, "metadata_", None) or meta
+    if question_ids is None:
+        question_ids = getattr(est.factor_model, "question_ids_", None) or stored_ids
+    budget = est.budget if budget is None else budget
+    if isinstance(budget, numbers.Integral) and not isinstance(budget, bool) and budget > est.budget:
+        raise ValueError(f"budget={budget} exceeds the configured budget {est.budget} (its step weights and "
+                         "choice are for that many queries): configure again for a larger one.")
+    step_weights = None if est.step_weights is None else np.asarray(est.step_weights, dtype=float)
+    params = dict(params, sampler=clone(est.sampler), budget=budget, step_weights=step_weights,
+                  predict_every=est.predict_every)
+    return est.factor_model, question_ids, params, meta.get("reader")
