@@ -104,6 +104,16 @@ class StackedPredictor(BaseEstimator):
                 raise TypeError(f"estimator {name!r} ({type(est).__name__}) has no posterior(): not a predictor.")
         return items
 
+    def component_names(self):
+        """The names of the stack's components, in the order of ``estimators_`` and the weights' columns.
+
+        Returns
+        -------
+        list of str
+            ``["gp", "mixture-sharp", "mixture"]`` by default, else the names given in ``estimators``.
+        """
+        return [name for name, _ in self._components()]
+
     def fit(self, X, y=None):
         """Learn the combination weights on validation models of the history, then refit the components on all of it.
 

@@ -152,7 +152,7 @@ def _json_log(directory, samples, task="quiz"):
 def test_read_inspect_clusters_and_question_table(tmp_path, capsys, monkeypatch):
     from faqstats.integrations import inspect_ai
 
-    monkeypatch.setattr(inspect_ai, "_inspect_reader", lambda reader: None)  # hand-written logs: the built-in reader
+    monkeypatch.setattr(inspect_ai, "inspect_reader", lambda reader: None)  # hand-written logs: the built-in reader
     logs = tmp_path / "logs"
     _json_log(logs, [{"id": i, "epoch": 1, "metadata": {"passage": i // 2, "s": "x"},
                       "model_usage": {"m": {"total_tokens": 10 + i}}} for i in range(4)])

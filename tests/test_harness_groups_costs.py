@@ -292,7 +292,7 @@ def test_question_table_from_lm_eval_and_refusals(tmp_path, capsys):
 def test_question_table_leaves_missing_token_counts_empty(tmp_path, capsys, monkeypatch):
     from faqstats.integrations import inspect_ai
 
-    monkeypatch.setattr(inspect_ai, "_inspect_reader", lambda reader: None)  # hand-written logs: the built-in reader
+    monkeypatch.setattr(inspect_ai, "inspect_reader", lambda reader: None)  # hand-written logs: the built-in reader
     logs = tmp_path / "logs"
     logs.mkdir()
     _json_log(logs, [{"id": 1, "epoch": 1, "metadata": {"s": "x"}, "model_usage": {"m": {"total_tokens": 9}}},

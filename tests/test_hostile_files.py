@@ -321,7 +321,7 @@ def _inspect_reader(builtin):
     if not builtin:
         yield
         return
-    with mock.patch("faqstats.integrations.inspect_ai._inspect_reader", lambda reader: None):
+    with mock.patch("faqstats.integrations.inspect_ai.inspect_reader", lambda reader: None):
         yield
 
 

@@ -35,7 +35,7 @@ LM_RUN = DATA / "lm_eval" / "new_model" / "mock-new"
 def _reader(builtin):
     """faqstats' own zip reader (``builtin``), or inspect-ai's when it is installed."""
     if builtin:
-        with mock.patch.object(inspect_ai, "_inspect_reader", lambda reader: None):
+        with mock.patch.object(inspect_ai, "inspect_reader", lambda reader: None):
             yield
     else:
         pytest.importorskip("inspect_ai")

@@ -253,7 +253,7 @@ def _predictor_entries(model, prefix, notes):
                   prefix + "weights": _float_array(model, "weights_"),
                   prefix + "validation_mse": _float_array(model, "validation_mse_")}
         components = []
-        names = [name for name, _ in model._components()]
+        names = model.component_names()
         for i, (name, part) in enumerate(zip(names, model.estimators_)):
             part_meta, part_arrays = _predictor_entries(part, f"{prefix}component{i}.", notes)
             components.append({"name": name, **part_meta})
