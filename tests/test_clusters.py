@@ -370,6 +370,7 @@ def correlated_cluster_bank(n_models=160, n_clusters=40, size=8, spread=2.5, see
     return outcomes, np.arange(n) // size, fq.LogisticFactorModel.from_factors(V, model_factors=U[:120])
 
 
+@pytest.mark.slow
 def test_cluster_interval_covers_where_the_per_question_interval_does_not():
     """Seeded Monte Carlo (40 models x 6 seeds = 240 runs of 8 clusters of 8 out of 40): the
     cluster intervals (uniform cluster sample mean, and PAI with the planted factor model, blind

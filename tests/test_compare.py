@@ -446,6 +446,7 @@ def synthetic():
     return fm, bank.new_outcomes.astype(float)
 
 
+@pytest.mark.slow
 def test_paired_monte_carlo_coverage_and_narrower_than_independent(synthetic):
     """Model B is a variant of model A: it answers like A except on a seeded 20% of the
     questions, where it answers like another new model (a fine-tune, a quantisation, a
@@ -471,6 +472,7 @@ def test_paired_monte_carlo_coverage_and_narrower_than_independent(synthetic):
     assert m["reference_width"] / m["alone_width"] < 0.9, m
 
 
+@pytest.mark.slow
 def test_coupled_monte_carlo_not_worse_than_independent_for_unrelated_models(synthetic):
     """Two models drawn independently given the planted factors: once the factor model
     predicts well their surprises are nearly uncorrelated and there is little to cancel.

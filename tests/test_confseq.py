@@ -9,6 +9,7 @@ import faqstats as fq
 from faqstats.confseq import BettingConfidenceSequence
 
 
+@pytest.mark.slow
 def test_running_coverage_on_bounded_iid_sequences():
     """Ville: P(theta ever excluded) <= alpha. 300 seeded Bernoulli(0.3) streams of 300 steps;
     tolerance: the miss rate must stay below alpha = 0.10 plus 3 binomial SEs (0.152)."""
@@ -85,6 +86,7 @@ def test_stop_when_width_stops_early_and_reports_the_anytime_interval(setting):
         fq.PAIEstimator(fm, fq.BernoulliAIPW(), budget=20, stop_when_width=0.2).fit(bank.new_outcomes[0])
 
 
+@pytest.mark.slow
 def test_confidence_sequence_running_coverage_on_synthetic_bank(setting):
     """8 models x 25 seeds, 150 queries, batches of 10: theta inside the sequence at every
     round in at least 95% of runs (anytime validity); measured 1.00."""

@@ -138,6 +138,7 @@ def test_bad_estimand_settings_are_clear_errors(bank, fm, kwargs, fit_kwargs, ma
         fq.PAIEstimator(fm, budget=20, random_state=0, **kwargs).fit(bank.new_outcomes[0], **fit_kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", [{}, {"min_group_share": 0.3, "stratify": True}])
 def test_simultaneous_and_macro_coverage_monte_carlo(bank, fm, kwargs):
     """Seeded Monte Carlo: 30 new models x 8 seeds = 240 runs at 20% of a 300-question bank in 5

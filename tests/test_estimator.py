@@ -197,6 +197,7 @@ def test_one_sided_bounds_are_tighter_than_two_sided():
 
 
 # ------------------------------------------------------------------ Monte Carlo
+@pytest.mark.slow
 def test_monte_carlo_unbiased_variance_and_coverage(bank, fm):
     """300 seeded runs (10 models x 30 seeds, 100 of 300 questions, FAQ without replacement).
 

@@ -278,6 +278,7 @@ def test_other_bad_inputs(matrix):
                             "aipw-min"}
 
 
+@pytest.mark.slow
 def test_sweep_on_a_dask_local_cluster_matches_serial(matrix, fitted_fm):
     """The issue's distributed check: a real dask.distributed LocalCluster with 2 worker
     processes runs the sweep through joblib's dask backend and gives the serial numbers."""

@@ -133,6 +133,7 @@ def test_factor_model_fits_graded_targets_better_than_one_binary_draw_of_them():
 
 
 # ------------------------------------------------------------------ coverage
+@pytest.mark.slow
 def test_graded_outcomes_seeded_coverage_and_gain_over_uniform():
     """pass@4 fractions (mean of 4 planted Bernoulli draws per cell) on a 300-question
     synthetic bank; factor model fitted on a graded history. Over 8 new models x 15 seeds

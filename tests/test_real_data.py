@@ -24,6 +24,7 @@ import faqstats as fq
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DATA_FILE = DATA_DIR / "openllm_v1.npz"
+pytestmark = pytest.mark.slow  # real data: out of the default run (pyproject.toml)
 
 #: seed of the random permutation of the complete rows that splits history / new models
 SPLIT_SEED = 0

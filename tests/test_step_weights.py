@@ -136,6 +136,7 @@ def test_learn_step_weights_cross_fits_on_the_history(bank):
     assert sw.weights[-1] > 1.2 * sw.weights[0] and sw.variance_ratio < 1.0
 
 
+@pytest.mark.slow
 def test_learned_weights_lower_the_variance_on_new_models(bank, fm):
     """Seeded Monte Carlo on the synthetic bank: 2,000 runs, the same draws weighted two ways.
 

@@ -163,7 +163,7 @@ def _install_fake(bin_dir, name, source):
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-@pytest.mark.parametrize("real", [False, True], ids=["stand-in", "real"])
+@pytest.mark.parametrize("real", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["stand-in", "real"])
 @pytest.mark.parametrize("tool, source", [("lm_eval", FAKE_LM_EVAL), ("inspect", FAKE_INSPECT)],
                          ids=["lm_eval", "inspect_ai"])
 def test_tutorial_runs(tool, source, real, tmp_path, monkeypatch, capsys):
@@ -257,6 +257,7 @@ def test_shown_output_shapes():
     assert _console_commands(block) == [("faqstats session next d      --format inspect", ["--sample-id a:1"])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", ["lm_eval", "inspect"], ids=["lm_eval", "inspect_ai"])
 def test_tutorial_shell_loop_runs(tool, tmp_path, monkeypatch):
     """The ```bash blocks, in order, each as a bash script, with the real harness and this tree's
@@ -313,6 +314,7 @@ def test_tutorial_shell_loop_runs(tool, tmp_path, monkeypatch):
     assert low <= full.mean() <= high
 
 
+@pytest.mark.slow
 def test_inspect_ids_round_trip_real(tmp_path, monkeypatch):
     """Ids with '/', glob characters, spaces and leading zeros go through the real ``inspect eval``."""
     pytest.importorskip("inspect_ai")
