@@ -31,7 +31,7 @@ fm.fit(bank.history)
 # only the chosen questions are ever read).
 
 z = bank.new_outcomes[0]
-est = fq.PAIEstimator(factor_model=fm, sampler=fq.HybridSampler(tau=0.5, replace=False), budget=40, random_state=0)
+est = fq.PAIEstimator(predictor=fm, sampler=fq.HybridSampler(tau=0.5, replace=False), budget=40, random_state=0)
 est.fit(z)
 low, high = est.confint(alpha=0.05)
 print(f"FAQ:          {est.estimate_:.3f}  95% CI [{low:.3f}, {high:.3f}]  truth {bank.new_accuracy[0]:.3f}")

@@ -23,8 +23,8 @@ budgets = [10, 20, 40, 80, 160]
 seeds = 5
 rows = np.repeat(np.arange(len(bank.new_outcomes)), seeds)  # every new model, 5 runs each
 methods = {
-    "FAQ + PAI": dict(factor_model=fm, sampler=fq.HybridSampler()),
-    "uniform sample mean (FPC)": dict(factor_model=None, sampler=fq.UniformSampler(replace=False)),
+    "FAQ + PAI": dict(predictor=fm, sampler=fq.HybridSampler()),
+    "uniform sample mean (FPC)": dict(predictor=None, sampler=fq.UniformSampler(replace=False)),
 }
 width = {name: [] for name in methods}
 variance = {name: [] for name in methods}

@@ -42,9 +42,9 @@ print(est.result_.summary())
 
 rows = np.repeat(np.arange(len(bank.new_outcomes)), 3)
 policies = {
-    "uniform (no model)": dict(factor_model=None, sampler=fq.UniformSampler(replace=False)),
-    "UncertaintyFirst(tau=0.3)": dict(factor_model=fm, sampler=UncertaintyFirst(tau=0.3)),
-    "HybridSampler() (default)": dict(factor_model=fm, sampler=fq.HybridSampler()),
+    "uniform (no model)": dict(predictor=None, sampler=fq.UniformSampler(replace=False)),
+    "UncertaintyFirst(tau=0.3)": dict(predictor=fm, sampler=UncertaintyFirst(tau=0.3)),
+    "HybridSampler() (default)": dict(predictor=fm, sampler=fq.HybridSampler()),
 }
 truth = bank.new_accuracy[rows]
 widths, coverage = {}, {}

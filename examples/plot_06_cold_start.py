@@ -33,11 +33,11 @@ outcomes = bank.new_outcomes[:, new]
 truth = outcomes.mean(axis=1)
 rows = np.repeat(np.arange(len(outcomes)), 5)
 designs = {
-    "uniform sample mean": dict(factor_model=None, sampler=fq.UniformSampler(replace=False)),
+    "uniform sample mean": dict(predictor=None, sampler=fq.UniformSampler(replace=False)),
     "cold start, random embeddings": dict(
-        factor_model=fq.cold_start_factor_model(source, useless[old], useless[new]), sampler=fq.HybridSampler()),
+        predictor=fq.cold_start_factor_model(source, useless[old], useless[new]), sampler=fq.HybridSampler()),
     "cold start, informative embeddings": dict(
-        factor_model=fq.cold_start_factor_model(source, informative[old], informative[new]), sampler=fq.HybridSampler()),
+        predictor=fq.cold_start_factor_model(source, informative[old], informative[new]), sampler=fq.HybridSampler()),
 }
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
 variance = {}

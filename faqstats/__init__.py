@@ -1,6 +1,6 @@
 """faqstats: valid confidence intervals for benchmark accuracy from few queries.
 
-Data flow: history -> :class:`LogisticFactorModel` -> a :class:`Sampler` ->
+Data flow: history -> a :class:`Predictor` (:class:`LogisticFactorModel`...) -> a :class:`Sampler` ->
 :class:`PAIEstimator` -> :class:`AccuracyResult`.
 """
 
@@ -13,6 +13,7 @@ from .estimator import PAIEstimator, martingale_variance, paper_variance, weight
 from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
 from .irt import ItemResponseModel
+from .predictor import Predictor, predictor_class, register_predictor
 from .io import (load_configuration, load_factor_model, load_step_weights, save_configuration, save_factor_model,
                  save_step_weights)
 from .estimands import GroupResults
@@ -52,6 +53,7 @@ __all__ = [
     "PAIEstimator",
     "PairedPAIEstimator",
     "PolicyState",
+    "Predictor",
     "Sampler",
     "StackedPredictor",
     "StepWeights",
@@ -73,6 +75,8 @@ __all__ = [
     "make_synthetic_bank",
     "martingale_variance",
     "paper_variance",
+    "predictor_class",
+    "register_predictor",
     "save_configuration",
     "save_factor_model",
     "save_step_weights",

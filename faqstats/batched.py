@@ -21,6 +21,7 @@ from ._validation import check_alpha, check_generator
 from .batched_posterior import batched_posterior
 from .design import bank_size, check_configuration, sample_mean_design
 from .posterior import PosteriorView
+from .predictor import resolve_predictor_keyword
 from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf, mixture_coefficients
 
 __all__ = ["BatchedRuns", "simulate", "supports"]
@@ -112,7 +113,7 @@ def simulate(
     outcomes,
     generators,
     *,
-    factor_model=None,
+    predictor=None,
     sampler=None,
     budget=100,
     rows=None,
@@ -126,8 +127,9 @@ def simulate(
     step_weights=None,
     predict_every=1,
     keep_ranges=None,
+    **deprecated,
 ):
-    """Run ``PAIEstimator(factor_model, sampler, budget)`` once per generator, in lockstep.
+    """Run ``PAIEstimator(predictor, sampler, budget)`` once per generator, in lockstep.
 
     Parameters
     ----------
@@ -135,8 +137,10 @@ def simulate(
         The new models' complete outcomes in [0, 1].
     generators : sequence of numpy Generators (or seeds), length R
         One per run, used exactly as ``PAIEstimator(random_state=g)`` would use it.
-    factor_model : fitted LogisticFactorModel, GaussianProcessSurrogate, ItemResponseModel, StackedPredictor,
-        HistoryMixture or None
+    predictor : fitted Predictor or None
+        Any fitted predictor (a built-in, or a :class:`~faqstats.Predictor` of your own, whose
+        one-run posteriors are then driven side by side); ``factor_model=`` is its old name
+        (deprecated, with a ``FutureWarning``).
     sampler : Sampler, StreamSampler or None
         Any policy (``None`` is ``HybridSampler()``); one with numpy-only ``scores`` is asked run by run.
     budget : int
@@ -177,12 +181,13 @@ def simulate(
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=150, n_components=3, random_state=0)
     >>> fm = fq.LogisticFactorModel(n_components=3, max_iter=200, random_state=0).fit(bank.history)
-    >>> runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=fm,
+    >>> runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], predictor=fm,
     ...                 budget=20, rows=[0, 0, 1, 1])
     >>> est = fq.PAIEstimator(fm, budget=20, random_state=np.random.default_rng(2)).fit(bank.new_outcomes[1])
     >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9)
     True
     """
+    factor_model = resolve_predictor_keyword(predictor, deprecated, "simulate")
     alpha = check_alpha(alpha)
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.")
@@ -200,7 +205,7 @@ def simulate(
     n_fm = bank_size(factor_model)
     if n_fm is not None and n_fm != N:
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on {n_fm}.")
-    sampler = check_configuration(N, budget, sampler, factor_model=factor_model, interval=interval,
+    sampler = check_configuration(N, budget, sampler, predictor=factor_model, interval=interval,
                                   step_weights=step_weights, predict_every=predict_every)
     engine = _Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
     engine.predict_every = int(predict_every)

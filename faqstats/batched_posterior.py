@@ -3,7 +3,8 @@
 :class:`BatchedPosterior` holds ``R`` runs of the low-rank form (factor models, the 2PL, the
 Gaussian-process surrogate) or their fixed zero predictions; :func:`batched_posterior` picks the
 form of a fitted predictor (a predictor of its own form, such as a stack or a mixture, gives its
-own through its ``batched_posterior`` method). Used by :func:`faqstats.batched.simulate`.
+own through its ``batched_posterior`` method; any other :class:`~faqstats.Predictor` runs as
+:class:`RunsSideBySide`, one one-run posterior per run). Used by :func:`faqstats.batched.simulate`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ import numpy as np
 import torch
 
 from .posterior import QuadraticForms, laplace_step, oracle_scores
+from .predictor import engine_posterior
 
-__all__ = ["BatchedPosterior", "batched_posterior"]
+__all__ = ["BatchedPosterior", "RunsSideBySide", "batched_posterior"]
+
+_DTYPE_NAMES = {torch.float64: "float64", torch.float32: "float32"}
 
 
 class BatchedPosterior:
@@ -122,7 +126,8 @@ def batched_posterior(model, runs, n_questions, dtype, device, predict_every=1):
 
     Its own ``batched_posterior`` (:class:`~faqstats.StackedPredictor`,
     :class:`~faqstats.HistoryMixture`), else the low-rank form's (factor models, the 2PL, the
-    Gaussian-process surrogate), or fixed zero predictions for ``None``.
+    Gaussian-process surrogate), fixed zero predictions for ``None``, or for any other predictor
+    its one-run posteriors side by side (:class:`RunsSideBySide`).
 
     Parameters
     ----------
@@ -144,9 +149,75 @@ def batched_posterior(model, runs, n_questions, dtype, device, predict_every=1):
         return model.batched_posterior(runs, n_questions, dtype, device, predict_every)
     if model is None:
         return BatchedPosterior(None, None, None, runs, n_questions, dtype, device)
+    if getattr(model, "question_factors_", None) is None or getattr(model, "prior_cov_", None) is None:
+        posteriors = [model.posterior(dtype=_DTYPE_NAMES.get(dtype, "float64"), predict_every=predict_every)
+                      for _ in range(runs)]
+        return RunsSideBySide(posteriors, n_questions, dtype, device)
     t = lambda a: torch.tensor(np.array(a, dtype=float), dtype=dtype, device=device)  # noqa: E731
     cov0 = t(model.prior_cov_)
     gaussian = getattr(model, "noise_", None) is not None
     return BatchedPosterior(t(model.question_factors_), t(model.prior_mean_), 0.5 * (cov0 + cov0.T), runs,
                              n_questions, dtype, device, t(model.question_means_) if gaussian else None,
                              t(model.noise_) if gaussian else None, predict_every)
+
+
+class RunsSideBySide:
+    """The one-run posteriors of ``R`` runs driven side by side: the batched form of a predictor
+    written for one run (the generic fallback of :func:`batched_posterior`).
+
+    Each run's posterior learns its own answers (``update(question, outcome)``, in the runs'
+    order); the predictions of the runs that learned are copied into one tensor after each step.
+
+    Parameters
+    ----------
+    posteriors : list of posteriors
+        One per run, each at its prior (``predictions`` of shape (N,), ``update``).
+    n_questions : int
+    dtype : torch.dtype
+    device : torch.device
+
+    Attributes
+    ----------
+    predictions : tensor of shape (R, N)
+    refreshes : int
+        Steps at which some run's predictions were copied again (caches key on it).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from faqstats.posterior import FixedPredictions
+    >>> runs = RunsSideBySide([FixedPredictions([0.2, 0.8]) for _ in range(3)], 2, torch.float64, "cpu")
+    >>> tuple(runs.predictions.shape), runs.refreshes
+    ((3, 2), 0)
+    """
+
+    question_factors = mean = cov = noise = scores = None
+
+    def __init__(self, posteriors, n_questions, dtype, device):
+        self.runs = [engine_posterior(p, n_questions) for p in posteriors]
+        self.dtype, self.device = dtype, device
+        self.predictions = torch.empty(len(self.runs), n_questions, dtype=dtype, device=device)
+        for r in range(len(self.runs)):
+            self._copy(r)
+        self.refreshes = 0
+
+    def _copy(self, r):
+        """Run ``r``'s predictions into the tensor (a writable host copy first: they are read-only)."""
+        self.predictions[r] = torch.as_tensor(np.array(self.runs[r].predictions), dtype=self.dtype,
+                                              device=self.device)
+
+    @property
+    def oracle_scores(self):
+        """``sqrt(p (1 - p))`` of every run, a new tensor."""
+        return oracle_scores(self.predictions)
+
+    def quadratic_forms(self):
+        raise ValueError("a predictor driven run by run has no question factors: no quadratic forms.")
+
+    def update(self, idx, questions, outcomes):
+        """Runs ``idx`` (all when None) learn their answers ``outcomes`` to ``questions``."""
+        runs = range(len(self.runs)) if idx is None else idx.cpu().tolist()
+        for r, question, outcome in zip(runs, questions.cpu().tolist(), outcomes.cpu().tolist()):
+            self.runs[r].update(int(question), float(outcome))
+            self._copy(r)
+        self.refreshes += 1

@@ -27,6 +27,7 @@ from .design import check_design, resolve_bank_size, sample_mean_design
 from .estimator import PAIResultMixin
 from .loop_setup import predictor_for
 from .posterior import PosteriorView
+from .predictor import resolve_predictor_keyword
 from .results import ComparisonResult
 from .sampling import HybridSampler, PolicyState, Sampler, UniformSampler, draw_from, within_round
 
@@ -254,10 +255,12 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
 
     Parameters
     ----------
-    factor_model : fitted LogisticFactorModel (or LogisticFactorModelCV) or None
-        Question factors and the prior shared by both models' factor posteriors. ``None``:
-        no predictions; with the default uniform policy the result is the sample mean of the
-        differences with finite-population correction.
+    predictor : fitted Predictor or None
+        The predictor whose posterior each model gets (a :class:`~faqstats.LogisticFactorModel`'s
+        question factors and prior, any other built-in or your own :class:`~faqstats.Predictor`).
+        ``None``: no predictions; with the default uniform policy the result is the sample mean of
+        the differences with finite-population correction. ``factor_model=`` is its old name
+        (deprecated, with a ``FutureWarning``).
     sampler : Sampler, default=HybridSampler() (UniformSampler() without a factor model)
         Any sequential sampler, applied to each model (coupled), to the pair (shared: mean
         prediction, the difference's oracle score) or to the reference-informed predictions.
@@ -320,7 +323,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
 
     def __init__(
         self,
-        factor_model=None,
+        predictor=None,
         sampler=None,
         budget=100,
         design="coupled",
@@ -328,8 +331,9 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         batch_size=1,
         interval="robust-t",
         random_state=None,
+        **deprecated,
     ):
-        self.factor_model = factor_model
+        self.predictor = resolve_predictor_keyword(predictor, deprecated, "PairedPAIEstimator")
         self.sampler = sampler
         self.budget = budget
         self.design = design
@@ -342,10 +346,10 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     def _validate(self, n_questions):
         sampler = self.sampler
         if sampler is None:
-            sampler = UniformSampler() if self.factor_model is None else HybridSampler()
+            sampler = UniformSampler() if self.predictor is None else HybridSampler()
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
-        sampler = check_design(sampler, self.factor_model, n_questions, self.budget, self.batch_size,
+        sampler = check_design(sampler, self.predictor, n_questions, self.budget, self.batch_size,
                                self.interval)
         if not (isinstance(self.reference_weight, str) and self.reference_weight == "auto"):
             check_scalar(self.reference_weight, "reference_weight", low=0.0, high=1.0)
@@ -368,7 +372,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         """
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self._validate(n_questions)
-        predictor_a = predictor_for(self.factor_model, n_questions)
+        predictor_a = predictor_for(self.predictor, n_questions)
         ref = None
         if reference is not None:
             ref = check_outcome_values(reference, "reference")  # no NaN: the reference is fully known
@@ -377,8 +381,8 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
                     f"reference must be a 1-D array with one outcome per question ({n_questions}), got shape "
                     f"{ref.shape}."
                 )
-            predictor_a = _ReferencePredictions(predictor_a, ref, self.reference_weight, self.factor_model is not None)
-        predictor_b = None if ref is not None else predictor_for(self.factor_model, n_questions)
+            predictor_a = _ReferencePredictions(predictor_a, ref, self.reference_weight, self.predictor is not None)
+        predictor_b = None if ref is not None else predictor_for(self.predictor, n_questions)
         run = PairedRun(sampler, predictor_a, predictor_b, n_questions, self.budget, self.design, ref)
         return QueryLoop(run, batch_size=self.batch_size)
 
@@ -404,7 +408,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         if (outcomes_b is None) == (reference is None):
             raise ValueError("Give exactly one of outcomes_b (a second new model) and reference (known outcomes).")
         n_questions = None
-        if self.factor_model is None:
+        if self.predictor is None:
             sized = [x for x in (outcomes_a, outcomes_b, reference) if x is not None and not callable(x)]
             if not sized:
                 raise ValueError("Without a factor model the bank size is unknown: pass outcomes as arrays.")
@@ -429,7 +433,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         table = run.table()
         n_questions = run.n_questions
         design = {"reference": "reference", "coupled": "coupled", "shared": "paired"}[run.kind]
-        if sample_mean_design(self.factor_model, run.sampler):
+        if sample_mean_design(self.predictor, run.sampler):
             # both policies uniform over the same questions: the coupled draws always coincide
             if not np.array_equal(table["question"], table["question_b"]):
                 raise RuntimeError("internal error: uniform coupled draws differed between the models.")
@@ -469,10 +473,10 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         )
 
 
-def compare(outcomes_a, outcomes_b=None, *, reference=None, factor_model=None, budget=100, **params):
+def compare(outcomes_a, outcomes_b=None, *, reference=None, predictor=None, budget=100, **params):
     """Compare two models on the same chosen questions; returns a :class:`ComparisonResult`.
 
-    Shorthand for ``PairedPAIEstimator(factor_model, budget=budget, **params).fit(outcomes_a,
+    Shorthand for ``PairedPAIEstimator(predictor, budget=budget, **params).fit(outcomes_a,
     outcomes_b, reference=reference).result_``.
 
     Parameters
@@ -482,8 +486,8 @@ def compare(outcomes_a, outcomes_b=None, *, reference=None, factor_model=None, b
         :meth:`PairedPAIEstimator.fit`.
     reference : array-like of shape (N,), optional
         Fully known outcomes of a reference model (reference design).
-    factor_model : fitted LogisticFactorModel or None, default=None
-        As in :class:`PairedPAIEstimator`.
+    predictor : fitted Predictor or None, default=None
+        As in :class:`PairedPAIEstimator` (``factor_model=``, its old name, is passed on).
     budget : int, default=100
         Steps, each asking one question to each new model.
     **params
@@ -504,5 +508,5 @@ def compare(outcomes_a, outcomes_b=None, *, reference=None, factor_model=None, b
     >>> res.method, bool(abs(res.estimate - (z_a.mean() - z_b.mean())) < 4 * res.std_error)
     ('paired_sample_mean', True)
     """
-    est = PairedPAIEstimator(factor_model, budget=budget, **params)
+    est = PairedPAIEstimator(predictor, budget=budget, **params)
     return est.fit(outcomes_a, outcomes_b, reference=reference).result_

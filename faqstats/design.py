@@ -21,12 +21,12 @@ __all__ = ["bank_size", "check_configuration", "check_design", "confidence_alpha
            "sample_mean_design"]
 
 
-def bank_size(factor_model):
-    """Questions of the factor model's bank, or ``None`` without a factor model.
+def bank_size(predictor):
+    """Questions of the predictor's bank, or ``None`` without a predictor.
 
     Parameters
     ----------
-    factor_model : fitted estimator with ``n_features_in_`` or None
+    predictor : fitted estimator with ``n_features_in_`` or None
         The predictor.
 
     Returns
@@ -34,10 +34,10 @@ def bank_size(factor_model):
     int or None
         Its ``n_features_in_``.
     """
-    if factor_model is None:
+    if predictor is None:
         return None
-    check_is_fitted(factor_model)
-    return int(factor_model.n_features_in_)
+    check_is_fitted(predictor)
+    return int(predictor.n_features_in_)
 
 
 def resolve_bank_size(n_factor_model, n_questions):
@@ -51,18 +51,18 @@ def resolve_bank_size(n_factor_model, n_questions):
     return n
 
 
-def sample_mean_design(factor_model, sampler):
+def sample_mean_design(predictor, sampler):
     """Whether the FPC sample mean is reported: uniform sampling without replacement, no predictions."""
-    return factor_model is None and isinstance(sampler, UniformSampler) and not sampler.replace
+    return predictor is None and isinstance(sampler, UniformSampler) and not sampler.replace
 
 
-def check_design(sampler, factor_model, n_questions, budget, batch_size, interval):
+def check_design(sampler, predictor, n_questions, budget, batch_size, interval):
     """The checks every estimator makes of its design; returns the (checked) sampler."""
     sampler.check_params()
     check_scalar(budget, "budget", kind=numbers.Integral, low=2)
     check_scalar(batch_size, "batch_size", kind=numbers.Integral, low=1)
     check_interval(interval)
-    if factor_model is None and sampler.needs_factor_model:
+    if predictor is None and sampler.needs_factor_model:
         raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
     if not sampler.replace and budget > n_questions:
         raise ValueError(
@@ -81,7 +81,7 @@ def confidence_alpha(confidence_sequence, stop_when_width):
     return check_alpha(confidence_sequence)
 
 
-def check_configuration(n_questions, budget, sampler=None, *, factor_model=None, variance="martingale",
+def check_configuration(n_questions, budget, sampler=None, *, predictor=None, variance="martingale",
                         interval="robust-t", batch_size=1, stop_when_width=None, confidence_sequence=False,
                         step_weights=None, dtype="float64", predict_every=1, cluster_score="root-sum-square"):
     """Check every parameter of a :class:`~faqstats.PAIEstimator` for a bank of ``n_questions``.
@@ -94,7 +94,7 @@ def check_configuration(n_questions, budget, sampler=None, *, factor_model=None,
         The draws of the run.
     sampler : Sampler, StreamSampler or None, default=None
         The policy (``None``: ``HybridSampler()``).
-    factor_model, variance, interval, batch_size, stop_when_width, confidence_sequence, step_weights, dtype, \
+    predictor, variance, interval, batch_size, stop_when_width, confidence_sequence, step_weights, dtype, \
 predict_every, cluster_score
         As in :class:`~faqstats.PAIEstimator`.
 
@@ -118,7 +118,7 @@ predict_every, cluster_score
         raise ValueError("Confidence sequences and stop_when_width need a sequential sampler, not BernoulliAIPW.")
     if cluster_score not in CLUSTER_SCORES:
         raise ValueError(f"cluster_score must be one of {CLUSTER_SCORES}, got {cluster_score!r}.")
-    check_design(sampler, factor_model, n_questions, budget, batch_size, interval)
+    check_design(sampler, predictor, n_questions, budget, batch_size, interval)
     if variance == "paper" and (not sampler.replace or stream):
         raise ValueError("variance='paper' is defined for with-replacement sequential sampling only.")
     if step_weights is None:
@@ -130,7 +130,7 @@ predict_every, cluster_score
         raise ValueError("step_weights must be finite and positive.")
     if stream:
         raise ValueError("step_weights weight sequential increments; BernoulliAIPW has none.")
-    if sample_mean_design(factor_model, sampler):
+    if sample_mean_design(predictor, sampler):
         raise ValueError("step_weights do not apply to the plain sample mean (uniform sampling, no factor model).")
     if variance != "martingale":
         raise ValueError("step_weights need variance='martingale'.")

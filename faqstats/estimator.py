@@ -18,6 +18,7 @@ from ._progress import progress_bar
 from ._validation import check_generator
 from .design import bank_size, check_configuration, resolve_bank_size
 from .loop_setup import new_loop
+from .predictor import resolve_predictor_keyword
 from .run_results import confidence_rows, group_results_of, result_of
 from .selection import select_configuration
 
@@ -30,12 +31,44 @@ __all__ = [
 ]
 
 
+_UNSET = object()  # predictor= not given to set_params
+
+
 class PAIResultMixin:
-    """What both estimators share: the bank size, and ``conf_int`` and ``summary`` of ``result_``."""
+    """What both estimators share: the bank size, the predictor's old name, and ``conf_int`` and
+    ``summary`` of ``result_``."""
 
     def bank_size(self):
-        """Questions of the factor model's bank, or ``None`` without a factor model."""
-        return bank_size(self.factor_model)
+        """Questions of the predictor's bank, or ``None`` without a predictor."""
+        return bank_size(self.predictor)
+
+    @property
+    def factor_model(self):
+        """The ``predictor`` (its old name)."""
+        return self.predictor
+
+    @factor_model.setter
+    def factor_model(self, value):
+        self.predictor = value
+
+    def set_params(self, **params):
+        """Set parameters (scikit-learn's ``set_params``; ``factor_model`` is ``predictor``'s old name).
+
+        Parameters
+        ----------
+        **params
+            The estimator's parameters.
+
+        Returns
+        -------
+        self
+        """
+        if "factor_model" in params:
+            params = dict(params)
+            old = {"factor_model": params.pop("factor_model")}
+            params["predictor"] = resolve_predictor_keyword(params.pop("predictor", _UNSET), old,
+                                                            f"{type(self).__name__}.set_params", _UNSET)
+        return super().set_params(**params)
 
     def conf_int(self, alpha=0.05, alternative="two-sided"):
         """Confidence interval ``(low, high)`` at level ``1 - alpha``: the ``result_``'s ``conf_int``."""
@@ -55,9 +88,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
 
     Parameters
     ----------
-    factor_model : fitted LogisticFactorModel (or LogisticFactorModelCV) or None
-        Supplies the new model's factor posterior (:meth:`LogisticFactorModel.posterior`).
-        ``None``: zero predictions, so ``UniformSampler(replace=False)`` gives the FPC sample
+    predictor : fitted Predictor or None
+        Supplies the new model's posterior (``posterior()``): a fitted
+        :class:`LogisticFactorModel` (or :class:`LogisticFactorModelCV`), any other built-in
+        predictor, or a :class:`~faqstats.Predictor` of your own. ``None``: zero predictions, so ``UniformSampler(replace=False)`` gives the FPC sample
         mean and ``BernoulliAIPW(score="uniform")`` the paper's Horvitz-Thompson baseline.
     sampler : Sampler or StreamSampler, default=HybridSampler()
         The sampling policy. ``sampler.replace`` chooses with/without replacement.
@@ -176,7 +210,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
 
     def __init__(
         self,
-        factor_model=None,
+        predictor=None,
         sampler=None,
         budget=100,
         variance="martingale",
@@ -194,8 +228,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         stratify=False,
         budget_cost=None,
         cluster_score="root-sum-square",
+        **deprecated,
     ):
-        self.factor_model = factor_model
+        self.predictor = resolve_predictor_keyword(predictor, deprecated, "PAIEstimator")
         self.sampler = sampler
         self.budget = budget
         self.variance = variance
@@ -271,7 +306,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         """
         sampler = self.sampler if sampler is None else sampler
         return check_configuration(
-            n_questions, self.budget if budget is None else budget, sampler, factor_model=self.factor_model,
+            n_questions, self.budget if budget is None else budget, sampler, predictor=self.predictor,
             variance=self.variance, interval=self.interval, batch_size=self.batch_size,
             stop_when_width=self.stop_when_width, confidence_sequence=self.confidence_sequence,
             step_weights=self.step_weights, dtype=self.dtype, predict_every=self.predict_every,
@@ -357,7 +392,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         n_questions = self.bank_size()
         if n_questions is None:
             if callable(outcomes):
-                raise ValueError("Without a factor model the bank size is unknown: pass outcomes as an array.")
+                raise ValueError("Without a predictor the bank size is unknown: pass outcomes as an array.")
             n_questions = int(np.size(outcomes))
         oracle = Oracle(outcomes, n_questions)
         rng = check_generator(self.random_state)

@@ -12,12 +12,13 @@ import numbers
 
 import numpy as np
 from scipy.special import expit
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress_bar
 from ._validation import check_generator, check_history, check_scalar, observed_halves, validate_history
 from .posterior import FactorPosterior, laplace_update
+from .predictor import Predictor, register_predictor
 
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
@@ -26,7 +27,7 @@ _SOLVERS = ("adamw", "newton")
 _NEWTON_ROW_MAX_ITER = 100
 
 
-class LogisticFactorModel(TransformerMixin, BaseEstimator):
+class LogisticFactorModel(TransformerMixin, Predictor):
     """Low-rank logistic model of a partially observed 0/1 outcome matrix.
 
     Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells of ``H``.
@@ -425,7 +426,7 @@ def log_loss_on_cells(H, logits, cells):
     return float(loss.mean())
 
 
-class LogisticFactorModelCV(BaseEstimator):
+class LogisticFactorModelCV(Predictor):
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
     Every candidate is fitted with one random fold of observed cells hidden and scored
@@ -593,3 +594,7 @@ def _cv_score(H, logits, cells, scoring):
     if scoring == "log_loss":
         return -log_loss_on_cells(H, logits, cells)
     return float(np.mean((logits[cells] > 0) == (H[cells] > 0.5)))
+
+
+register_predictor(LogisticFactorModel)
+register_predictor(LogisticFactorModelCV)

@@ -15,12 +15,13 @@ import numbers
 
 import numpy as np
 from scipy.special import expit
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, observed_halves, validate_history
 from .factor_model import LogisticFactorModel, log_loss_on_cells
 from .posterior import FactorPosterior
+from .predictor import Predictor, register_predictor
 
 __all__ = ["ItemResponseModel"]
 
@@ -28,7 +29,7 @@ __all__ = ["ItemResponseModel"]
 _MAX_STEP = 2.0
 
 
-class ItemResponseModel(TransformerMixin, BaseEstimator):
+class ItemResponseModel(TransformerMixin, Predictor):
     """Two-parameter logistic (2PL) or Rasch model of a partially observed outcome matrix.
 
     Fits ``H[i, j] ~ Bernoulli(sigmoid(a_j theta_i + c_j))`` on the observed cells by
@@ -310,3 +311,6 @@ class ItemResponseModel(TransformerMixin, BaseEstimator):
         tags.input_tags.positive_only = True  # outcomes are in [0, 1]
         tags.non_deterministic = False
         return tags
+
+
+register_predictor(ItemResponseModel)

@@ -17,19 +17,20 @@ from .confseq import BettingConfidenceSequence
 from .design import confidence_alpha, resolve_bank_size
 from .estimands import EstimandTracker, encode_groups, estimand_weights, stratified_allocation
 from .posterior import FixedPredictions
+from .predictor import engine_posterior
 from .sampling import CostWeightedSampler, HybridSampler, Sampler, check_costs, draws_for_cost
 from .stream_run import StreamRun
 
 __all__ = ["estimand_tracker", "new_loop", "predictor_for"]
 
 
-def predictor_for(factor_model, n_questions, dtype="float64", predict_every=1):
-    """A new model's predictor at its prior: the factor model's posterior, or zero predictions without one.
+def predictor_for(predictor, n_questions, dtype="float64", predict_every=1):
+    """A new model's posterior at its prior: the predictor's, or zero predictions without one.
 
     Parameters
     ----------
-    factor_model : fitted predictor or None
-        The estimator's ``factor_model``.
+    predictor : fitted predictor or None
+        The estimator's ``predictor``.
     n_questions : int
         The bank size.
     dtype : {"float64", "float32"}, default="float64"
@@ -39,11 +40,13 @@ def predictor_for(factor_model, n_questions, dtype="float64", predict_every=1):
     Returns
     -------
     object
-        A posterior with ``predictions`` and ``update(question, outcome)``.
+        A posterior with ``predictions``, ``update(question, outcome)``, ``oracle_scores`` and
+        ``view()`` (the protocol's defaults added where the predictor's posterior lacks them:
+        :func:`~faqstats.predictor.engine_posterior`).
     """
-    if factor_model is None:
+    if predictor is None:
         return FixedPredictions(np.zeros(n_questions))
-    return factor_model.posterior(dtype=dtype, predict_every=predict_every)
+    return engine_posterior(predictor.posterior(dtype=dtype, predict_every=predict_every), n_questions)
 
 
 def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=None):
@@ -68,7 +71,7 @@ def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=
         sampler, budget, costs, per_draw = _cost_design(est, n_questions, groups, costs)
         sampler = est.validate(n_questions, budget, sampler)
         tracker = estimand_tracker(est, sampler, n_questions, groups, budget)
-        predictor = predictor_for(est.factor_model, n_questions, est.dtype, est.predict_every)
+        predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
         rng = check_generator(rng)  # draws a stream's order
         if sampler.design == "stream":
             run = StreamRun(sampler, predictor, n_questions, budget, sampler.stream_order(n_questions, rng))
@@ -156,7 +159,7 @@ def _cost_design(est, n_questions, groups, costs):
 
     def first_law(n):  # the law of draw 1 in a run of n draws, from the prior predictor
         checked = est.validate(n_questions, n, sampler)
-        predictor = predictor_for(est.factor_model, n_questions, est.dtype, est.predict_every)
+        predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
         run = SequentialRun(checked, predictor, n_questions, n)
         run.tracker = estimand_tracker(est, checked, n_questions, groups, n)
         return run.law()
@@ -226,5 +229,5 @@ def _cluster_run(est, n_questions, budget, sampler, codes, root_costs):
             "only once (with clusters, budget counts cluster draws)."
         )
     sampler = est.validate(n_questions, budget, sampler)
-    predictor = predictor_for(est.factor_model, n_questions, est.dtype, est.predict_every)
+    predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
     return ClusterRun(sampler, predictor, n_questions, budget, codes, root_costs, est.cluster_score)

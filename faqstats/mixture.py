@@ -10,11 +10,12 @@ as it did so far. A function of the answers so far, so PAI stays exactly unbiase
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, observed_halves, validate_history
 from .posterior import PosteriorView, check_posterior_options, oracle_scores, read_only
+from .predictor import Predictor, register_predictor
 
 __all__ = ["BatchedMixture", "HistoryMixture", "MixturePosterior"]
 
@@ -22,7 +23,7 @@ __all__ = ["BatchedMixture", "HistoryMixture", "MixturePosterior"]
 _TARGET_CLIP = 0.01
 
 
-class HistoryMixture(TransformerMixin, BaseEstimator):
+class HistoryMixture(TransformerMixin, Predictor):
     """A new model as a mixture of the history's models: Bayesian model averaging over its rows.
 
     Each history model ``i`` has a smoothed answer profile ``P_ij = (1 - smoothing) H_ij +
@@ -348,3 +349,6 @@ class BatchedMixture:
             self.predictions[sel] = self._predict(self.log_weights[sel])
         self._unpredicted[runs[due]] = 0
         self.refreshes += 1
+
+
+register_predictor(HistoryMixture)

@@ -20,11 +20,9 @@ from sklearn.base import clone
 
 from ._progress import progress_bar
 from ._validation import check_history, check_scalar, check_seed
-from .factor_model import LogisticFactorModel
+from .predictor import predictor_class
 from .sampling import HybridSampler, Sampler, UniformSampler
 from .step_weights import learn_step_weights, validation_split
-from .stacking import StackedPredictor
-from .surrogate import GaussianProcessSurrogate
 
 __all__ = ["Selection", "default_candidates", "default_policies", "default_predict_every", "select_configuration"]
 
@@ -97,18 +95,20 @@ def default_candidates(n_models, random_state=0, n_questions=None):
     >>> default_candidates(16)["factor"].n_components
     15
     """
+    # the built-in predictors, by their registered names (faqstats.predictor)
+    factor, gp, stack = (predictor_class(name) for name in ("LogisticFactorModel", "GaussianProcessSurrogate",
+                                                            "StackedPredictor"))
     rank = int(max(1, min(16, n_models - 1)))
-    candidates = {"factor": LogisticFactorModel(n_components=rank, random_state=random_state),
-                  "gp": GaussianProcessSurrogate(random_state=random_state)}
+    candidates = {"factor": factor(n_components=rank, random_state=random_state),
+                  "gp": gp(random_state=random_state)}
     if n_models >= THIN_HISTORY:
         for k in (16, 64):
-            candidates[f"gp-{k}"] = GaussianProcessSurrogate(n_components=k, random_state=random_state)
+            candidates[f"gp-{k}"] = gp(n_components=k, random_state=random_state)
         if n_questions is None or n_models * n_questions <= STACK_MAX_CELLS:
-            candidates["stack"] = StackedPredictor(random_state=random_state)
+            candidates["stack"] = stack(random_state=random_state)
     else:  # a few models: the rank is capped by them; trust their correlations less instead
         for shrinkage in (0.5, 0.8):
-            candidates[f"gp-shrink-{shrinkage}"] = GaussianProcessSurrogate(shrinkage=shrinkage,
-                                                                          random_state=random_state)
+            candidates[f"gp-shrink-{shrinkage}"] = gp(shrinkage=shrinkage, random_state=random_state)
     return candidates
 
 
@@ -165,7 +165,7 @@ class Selection:
 
 def _sample_mean(budget):
     """The FPC sample mean: PAI without a predictor, sampling uniformly without replacement."""
-    return {"factor_model": None, "sampler": UniformSampler(replace=False), "budget": budget}
+    return {"predictor": None, "sampler": UniformSampler(replace=False), "budget": budget}
 
 
 def _cached_fit(cache, key, candidate, data):
@@ -219,6 +219,10 @@ verbose, cache
         candidates = default_candidates(H.shape[0], random_state, H.shape[1])
     if not candidates:
         raise ValueError("candidates must name at least one predictor.")
+    for name, candidate in candidates.items():
+        if not (callable(getattr(candidate, "fit", None)) and callable(getattr(candidate, "posterior", None))):
+            raise TypeError(f"candidates must be predictors (faqstats.Predictor: fit and posterior); {name!r} is "
+                            f"{type(candidate).__name__}.")
     policies = default_policies() if policies is None else dict(policies)
     if not policies:
         raise ValueError("policies must name at least one sampler.")
@@ -281,7 +285,7 @@ verbose, cache
     if top["predicted_ess"] > 1.0:
         choice = str(top["candidate"])
         model = _cached_fit(cache, ("whole", top["predictor"]), candidates[top["predictor"]], H)
-        params = {"factor_model": model, "sampler": clone(policies[top["policy"]]), "budget": budget,
+        params = {"predictor": model, "sampler": clone(policies[top["policy"]]), "budget": budget,
                   "step_weights": sw.weights, "predict_every": predict_every}
     else:
         choice, params = "sample-mean", _sample_mean(budget)

@@ -13,12 +13,13 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, check_seed, validate_history
 from .mixture import HistoryMixture, MixturePosterior
 from .posterior import PosteriorView, check_posterior_options, oracle_scores, read_only
+from .predictor import Predictor, register_predictor
 
 __all__ = ["BatchedStack", "HistoryMixture", "MixturePosterior", "StackedPosterior", "StackedPredictor"]
 
@@ -27,7 +28,7 @@ __all__ = ["BatchedStack", "HistoryMixture", "MixturePosterior", "StackedPosteri
 STACK_STEPS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
-class StackedPredictor(BaseEstimator):
+class StackedPredictor(Predictor):
     """Several predictors side by side, combined with weights that depend on the answers seen.
 
     Every component learns every answer; the prediction after ``n`` answers is
@@ -413,3 +414,6 @@ def _convex_least_squares(G, b):
         if value < best_value - 1e-15 * max(abs(value), 1.0):
             best, best_value = w, value
     return best
+
+
+register_predictor(StackedPredictor)

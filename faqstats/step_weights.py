@@ -17,6 +17,7 @@ from sklearn.base import clone
 from sklearn.isotonic import IsotonicRegression
 
 from ._validation import check_history, check_scalar, check_seed
+from .predictor import resolve_predictor_keyword
 
 __all__ = ["StepWeights", "default_runs", "learn_step_weights", "inverse_variance_weights", "validation_split"]
 
@@ -39,7 +40,8 @@ class StepWeights:
         Predicted variance of the weighted mean relative to the plain mean (below 1: the weights help).
     seconds : float
     factor_model : fitted estimator or None
-        The factor model refitted on the training part of the split (see ``fitted_factor_model``).
+        The predictor refitted on the training part of the split (see ``fitted_factor_model``;
+        also read as ``predictor``).
 
     Examples
     --------
@@ -62,6 +64,11 @@ class StepWeights:
     variance_ratio: float
     seconds: float
     factor_model: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def predictor(self):
+        """The predictor refitted on the training part of the split (``factor_model``)."""
+        return self.factor_model
 
     def plot(self, ax=None):
         """Measured and smoothed per-step variance, and the weights.
@@ -133,17 +140,18 @@ def default_runs(n_questions, budget):
     return int(np.clip(round(_RUN_WORK / (int(budget) * int(n_questions))), MIN_RUNS, MAX_RUNS))
 
 
-def learn_step_weights(history, factor_model, *, budget, sampler=None, validation_fraction=0.25, n_runs=None,
+def learn_step_weights(history, predictor=None, *, budget, sampler=None, validation_fraction=0.25, n_runs=None,
                        random_state=None, fitted_factor_model=None, device="cpu", dtype="float64", predict_every=1,
-                       cache=None):
+                       cache=None, **deprecated):
     """Learn per-step increment weights for ``budget`` queries by cross-fitting on the history.
 
     Parameters
     ----------
     history : array-like of shape (n_models, N)
         Earlier models' outcomes (NaN = not observed).
-    factor_model : unfitted estimator
-        Cloned and fitted on the history without the validation models (unless ``fitted_factor_model``).
+    predictor : unfitted predictor or None
+        Cloned and fitted on the history without the validation models (unless ``fitted_factor_model``
+        is given; then ``None``). ``factor_model=`` is its old name (deprecated, with a ``FutureWarning``).
     budget : int
         Queries of the run to weight.
     sampler : Sampler or None
@@ -156,8 +164,8 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     random_state : int or None, default=None
         Seeds the split (as :func:`~faqstats.experiments.tuning.tune_policy`'s) and the runs.
     fitted_factor_model : fitted estimator or None
-        A factor model already fitted on the training part of this split (an earlier
-        call's ``factor_model``): several budgets then share one refit.
+        A predictor already fitted on the training part of this split (an earlier
+        call's ``predictor``): several budgets then share one refit.
     device, dtype : str
         Of the batched engine (:func:`faqstats.batched.simulate`) that runs the validation
         runs; on large banks lower ``n_runs`` or use a GPU.
@@ -187,6 +195,9 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     from .batched import simulate
     from .sampling import HybridSampler
 
+    predictor = resolve_predictor_keyword(predictor, deprecated, "learn_step_weights")
+    if predictor is None and fitted_factor_model is None:
+        raise ValueError("learn_step_weights needs a predictor (unfitted) or fitted_factor_model.")
     start = time.perf_counter()
     random_state = check_seed(random_state)
     check_scalar(budget, "budget", kind=numbers.Integral, low=3)
@@ -194,7 +205,7 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
     train, Z = validation_split(history, validation_fraction, random_state)
     n_runs = default_runs(Z.shape[1], budget) if n_runs is None else n_runs
     check_scalar(n_runs, "n_runs", kind=numbers.Integral, low=1)
-    fm = fitted_factor_model if fitted_factor_model is not None else clone(factor_model).fit(train)
+    fm = fitted_factor_model if fitted_factor_model is not None else clone(predictor).fit(train)
     sampler = HybridSampler() if sampler is None else sampler
     n_val = Z.shape[0]
     rows = np.repeat(np.arange(n_val), max(1, math.ceil(n_runs / n_val)))
@@ -206,7 +217,7 @@ def learn_step_weights(history, factor_model, *, budget, sampler=None, validatio
         increments = kept[2][:, :budget]  # the first `budget` increments of longer runs
     else:
         gens = [np.random.default_rng([random_state, 4, budget, r]) for r in range(rows.size)]
-        runs = simulate(Z, gens, factor_model=fm, sampler=sampler, budget=budget, rows=rows, keep_increments=True,
+        runs = simulate(Z, gens, predictor=fm, sampler=sampler, budget=budget, rows=rows, keep_increments=True,
                         keep_ranges=False, device=device, dtype=dtype, predict_every=predict_every)
         increments = runs.increments
         if cache is not None and (kept is None or kept[0] is not fm or kept[1] < budget):

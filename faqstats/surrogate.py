@@ -10,17 +10,18 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import TransformerMixin
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_generator, check_scalar, observed_halves, validate_history
 from .posterior import GaussianPosterior
+from .predictor import Predictor, register_predictor
 
 __all__ = ["GaussianProcessSurrogate"]
 
 
-class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
+class GaussianProcessSurrogate(TransformerMixin, Predictor):
     """Empirical-covariance Gaussian process on the history's responses, in low-rank form.
 
     A drop-in for a fitted :class:`~faqstats.LogisticFactorModel` (e.g. in :class:`~faqstats.PAIEstimator`):
@@ -220,3 +221,6 @@ class GaussianProcessSurrogate(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
         return tags
+
+
+register_predictor(GaussianProcessSurrogate)

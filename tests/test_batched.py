@@ -50,7 +50,7 @@ def test_matches_estimator_run_for_run(bank, fm, use_fm, sampler):
     Z = bank.new_outcomes
     rows = np.arange(10) % Z.shape[0]
     seeds = [[7, r] for r in range(10)]
-    runs = simulate(Z, [np.random.default_rng(s) for s in seeds], factor_model=factor_model, sampler=sampler,
+    runs = simulate(Z, [np.random.default_rng(s) for s in seeds], predictor=factor_model, sampler=sampler,
                     budget=15, rows=rows)
     got = np.column_stack([runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries])
     want = _sequential(factor_model, sampler, 15, Z, rows, seeds)
@@ -63,7 +63,7 @@ def test_quadratic_form_refresh_over_long_runs(fm, bank):
     # 300 rank-one downdates pass the from-scratch refresh (every 256) of the quadratic forms
     sampler = fq.ActiveLearningSampler(tau=0.3, replace=True)
     Z = bank.new_outcomes
-    runs = simulate(Z, [np.random.default_rng(s) for s in range(3)], factor_model=fm, sampler=sampler, budget=300,
+    runs = simulate(Z, [np.random.default_rng(s) for s in range(3)], predictor=fm, sampler=sampler, budget=300,
                     rows=[0, 1, 2])
     want = _sequential(fm, sampler, 300, Z, [0, 1, 2], range(3))
     np.testing.assert_allclose(runs.estimate, want[:, 0], atol=1e-8)
@@ -72,11 +72,11 @@ def test_quadratic_form_refresh_over_long_runs(fm, bank):
 def test_chunking_and_intervals(bank, fm):
     Z = bank.new_outcomes
     gens = lambda: [np.random.default_rng(s) for s in range(9)]  # noqa: E731
-    whole = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3)
-    chunked = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3, max_elements=2 * Z.shape[1])
+    whole = simulate(Z, gens(), predictor=fm, budget=12, rows=np.arange(9) % 3)
+    chunked = simulate(Z, gens(), predictor=fm, budget=12, rows=np.arange(9) % 3, max_elements=2 * Z.shape[1])
     np.testing.assert_array_equal(whole.estimate, chunked.estimate)
     for interval in ("t", "normal"):
-        runs = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3, interval=interval, alpha=0.1)
+        runs = simulate(Z, gens(), predictor=fm, budget=12, rows=np.arange(9) % 3, interval=interval, alpha=0.1)
         want = []
         for r, s in enumerate(range(9)):
             est = fq.PAIEstimator(fm, budget=12, interval=interval, random_state=np.random.default_rng(s)).fit(Z[r % 3])
@@ -93,7 +93,7 @@ def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error
 
     Z = bank.new_outcomes
     gens = lambda: [np.random.default_rng(s) for s in range(9)]  # noqa: E731
-    whole = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3)
+    whole = simulate(Z, gens(), predictor=fm, budget=12, rows=np.arange(9) % 3)
     run, sizes = batched._Lockstep.run, []
 
     released = []
@@ -109,7 +109,7 @@ def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error
     monkeypatch.setattr(batched._Lockstep, "run", short_of_memory)
     done = []
     with pytest.warns(ResourceWarning, match="out of memory with 9 runs per chunk; going on with 4"):
-        runs = simulate(Z, gens(), factor_model=fm, budget=12, rows=np.arange(9) % 3, progress=done.append)
+        runs = simulate(Z, gens(), predictor=fm, budget=12, rows=np.arange(9) % 3, progress=done.append)
     np.testing.assert_array_equal(runs.estimate, whole.estimate)
     np.testing.assert_allclose(runs.low, whole.low, rtol=1e-12)  # batched variances sum per chunk
     assert sizes[:3] == [9, 4, 2] and sum(done) == 9 and max(done) <= 2
@@ -127,16 +127,16 @@ def test_other_errors_and_single_run_chunks_are_not_retried(bank, fm, monkeypatc
     Z = bank.new_outcomes
     monkeypatch.setattr(batched._Lockstep, "run", fail(ValueError("bad input")))
     with pytest.raises(ValueError, match="bad input"):
-        simulate(Z, [np.random.default_rng(s) for s in range(4)], factor_model=fm, budget=12, rows=[0, 1, 2, 0])
+        simulate(Z, [np.random.default_rng(s) for s in range(4)], predictor=fm, budget=12, rows=[0, 1, 2, 0])
     monkeypatch.setattr(batched._Lockstep, "run", fail(MemoryError()))
     with pytest.raises(MemoryError), pytest.warns(ResourceWarning):
-        simulate(Z, [np.random.default_rng(s) for s in range(4)], factor_model=fm, budget=12, rows=[0, 1, 2, 0])
+        simulate(Z, [np.random.default_rng(s) for s in range(4)], predictor=fm, budget=12, rows=[0, 1, 2, 0])
 
 
 def test_float32_close_to_float64(bank, fm):
     Z = bank.new_outcomes
-    a = simulate(Z, [np.random.default_rng(s) for s in range(6)], factor_model=fm, budget=20, dtype="float64")
-    b = simulate(Z, [np.random.default_rng(s) for s in range(6)], factor_model=fm, budget=20, dtype="float32")
+    a = simulate(Z, [np.random.default_rng(s) for s in range(6)], predictor=fm, budget=20, dtype="float64")
+    b = simulate(Z, [np.random.default_rng(s) for s in range(6)], predictor=fm, budget=20, dtype="float32")
     # float32 may move a draw across a bucket boundary now and then; most runs agree closely
     assert np.mean(np.abs(a.estimate - b.estimate) < 1e-4) >= 0.8
 
@@ -158,11 +158,11 @@ def test_supports_and_errors(bank, fm):
     assert not supports(fq.HybridSampler(), batch_size=2)
     Z = bank.new_outcomes
     with pytest.raises(ValueError, match="complete"):
-        simulate(np.where(Z == 1, np.nan, Z), [0], factor_model=fm, budget=5)
+        simulate(np.where(Z == 1, np.nan, Z), [0], predictor=fm, budget=5)
     with pytest.raises(ValueError, match="rows"):
-        simulate(Z, [0, 1], factor_model=fm, budget=5, rows=[0])
+        simulate(Z, [0, 1], predictor=fm, budget=5, rows=[0])
     with pytest.raises(ValueError, match="budget"):
-        simulate(Z, [0], factor_model=fm, budget=10_000)
+        simulate(Z, [0], predictor=fm, budget=10_000)
     with pytest.raises(ValueError, match="needs a fitted factor_model"):
         simulate(Z, [0], sampler=fq.NeymanSampler(), budget=5)
 
@@ -184,7 +184,7 @@ def test_kept_increments_and_ranges_match_the_sequential_run(bank, fm):
     from faqstats._engine import SequentialRun
 
     Z = bank.new_outcomes
-    runs = simulate(Z, [np.random.default_rng(3)], factor_model=fm, budget=10, rows=[2], keep_increments=True)
+    runs = simulate(Z, [np.random.default_rng(3)], predictor=fm, budget=10, rows=[2], keep_increments=True)
     est = fq.PAIEstimator(fm, budget=10, random_state=np.random.default_rng(3)).fit(Z[2])
     np.testing.assert_allclose(runs.increments[0], est.queries_["increment"], atol=1e-12)
     # replay the run to get each round's announced range
@@ -199,4 +199,4 @@ def test_kept_increments_and_ranges_match_the_sequential_run(bank, fm):
 
 def test_keep_increments_is_refused_for_the_stream_design_before_any_work(bank, fm):
     with pytest.raises(ValueError, match="keep_increments"):
-        simulate(bank.new_outcomes, [0], factor_model=fm, sampler=fq.BernoulliAIPW(), budget=5, keep_increments=True)
+        simulate(bank.new_outcomes, [0], predictor=fm, sampler=fq.BernoulliAIPW(), budget=5, keep_increments=True)

@@ -52,7 +52,7 @@ def test_census_is_exact_with_zero_width_in_every_path(bank, fm):
     assert abs(low - theta) < 1e-12 and abs(high - theta) < 1e-12
     # one draw short of the bank: the usual interval
     assert fq.PAIEstimator(fm, budget=29, random_state=3).fit(z).std_error_ > 0
-    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=fm, budget=30)
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], predictor=fm, budget=30)
     np.testing.assert_allclose(runs.estimate, bank.new_outcomes[:4].mean(1), atol=1e-12)
     assert (runs.std_error == 0).all()
     session = fq.EvaluationSession(fm, budget=30, batch_size=7, random_state=0)
@@ -125,8 +125,8 @@ def near_census_table(n_questions, budgets, seeds, n_new=20):
     table = []
     for b in budgets:
         for name, kwargs in (("default", {}), ("equal", {"step_weights": np.ones(b)}),
-                             ("fpc-mean", {"factor_model": None, "sampler": fq.UniformSampler(replace=False)})):
-            kwargs = {"factor_model": fm, **kwargs}
+                             ("fpc-mean", {"predictor": None, "sampler": fq.UniformSampler(replace=False)})):
+            kwargs = {"predictor": fm, **kwargs}
             runs = simulate(Z, [np.random.default_rng([b, r]) for r in range(rows.size)], budget=b, rows=rows, **kwargs)
             table.append({"N": n_questions, "budget": b, "method": name, "runs": rows.size,
                           "coverage": np.mean((runs.low <= truth) & (truth <= runs.high)),

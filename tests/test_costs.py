@@ -225,7 +225,7 @@ def test_batched_engine_runs_the_cost_weighted_policy_as_the_estimator():
     est = fq.PAIEstimator(fm, base, budget_cost=0.2 * costs.sum(), random_state=np.random.default_rng(3))
     est.fit(bank.new_outcomes[0], costs=costs)
     n = len(est.queries_)
-    runs = simulate(bank.new_outcomes, [np.random.default_rng(3)], factor_model=fm,
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(3)], predictor=fm,
                     sampler=CostWeightedSampler(base, costs), budget=n, rows=[0])
     assert abs(runs.estimate[0] - est.estimate_) < 1e-9
 

@@ -35,7 +35,7 @@ def test_estimator_session_and_batched_engine_make_the_same_draws(bank, fm, repl
     sampler = UncertaintyFirst(tau=0.3, replace=replace)
     Z = bank.new_outcomes
     seeds = [[11, r] for r in range(4)]
-    runs = simulate(Z, [np.random.default_rng(s) for s in seeds], factor_model=fm, sampler=sampler, budget=30,
+    runs = simulate(Z, [np.random.default_rng(s) for s in seeds], predictor=fm, sampler=sampler, budget=30,
                     rows=np.arange(4), keep_increments=True)
     for r, seed in enumerate(seeds):
         est = fq.PAIEstimator(fm, sampler, budget=30, random_state=np.random.default_rng(seed)).fit(Z[r])

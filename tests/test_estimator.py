@@ -112,7 +112,7 @@ def test_crash_in_callable_keeps_recorded_answers(bank, fm):
     ],
 )
 def test_bad_input_gets_a_clear_error(fm, kwargs, outcomes, err, match):
-    params = {"factor_model": fm, "sampler": fq.HybridSampler(), "budget": 10, "random_state": 0, **kwargs}
+    params = {"predictor": fm, "sampler": fq.HybridSampler(), "budget": 10, "random_state": 0, **kwargs}
     with pytest.raises(err, match=match):
         fq.PAIEstimator(**params).fit(outcomes(fm.question_factors_.shape[0]))
 
@@ -156,7 +156,7 @@ def test_interval_stays_in_unit_interval_and_contains_clipped_estimate(estimate,
 
 
 def test_robust_t_is_the_default_and_at_least_as_wide_as_t(bank, fm):
-    kw = dict(factor_model=fm, budget=30, random_state=3)
+    kw = dict(predictor=fm, budget=30, random_state=3)
     robust = fq.PAIEstimator(**kw).fit(bank.new_outcomes[0])
     plain = fq.PAIEstimator(interval="t", **kw).fit(bank.new_outcomes[0])
     lam = finite_population_weights(300, 30) / finite_population_weights(300, 30).sum()
@@ -176,7 +176,7 @@ def test_effective_df_reacts_to_heavy_tails():
 
 
 def test_t_interval_is_wider_than_normal(bank, fm):
-    kw = dict(factor_model=fm, budget=12, random_state=3)
+    kw = dict(predictor=fm, budget=12, random_state=3)
     t_est = fq.PAIEstimator(interval="t", **kw).fit(bank.new_outcomes[0])
     z_est = fq.PAIEstimator(interval="normal", **kw).fit(bank.new_outcomes[0])
     assert 10.9 < t_est.result_.df < 11 and z_est.result_.df is None  # Kish's effective 12 increments - 1
@@ -225,7 +225,7 @@ def test_paper_variance_option_runs_and_is_smaller_on_average(bank, fm):
     """NOTES fact 1: the paper's closed form is biased downward relative to the exact one."""
     ratios = []
     for seed in range(20):
-        kw = dict(factor_model=fm, sampler=fq.HybridSampler(tau=0.05, replace=True), budget=40, random_state=seed)
+        kw = dict(predictor=fm, sampler=fq.HybridSampler(tau=0.05, replace=True), budget=40, random_state=seed)
         a = fq.PAIEstimator(variance="martingale", **kw).fit(bank.new_outcomes[5])
         with warnings.catch_warnings():  # the closed form can go negative (reported as 0, with a warning)
             warnings.simplefilter("ignore", RuntimeWarning)

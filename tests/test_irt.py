@@ -72,7 +72,7 @@ def test_estimator_and_batched_engine_agree(planted, sampler):
     irt = fq.ItemResponseModel().fit(planted[0])
     outcomes = np.nan_to_num(_planted(n_models=3, seed=9, missing=0.0)[0])
     rows = [0, 1, 2, 0]
-    runs = simulate(outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=irt, sampler=sampler,
+    runs = simulate(outcomes, [np.random.default_rng(s) for s in range(4)], predictor=irt, sampler=sampler,
                     budget=25, rows=rows)
     for s, r in enumerate(rows):
         est = fq.PAIEstimator(irt, sampler, budget=25, random_state=np.random.default_rng(s)).fit(outcomes[r])

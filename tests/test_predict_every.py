@@ -55,9 +55,9 @@ def test_estimator_and_batched_engine_agree(sampler):
     bank = fq.make_synthetic_bank(n_models=60, n_questions=120, n_components=2, random_state=0)
     fm = fq.LogisticFactorModel(n_components=2, max_iter=60, random_state=0).fit(bank.history)
     rows = [0, 1, 2, 0]
-    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=fm,
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], predictor=fm,
                     sampler=sampler, budget=20, rows=rows, predict_every=4)
-    every_answer = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=fm,
+    every_answer = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], predictor=fm,
                             sampler=sampler, budget=20, rows=rows)
     assert not np.array_equal(runs.estimate, every_answer.estimate)  # the schedule is in effect
     for s, r in enumerate(rows):

@@ -108,7 +108,7 @@ def uniform_baseline(openllm_split):
     for i in range(new.shape[0]):
         for r in range(N_REPEATS):
             e = fq.PAIEstimator(
-                factor_model=None, sampler=fq.UniformSampler(replace=False), budget=BUDGET, random_state=_run_rng(i, r)
+                predictor=None, sampler=fq.UniformSampler(replace=False), budget=BUDGET, random_state=_run_rng(i, r)
             ).fit(new[i])
             est[i, r] = e.estimate_
             var[i, r] = e.std_error_**2

@@ -31,7 +31,7 @@ def fm(bank):
                          ids=["uniform", "uniform-replace", "neyman", "hybrid", "hybrid-replace", "hybrid-r1"])
 def test_kept_scores_ask_the_estimators_questions(bank, fm, sampler, every):
     rows = [0, 1, 2, 0, 1]
-    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(5)], factor_model=fm,
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(5)], predictor=fm,
                     sampler=sampler, budget=60, rows=rows, predict_every=every, step_weights=np.linspace(1, 2, 60))
     for s, r in enumerate(rows):
         est = fq.PAIEstimator(fm, sampler, budget=60, random_state=np.random.default_rng(s), predict_every=every,
@@ -42,7 +42,7 @@ def test_kept_scores_ask_the_estimators_questions(bank, fm, sampler, every):
 
 def test_chunks_and_kept_scores_do_not_change_the_runs(bank, fm):
     gens = lambda: [np.random.default_rng(s) for s in range(7)]  # noqa: E731
-    kw = dict(factor_model=fm, budget=40, rows=np.arange(7) % 3, predict_every=4)
+    kw = dict(predictor=fm, budget=40, rows=np.arange(7) % 3, predict_every=4)
     one = simulate(bank.new_outcomes, gens(), **kw)
     small = simulate(bank.new_outcomes, gens(), max_elements=2 * 300, **kw)
     np.testing.assert_array_equal(one.estimate, small.estimate)

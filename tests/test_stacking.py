@@ -85,7 +85,7 @@ def test_estimator_and_batched_engine_agree(bank, stack, sampler, predict_every)
     outcomes, rows = bank.new_outcomes, [0, 1, 2, 0]
     weights = np.linspace(1, 2, 20)
     for model in (stack, fq.HistoryMixture().fit(bank.history)):
-        runs = simulate(outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=model, sampler=sampler,
+        runs = simulate(outcomes, [np.random.default_rng(s) for s in range(4)], predictor=model, sampler=sampler,
                         budget=20, rows=rows, predict_every=predict_every, step_weights=weights, keep_increments=True)
         for s, r in enumerate(rows):
             est = fq.PAIEstimator(model, sampler, budget=20, random_state=np.random.default_rng(s),
@@ -96,7 +96,7 @@ def test_estimator_and_batched_engine_agree(bank, stack, sampler, predict_every)
 
 def test_the_stream_design_takes_a_stack(bank, stack):
     sampler = fq.BernoulliAIPW(score="neyman")
-    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(3)], factor_model=stack,
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(3)], predictor=stack,
                     sampler=sampler, budget=20)
     for s in range(3):
         est = fq.PAIEstimator(stack, sampler, budget=20, random_state=np.random.default_rng(s)).fit(

@@ -110,7 +110,7 @@ def test_step_weights_do_not_apply_to_the_sample_mean(bank):
 def test_batched_engine_matches_the_estimator_with_weights(bank, fm, sampler):
     w = np.geomspace(1, 3, 20)
     seeds = [[5, r] for r in range(6)]
-    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in seeds], factor_model=fm, sampler=sampler,
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in seeds], predictor=fm, sampler=sampler,
                     budget=20, rows=np.arange(6), step_weights=w)
     for r, s in enumerate(seeds):
         est = fq.PAIEstimator(fm, sampler, budget=20, step_weights=w,
@@ -152,7 +152,7 @@ def test_learned_weights_lower_the_variance_on_new_models(bank, fm):
     mse = {}
     for name, w in (("equal", np.ones(40)), ("learned", sw.weights)):
         gens = [np.random.default_rng([11, r]) for r in range(rows.size)]
-        runs = simulate(Z, gens, factor_model=fm, budget=40, rows=rows, step_weights=w)
+        runs = simulate(Z, gens, predictor=fm, budget=40, rows=rows, step_weights=w)
         mse[name] = np.mean((runs.estimate - truth) ** 2)
         cover = np.mean((runs.low <= truth) & (truth <= runs.high))
         assert cover >= 0.93, (name, cover)

@@ -53,7 +53,7 @@ def test_pai_with_gp_predictions_is_exactly_unbiased_with_exact_variance_by_enum
                          ids=["hybrid", "active", "hybrid-replace", "aipw"])
 def test_estimator_and_batched_engine_agree(bank, gp, sampler):
     rows = [0, 1, 2, 0]
-    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=gp,
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], predictor=gp,
                     sampler=sampler, budget=25, rows=rows)
     for s, r in enumerate(rows):
         est = fq.PAIEstimator(gp, sampler, budget=25, random_state=np.random.default_rng(s)).fit(bank.new_outcomes[r])

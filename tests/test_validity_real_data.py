@@ -39,7 +39,7 @@ def test_default_interval_covers_at_every_budget(setting, budget):
     fm, new = setting
     rows = np.repeat(np.arange(new.shape[0]), SEEDS)
     gens = [np.random.default_rng([11, budget, r]) for r in range(rows.size)]
-    runs = simulate(new, gens, factor_model=fm, budget=budget, rows=rows, keep_increments=budget == 170)
+    runs = simulate(new, gens, predictor=fm, budget=budget, rows=rows, keep_increments=budget == 170)
     truth = new.mean(axis=1)[rows]
     covered = (runs.low <= truth) & (truth <= runs.high)
     per_model = covered.reshape(-1, SEEDS).mean(axis=1)
@@ -77,7 +77,7 @@ def test_learned_step_weights_keep_coverage_and_cut_variance(setting, learned_we
     out = {}
     for name, w in (("equal", None), ("learned", learned_weights[budget].weights)):
         gens = [np.random.default_rng([12, budget, r]) for r in range(rows.size)]
-        runs = simulate(new, gens, factor_model=fm, budget=budget, rows=rows, step_weights=w)
+        runs = simulate(new, gens, predictor=fm, budget=budget, rows=rows, step_weights=w)
         covered = (runs.low <= truth) & (truth <= runs.high)
         per_model = covered.reshape(-1, SEEDS).mean(axis=1)
         out[name] = np.mean(runs.std_error**2)

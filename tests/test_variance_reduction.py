@@ -48,7 +48,7 @@ def test_estimator_and_batched_engine_agree(kind):
                  else fq.LogisticFactorModel(n_components=3, max_iter=100, random_state=0)).fit(bank.history)
     sampler = fq.VarianceReductionSampler()
     rows = [0, 1, 2, 0]
-    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=predictor,
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], predictor=predictor,
                     sampler=sampler, budget=20, rows=rows)
     for s, r in enumerate(rows):
         est = fq.PAIEstimator(predictor, sampler, budget=20, random_state=np.random.default_rng(s))

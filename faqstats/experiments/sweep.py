@@ -233,7 +233,7 @@ def _run_columns(factor_model, sampler, step_weights, budget, gens, models, swee
     plain = sweep.groups is None and sweep.costs is None and sweep.clusters is None
     if sweep.engine != "sequential" and supports(sampler) and plain:
         with _torch_threads(sweep.threads):  # the seeds in lockstep too: one query's fixed cost for all
-            runs = simulate(sweep.new, gens, factor_model=factor_model, sampler=sampler, budget=int(budget),
+            runs = simulate(sweep.new, gens, predictor=factor_model, sampler=sampler, budget=int(budget),
                             alpha=sweep.alpha, device=sweep.device, dtype=sweep.dtype, step_weights=step_weights,
                             predict_every=sweep.predict_every, rows=models)
         columns = [runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries, np.full(len(gens), np.nan)]

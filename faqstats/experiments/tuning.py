@@ -164,7 +164,7 @@ def tune_policy(history, factor_model, *, budget, sampler=None, grid=None, valid
     bar = progress_bar(len(points), "tuning", verbose, unit="point")
     for params in points:
         gens = [np.random.default_rng([random_state, 3, int(budget), r]) for r in range(model_rows.size)]
-        runs = simulate(Z, gens, factor_model=fm, sampler=clone(template).set_params(**params), budget=int(budget),
+        runs = simulate(Z, gens, predictor=fm, sampler=clone(template).set_params(**params), budget=int(budget),
                         rows=model_rows, alpha=alpha)
         covered = (runs.low <= truth) & (truth <= runs.high)
         rows.append(params | {"n_runs": covered.size, "coverage": covered.mean(),

@@ -13,7 +13,7 @@ from .checks import array_sha256, check_format_header, check_question_ids, check
 from .checks import question_ids_sha256, utc_now
 from .configuration import configuration_from, load_configuration, save_configuration
 from .models import FORMAT_NAME, FORMAT_VERSION, PREDICTOR_FORMAT_VERSION
-from .models import load_factor_model, load_model_file, save_factor_model, save_predictor
+from .models import load_factor_model, load_model_file, save_factor_model, save_predictor, unsaved_reason
 from .samplers import sampler_from_spec, sampler_spec
 from .session_state import SESSION_FORMAT, SESSION_FORMAT_VERSION
 from .session_state import read_session_state, session_checksums, write_session_state

@@ -29,6 +29,8 @@ form, or none, or a saved configuration; older faqstats refuse it as newer. ``es
 (S, K + 1); metadata ``components``: each component's ``name``, ``estimator``, ``params`` and
 sizes, its arrays prefixed ``component<i>.``), a low-rank class (its arrays as in version 1, without
 ``loss_curve``), or null (no predictor: the FPC sample mean; only ``question_ids``).
+``estimator`` may also name a predictor of your own, registered by that name and saved through its
+save pair (:mod:`faqstats.io.predictor_arrays`).
 ``configuration`` (:func:`~faqstats.save_configuration`; with its own ``sha256``): ``choice``,
 ``budget``, ``predict_every``, ``policy`` (class, module, params), ``predicted_ess``,
 ``n_validation``, ``n_runs``, ``seconds``, ``configured_budget`` and ``table`` (``columns``,
@@ -52,8 +54,9 @@ from ..surrogate import GaussianProcessSurrogate
 from .checks import (array_sha256, check_format_header, check_ids, check_reader_options, header, json_safe,
                      json_sha256, question_ids_sha256, utc_now)
 from .npz import npz_path, read_array, read_float, read_ids, require_entries
+from .predictor_arrays import read_save_pair, save_pair_entries, unsaved_reason
 
-__all__ = ["save_factor_model", "load_factor_model", "load_model_file", "save_predictor"]
+__all__ = ["save_factor_model", "load_factor_model", "load_model_file", "save_predictor", "unsaved_reason"]
 
 FORMAT_NAME = "faqstats.factor_model"
 FORMAT_VERSION = 1  # what low-rank predictors are written as (older faqstats read them)
@@ -75,9 +78,13 @@ def save_factor_model(model, path, *, question_ids=None, reader=None):
 
     Parameters
     ----------
-    model : fitted LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate or ItemResponseModel
-        For the CV model its ``best_estimator_`` is saved, with the CV results; an item response
-        model as its factor-model view (:meth:`~faqstats.ItemResponseModel.as_factor_model`).
+    model : fitted predictor
+        A built-in predictor: for the CV model its ``best_estimator_`` is saved, with the CV
+        results; an item response model as its factor-model view
+        (:meth:`~faqstats.ItemResponseModel.as_factor_model`); a mixture or a stack in format
+        version 2. Or a registered :class:`~faqstats.Predictor` of your own with the save pair
+        ``get_arrays`` / ``from_arrays`` (format version 2); one without it is refused with a
+        ``TypeError`` saying what to add.
     path : str or os.PathLike
         Destination; like :func:`numpy.savez`, ``".npz"`` is appended when missing
         (:func:`load_factor_model` applies the same rule).
@@ -116,11 +123,12 @@ def save_factor_model(model, path, *, question_ids=None, reader=None):
         cv, model = model, model.best_estimator_
     if isinstance(model, ItemResponseModel):  # saved as its factor-model view: same predictions and posterior
         model = model.as_factor_model()
-    if isinstance(model, (HistoryMixture, StackedPredictor)):  # not of the low-rank form: format version 2
-        return save_predictor(model, path, question_ids=question_ids, reader=reader)
     if not isinstance(model, (LogisticFactorModel, GaussianProcessSurrogate)):
-        raise TypeError("model must be a LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate, "
-                        f"ItemResponseModel, HistoryMixture or StackedPredictor, got {type(model).__name__}.")
+        reason = unsaved_reason(model)
+        if reason is not None:
+            raise TypeError(reason)
+        # not of the low-rank form (a mixture, a stack, a predictor of your own): format version 2
+        return save_predictor(model, path, question_ids=question_ids, reader=reader)
     notes, cv_meta, cv_arrays = [], None, {}
     if cv is not None:
         cv_meta = {
@@ -265,8 +273,7 @@ def _predictor_entries(model, prefix, notes):
                 "n_validation": int(getattr(model, "n_validation_", 0)), "components": components}
         return meta, arrays
     if not isinstance(model, (LogisticFactorModel, GaussianProcessSurrogate)):
-        raise TypeError(f"A {kind} cannot be saved: its predictors must be LogisticFactorModel, "
-                        "GaussianProcessSurrogate, ItemResponseModel, HistoryMixture or StackedPredictor.")
+        return save_pair_entries(model, prefix, notes)  # a predictor of your own (TypeError without the pair)
     return _low_rank_entries(model, prefix, notes)
 
 
@@ -478,7 +485,7 @@ def _read_predictor(data, meta, prefix, n, path, kind):
     if kind == "StackedPredictor":
         return _read_stack(data, meta, prefix, n, path, where)
     if kind not in ("LogisticFactorModel", "GaussianProcessSurrogate"):
-        raise ValueError(f"{path}: metadata{where} names an unknown estimator {kind!r}.")
+        return read_save_pair(data, meta, prefix, n, path, where, kind)  # registered, or an unknown estimator
     return _read_low_rank(data, meta, prefix, n, path, where, kind)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..estimator import PAIEstimator
 from ..io import question_ids_sha256, sampler_from_spec, utc_now
+from ..predictor import resolve_predictor_keyword
 from ..sampling import HybridSampler, Sampler
 from . import reporting
 from ._store import SessionStore
@@ -24,6 +25,8 @@ from .questions import bank_ids, n_questions_of, session_predictor
 from .rounds import Rounds
 
 __all__ = ["EvaluationSession", "NextQuestions"]
+
+_UNSET = object()  # no predictor given (None is the sample mean)
 
 
 class NextQuestions(NamedTuple):
@@ -38,9 +41,11 @@ class EvaluationSession:
 
     Parameters
     ----------
-    factor_model : fitted predictor, path or None
-        A fitted LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate, ItemResponseModel,
-        HistoryMixture or StackedPredictor, or the path of one saved with :func:`~faqstats.save_factor_model`;
+    predictor : fitted predictor, path or None
+        A fitted built-in predictor (LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate,
+        ItemResponseModel, HistoryMixture, StackedPredictor), a registered :class:`~faqstats.Predictor` with
+        the save pair, or the path of one saved with :func:`~faqstats.save_factor_model` (``factor_model=``,
+        the old name, is deprecated);
         None: no predictor (the sample mean, with ``sampler=UniformSampler(replace=False)``; needs
         ``question_ids``). :meth:`from_configuration` takes a saved configuration.
     question_ids : sequence of str or of int, optional
@@ -92,8 +97,8 @@ class EvaluationSession:
 
     Attributes
     ----------
-    question_ids, factor_model, sampler, directory
-        As given (the model as loaded from ``directory``, when there is one).
+    question_ids, predictor, sampler, directory
+        As given (``factor_model`` reads ``predictor``) (the model as loaded from ``directory``, when there is one).
     budget, batch_size, stop_when_width, alpha, random_state
         The configuration (read-only).
     n_draws, n_queries, n_answers, pending, done, stop_reason
@@ -119,11 +124,14 @@ class EvaluationSession:
     True
     """
 
-    def __init__(self, factor_model, question_ids=None, *, sampler=None, budget=100, batch_size=1,
+    def __init__(self, predictor=_UNSET, question_ids=None, *, sampler=None, budget=100, batch_size=1,
                  stop_when_width=None, alpha=0.05, confidence_sequence=False, interval="robust-t",
                  step_weights=None, random_state=None, directory=None, dtype="float64", predict_every=1,
                  groups=None, estimand="micro", min_group_share=0.0, stratify=False, costs=None, budget_cost=None,
-                 clusters=None):
+                 clusters=None, **deprecated):
+        factor_model = resolve_predictor_keyword(predictor, deprecated, "EvaluationSession", _UNSET)
+        if factor_model is _UNSET:
+            raise TypeError("EvaluationSession needs a predictor (None for the sample mean).")
         if directory is not None:
             SessionStore.refuse_existing(directory)
         factor_model = session_predictor(factor_model)
@@ -146,14 +154,14 @@ class EvaluationSession:
 
     # -- construction ------------------------------------------------------------
     @classmethod
-    def create(cls, directory, factor_model, question_ids=None, **params):
+    def create(cls, directory, predictor=_UNSET, question_ids=None, **params):
         """Start a session in ``directory`` (``FileExistsError`` if one is there).
 
         Parameters
         ----------
         directory : str or os.PathLike
             Where the session is written.
-        factor_model, question_ids
+        predictor, question_ids
             As in the class.
         **params
             The class's other keyword arguments.
@@ -165,7 +173,7 @@ class EvaluationSession:
         """
         if directory is None:
             raise ValueError("directory must be a path; for a session kept in memory use EvaluationSession(...).")
-        return cls(factor_model, question_ids, directory=directory, **params)
+        return cls(predictor, question_ids, directory=directory, **params)
 
     @classmethod
     def from_configuration(cls, configuration, question_ids=None, *, budget=None, directory=None, **params):
@@ -268,7 +276,7 @@ class EvaluationSession:
                                               costs=config.get("costs"), clusters=config.get("clusters"))
         self._rounds = Rounds(self._loop)
         self._config = config
-        self.factor_model = fm
+        self.predictor = fm
         self.sampler = sampler
         self.question_ids = list(ids)
         self._id_type = id_type
@@ -282,6 +290,8 @@ class EvaluationSession:
         self._save()
 
     # -- parameters ----------------------------------------------------------------
+    factor_model = property(lambda self: self.predictor, doc="The ``predictor`` (its old name).")
+
     @property
     def budget(self):
         """The maximum number of draws (with ``budget_cost``: the draws it buys, fixed at the start)."""
@@ -471,7 +481,7 @@ class EvaluationSession:
             self._save()
         except BaseException:
             # rebuild the loop from the snapshot by replaying it
-            self._setup(self.factor_model, self.question_ids, self._id_type, self._config, self.sampler)
+            self._setup(self.predictor, self.question_ids, self._id_type, self._config, self.sampler)
             self._rng.bit_generator.state = rng_state
             self._rounds.replay(draws, answers, "session")
             raise

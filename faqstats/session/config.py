@@ -85,12 +85,12 @@ def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, 
     return config
 
 
-def session_estimator(factor_model, sampler, config):
+def session_estimator(predictor, sampler, config):
     """The :class:`~faqstats.PAIEstimator` a session's ``config`` describes (its parameters checked by its loop).
 
     Parameters
     ----------
-    factor_model : fitted predictor or None
+    predictor : fitted predictor or None
         The session's predictor.
     sampler : Sampler
         The session's policy.
@@ -109,7 +109,7 @@ def session_estimator(factor_model, sampler, config):
     track_cs = bool(config["confidence_sequence"]) or config["stop_when_width"] is not None
     params = {name: config[name] for name in (*_ALWAYS, "interval")}
     params |= {name: config[name] for name in _UNLESS_DEFAULT if name in config}
-    return PAIEstimator(factor_model, sampler, confidence_sequence=float(alpha) if track_cs else False, **params)
+    return PAIEstimator(predictor, sampler, confidence_sequence=float(alpha) if track_cs else False, **params)
 
 
 def configured_session(configuration, question_ids, budget, params):
@@ -132,7 +132,7 @@ def configured_session(configuration, question_ids, budget, params):
         The predictor (None for the sample mean), the ids, the session's keyword arguments with the
         configuration's policy, budget, step weights and refresh schedule, and the harness reader options.
     """
-    fixed = sorted({"sampler", "step_weights", "predict_every", "factor_model"} & set(params))
+    fixed = sorted({"sampler", "step_weights", "predict_every", "factor_model", "predictor"} & set(params))
     if fixed:
         raise TypeError(f"{', '.join(fixed)} come(s) from the configuration: a session from a configuration "
                         "runs what it chose.")
@@ -141,9 +141,9 @@ def configured_session(configuration, question_ids, budget, params):
         model, meta, stored_ids = load_model_file(configuration)
         configuration = configuration_from(model, meta, configuration)
     est = configuration.estimator
-    meta = getattr(est.factor_model, "metadata_", None) or meta
+    meta = getattr(est.predictor, "metadata_", None) or meta
     if question_ids is None:
-        question_ids = getattr(est.factor_model, "question_ids_", None) or stored_ids
+        question_ids = getattr(est.predictor, "question_ids_", None) or stored_ids
     budget = est.budget if budget is None else budget
     if isinstance(budget, numbers.Integral) and not isinstance(budget, bool) and budget > est.budget:
         raise ValueError(f"budget={budget} exceeds the configured budget {est.budget} (its step weights and "
@@ -151,4 +151,4 @@ def configured_session(configuration, question_ids, budget, params):
     step_weights = None if est.step_weights is None else np.asarray(est.step_weights, dtype=float)
     params = dict(params, sampler=clone(est.sampler), budget=budget, step_weights=step_weights,
                   predict_every=est.predict_every)
-    return est.factor_model, question_ids, params, meta.get("reader")
+    return est.predictor, question_ids, params, meta.get("reader")

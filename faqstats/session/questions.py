@@ -10,18 +10,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..factor_model import LogisticFactorModel, LogisticFactorModelCV
-from ..io import check_question_ids, load_factor_model
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from ..factor_model import LogisticFactorModelCV
+from ..io import check_question_ids, load_factor_model, unsaved_reason
 from ..irt import ItemResponseModel
 from ..sampling import check_costs
-from ..stacking import HistoryMixture, StackedPredictor
-from ..surrogate import GaussianProcessSurrogate
 
 __all__ = ["bank_ids", "check_outcome", "check_question_clusters", "check_question_costs", "n_questions_of",
            "per_question", "session_predictor"]
-
-_PREDICTORS = (LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate, HistoryMixture, StackedPredictor)
-_FITTED = {HistoryMixture: "profiles_", StackedPredictor: "weights_"}
 
 
 def session_predictor(factor_model):
@@ -42,14 +40,16 @@ def n_questions_of(fm, question_ids):
         if question_ids is None:
             raise ValueError("a session without a predictor (the sample mean) needs question_ids.")
         return len(question_ids)
-    if not isinstance(fm, _PREDICTORS):
-        raise TypeError(
-            "factor_model must be a fitted LogisticFactorModel (or LogisticFactorModelCV), GaussianProcessSurrogate, "
-            f"ItemResponseModel, HistoryMixture or StackedPredictor, or the path of a saved one, or None, got "
-            f"{type(fm).__name__}."
-        )
-    if not hasattr(fm, _FITTED.get(type(fm), "question_factors_")):
-        raise ValueError("factor_model is not fitted: fit it (or load a saved one) first.")
+    if not (callable(getattr(fm, "fit", None)) and callable(getattr(fm, "posterior", None))):
+        raise TypeError("predictor (factor_model) must be a fitted predictor (a built-in one or a faqstats.Predictor), "
+                        f"or the path of a saved one, or None, got {type(fm).__name__}.")
+    reason = unsaved_reason(fm)  # a session is saved (and resumed) with its predictor
+    if reason is not None:
+        raise TypeError(f"a session needs a predictor it can save: {reason}")
+    try:
+        check_is_fitted(fm)
+    except NotFittedError:
+        raise ValueError("predictor is not fitted: fit it (or load a saved one) first.") from None
     return fm.question_factors_.shape[0] if hasattr(fm, "question_factors_") else fm.n_features_in_
 
 

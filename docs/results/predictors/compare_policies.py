@@ -31,7 +31,7 @@ for budget_frac in (0.05, 0.1, 0.25):
         for sname, smp in (("hybrid", fq.HybridSampler()), ("vr", fq.VarianceReductionSampler()), ("vr-tau.25", fq.VarianceReductionSampler(tau=0.25))):
             t = time.time()
             gens = [np.random.default_rng(1000 * i + 7) for i in range(len(rows))]
-            r = simulate(Z, gens, factor_model=pr, sampler=smp, budget=b, rows=rows)
+            r = simulate(Z, gens, predictor=pr, sampler=smp, budget=b, rows=rows)
             mse = np.mean((r.estimate - truth) ** 2)
             cov = np.mean((r.low <= truth) & (truth <= r.high))
             print(f"{budget_frac:.2f} {name:4s} {sname:10s} ESS {fpc/mse:5.2f} cov {cov:.3f} rmse {np.sqrt(mse):.4f} ({time.time()-t:.0f}s)", flush=True)

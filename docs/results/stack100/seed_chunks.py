@@ -59,7 +59,7 @@ def main(argv):
                 for name in ("auto", "uniform-fpc"):
                     gens = [np.random.default_rng([0, method_key(name), b, i, seed]) for i in range(n)]
                     if name == "auto":
-                        r = simulate(new, gens, factor_model=est.factor_model, sampler=est.sampler, budget=b,
+                        r = simulate(new, gens, predictor=est.factor_model, sampler=est.sampler, budget=b,
                                      step_weights=est.step_weights, predict_every=est.predict_every, rows=np.arange(n))
                     else:
                         r = simulate(new, gens, sampler=UniformSampler(replace=False), budget=b, rows=np.arange(n))

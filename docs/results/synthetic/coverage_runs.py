@@ -45,7 +45,7 @@ def main():
     n_new = new.shape[0]
     rows = np.repeat(np.arange(n_new), args.seeds)
     generators = [np.random.default_rng([args.start + s, r]) for r in range(n_new) for s in range(args.seeds)]
-    runs = simulate(new, generators, factor_model=est.factor_model, sampler=est.sampler, budget=args.budget,
+    runs = simulate(new, generators, predictor=est.factor_model, sampler=est.sampler, budget=args.budget,
                     rows=rows, step_weights=est.step_weights, predict_every=cfg.predict_every)
     truth = new.mean(axis=1)[rows]
     err = runs.estimate - truth

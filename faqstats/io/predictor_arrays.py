@@ -1,0 +1,141 @@
+"""A predictor of your own in a model file: its save pair's arrays and parameters, under its registered name.
+
+A :class:`~faqstats.Predictor` registered with :func:`~faqstats.register_predictor` and defining
+``get_arrays() -> (arrays, params)`` and the classmethod ``from_arrays(arrays, params)`` is written
+in format version 2 of :mod:`faqstats.io.models`: metadata ``estimator`` (the registered name),
+``params`` (``get_params()``), ``n_questions`` (``n_features_in_``), ``array_names`` (sorted) and
+``array_params`` (the JSON params of ``from_arrays``); each array as the entry ``arrays.<name>``,
+checksummed like every other entry. Only registered classes are read back.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ..predictor import predictor_class, predictor_name, saving_error
+from .checks import json_safe
+from .npz import read_array, require_entries
+
+__all__ = ["BUILT_IN_FORMATS", "read_save_pair", "save_pair_entries", "unsaved_reason"]
+
+#: registered names whose file format :mod:`faqstats.io.models` writes itself
+BUILT_IN_FORMATS = ("LogisticFactorModel", "LogisticFactorModelCV", "GaussianProcessSurrogate", "ItemResponseModel",
+                    "HistoryMixture", "StackedPredictor")
+ARRAY_PREFIX = "arrays."
+
+
+def unsaved_reason(model):
+    """Why ``model`` cannot be written to a model file (a message saying what to add), or None.
+
+    Parameters
+    ----------
+    model : predictor
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> unsaved_reason(fq.LogisticFactorModel()) is None
+    True
+    """
+    if predictor_name(model) in BUILT_IN_FORMATS:
+        return None
+    if not (callable(getattr(model, "fit", None)) and callable(getattr(model, "posterior", None))):
+        return ("model must be a LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate, "
+                "ItemResponseModel, HistoryMixture, StackedPredictor or a registered faqstats.Predictor with "
+                f"get_arrays and from_arrays, got {type(model).__name__}.")
+    return saving_error(model)
+
+
+def save_pair_entries(model, prefix, notes):
+    """``(metadata, arrays)`` of a predictor saved through its save pair, array names prefixed with ``prefix``.
+
+    Parameters
+    ----------
+    model : fitted predictor with ``get_arrays``
+    prefix : str
+    notes : list of str
+        Where conversions of its parameters to JSON are noted.
+
+    Returns
+    -------
+    tuple of (dict, dict)
+    """
+    reason = saving_error(model)
+    if reason is not None:
+        raise TypeError(reason)
+    check_is_fitted(model)
+    kind = type(model).__name__
+    result = model.get_arrays()
+    if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(x, dict) for x in result)):
+        raise TypeError(f"{kind}.get_arrays() must return (dict of arrays, dict of JSON params).")
+    arrays, params = result
+    out = {}
+    for key, value in arrays.items():
+        if not isinstance(key, str) or not key or "/" in key:
+            raise TypeError(f"{kind}.get_arrays(): array names must be non-empty str without '/', got {key!r}.")
+        arr = np.asarray(value)
+        if arr.dtype.hasobject:
+            raise TypeError(f"{kind}.get_arrays(): array {key!r} has dtype object (it would need pickle).")
+        out[prefix + ARRAY_PREFIX + key] = arr
+    try:
+        params = json.loads(json.dumps(params, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{kind}.get_arrays(): params must be JSON (str keys; numbers, str, lists, dicts): "
+                        f"{exc}") from exc
+    meta = {"estimator": predictor_name(model), "params": json_safe(model.get_params(deep=False), f"{prefix}params",
+                                                                    notes),
+            "n_questions": int(model.n_features_in_), "array_names": sorted(arrays), "array_params": params}
+    return meta, out
+
+
+def read_save_pair(data, meta, prefix, n, path, where, kind):
+    """The predictor registered as ``kind``, rebuilt by its ``from_arrays`` from the entries under ``prefix``.
+
+    Parameters
+    ----------
+    data : numpy.lib.npyio.NpzFile
+    meta : dict
+        Its metadata (``array_names``, ``array_params``, ``params``).
+    prefix : str
+    n : int
+        The file's bank size.
+    path : pathlib.Path
+    where : str
+        Where in the file (for messages).
+    kind : str
+        The registered name.
+
+    Returns
+    -------
+    Predictor
+    """
+    try:
+        cls = None if kind in BUILT_IN_FORMATS else predictor_class(kind)
+    except ValueError:
+        cls = None
+    if cls is None or not callable(getattr(cls, "from_arrays", None)):
+        raise ValueError(f"{path}: metadata{where} names an unknown estimator {kind!r} (a predictor of your own "
+                         "must be registered with faqstats.register_predictor before loading).")
+    names, params = meta.get("array_names"), meta.get("array_params")
+    if not isinstance(names, list) or not all(isinstance(k, str) for k in names) or not isinstance(params, dict):
+        raise ValueError(f"{path}: metadata{where} needs 'array_names' (a list of str) and 'array_params' (an object).")
+    require_entries(data, [ARRAY_PREFIX + k for k in names], prefix, path)
+    arrays = {k: read_array(data, prefix + ARRAY_PREFIX + k, path) for k in names}
+    try:
+        model = cls.from_arrays(arrays, params)
+        known = model.get_params(deep=False)
+        stored = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+        model.set_params(**{k: v for k, v in stored.items() if k in known})
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ValueError(f"{path}: {kind}.from_arrays refused the stored arrays{where}: {exc}") from exc
+    if getattr(model, "n_features_in_", n) != n:
+        raise ValueError(f"{path}:{where} {kind}.from_arrays gave n_features_in_={model.n_features_in_}, the file {n}.")
+    model.n_features_in_ = n
+    return model

@@ -1,0 +1,318 @@
+"""Predictors that plug in: the :class:`Predictor` base class, its posterior protocol and the registry by name.
+
+A predictor is fitted on a history (``fit(X)``, NaN = not observed, setting ``n_features_in_``, the
+bank size) and gives a new model's posterior (``posterior(dtype, predict_every)``). A posterior has
+
+* ``predictions``: ndarray of shape (N,), the predicted outcome of every question, read after
+  each ``update`` (the engine keeps its own read-only copy);
+* ``update(question, outcome)``: learn one answer (an int and a float in [0, 1]).
+
+Optional, with the defaults the engine supplies when absent: ``oracle_scores`` (``sqrt(p (1 - p))``),
+``view()`` (a :class:`~faqstats.posterior.PosteriorView`), and ``question_factors``, ``mean``,
+``cov`` (``None``: policies that need factors refuse such a predictor). A predictor may give many
+runs' posteriors at once with ``batched_posterior(runs, n_questions, dtype, device, predict_every)``;
+without it :func:`faqstats.batched.simulate` drives one posterior per run side by side. A predictor
+is saved (:func:`~faqstats.save_factor_model`, a session's directory) through its save pair:
+``get_arrays() -> (arrays, params)`` and the classmethod ``from_arrays(arrays, params)``, under
+the name it is registered with (:func:`register_predictor`); only registered classes are read back.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .posterior import PosteriorView, oracle_scores, read_only
+
+__all__ = ["Predictor", "engine_posterior", "predictor_class", "predictor_name", "register_predictor",
+           "registered_predictors", "resolve_predictor_keyword", "saving_error"]
+
+_REGISTRY = {}  # name -> class
+
+
+class Predictor(BaseEstimator):
+    """Base class of the predictors: a scikit-learn estimator with ``fit`` and ``posterior``.
+
+    A subclass defines ``fit(X, y=None)`` (set ``n_features_in_``, the bank size, and return
+    ``self``) and ``posterior(dtype="float64", predict_every=1)`` (a new model's posterior at its
+    prior: an object with ``predictions`` of shape (N,) and ``update(question, outcome)``; the
+    module docstring lists what else the engine reads when present). It then runs in
+    :class:`~faqstats.PAIEstimator`, :class:`~faqstats.PairedPAIEstimator`,
+    :func:`~faqstats.batched.simulate`, :func:`~faqstats.learn_step_weights` and
+    :func:`~faqstats.configure_from_history`; with the save pair ``get_arrays`` / ``from_arrays``
+    and :func:`register_predictor`, also in :class:`~faqstats.EvaluationSession` and
+    :func:`~faqstats.save_factor_model`.
+
+    ``score(X)`` is higher for a better predictor of held-out models' observed cells. Here (and on
+    :class:`~faqstats.LogisticFactorModel`, :class:`~faqstats.LogisticFactorModelCV` and
+    :class:`~faqstats.ItemResponseModel`) it is the mean held-out log-likelihood of the observed
+    cells (minus the log-loss), a seeded half of each row's cells conditioning the prediction of the
+    other half; :class:`~faqstats.GaussianProcessSurrogate` and :class:`~faqstats.HistoryMixture`
+    score the same cells by the negative Brier score (minus the mean squared error), since their
+    predictions may reach 0 or 1. Compare scores between predictors of one class only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> class QuestionMeans(fq.Predictor):
+    ...     def fit(self, X, y=None):
+    ...         self.means_ = np.nan_to_num(np.nanmean(X, axis=0), nan=0.5)
+    ...         self.n_features_in_ = self.means_.size
+    ...         return self
+    ...     def posterior(self, dtype="float64", predict_every=1):
+    ...         return fq.posterior.FixedPredictions(self.means_)
+    >>> bank = fq.make_synthetic_bank(n_models=40, n_questions=30, n_components=2, random_state=0)
+    >>> est = fq.PAIEstimator(predictor=QuestionMeans().fit(bank.history), budget=10, random_state=0)
+    >>> est.fit(bank.new_outcomes[0]).n_queries_
+    10
+    """
+
+    def fit(self, X, y=None):
+        """Learn from a history ``X`` of shape (n_models, N) (NaN = not observed); set ``n_features_in_``."""
+        raise NotImplementedError(f"{type(self).__name__} must define fit(X, y=None).")
+
+    def posterior(self, dtype="float64", predict_every=1):
+        """A new model's posterior at its prior (``predictions`` (N,), ``update(question, outcome)``)."""
+        raise NotImplementedError(f"{type(self).__name__} must define posterior(dtype='float64', predict_every=1).")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
+        return tags
+
+
+def register_predictor(cls=None, name=None):
+    """Register a predictor class by name, for saving and loading it (and naming it in configurations).
+
+    Parameters
+    ----------
+    cls : type or None
+        The class (with ``fit`` and ``posterior``). ``None``: return a decorator.
+    name : str or None, default=None
+        The name files store (``None``: the class's name). A name held by another class is refused.
+
+    Returns
+    -------
+    type
+        ``cls`` (so that it can decorate the class).
+
+    Examples
+    --------
+    >>> from faqstats.predictor import predictor_class, register_predictor
+    >>> predictor_class("LogisticFactorModel").__name__
+    'LogisticFactorModel'
+    >>> register_predictor(dict, name="LogisticFactorModel")
+    Traceback (most recent call last):
+    ...
+    ValueError: the predictor name 'LogisticFactorModel' is taken by faqstats.factor_model.LogisticFactorModel; register dict under another name.
+    """
+    if cls is None:
+        return lambda c: register_predictor(c, name)
+    name = cls.__name__ if name is None else name
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str, got {name!r}.")
+    held = _REGISTRY.get(name)
+    if held is not None and held is not cls:
+        raise ValueError(f"the predictor name {name!r} is taken by {held.__module__}.{held.__qualname__}; "
+                         f"register {cls.__name__} under another name.")
+    if not isinstance(cls, type) or not (callable(getattr(cls, "fit", None))
+                                         and callable(getattr(cls, "posterior", None))):
+        raise TypeError(f"a predictor class needs fit and posterior methods; {cls!r} lacks them.")
+    other = next((n for n, c in _REGISTRY.items() if c is cls and n != name), None)
+    if other is not None:
+        raise ValueError(f"{cls.__name__} is already registered as {other!r}; one name per class.")
+    _REGISTRY[name] = cls
+    return cls
+
+
+def predictor_class(name):
+    """The predictor class registered as ``name`` (``ValueError`` naming the registered ones otherwise).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    type
+
+    Examples
+    --------
+    >>> predictor_class("HistoryMixture").__name__
+    'HistoryMixture'
+    """
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"no predictor is registered as {name!r}; registered: {sorted(_REGISTRY)}.") from None
+
+
+def predictor_name(model):
+    """The name ``model``'s class (or the class ``model``) is registered under, or None.
+
+    Parameters
+    ----------
+    model : predictor or type
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> predictor_name(fq.GaussianProcessSurrogate()), predictor_name(object())
+    ('GaussianProcessSurrogate', None)
+    """
+    cls = model if isinstance(model, type) else type(model)
+    return next((name for name, c in _REGISTRY.items() if c is cls), None)
+
+
+def registered_predictors():
+    """``{name: class}`` of every registered predictor (a copy).
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> "StackedPredictor" in registered_predictors()
+    True
+    """
+    return dict(_REGISTRY)
+
+
+def saving_error(model):
+    """Why ``model`` cannot be saved through the registry (a message), or None when it can.
+
+    Parameters
+    ----------
+    model : predictor
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> saving_error(object())
+    "object cannot be saved: a predictor is saved through its save pair; define get_arrays(self) -> (dict of arrays, dict of JSON params) and the classmethod from_arrays(cls, arrays, params), and register the class with faqstats.register_predictor."
+    """
+    kind = type(model).__name__
+    missing = [m for m in ("get_arrays", "from_arrays") if not callable(getattr(model, m, None))]
+    if missing:
+        return (f"{kind} cannot be saved: a predictor is saved through its save pair; define "
+                "get_arrays(self) -> (dict of arrays, dict of JSON params) and the classmethod "
+                "from_arrays(cls, arrays, params), and register the class with faqstats.register_predictor.")
+    if predictor_name(model) is None:
+        return f"{kind} cannot be saved: register its class with faqstats.register_predictor first."
+    return None
+
+
+def resolve_predictor_keyword(predictor, deprecated, owner, unset=None):
+    """The predictor given as ``predictor=`` or as the deprecated ``factor_model=`` (in ``deprecated``).
+
+    Parameters
+    ----------
+    predictor : object
+        The value of ``predictor`` (``unset`` when not given).
+    deprecated : dict
+        The other keyword arguments: only ``factor_model`` is accepted (with a ``FutureWarning``).
+    owner : str
+        Who takes them (for the messages).
+    unset : object, default=None
+        What ``predictor`` is when not given.
+
+    Returns
+    -------
+    object
+        The predictor.
+
+    Examples
+    --------
+    >>> resolve_predictor_keyword("fm", {}, "f")
+    'fm'
+    """
+    extra = set(deprecated) - {"factor_model"}
+    if extra:
+        raise TypeError(f"{owner} got unexpected keyword argument(s) {sorted(extra)}.")
+    if "factor_model" not in deprecated:
+        return predictor
+    if predictor is not unset:
+        raise TypeError(f"{owner}: pass predictor= only (factor_model= is its old name).")
+    warnings.warn(f"{owner}: factor_model= is renamed predictor=; factor_model= will be removed.", FutureWarning,
+                  stacklevel=3)
+    return deprecated["factor_model"]
+
+
+class _EngineDefaults:
+    """A posterior written to the protocol's minimum, with what the engine reads besides: a read-only
+    copy of the predictions after every update, their oracle scores and a policy view."""
+
+    def __init__(self, posterior, n_questions):
+        self.posterior, self.n_questions = posterior, n_questions
+        self._snapshot()
+
+    def _snapshot(self):
+        p = np.array(self.posterior.predictions, dtype=float)
+        if p.shape != (self.n_questions,) or not np.all(np.isfinite(p)):
+            raise ValueError(f"{type(self.posterior).__name__}.predictions must be a finite array of shape "
+                             f"({self.n_questions},), got shape {p.shape}.")
+        self.predictions, self._scores = read_only(p), None
+
+    def update(self, question, outcome):
+        self.posterior.update(question, outcome)
+        self._snapshot()
+
+    @property
+    def oracle_scores(self):
+        if self._scores is None:
+            self._scores = read_only(oracle_scores(self.predictions))
+        return self._scores
+
+    question_factors = property(lambda self: getattr(self.posterior, "question_factors", None))
+    mean = property(lambda self: getattr(self.posterior, "mean", None))
+    cov = property(lambda self: getattr(self.posterior, "cov", None))
+    noise = property(lambda self: getattr(self.posterior, "noise", None))
+
+    def quadratic_forms(self):
+        raise ValueError(f"{type(self.posterior).__name__} has no question factors: no quadratic forms.")
+
+    def view(self):
+        return PosteriorView(self)
+
+
+def engine_posterior(posterior, n_questions):
+    """``posterior`` as the engine reads it: itself when it has everything the engine reads, else
+    wrapped with the protocol's defaults (checked: ``predictions`` of shape (N,), ``update``).
+
+    Parameters
+    ----------
+    posterior : object
+        What a predictor's ``posterior()`` returned.
+    n_questions : int
+        The bank size.
+
+    Returns
+    -------
+    object
+        With ``predictions``, ``update``, ``oracle_scores`` and ``view()``.
+
+    Examples
+    --------
+    >>> from faqstats.posterior import FixedPredictions
+    >>> p = FixedPredictions([0.5, 0.5])
+    >>> engine_posterior(p, 2) is p
+    True
+    """
+    missing = [m for m in ("predictions", "update") if not hasattr(posterior, m)]
+    if missing or not callable(posterior.update):
+        raise TypeError(f"a posterior needs predictions (an array of shape (N,)) and update(question, outcome); "
+                        f"{type(posterior).__name__} lacks {missing or ['a callable update']}.")
+    if hasattr(posterior, "view") and hasattr(posterior, "oracle_scores"):
+        return posterior
+    return _EngineDefaults(posterior, n_questions)
