@@ -170,6 +170,8 @@ def simulate(
     keep_ranges : bool or None, default=None
         Whether ``keep_increments`` includes the ranges (``None``: it does); computing them
         costs a few passes over the ``R x N`` block per query.
+    **deprecated
+        ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
     Returns
     -------

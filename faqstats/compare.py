@@ -280,6 +280,8 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     interval : {"robust-t", "t", "normal"}, default="robust-t"
         Quantile of ``conf_int``, as in :class:`~faqstats.PAIEstimator`.
     random_state : int, Generator or None, default=None
+    **deprecated
+        ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
     Attributes
     ----------

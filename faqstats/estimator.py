@@ -158,6 +158,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     cluster_score : {"root-sum-square", "sum"}, default="root-sum-square"
         With ``fit(..., clusters=)``: how a cluster's score is made from its questions' scores
         (the root of their sum of squares, or their sum; docs/results.md compares the two).
+    **deprecated
+        ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
     Attributes
     ----------

@@ -19,11 +19,14 @@ the name it is registered with (:func:`register_predictor`); only registered cla
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
+from ._validation import validate_history
 from .posterior import PosteriorView, oracle_scores, read_only
 
 __all__ = ["Predictor", "engine_posterior", "predictor_class", "predictor_name", "register_predictor",
@@ -71,12 +74,74 @@ class Predictor(BaseEstimator):
     """
 
     def fit(self, X, y=None):
-        """Learn from a history ``X`` of shape (n_models, N) (NaN = not observed); set ``n_features_in_``."""
+        """Learn from a history; a subclass sets ``n_features_in_`` (the bank size) and returns ``self``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_models, N)
+            Earlier models' outcomes in [0, 1], NaN where not observed.
+        y : None
+            Ignored (scikit-learn's convention).
+
+        Returns
+        -------
+        Predictor
+            The fitted predictor (``self``).
+        """
         raise NotImplementedError(f"{type(self).__name__} must define fit(X, y=None).")
 
     def posterior(self, dtype="float64", predict_every=1):
-        """A new model's posterior at its prior (``predictions`` (N,), ``update(question, outcome)``)."""
+        """A new model's posterior at its prior: ``predictions`` of shape (N,) and ``update(question, outcome)``.
+
+        Parameters
+        ----------
+        dtype : {"float64", "float32"}, default="float64"
+            Precision of the predictions (the batched engine's float32 runs ask for "float32").
+        predict_every : int, default=1
+            Recompute the predictions after every ``predict_every``-th answer only (a posterior
+            that ignores it recomputes them after every answer, which is also valid).
+
+        Returns
+        -------
+        object
+            The posterior (the module docstring lists what the engine reads).
+        """
         raise NotImplementedError(f"{type(self).__name__} must define posterior(dtype='float64', predict_every=1).")
+
+    def score(self, X, y=None):
+        """Mean held-out log-likelihood of the observed cells of new models (higher is better).
+
+        A seeded half of each row's observed cells (seed: an int ``random_state``, else 0) is
+        learned by a fresh posterior, in column order; the other half is scored with its
+        predictions (clipped to ``[1e-6, 1 - 1e-6]``). Built-in predictors define their own
+        (the class docstring says which).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, N)
+            Outcomes of held-out models in [0, 1], NaN where not observed.
+        y : None
+            Ignored (scikit-learn's convention).
+
+        Returns
+        -------
+        float
+            Minus the mean log-loss on the scored cells.
+        """
+        check_is_fitted(self)
+        H = validate_history(self, X, reset=False, allow_empty_rows=True)
+        seed = getattr(self, "random_state", None)
+        seed = seed if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else 0
+        fit_half = (np.random.default_rng(seed).random(H.shape) < 0.5) & ~np.isnan(H)
+        test_half = ~fit_half & ~np.isnan(H)
+        total = 0.0
+        for row, learn, scored in zip(H, fit_half, test_half):
+            post = engine_posterior(self.posterior(), H.shape[1])
+            for j in np.flatnonzero(learn):
+                post.update(int(j), float(row[j]))
+            p, z = np.clip(post.predictions[scored], 1e-6, 1 - 1e-6), row[scored]
+            total += float(np.sum(z * np.log(p) + (1.0 - z) * np.log1p(-p)))
+        return total / max(int(test_half.sum()), 1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -107,7 +172,7 @@ def register_predictor(cls=None, name=None):
     >>> register_predictor(dict, name="LogisticFactorModel")
     Traceback (most recent call last):
     ...
-    ValueError: the predictor name 'LogisticFactorModel' is taken by faqstats.factor_model.LogisticFactorModel; register dict under another name.
+    ValueError: the predictor name 'LogisticFactorModel' is taken by faqstats.factor_model.LogisticFactorModel; ...
     """
     if cls is None:
         return lambda c: register_predictor(c, name)
@@ -199,8 +264,8 @@ def saving_error(model):
 
     Examples
     --------
-    >>> saving_error(object())
-    "object cannot be saved: a predictor is saved through its save pair; define get_arrays(self) -> (dict of arrays, dict of JSON params) and the classmethod from_arrays(cls, arrays, params), and register the class with faqstats.register_predictor."
+    >>> print(saving_error(object()))
+    object cannot be saved: a predictor is saved through its save pair; define get_arrays(self) -> ...
     """
     kind = type(model).__name__
     missing = [m for m in ("get_arrays", "from_arrays") if not callable(getattr(model, m, None))]

@@ -178,6 +178,8 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
         (``HybridSampler()``'s does not), the runs of a larger budget give every smaller
         budget's per-step variances (the first ``budget`` increments of a run are those of a
         run of ``budget`` queries), so learn the largest budget first.
+    **deprecated
+        ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
     Returns
     -------

@@ -175,3 +175,16 @@ def test_factor_model_keyword_still_works_with_a_future_warning(bank, means):
         fq.PAIEstimator(means, factor_model=means)
     with pytest.raises(TypeError, match="unexpected keyword"):
         fq.PAIEstimator(means, predicter=means)
+
+
+def test_the_default_score_is_the_held_out_log_likelihood(bank):
+    class Fixed(HistoryMeans):  # predictions that no answer moves: the score is a plain log-likelihood
+        def posterior(self, dtype="float64", predict_every=1):
+            return fq.posterior.FixedPredictions(self.means_)
+
+    model = Fixed().fit(bank.history)
+    Z = bank.new_outcomes
+    seen = np.random.default_rng(0).random(Z.shape) < 0.5  # the learned half (seed 0: no random_state)
+    p = np.broadcast_to(model.means_, Z.shape)[~seen]
+    expected = np.mean(Z[~seen] * np.log(p) + (1 - Z[~seen]) * np.log1p(-p))
+    assert model.score(Z) == pytest.approx(expected, rel=1e-12)

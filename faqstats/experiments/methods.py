@@ -6,10 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..irt import ItemResponseModel
+from ..predictor import predictor_class
 from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
-from ..stacking import StackedPredictor
-from ..surrogate import GaussianProcessSurrogate
 from .field import ProEvalBQ
 from .field_irt import IRTFisher, TinyBenchmarks
 
@@ -122,9 +120,10 @@ Examples
 CEILING_METHODS = tuple(name for name, spec in METHODS.items() if spec.ceiling)
 
 #: The predictors other than the factor model, unfitted (``kind -> callable(random_state)``),
-#: each fitted once on the history.
-PREDICTORS = {"gp": lambda seed: GaussianProcessSurrogate(random_state=seed), "irt": lambda seed: ItemResponseModel(),
-              "stack": lambda seed: StackedPredictor(random_state=seed)}
+#: each fitted once on the history; the classes by their registered names (faqstats.predictor).
+PREDICTORS = {"gp": lambda seed: predictor_class("GaussianProcessSurrogate")(random_state=seed),
+              "irt": lambda seed: predictor_class("ItemResponseModel")(),
+              "stack": lambda seed: predictor_class("StackedPredictor")(random_state=seed)}
 
 
 def parse_method(name):

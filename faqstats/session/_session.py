@@ -44,8 +44,7 @@ class EvaluationSession:
     predictor : fitted predictor, path or None
         A fitted built-in predictor (LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate,
         ItemResponseModel, HistoryMixture, StackedPredictor), a registered :class:`~faqstats.Predictor` with
-        the save pair, or the path of one saved with :func:`~faqstats.save_factor_model` (``factor_model=``,
-        the old name, is deprecated);
+        the save pair, or the path of one saved with :func:`~faqstats.save_factor_model`;
         None: no predictor (the sample mean, with ``sampler=UniformSampler(replace=False)``; needs
         ``question_ids``). :meth:`from_configuration` takes a saved configuration.
     question_ids : sequence of str or of int, optional
@@ -94,11 +93,13 @@ class EvaluationSession:
         is answered (the estimator needs the cluster's total); answers to part of a cluster are
         kept (and saved) until then. With ``groups`` every cluster must lie in one group (and the
         estimand be "micro"). Stored with the session (and covered by its checksums).
+    **deprecated
+        ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
     Attributes
     ----------
     question_ids, predictor, sampler, directory
-        As given (``factor_model`` reads ``predictor``) (the model as loaded from ``directory``, when there is one).
+        As given (the model as loaded from ``directory``, when there is one; ``factor_model`` reads ``predictor``).
     budget, batch_size, stop_when_width, alpha, random_state
         The configuration (read-only).
     n_draws, n_queries, n_answers, pending, done, stop_reason
