@@ -48,13 +48,15 @@ class Predictor(BaseEstimator):
     and :func:`register_predictor`, also in :class:`~faqstats.EvaluationSession` and
     :func:`~faqstats.save_factor_model`.
 
-    ``score(X)`` is higher for a better predictor of held-out models' observed cells. Here (and on
-    :class:`~faqstats.LogisticFactorModel`, :class:`~faqstats.LogisticFactorModelCV` and
-    :class:`~faqstats.ItemResponseModel`) it is the mean held-out log-likelihood of the observed
-    cells (minus the log-loss), a seeded half of each row's cells conditioning the prediction of the
-    other half; :class:`~faqstats.GaussianProcessSurrogate` and :class:`~faqstats.HistoryMixture`
-    score the same cells by the negative Brier score (minus the mean squared error), since their
-    predictions may reach 0 or 1. Compare scores between predictors of one class only.
+    ``score(X)`` is higher for a better predictor of held-out models' observed cells. On every
+    predictor but two it is the mean held-out log-likelihood of the observed cells (minus the
+    log-loss), a seeded half of each row's cells conditioning the prediction of the other half:
+    :meth:`score` here (through the posterior; also :class:`~faqstats.LogisticFactorModelCV`'s), and
+    :class:`~faqstats.LogisticFactorModel`'s and :class:`~faqstats.ItemResponseModel`'s (through
+    their fitted factors). :class:`~faqstats.GaussianProcessSurrogate` and
+    :class:`~faqstats.HistoryMixture` score the same cells by the negative Brier score (minus the
+    mean squared error), since their predictions may reach 0 or 1. Compare scores between fits of
+    one class only.
 
     Examples
     --------
