@@ -188,3 +188,24 @@ def test_the_default_score_is_the_held_out_log_likelihood(bank):
     p = np.broadcast_to(model.means_, Z.shape)[~seen]
     expected = np.mean(Z[~seen] * np.log(p) + (1 - Z[~seen]) * np.log1p(-p))
     assert model.score(Z) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_stack_with_a_component_of_your_own_runs_batched_and_saves(bank, tmp_path):
+    stack = fq.StackedPredictor([("means", SavedHistoryMeans()), ("mixture", fq.HistoryMixture())],
+                                n_paths=10).fit(bank.history)
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(2)], predictor=stack, budget=10)
+    for s in range(2):
+        est = fq.PAIEstimator(stack, budget=10, random_state=np.random.default_rng(s)).fit(bank.new_outcomes[s])
+        assert abs(runs.estimate[s] - est.estimate_) < 1e-10
+    loaded = fq.load_factor_model(fq.save_factor_model(stack, tmp_path / "stack"))
+    assert isinstance(loaded.estimators_[0], SavedHistoryMeans)
+    np.testing.assert_array_equal(loaded.posterior().predictions, stack.posterior().predictions)
+
+
+def test_a_saved_configuration_of_your_own_predictor_starts_a_session(bank, tmp_path):
+    cfg = fq.configure_from_history(bank.history, 8, candidates={"means": SavedHistoryMeans(step=0.3)},
+                                    policies={"hybrid": fq.HybridSampler()}, n_runs=20, random_state=0)
+    assert cfg.choice == "means"  # (seeded) it beats the sample mean on this bank
+    path = fq.save_configuration(cfg, tmp_path / "cfg")
+    session = fq.EvaluationSession.from_configuration(path, random_state=1)
+    assert isinstance(session.predictor, SavedHistoryMeans) and session.predictor.step == 0.3
