@@ -27,8 +27,10 @@ def test_ci_runs_the_readme_test_command():
     assert test_cmd.replace("python ", "python3 ") in ci
 
 
-def test_architecture_page_example_runs(capsys):
-    """docs/architecture.md's custom policy runs through every path as the page says."""
-    (code,) = _python_blocks((README.parent / "docs" / "architecture.md").read_text())
-    exec(compile(code, "architecture.md", "exec"), {})
+def test_architecture_page_examples_run(capsys):
+    """docs/architecture.md's examples (a policy, a predictor, ...) run through every path as the page says."""
+    blocks = _python_blocks((README.parent / "docs" / "architecture.md").read_text())
+    assert len(blocks) >= 2
+    for k, code in enumerate(blocks):
+        exec(compile(code, f"architecture.md, example {k + 1}", "exec"), {})
     assert "faqstats accuracy estimate" in capsys.readouterr().out
