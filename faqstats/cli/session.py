@@ -217,7 +217,13 @@ def run_record(args):
                              f"got {len(args.pairs)} argument(s).")
         pairs = [(q, _outcome(v, q)) for q, v in zip(args.pairs[::2], args.pairs[1::2])]
     session = _load(args)
-    session.record([str(q) for q, _ in pairs], [v for _, v in pairs])
+    try:
+        session.record([str(q) for q, _ in pairs], [v for _, v in pairs])
+    except (ValueError, TypeError) as exc:  # answers read from a file: say which
+        if args.from_json is None:
+            raise
+        where = "standard input" if args.from_json == "-" else args.from_json
+        raise ValueError(f"--from-json {where}: {exc} Nothing was recorded.") from exc
     st = session.status()
     emit(args, st, f"Recorded {len(pairs)} answer(s).\n" + status_text(st))
 

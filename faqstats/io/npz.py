@@ -22,7 +22,16 @@ _NPY_MAGIC = b"\x93NUMPY"
 
 def check_regular_file(path, what="file"):
     """Raise unless ``path`` is a regular file (following links): a FIFO would block a read, a
-    directory or a device is no file of data. A missing path raises ``FileNotFoundError``."""
+    directory or a device is no file of data. A missing path raises ``FileNotFoundError``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_regular_file(tempfile.mkdtemp(), "session state file")
+    Traceback (most recent call last):
+    ...
+    ValueError: ... is a directory, not a session state file.
+    """
     mode = os.stat(path).st_mode  # FileNotFoundError, PermissionError: as open() reports them
     if not stat.S_ISREG(mode):
         kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
