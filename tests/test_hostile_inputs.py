@@ -138,7 +138,8 @@ def test_a_terabyte_header_in_factors_is_refused(capsys, tmp_path):
 @FAST
 @given(entry=st.sampled_from(["question_factors", "prior_cov", "model_factors", "metadata_json"]), shape=shapes,
        dtype=dtypes)
-def test_a_declared_shape_must_fit_the_bytes_of_a_model_file(originals, tmp_path_factory, entry, shape, dtype):  # noqa: F811
+def test_a_declared_shape_must_fit_the_bytes_of_a_model_file(originals, tmp_path_factory, entry, shape,  # noqa: F811
+                                                              dtype):
     CASES["npy header, model file"] += 1
     members = _members(originals["model"])
     members[entry] = _npy(shape, dtype)
@@ -487,8 +488,8 @@ def test_an_edited_state_with_recomputed_checksums_loads_or_is_refused_by_name(o
     before = _snapshot(session)
     try:
         fq.EvaluationSession.load(session)
-    except ValueError as exc:
-        assert "session.json" in str(exc) or "factor_model" in str(exc), str(exc)
+    except (ValueError, FileNotFoundError) as exc:  # the latter: factor_model_file names another file
+        assert "session.json" in str(exc) and "\n" not in str(exc), str(exc)
     assert _snapshot(session) == before
 
 

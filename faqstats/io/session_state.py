@@ -99,8 +99,8 @@ def read_session_state(path, *, allow_unchecked=False):
                          "least one question): the file was edited.")
     if state["question_id_type"] not in ("str", "int"):
         raise ValueError(f"{path}: question_id_type must be 'str' or 'int', got {state['question_id_type']!r}.")
-    if not isinstance(state["factor_model_file"], str) or Path(state["factor_model_file"]).name != state[
-            "factor_model_file"]:
+    name = state["factor_model_file"]
+    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name:
         raise ValueError(f"{path}: factor_model_file must be a file name in the session directory.")
     return state
 

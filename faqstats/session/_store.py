@@ -94,13 +94,15 @@ class SessionStore:
         state = read_session_state(state_path, allow_unchecked=allow_unchecked)
         model_path = directory / state["factor_model_file"]
         if not (model_path.exists() or model_path.is_symlink()):
-            raise FileNotFoundError(f"{directory}: the session's factor model file {model_path.name} is missing.")
+            raise FileNotFoundError(f"{directory}: the session's factor model file {model_path.name} (named in "
+                                    f"{STATE_FILE}) is missing.")
         check_regular_file(model_path, "factor model file")
         fm, meta, ids = load_model_file(model_path, allow_unchecked=allow_unchecked)
         model_ids_hash = meta.get("question_ids_sha256")
         if model_ids_hash != state["question_ids_sha256"]:
             raise ValueError(
-                f"{directory}: the bank's question ids (sha256 {str(state['question_ids_sha256'])[:12]}...) differ "
+                f"{directory}: the bank's question ids in {STATE_FILE} (sha256 "
+                f"{str(state['question_ids_sha256'])[:12]}...) differ "
                 f"from those of the factor model file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); "
                 "the session and the model describe different banks."
             )
@@ -108,7 +110,7 @@ class SessionStore:
         if model_sha != state["factor_model_sha256"]:
             raise ValueError(
                 f"{directory}: {model_path.name} is not the factor model this session started with (its SHA-256 "
-                "changed); restore it or start a new session."
+                f"differs from the one in {STATE_FILE}); restore it or start a new session."
             )
         return cls(directory, state["revision"], model_sha, ids, meta, allow_unchecked), state, fm
 
