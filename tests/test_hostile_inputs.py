@@ -570,3 +570,39 @@ def test_declared_shapes_exhaustively(tmp_path_factory, shape, dtype, payload):
 def test_edited_states_exhaustively(originals, tmp_path_factory, field, value, data):  # noqa: F811
     test_an_edited_state_with_recomputed_checksums_loads_or_is_refused_by_name.hypothesis.inner_test(
         originals, tmp_path_factory, field, value, data)
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "nan", "-inf", "0", "1e20"])
+def test_fit_history_budget_out_of_range(capsys, tmp_path, value):
+    CASES["CLI arguments"] += 1
+    np.savez(tmp_path / "history.npz", outcomes=np.eye(30, dtype=np.int8)[:10])
+    _refused(capsys, "fit-history", "--data", tmp_path / "history.npz", "--out", tmp_path / "m.npz", "--budget", value,
+             names=["--budget"])
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_a_model_beyond_the_bound_is_not_saved(originals, tmp_path):  # noqa: F811
+    """What the reader refuses, the writer refuses too (a huge --prior-scale, say)."""
+    CASES["absurd values"] += 1
+    fm = fq.load_factor_model(originals["model"])
+    fm.prior_cov_ = fm.prior_cov_ * 1e20
+    with pytest.raises(ValueError, match=r"Refusing to save: prior_cov_ has values beyond \+-1e\+12"):
+        fq.save_factor_model(fm, tmp_path / "fm.npz")
+    assert not (tmp_path / "fm.npz").exists()
+
+
+def test_allow_unchecked_starts_a_session_from_an_old_model(originals, tmp_path, capsys):  # noqa: F811
+    """A format version 1 model file written before faqstats stored array hashes."""
+    CASES["allow unchecked"] += 1
+    old = _rewrite_model(originals["model"], tmp_path / "old.npz", lambda arrays, meta: None)
+    with np.load(old) as data:
+        arrays = {key: data[key] for key in data.files}
+    meta = json.loads(arrays["metadata_json"].tobytes())
+    del meta["array_sha256"]
+    arrays["metadata_json"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(old, **arrays)
+    argv = ["session", "new", tmp_path / "s", "--model", old, "--budget", 4]
+    _refused(capsys, *argv, names=["old.npz", "allow_unchecked"])
+    assert not (tmp_path / "s" / "session.json").exists()
+    assert _cli(capsys, *argv, "--allow-unchecked")[0] == 0
+    assert _cli(capsys, "session", "next", tmp_path / "s")[0] == 0  # the session's copy has its hashes

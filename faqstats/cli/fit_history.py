@@ -84,7 +84,7 @@ def _budget_value(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of queries or a fraction in (0, 1), got {text!r}") \
             from None
-    if not (0 < value < 1 or (value >= 1 and value == int(value))):
+    if not (0 < value < 1 or (1 <= value < 2**53 and value == int(value))):
         raise argparse.ArgumentTypeError(f"expected a number of queries (an integer) or a fraction in (0, 1), "
                                          f"got {text!r}")
     return value

@@ -209,25 +209,28 @@ def _write_model_file(path, format_version, meta, arrays, notes, feature_names, 
     return atomic_write(npz_path(path), lambda f: np.savez(f, **arrays))
 
 
-def _float_array(model, attr):
+def _float_array(model, attr, bound=None):
     arr = np.asarray(getattr(model, attr), dtype=np.float64)
     if not np.isfinite(arr).all():
         raise ValueError(f"Refusing to save: {attr} has non-finite values.")
+    if bound is not None and arr.size and np.abs(arr).max() > bound:  # the reader would refuse it
+        raise ValueError(f"Refusing to save: {attr} has values beyond +-{bound:g} (largest {np.abs(arr).max():.3g})"
+                         f"{_BOUND_WHY}.")
     return arr
 
 
 def _low_rank_entries(model, prefix, notes, loss_curve=False):
     """``(metadata, arrays)`` of a fitted low-rank predictor (the factors, the prior...), names prefixed."""
     check_is_fitted(model, "question_factors_")
-    V = _float_array(model, "question_factors_")
+    V = _float_array(model, "question_factors_", VALUE_BOUND)
     if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
         raise ValueError(f"Refusing to save: question_factors_ must be a non-empty 2-D array, got shape {V.shape}.")
-    arrays = {"question_factors": V, "prior_mean": _float_array(model, "prior_mean_"),
-              "prior_cov": _float_array(model, "prior_cov_"),
+    arrays = {"question_factors": V, "prior_mean": _float_array(model, "prior_mean_", VALUE_BOUND),
+              "prior_cov": _float_array(model, "prior_cov_", VALUE_BOUND**2),
               "observed_questions": np.asarray(model.observed_questions_, dtype=bool)}
     for key in ("model_factors", *(("loss_curve",) if loss_curve else ()), *_GP_ARRAYS):
         if getattr(model, key + "_", None) is not None:
-            arrays[key] = _float_array(model, key + "_")
+            arrays[key] = _float_array(model, key + "_", None if key == "loss_curve" else VALUE_BOUND)
     meta = {"estimator": type(model).__name__,
             "params": json_safe(model.get_params(deep=False), f"{prefix}params", notes),
             "n_questions": int(V.shape[0]), "n_components": int(V.shape[1])}
