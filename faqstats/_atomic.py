@@ -67,8 +67,8 @@ def _naming(exc, path):
 
 def remove_stale_temporaries(path):
     """Delete temporary files :func:`atomic_write` left next to ``path`` when killed mid-write
-    (only safe while holding the lock that serialises writers of ``path``)."""
-    path = Path(path)
+    (only safe while holding the lock that serialises writers of ``path``; a link's are next to its target)."""
+    path = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
     for stale in path.parent.glob(f".{path.name}.*.tmp"):
         with contextlib.suppress(OSError):
             stale.unlink()

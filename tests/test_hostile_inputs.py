@@ -522,9 +522,12 @@ def test_recording_through_a_linked_state_writes_the_target(originals, tmp_path,
     target = tmp_path / "elsewhere.json"
     shutil.move(session / "session.json", target)
     (session / "session.json").symlink_to(target)
+    stale = tmp_path / ".elsewhere.json.0123456789ab.tmp"  # a killed writer's, beside the target
+    stale.write_bytes(b"")
     pending = _pending(session)
     assert _cli(capsys, "session", "record", session, *[w for q in pending for w in (q, 1)])[0] == 0
     assert (session / "session.json").is_symlink()  # the link is kept, its target written
+    assert not stale.exists() and not list(session.glob(".*.tmp"))
     assert len(json.loads(target.read_text())["answers"]) == 4 + len(pending)
     assert fq.EvaluationSession.load(session).n_answers == 4 + len(pending)
 

@@ -116,8 +116,9 @@ def _check_archive(raw, file_size, path, what):
     with archive:
         for info in members:
             where = f"{path}: entry {info.filename.removesuffix('.npy')!r}"
-            limit = info.compress_size * (1 if info.compress_type == zipfile.ZIP_STORED else _MAX_DEFLATE_RATIO)
-            if info.compress_size > file_size or info.file_size > limit + 1024:
+            ratio = {zipfile.ZIP_STORED: 1, zipfile.ZIP_DEFLATED: _MAX_DEFLATE_RATIO}.get(info.compress_type)
+            if info.compress_size > file_size or (ratio is not None and info.file_size > ratio * info.compress_size
+                                                  + 1024):
                 raise ValueError(f"{where} declares {info.file_size:,} bytes ({info.compress_size:,} compressed) in "
                                  f"a file of {file_size:,} bytes: the file is damaged; refusing to read it.")
             if not info.filename.endswith(".npy"):
