@@ -55,10 +55,10 @@ def main(argv=None):
 def _error_message(exc):
     """What went wrong, in one line; the last resort (memory, disk, recursion) says what to do."""
     if isinstance(exc, MemoryError):
-        return ("out of memory" + (f" ({exc})" if str(exc) else "") + "; nothing was written. Free memory or use "
-                "a smaller input.")
+        return ("out of memory" + (f" ({exc})" if str(exc) else "") + "; files are written whole or not at all. "
+                "Free memory or use a smaller input.")
     if isinstance(exc, RecursionError):
-        return f"an input is nested too deeply to read ({exc}); nothing was written."
+        return f"an input is nested too deeply to read ({exc})."
     if isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
         return f"{exc.filename}: {exc.strerror}" + (f" (and {exc.filename2})" if exc.filename2 else "")
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
