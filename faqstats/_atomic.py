@@ -22,24 +22,31 @@ def atomic_write(path, write):
     >>> p.read_text()
     'hello'
     """
-    path = Path(path)
+    given = Path(path)
+    # a link is written through to its target (replacing the link would leave the target stale)
+    path = Path(os.path.realpath(given)) if given.is_symlink() else given
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)  # the process umask applies, as for a plain open()
-            break
-        except FileExistsError:  # pragma: no cover - 48 random bits collided
-            continue
+    try:
+        while True:
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+            try:
+                fd = os.open(tmp, flags, 0o666)  # the process umask applies, as for a plain open()
+                break
+            except FileExistsError:  # pragma: no cover - 48 random bits collided
+                continue
+    except OSError as exc:
+        raise _naming(exc, path) from exc
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # disk full, quota: say which file could not be written
+            raise _naming(exc, path) from exc
         raise
     # directories cannot be opened on every platform
     with contextlib.suppress(OSError):
@@ -48,13 +55,20 @@ def atomic_write(path, write):
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-    return path
+    return given
+
+
+def _naming(exc, path):
+    """``exc`` as an OSError that names ``path`` (a failed write names no file, or the temporary one)."""
+    if exc.errno is None:
+        return OSError(f"{path} was not written (it is as it was): {exc}")
+    return OSError(exc.errno, f"{exc.strerror or exc} (not written; the file is as it was)", str(path))
 
 
 def remove_stale_temporaries(path):
     """Delete temporary files :func:`atomic_write` left next to ``path`` when killed mid-write
-    (only safe while holding the lock that serialises writers of ``path``)."""
-    path = Path(path)
+    (only safe while holding the lock that serialises writers of ``path``; a link's are next to its target)."""
+    path = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
     for stale in path.parent.glob(f".{path.name}.*.tmp"):
         with contextlib.suppress(OSError):
             stale.unlink()

@@ -10,6 +10,7 @@ import numpy as np
 from scipy.special import expit
 
 from ._validation import check_generator
+from .io.npz import open_array_file, read_array
 
 __all__ = ["SyntheticBank", "make_synthetic_bank", "load_response_matrix"]
 
@@ -180,18 +181,16 @@ def load_response_matrix(path):
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No response matrix at {path}.")
-    try:
-        data = np.load(path, allow_pickle=False)
-    except Exception as exc:  # not an .npy/.npz file, damaged, or pickled objects
-        raise ValueError(f"{path} is not a readable .npz or .npy array file ({type(exc).__name__}: {exc}).") from exc
+    # declared shapes checked against the file's size before anything is allocated
+    data = open_array_file(path, "response matrix file (.npz or .npy)")
     if isinstance(data, np.ndarray):
         raw, meta = data, {}
     else:
         with data:
             if "outcomes" not in data:
                 raise ValueError(f"{path} has no 'outcomes' array (found {sorted(data.files)}).")
-            raw = data["outcomes"]
-            meta = {name: data[name] for name in data.files if name != "outcomes"}
+            raw = read_array(data, "outcomes", path)
+            meta = {name: read_array(data, name, path) for name in data.files if name != "outcomes"}
     if raw.ndim != 2 or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
         raise ValueError(f"{path}: the outcomes must be a numeric models x questions matrix, got {raw.dtype} "
                          f"of shape {raw.shape}.")

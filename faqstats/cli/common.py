@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import re
@@ -26,6 +27,28 @@ def emit(args, payload, text):
 def note(message):
     """``message`` on one ``faqstats: note:`` line of stderr."""
     print(f"faqstats: note: {' '.join(message.split())}", file=sys.stderr)
+
+
+# the largest count a command line takes: beyond it numpy's int64 (and any real budget) ends
+MAX_COUNT = 2**53
+
+
+def count(text):
+    """An ``argparse`` type: a positive integer (a budget, a batch size, a number of runs)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected a positive integer (at most 2**53), got {text!r}")
+    return value
+
+
+def add_allow_unchecked(parser):
+    """``--allow-unchecked``: also read files written before faqstats stored checksums."""
+    parser.add_argument("--allow-unchecked", action="store_true",
+                        help="also read a session or model file written before faqstats stored checksums (format "
+                             "version 1 without them); a file whose checksums do not match is still refused")
 
 
 def finish(parser, func):

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..datasets import draw_bank_from_factors, load_response_matrix
 from ..factor_model import LogisticFactorModelCV
+from ..io.npz import open_array_file, read_array
 from .common import given, matrix_question_ids, question_files
 
 
@@ -139,11 +140,18 @@ def _write_step_weights(weights, out):
 
 
 def run_draw_bank_command(args):
-    with np.load(args.factors, allow_pickle=False) as data:
+    data = open_array_file(args.factors, "factors file (.npz)")  # shapes checked before allocating
+    if isinstance(data, np.ndarray):
+        raise ValueError(f"{args.factors} is a single .npy array; --factors takes an .npz with model_factors and "
+                         "question_factors.")
+    with data:
         missing = [k for k in ("model_factors", "question_factors") if k not in data]
         if missing:
             raise ValueError(f"{args.factors} lacks {missing} (found {sorted(data.files)}).")
-        U, V = data["model_factors"], data["question_factors"]
+        U, V = (read_array(data, key, args.factors) for key in ("model_factors", "question_factors"))
+    if not all(arr.dtype.kind in "biuf" for arr in (U, V)):
+        raise ValueError(f"{args.factors}: model_factors and question_factors must be numeric, got {U.dtype} and "
+                         f"{V.dtype}.")
     Z = draw_bank_from_factors(U, V, random_state=args.seed)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ from ..integrations import read_question_ids, task_groups
 from ..integrations._harness import read_history
 from ..io import save_configuration, save_factor_model, save_step_weights
 from ..step_weights import learn_step_weights
-from .common import (add_reader_options, all_reader_options, check_option_tasks, emit, finish, given, harness_of,
-                     matrix_question_ids, option_words, reader_kwargs, reader_options, reading_harness)
+from .common import (add_reader_options, all_reader_options, check_option_tasks, count, emit, finish, given,
+                     harness_of, matrix_question_ids, option_words, reader_kwargs, reader_options, reading_harness)
 
 # the options of a plain factor model fit, which --budget chooses itself
 _FIT_OPTIONS = ("n_components", "regularization", "max_iter", "learning_rate", "prior_scale")
@@ -38,6 +38,9 @@ def run_fit_history(args):
     else:
         matrix, meta = load_response_matrix(args.data)
         ids = read_question_ids(args.question_ids) if args.question_ids is not None else matrix_question_ids(meta)
+    if args.n_components is not None and args.n_components > matrix.shape[1]:
+        raise ValueError(f"--n-components {args.n_components} is above the number of questions ({matrix.shape[1]}): "
+                         "a factor model's rank is at most that.")
     if args.budget is not None:  # the configured path: PAIEstimator.from_history's choice, saved whole
         return _fit_configured(args, matrix, ids, reader, harness, models)
     verbose = not (args.quiet or args.json)
@@ -81,7 +84,7 @@ def _budget_value(text):
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of queries or a fraction in (0, 1), got {text!r}") \
             from None
-    if not (0 < value < 1 or (value >= 1 and value == int(value))):
+    if not (0 < value < 1 or (1 <= value < 2**53 and value == int(value))):
         raise argparse.ArgumentTypeError(f"expected a number of queries (an integer) or a fraction in (0, 1), "
                                          f"got {text!r}")
     return value
@@ -137,18 +140,18 @@ def add_fit_history_parser(sub):
                           "PAIEstimator.from_history does: cross-fitted validation on the history chooses the "
                           "predictor (factor model, surrogates, stack) or the sample mean, the policy and the "
                           "increment weights; all saved in --out, the validation table beside it (.validation.csv)")
-    fit.add_argument("--runs", type=int, default=None, metavar="R",
+    fit.add_argument("--runs", type=count, default=None, metavar="R",
                      help="with --budget: validation runs per candidate (default: 2000 on small banks, fewer on "
                           "large ones)")
-    fit.add_argument("--n-components", type=int, default=None, help="rank k (default 16)")
+    fit.add_argument("--n-components", type=count, default=None, help="rank k (default 16)")
     fit.add_argument("--regularization", type=float, default=None,
                      help="regularization: AdamW's weight decay (default 0.1)")
-    fit.add_argument("--max-iter", type=int, default=None, help="optimiser steps (default 2000)")
+    fit.add_argument("--max-iter", type=count, default=None, help="optimiser steps (default 2000)")
     fit.add_argument("--learning-rate", type=float, default=None, help="AdamW learning rate (default 0.01)")
     fit.add_argument("--question-ids", default=None,
                      help="file of question ids (one per line, or a .json list); default: the .npz's "
                           "'question_ids' or 'items' array when present")
-    fit.add_argument("--step-weights-budget", type=int, default=None, metavar="B",
+    fit.add_argument("--step-weights-budget", type=count, default=None, metavar="B",
                      help="also learn increment weights for sessions of up to B queries by cross-fitting on the "
                           "history (written next to --out as .step_weights.json)")
     fit.add_argument("--prior-scale", type=float, default=None,

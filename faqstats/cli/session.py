@@ -6,18 +6,20 @@ import dataclasses
 import json
 import shlex
 import sys
+from pathlib import Path
 
 from ..integrations import read_outcome_pairs, read_question_ids, task_groups
 from ..integrations._harness import read_round, round_arguments
 from ..io import load_factor_model, load_model_file, load_step_weights
 from ..sampling import HybridSampler
 from ..session import EvaluationSession
-from .common import (add_reader_options, all_reader_options, check_option_tasks, emit, finish, harness_of, note,
-                     option_words, question_files, reader_kwargs, reader_options, reading_harness)
+from .common import (add_allow_unchecked, add_reader_options, all_reader_options, check_option_tasks, count, emit,
+                     finish, harness_of, note, option_words, question_files, reader_kwargs, reader_options,
+                     reading_harness)
 
 
 def _load(args):
-    return EvaluationSession.load(args.directory)
+    return EvaluationSession.load(args.directory, allow_unchecked=args.allow_unchecked)
 
 
 def _check_group_options(args):
@@ -57,8 +59,11 @@ def _new_configured(args):
 
 
 def run_new(args):
-    if load_model_file(args.model)[1].get("configuration") is not None:  # from 'fit-history --budget'
-        return _new_configured(args)
+    _check_directory(args.directory)
+    if load_model_file(args.model, allow_unchecked=args.allow_unchecked)[1].get("configuration") is not None:
+        return _new_configured(args)  # from 'fit-history --budget'
+    # a model file written before faqstats stored checksums is read here, with --allow-unchecked
+    model = load_factor_model(args.model, allow_unchecked=True) if args.allow_unchecked else args.model
     if (args.budget is None) == (args.budget_cost is None):
         raise ValueError("give --budget (questions) or --budget-cost (cost units, with --costs-from), one of them.")
     if args.budget_cost is not None and args.costs_from is None:
@@ -67,11 +72,11 @@ def run_new(args):
     ids = read_question_ids(args.question_ids) if args.question_ids is not None else None
     groups = costs = clusters = None
     if args.groups_from is not None or args.costs_from is not None or args.clusters_from is not None:
-        fm = load_factor_model(args.model)  # the bank's ids, to read the files by
+        fm = load_factor_model(args.model, allow_unchecked=args.allow_unchecked)  # the bank's ids, to read by
         bank_ids = ids if ids is not None else (fm.question_ids_ or [str(j) for j in range(fm.n_features_in_)])
         groups, costs, clusters = question_files(args, bank_ids)
     session = EvaluationSession.create(
-        args.directory, args.model, ids, sampler=HybridSampler(tau=0.5 if args.tau is None else args.tau,
+        args.directory, model, ids, sampler=HybridSampler(tau=0.5 if args.tau is None else args.tau,
                                                                replace=args.replace),
         budget=100 if args.budget is None else args.budget, batch_size=args.batch_size,
         stop_when_width=args.stop_when_width, alpha=args.alpha,
@@ -167,11 +172,34 @@ def run_next(args):
     emit(args, payload, shlex.join(line))
 
 
-def _outcome(text):
+def _check_directory(directory):
+    """``session new DIR``: DIR must name a directory (an empty one would write into the current one)."""
+    if not directory.strip():
+        raise ValueError(f"the session directory must be a path, got {directory!r}.")
+
+
+def _outcome(text, qid=None, where=""):
+    """An outcome given as text (the command line, a JSON string), as a float."""
+    if not isinstance(text, (int, float, str)):
+        raise ValueError(f"{where}outcome of question id {qid!r} must be a number in [0, 1], got {text!r}.")
     try:
         return float(text)
     except (TypeError, ValueError):
-        raise ValueError(f"outcome {text!r} is not a number in [0, 1].") from None
+        of = "" if qid is None else f" of question id {qid!r}"
+        raise ValueError(f"{where}outcome {text!r}{of} is not a number in [0, 1].") from None
+
+
+def _json_pairs(path):
+    """``--from-json FILE``: its (id, outcome) pairs; every error names the file (and the id)."""
+    where = "standard input" if path == "-" else path
+    try:
+        pairs = read_outcome_pairs(path)
+    except RecursionError:
+        raise ValueError(f"--from-json {where}: nested too deeply to be answers.") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        raise ValueError(message if str(where) in str(message) else f"--from-json {where}: {message}") from exc
+    return [(q, _outcome(v, q, f"--from-json {where}: ")) for q, v in pairs]
 
 
 def run_record(args):
@@ -182,14 +210,20 @@ def run_record(args):
     if harness is not None:
         return _record_harness(args, harness, paths, options)
     if args.from_json is not None:
-        pairs = read_outcome_pairs(args.from_json)
+        pairs = _json_pairs(args.from_json)
     else:
         if not args.pairs or len(args.pairs) % 2:
             raise ValueError(f"expected ID VALUE pairs (or --from-json, --lm-eval, --inspect), "
                              f"got {len(args.pairs)} argument(s).")
-        pairs = [(q, _outcome(v)) for q, v in zip(args.pairs[::2], args.pairs[1::2])]
+        pairs = [(q, _outcome(v, q)) for q, v in zip(args.pairs[::2], args.pairs[1::2])]
     session = _load(args)
-    session.record([str(q) for q, _ in pairs], [v if isinstance(v, (int, float)) else _outcome(v) for _, v in pairs])
+    try:
+        session.record([str(q) for q, _ in pairs], [v for _, v in pairs])
+    except (ValueError, TypeError) as exc:  # answers read from a file: say which
+        if args.from_json is None:
+            raise
+        where = "standard input" if args.from_json == "-" else args.from_json
+        raise ValueError(f"--from-json {where}: {exc} Nothing was recorded.") from exc
     st = session.status()
     emit(args, st, f"Recorded {len(pairs)} answer(s).\n" + status_text(st))
 
@@ -267,10 +301,20 @@ def run_report(args):
     cs = session.confidence_sequence()
     payload["confidence_sequence"] = None if cs is None else cs.tolist()
     if args.png is not None:
-        session.plot(args.png)
-        payload["png"] = str(args.png)
+        png = _png_path(args.png)
+        session.plot(png)
+        payload["png"] = str(png)
         text.append(f"Plot written to {payload['png']}")
     emit(args, payload, "\n".join(text))
+
+
+def _png_path(text):
+    """``--png FILE``: the file the plot goes to (``.png`` added when FILE has no extension, as
+    matplotlib would add it); a directory is refused."""
+    path = Path(text)
+    if not text.strip() or path.is_dir():
+        raise ValueError(f"--png takes a file to write the plot to; {text!r} is a directory.")
+    return path if path.suffix else path.with_name(path.name + ".png")
 
 
 def add_session_parser(sub):
@@ -281,9 +325,9 @@ def add_session_parser(sub):
     new.add_argument("directory", help="session directory (created)")
     new.add_argument("--model", required=True, help="factor model saved by 'faqstats fit-history' (.npz); one "
                      "saved with --budget brings its predictor, policy, weights and budget")
-    new.add_argument("--budget", type=int, default=None, help="maximum number of queries (or --budget-cost; default "
+    new.add_argument("--budget", type=count, default=None, help="maximum number of queries (or --budget-cost; default "
                      "a configured model's)")
-    new.add_argument("--batch-size", type=int, default=1, help="questions handed out per round (default 1)")
+    new.add_argument("--batch-size", type=count, default=1, help="questions handed out per round (default 1)")
     new.add_argument("--stop-when-width", type=float, default=None,
                      help="stop once the anytime-valid interval is at most this wide")
     new.add_argument("--alpha", type=float, default=0.05, help="significance level of the intervals (default 0.05)")
@@ -320,11 +364,12 @@ def add_session_parser(sub):
                          help="a cluster id per question (questions on one passage, image, prompt): every draw asks "
                               "a whole cluster, --budget counts cluster draws (with --groups-from: every cluster in "
                               "one group, --estimand micro)")
+    add_allow_unchecked(new)
     finish(new, run_new)
 
     nxt = ssub.add_parser("next", help="print the questions to ask now (the pending ones again until answered)")
     nxt.add_argument("directory")
-    nxt.add_argument("--n", type=int, default=None, help="size of a new round (default: the batch size)")
+    nxt.add_argument("--n", type=count, default=None, help="size of a new round (default: the batch size)")
     nxt.add_argument("--format", choices=["ids", "lm-eval", "inspect"], default="ids",
                      help="ids: one 'ID<TAB>probability' a line (default); lm-eval: the --tasks and --samples "
                           "options to run them; inspect: the --sample-id option")
@@ -332,6 +377,7 @@ def add_session_parser(sub):
                      help="print only this value (for \"$(...)\"; nothing once done): the --tasks value "
                           "(lm-eval; inspect: one task a line), or the --samples JSON (lm-eval) / --sample-id "
                           "value (inspect)")
+    add_allow_unchecked(nxt)
     finish(nxt, run_next)
 
     rec = ssub.add_parser("record", help="record answers: ID VALUE [ID VALUE ...] (VALUE in [0, 1]), or those "
@@ -347,16 +393,19 @@ def add_session_parser(sub):
                      help="the --log-dir (or a log file) of an inspect eval run on the pending questions: every "
                           "one must be there; other samples are ignored (repeat for several)")
     add_reader_options(rec, recording=True)
+    add_allow_unchecked(rec)
     finish(rec, run_record)
 
     simultaneous = "with --groups-from: also the intervals that hold for all groups at once"
     stat = ssub.add_parser("status", help="progress, pending questions and the estimate so far (and every group's)")
     stat.add_argument("directory")
     stat.add_argument("--simultaneous", action="store_true", help=simultaneous)
+    add_allow_unchecked(stat)
     finish(stat, run_status)
 
     rep = ssub.add_parser("report", help="the estimate with its interval; --png plots it as queries accumulate")
     rep.add_argument("directory")
     rep.add_argument("--png", default=None, metavar="FILE", help="write a plot of the running estimate and interval")
     rep.add_argument("--simultaneous", action="store_true", help=simultaneous)
+    add_allow_unchecked(rep)
     finish(rep, run_report)

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._atomic import atomic_write
 from .._version import __version__
+from .npz import check_regular_file
 
 
 def utc_now():
@@ -99,10 +100,13 @@ def json_safe(value, name, notes):
 
 def read_json(path, what, format_name, max_version, version_label="format version"):
     """The JSON document in ``path``, its header checked (:func:`check_format_header`)."""
+    check_regular_file(path, f"{what} file")  # a FIFO would block the read
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a {what} JSON file, or not valid UTF-8 JSON ({exc}).") from exc
+    except RecursionError as exc:  # nesting thousands of levels deep
+        raise ValueError(f"{path}: not a {what} JSON file (nested too deeply to read).") from exc
     check_format_header(doc, path, format_name=format_name, max_version=max_version, what=f"{what} file",
                         version_label=version_label)
     return doc

@@ -53,7 +53,7 @@ from ..stacking import HistoryMixture, StackedPredictor
 from ..surrogate import GaussianProcessSurrogate
 from .checks import (array_sha256, check_format_header, check_ids, check_reader_options, header, json_safe,
                      json_sha256, question_ids_sha256, utc_now)
-from .npz import npz_path, read_array, read_float, read_ids, require_entries
+from .npz import npz_path, open_array_file, read_array, read_float, read_ids, require_entries
 from .predictor_arrays import read_save_pair, save_pair_entries, unsaved_reason
 
 __all__ = ["save_factor_model", "load_factor_model", "load_model_file", "save_predictor", "unsaved_reason"]
@@ -70,6 +70,10 @@ _REQUIRED_ARRAYS = ("question_factors", "prior_mean", "prior_cov", "observed_que
 _GP_ARRAYS = ("question_means", "noise")  # a GaussianProcessSurrogate's, besides the factor model's
 _STACK_ARRAYS = ("steps", "weights", "validation_mse")
 _CV_PREFIX = "cv_results."
+# factors, means and noise beyond this (logits of 1e12 per component) make every score non-finite:
+# no fit produces them, so a file holding them was edited
+VALUE_BOUND = 1e6
+_BOUND_WHY = " (no fit gives a logit-scale value beyond it; larger ones overflow the policy's scores)"
 
 
 # -- writing ---------------------------------------------------------------------------
@@ -213,25 +217,28 @@ def _write_model_file(path, format_version, meta, arrays, notes, feature_names, 
     return atomic_write(npz_path(path), lambda f: np.savez(f, **arrays))
 
 
-def _float_array(model, attr):
+def _float_array(model, attr, bound=None):
     arr = np.asarray(getattr(model, attr), dtype=np.float64)
     if not np.isfinite(arr).all():
         raise ValueError(f"Refusing to save: {attr} has non-finite values.")
+    if bound is not None and arr.size and np.abs(arr).max() > bound:  # the reader would refuse it
+        raise ValueError(f"Refusing to save: {attr} has values beyond +-{bound:g} (largest {np.abs(arr).max():.3g})"
+                         f"{_BOUND_WHY}.")
     return arr
 
 
 def _low_rank_entries(model, prefix, notes, loss_curve=False):
     """``(metadata, arrays)`` of a fitted low-rank predictor (the factors, the prior...), names prefixed."""
     check_is_fitted(model, "question_factors_")
-    V = _float_array(model, "question_factors_")
+    V = _float_array(model, "question_factors_", VALUE_BOUND)
     if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
         raise ValueError(f"Refusing to save: question_factors_ must be a non-empty 2-D array, got shape {V.shape}.")
-    arrays = {"question_factors": V, "prior_mean": _float_array(model, "prior_mean_"),
-              "prior_cov": _float_array(model, "prior_cov_"),
+    arrays = {"question_factors": V, "prior_mean": _float_array(model, "prior_mean_", VALUE_BOUND),
+              "prior_cov": _float_array(model, "prior_cov_", VALUE_BOUND**2),
               "observed_questions": np.asarray(model.observed_questions_, dtype=bool)}
     for key in ("model_factors", *(("loss_curve",) if loss_curve else ()), *_GP_ARRAYS):
         if getattr(model, key + "_", None) is not None:
-            arrays[key] = _float_array(model, key + "_")
+            arrays[key] = _float_array(model, key + "_", None if key == "loss_curve" else VALUE_BOUND)
     meta = {"estimator": type(model).__name__,
             "params": json_safe(model.get_params(deep=False), f"{prefix}params", notes),
             "n_questions": int(V.shape[0]), "n_components": int(V.shape[1])}
@@ -341,12 +348,7 @@ def load_model_file(path, *, allow_unchecked=False):
         ``(predictor or None, metadata, question ids or None)``; None: no predictor, the sample mean.
     """
     path = npz_path(path)
-    try:
-        data = np.load(path, allow_pickle=False)
-    except OSError:  # missing file, permissions: as open() reports them
-        raise
-    except Exception as exc:  # np.load reports a non-npz file as "pickled data"
-        raise ValueError(f"{path} is not a readable .npz archive ({type(exc).__name__}: {exc}).") from exc
+    data = open_array_file(path, "factor model file")  # shapes checked against the file's size first
     if not isinstance(data, np.lib.npyio.NpzFile):
         raise ValueError(f"{path} is not a faqstats factor model file: a single .npy array, not an .npz archive.")
     with data:
@@ -495,9 +497,11 @@ def _read_low_rank(data, meta, prefix, n, path, where, kind):
     k = meta.get("n_components")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"{path}: metadata{where} 'n_components' must be a positive integer, got {k!r}.")
-    fitted = {"question_factors": read_float(data, prefix + "question_factors", (n, k), path),
-              "prior_mean": read_float(data, prefix + "prior_mean", (k,), path),
-              "prior_cov": read_float(data, prefix + "prior_cov", (k, k), path)}
+    bounded = {"bound": VALUE_BOUND, "why": _BOUND_WHY}
+    fitted = {"question_factors": read_float(data, prefix + "question_factors", (n, k), path, **bounded),
+              "prior_mean": read_float(data, prefix + "prior_mean", (k,), path, **bounded),
+              "prior_cov": read_float(data, prefix + "prior_cov", (k, k), path, bound=VALUE_BOUND ** 2,
+                                      why=" (the square of the factors' bound)")}
     cov, key = fitted["prior_cov"], prefix + "prior_cov"
     if not np.allclose(cov, cov.T):
         raise ValueError(f"{path}: {key!r} is not symmetric.")
@@ -512,10 +516,10 @@ def _read_low_rank(data, meta, prefix, n, path, where, kind):
     gp = kind == "GaussianProcessSurrogate"
     if gp:
         require_entries(data, _GP_ARRAYS, prefix, path)
-        fitted |= {key: read_float(data, prefix + key, (n,), path) for key in _GP_ARRAYS}
+        fitted |= {key: read_float(data, prefix + key, (n,), path, **bounded) for key in _GP_ARRAYS}
         if fitted["noise"].min() <= 0:
             raise ValueError(f"{path}: {prefix + 'noise'!r} must be positive.")
-    fitted["model_factors"] = (read_float(data, prefix + "model_factors", (None, k), path)
+    fitted["model_factors"] = (read_float(data, prefix + "model_factors", (None, k), path, **bounded)
                                if prefix + "model_factors" in data.files else None)
     model = GaussianProcessSurrogate() if gp else LogisticFactorModel()
     _set_params(model, meta.get("params"), path, where)

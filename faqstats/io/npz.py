@@ -1,15 +1,135 @@
-"""An ``.npz`` archive's name, and checked reads of its entries (``np.load(path, allow_pickle=False)``)."""
+"""An ``.npz`` archive's name, its opening (every entry's declared shape checked against the bytes
+that hold it, before numpy allocates anything) and checked reads of its entries."""
 
 from __future__ import annotations
 
+import math
 import os
+import stat
 import zipfile
 import zlib
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["npz_path", "read_array", "read_float", "read_ids", "require_entries"]
+__all__ = ["check_regular_file", "npz_path", "open_array_file", "read_array", "read_float", "read_ids",
+           "require_entries"]
+
+# deflate expands at most ~1032:1; a member declaring more than that is damaged or a zip bomb
+_MAX_DEFLATE_RATIO = 1100
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def check_regular_file(path, what="file"):
+    """Raise unless ``path`` is a regular file (following links): a FIFO would block a read, a
+    directory or a device is no file of data. A missing path raises ``FileNotFoundError``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_regular_file(tempfile.mkdtemp(), "session state file")
+    Traceback (most recent call last):
+    ...
+    ValueError: ... is a directory, not a session state file.
+    """
+    mode = os.stat(path).st_mode  # FileNotFoundError, PermissionError: as open() reports them
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "not a regular file")
+        link = f" (a link to {os.path.realpath(path)})" if os.path.islink(path) else ""
+        raise ValueError(f"{path}{link} is {kind}, not a {what}.")
+
+
+def _check_npy_header(stream, size, where):
+    """Read the ``.npy`` header at the start of ``stream``; raise unless the array it declares
+    takes exactly the ``size`` bytes the stream holds after it (object arrays: not checked here,
+    numpy refuses them without pickle)."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(stream)
+        # version 3.0 differs from 2.0 only in the header's text encoding (utf-8 field names)
+        shape, _, dtype = (fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0)(stream)
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error, SyntaxError, TypeError) as exc:
+        raise ValueError(f"{where} is not a valid .npy array ({type(exc).__name__}: {exc}).") from exc
+    if dtype.hasobject:
+        return
+    declared = math.prod(shape) * dtype.itemsize  # Python ints: no overflow
+    held = size - stream.tell()
+    if declared != held:
+        raise ValueError(f"{where} declares an array of shape {shape} and dtype {dtype} ({declared:,} bytes) but "
+                         f"holds {held:,} bytes: the file is damaged; refusing to allocate it.")
+
+
+def open_array_file(path, what="array file"):
+    """``np.load(path, allow_pickle=False)`` of an ``.npz`` archive or an ``.npy`` array, refused
+    with a ``ValueError`` naming the file and entry unless every array's declared shape and dtype
+    fit the bytes stored for it, and every archive member's declared size fits the file's size
+    (so that a damaged or hostile header cannot make numpy allocate terabytes).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (a missing one raises ``FileNotFoundError``).
+    what : str, default="array file"
+        How the error messages name the file's kind.
+
+    Returns
+    -------
+    numpy.lib.npyio.NpzFile or ndarray
+        What ``np.load`` returns; entries of an archive are read with :func:`read_array`.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.npz"
+    >>> np.savez(path, x=np.arange(3))
+    >>> with open_array_file(path) as data:
+    ...     read_array(data, "x", path).tolist()
+    [0, 1, 2]
+    """
+    check_regular_file(path, what)
+    file_size = os.path.getsize(path)
+    with open(path, "rb") as raw:
+        if raw.read(len(_NPY_MAGIC)) == _NPY_MAGIC:
+            raw.seek(0)
+            _check_npy_header(raw, file_size, f"{path}")
+        else:
+            raw.seek(0)
+            _check_archive(raw, file_size, path, what)
+    try:
+        return np.load(path, allow_pickle=False)
+    except OSError:  # permissions: as open() reports them
+        raise
+    except Exception as exc:  # np.load reports a file of another kind as "pickled data"
+        raise ValueError(f"{path} is not a readable .npz archive or .npy array ({type(exc).__name__}: {exc}).") \
+            from exc
+
+
+def _check_archive(raw, file_size, path, what):
+    try:
+        archive = zipfile.ZipFile(raw)
+        members = archive.infolist()
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError) as exc:
+        raise ValueError(f"{path} is not a readable .npz archive or .npy array (expected a {what}; "
+                         f"{type(exc).__name__}: {exc}).") from exc
+    with archive:
+        for info in members:
+            where = f"{path}: entry {info.filename.removesuffix('.npy')!r}"
+            ratio = {zipfile.ZIP_STORED: 1, zipfile.ZIP_DEFLATED: _MAX_DEFLATE_RATIO}.get(info.compress_type)
+            if info.compress_size > file_size or (ratio is not None and info.file_size > ratio * info.compress_size
+                                                  + 1024):
+                raise ValueError(f"{where} declares {info.file_size:,} bytes ({info.compress_size:,} compressed) in "
+                                 f"a file of {file_size:,} bytes: the file is damaged; refusing to read it.")
+            if not info.filename.endswith(".npy"):
+                continue
+            try:
+                with archive.open(info) as stream:
+                    _check_npy_header(stream, info.file_size, where)
+            except ValueError:
+                raise
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
+                raise ValueError(f"{where} is damaged ({type(exc).__name__}: {exc}).") from exc
 
 
 def npz_path(path):
@@ -33,8 +153,9 @@ def read_array(data, key, path):
         raise ValueError(f"{path}: entry {key!r} is damaged ({type(exc).__name__}: {exc}).") from exc
 
 
-def read_float(data, key, shape, path):
-    """Entry ``key`` as float64, refused unless a float array of ``shape`` (None: any length) with finite values."""
+def read_float(data, key, shape, path, bound=None, why=""):
+    """Entry ``key`` as float64, refused unless a float array of ``shape`` (None: any length) with finite
+    values (and, with ``bound``, none above it in absolute value; ``why`` says why it is the bound)."""
     arr = read_array(data, key, path)
     if arr.dtype.kind != "f":
         raise ValueError(f"{path}: {key!r} must be a float array, got dtype {arr.dtype}.")
@@ -43,6 +164,9 @@ def read_float(data, key, shape, path):
         raise ValueError(f"{path}: {key!r} has shape {arr.shape}, expected {expected}.")
     if not np.isfinite(arr).all():
         raise ValueError(f"{path}: {key!r} has {int((~np.isfinite(arr)).sum())} non-finite value(s).")
+    if bound is not None and arr.size and np.abs(arr).max() > bound:
+        raise ValueError(f"{path}: {key!r} has {int((np.abs(arr) > bound).sum())} value(s) beyond +-{bound:g} "
+                         f"(largest {np.abs(arr).max():.3g}){why}; the file was edited or damaged.")
     return arr.astype(np.float64, copy=False)
 
 
@@ -53,7 +177,12 @@ def read_ids(data, key, n, path):
     arr = read_array(data, key, path)
     if arr.dtype.kind != "U" or arr.shape != (n,):
         raise ValueError(f"{path}: {key!r} must be a str array of shape ({n},), got {arr.dtype} {arr.shape}.")
-    return arr.tolist()
+    ids = arr.tolist()
+    if len(set(ids)) != n:
+        seen = set()
+        dup = next(q for q in ids if q in seen or seen.add(q))
+        raise ValueError(f"{path}: {key!r} must be unique; {dup!r} appears more than once.")
+    return ids
 
 
 def require_entries(data, keys, prefix, path):

@@ -88,13 +88,19 @@ def read_session_state(path, *, allow_unchecked=False):
             )
     kinds = {"config": dict, "rng_state": dict, "draws": list, "answers": list, "revision": int,
              "n_questions": int}
-    wrong = [key for key, kind in kinds.items() if key in state and not isinstance(state[key], kind)]
+    wrong = [key for key, kind in kinds.items()
+             if key in state and (not isinstance(state[key], kind) or isinstance(state[key], bool))]
     if wrong:
         raise ValueError(f"{path}: field(s) {wrong} have the wrong type (the file was edited or damaged).")
+    lowest = {"revision": 0, "n_questions": 1}  # revisions count writes from 0; a bank has a question
+    below = [f"{key}={state[key]}" for key, low in lowest.items() if key in state and state[key] < low]
+    if below:
+        raise ValueError(f"{path}: {', '.join(below)} is out of range (revision counts writes from 0, a bank has at "
+                         "least one question): the file was edited.")
     if state["question_id_type"] not in ("str", "int"):
         raise ValueError(f"{path}: question_id_type must be 'str' or 'int', got {state['question_id_type']!r}.")
-    if not isinstance(state["factor_model_file"], str) or Path(state["factor_model_file"]).name != state[
-            "factor_model_file"]:
+    name = state["factor_model_file"]
+    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name:
         raise ValueError(f"{path}: factor_model_file must be a file name in the session directory.")
     return state
 

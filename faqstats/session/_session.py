@@ -263,7 +263,7 @@ class EvaluationSession:
             raise ValueError(f"{where}: rng_state is not a valid generator state ({exc}).") from exc
         self._created = state.get("created_utc")
         self._store = store
-        self._rounds.replay(state["draws"], state["answers"], where)
+        self._rounds.replay(state["draws"], state["answers"], where, self.question_ids)
         return self
 
     def _setup(self, fm, ids, id_type, config, sampler):

@@ -10,7 +10,9 @@ import hashlib
 import os
 from pathlib import Path
 
+from .._atomic import remove_stale_temporaries
 from ..io import load_model_file, read_session_state, save_factor_model, save_predictor, write_session_state
+from ..io.npz import check_regular_file
 
 __all__ = ["SessionStore"]
 
@@ -53,8 +55,12 @@ class SessionStore:
     @staticmethod
     def refuse_existing(directory):
         """Raise ``FileExistsError`` if ``directory`` already holds a session."""
+        if isinstance(directory, str) and not directory.strip():  # Path("") is the current directory
+            raise ValueError(f"directory must name a directory, got {directory!r}.")
         directory = Path(os.fspath(directory))
-        if (directory / STATE_FILE).exists():
+        if directory.exists() and not directory.is_dir():
+            raise ValueError(f"{directory} is not a directory: a session lives in a directory of its own.")
+        if (directory / STATE_FILE).exists() or (directory / STATE_FILE).is_symlink():
             raise FileExistsError(f"{directory} already holds a faqstats session; resume it with EvaluationSession.load.")
         return directory
 
@@ -67,6 +73,7 @@ class SessionStore:
         # the harness reader options stored with a model from 'faqstats fit-history' go with it
         reader = reader or (getattr(factor_model, "metadata_", None) or {}).get("reader")
         ids = [str(q) for q in question_ids]
+        remove_stale_temporaries(directory / MODEL_FILE)  # left by a create that was killed mid-write
         if factor_model is None:
             model_path = save_predictor(None, directory / MODEL_FILE, question_ids=ids, reader=reader,
                                         n_questions=len(ids))
@@ -81,17 +88,21 @@ class SessionStore:
         (``allow_unchecked``: as :meth:`EvaluationSession.load <faqstats.EvaluationSession.load>`)."""
         directory = Path(os.fspath(directory))
         state_path = directory / STATE_FILE
-        if not state_path.is_file():
+        if not (state_path.exists() or state_path.is_symlink()):
             raise FileNotFoundError(f"No faqstats session in {directory} ({STATE_FILE} is missing).")
+        check_regular_file(state_path, "session state file")  # a FIFO, a directory, a link to a device
         state = read_session_state(state_path, allow_unchecked=allow_unchecked)
         model_path = directory / state["factor_model_file"]
-        if not model_path.is_file():
-            raise FileNotFoundError(f"{directory}: the session's factor model file {model_path.name} is missing.")
+        if not (model_path.exists() or model_path.is_symlink()):
+            raise FileNotFoundError(f"{directory}: the session's factor model file {model_path.name} (named in "
+                                    f"{STATE_FILE}) is missing.")
+        check_regular_file(model_path, "factor model file")
         fm, meta, ids = load_model_file(model_path, allow_unchecked=allow_unchecked)
         model_ids_hash = meta.get("question_ids_sha256")
         if model_ids_hash != state["question_ids_sha256"]:
             raise ValueError(
-                f"{directory}: the bank's question ids (sha256 {str(state['question_ids_sha256'])[:12]}...) differ "
+                f"{directory}: the bank's question ids in {STATE_FILE} (sha256 "
+                f"{str(state['question_ids_sha256'])[:12]}...) differ "
                 f"from those of the factor model file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); "
                 "the session and the model describe different banks."
             )
@@ -99,7 +110,7 @@ class SessionStore:
         if model_sha != state["factor_model_sha256"]:
             raise ValueError(
                 f"{directory}: {model_path.name} is not the factor model this session started with (its SHA-256 "
-                "changed); restore it or start a new session."
+                f"differs from the one in {STATE_FILE}); restore it or start a new session."
             )
         return cls(directory, state["revision"], model_sha, ids, meta, allow_unchecked), state, fm
 
@@ -116,6 +127,7 @@ class SessionStore:
                         f"{path} was changed by another process (revision {on_disk}, this session loaded "
                         f"{self.revision}); nothing was written. Load the session again to continue."
                     )
+            remove_stale_temporaries(self.directory / MODEL_FILE)
             write_session_state(path, fields)
         self.revision = fields["revision"]
 

@@ -55,6 +55,8 @@ def n_questions_of(fm, question_ids):
 
 def check_outcome(value, qid):
     """``value`` as a float in [0, 1] (1 correct, 0 wrong), the error naming question ``qid``."""
+    if isinstance(value, (str, bytes)):  # "1" or "yes": parse it where it was read, not here
+        raise ValueError(f"outcome for question id {qid!r} must be a number in [0, 1], got the string {value!r}.")
     try:
         value = float(value)
     except (TypeError, ValueError):

@@ -103,8 +103,9 @@ class Rounds:
             else:
                 loop.record(np.array([answers[q] for q in questions], dtype=float))
 
-    def replay(self, draws, answers, where):
-        """Rebuild the loop from stored draws and answers, round by round, as it was computed live."""
+    def replay(self, draws, answers, where, question_ids=None):
+        """Rebuild the loop from stored draws and answers, round by round, as it was computed live
+        (``question_ids``: how the errors name a question; default its index)."""
         n = self.loop.run.n_questions
         units = n if self.members is None else len(self.members)  # what a draw picks
         for answer in answers:
@@ -113,7 +114,11 @@ class Rounds:
             question, value = answer
             if not (isinstance(question, int) and 0 <= question < n) or question in self.answers:
                 raise ValueError(f"{where}: answers hold an invalid or repeated question index {question!r}.")
-            self.answers[question] = check_outcome(value, question)
+            try:
+                self.answers[question] = check_outcome(value, question if question_ids is None
+                                                       else question_ids[question])
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{where}: {exc}") from exc
         rounds = {}
         for draw in draws:
             if not (isinstance(draw, (list, tuple)) and len(draw) == 3 and isinstance(draw[0], int)
