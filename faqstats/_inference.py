@@ -9,6 +9,8 @@ or an array of ``R`` values accordingly. Why each estimator is (exactly) unbiase
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import stats
 
@@ -16,6 +18,7 @@ from ._validation import check_alpha
 
 __all__ = [
     "INTERVALS",
+    "census_mean",
     "check_interval",
     "effective_df",
     "finite_population_weights",
@@ -161,9 +164,40 @@ def finite_population_weights(n_questions, n):
     return (n_questions / (n_questions - t + 1.0)) ** 1.5
 
 
+def census_mean(answers, n_questions):
+    """The bank's mean from a census: ``math.fsum(answers) / n_questions`` (each row for 2-D).
+
+    ``math.fsum`` is correctly rounded, so the result does not depend on the order the answers
+    came in, and it is the exact mean to one rounding of the division: a census reports it rather
+    than its last increment (theta too, but rounded through the run's arithmetic).
+
+    Parameters
+    ----------
+    answers : array-like of shape (n,) or (R, n)
+        Every answer of the bank (one row per run).
+    n_questions : int
+        The bank size ``N``.
+
+    Returns
+    -------
+    float or ndarray of shape (R,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> census_mean([0.7, 0.1, 0.1, 0.1], 4), float(np.mean([0.7, 0.1, 0.1, 0.1]))
+    (0.25, 0.24999999999999997)
+    """
+    z, one = _rows(answers)
+    totals = np.array([math.fsum(row) for row in z], dtype=float)
+    return _out(totals / n_questions, one)
+
+
 def fpc_mean(outcomes, n_questions):
     """The sample mean of ``n`` outcomes drawn uniformly without replacement from
     ``n_questions``, and its unbiased variance ``(1 - n / N) s^2 / n``.
+
+    A census (``n == n_questions``) gives :func:`census_mean` and variance 0.
 
     >>> fpc_mean([1.0, 0.0, 1.0, 1.0], 8)
     (0.75, 0.03125)
@@ -172,6 +206,8 @@ def fpc_mean(outcomes, n_questions):
     n = z.shape[1]
     if n < 2:
         raise ValueError("At least two outcomes are needed to estimate a variance.")
+    if n == n_questions:
+        return _out(census_mean(z, n_questions), one), _out(np.zeros(len(z)), one)
     var = (1.0 - n / n_questions) * z.var(axis=1, ddof=1) / n
     return _out(z.mean(axis=1), one), _out(var, one)
 
@@ -263,13 +299,14 @@ def interval_df(interval, residuals):
     return np.full(x.shape[0], value)
 
 
-def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=None):
+def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=None, census=None):
     """Estimate, variance, degrees of freedom and the variance method's name from PAI increments.
 
     ``n_questions`` is the bank size when the draws were without replacement (``None``: with
     replacement). Without replacement and without ``weights`` the increments get
-    :func:`finite_population_weights`; ``n == n_questions`` is a census, whose last increment is
-    theta, with variance 0 (user guide, "Increments"). With weights (and enough increments to
+    :func:`finite_population_weights`; ``n == n_questions`` is a census, with variance 0 and
+    the estimate ``census`` (the answers' :func:`census_mean`; without it the last increment,
+    theta up to rounding) (user guide, "Increments"). With weights (and enough increments to
     weight, see :func:`weights_usable`) the weighted estimate of :func:`weighted_martingale`, else
     the mean and :func:`martingale_variance`.
 
@@ -282,7 +319,8 @@ def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=
     if n_questions is not None and weights is None:
         weights = finite_population_weights(n_questions, n)
     if n_questions is not None and n == n_questions:
-        est, var, resid = phi[..., -1], np.zeros(phi.shape[:-1]), phi
+        est = phi[..., -1] if census is None else np.asarray(census, dtype=float)
+        var, resid = np.zeros(phi.shape[:-1]), phi
         method = "census"
     elif weights_usable(weights, n):
         est, var, resid = weighted_martingale(phi, weights)

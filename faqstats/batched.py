@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ._engine import aipw_terms, des_raj_base, pai_increment
-from ._inference import fpc_mean, interval_df, pai_inference, wald_interval
+from ._inference import census_mean, fpc_mean, interval_df, pai_inference, wald_interval
 from ._validation import check_alpha, check_generator
 from .batched_posterior import batched_posterior
 from .design import bank_size, check_configuration, sample_mean_design
@@ -247,8 +247,9 @@ def simulate(
     elif engine.method == "sample_mean":
         (estimate, var), df = fpc_mean(values, N), interval_df(interval, values)
     else:
+        census = census_mean(Z[rows], N) if not sampler.replace and values.shape[1] == N else None
         estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights,
-                                             n_questions=None if sampler.replace else N)
+                                             n_questions=None if sampler.replace else N, census=census)
     if not (np.all(np.isfinite(estimate)) and np.all(np.isfinite(var))):
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
     se = np.sqrt(var)

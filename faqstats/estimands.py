@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from ._inference import pai_inference, wald_interval
 from ._validation import check_alpha
 
-__all__ = ["GroupResults", "EstimandTracker", "encode_groups", "estimand_weights", "stratified_allocation"]
+__all__ = ["GroupResults", "EstimandTracker", "encode_groups", "estimand_weights", "group_census_means",
+           "stratified_allocation"]
 
 #: 1 / (the pseudo-residual's variance) in the simultaneous intervals: 1/6 = E[p(1-p)] for p ~ U(0, 1)
 PSEUDO_RESIDUAL_INVERSE = 6.0
@@ -65,6 +68,22 @@ def estimand_weights(estimand, codes, n_questions):
     if not np.all(np.isfinite(w)) or (w < 0).any() or w.sum() <= 0:
         raise ValueError("estimand weights must be finite, non-negative and not all zero.")
     return w / w.sum()
+
+
+def group_census_means(answers, codes, n_groups):
+    """Every group's mean from its answers, ``math.fsum(z_g) / N_g`` (exact to one rounding):
+    what a census of the group reports (NaN for a group without questions).
+
+    >>> group_census_means(np.array([0.7, 0.1, 0.1, 0.1, 1.0]), np.array([0, 0, 0, 0, 1]), 2).tolist()
+    [0.25, 1.0]
+    """
+    answers = np.asarray(answers, dtype=float)
+    out = np.full(int(n_groups), np.nan)
+    for g in range(int(n_groups)):
+        member = answers[codes == g]
+        if member.size:
+            out[g] = math.fsum(member) / member.size
+    return out
 
 
 def stratified_allocation(sizes, budget, min_group_share=0.0, replace=False):
@@ -312,12 +331,15 @@ class GroupResults:
         return frame.join(self.conf_int(alpha, simultaneous))
 
 
-def group_results(increments, labels, sizes, asked_codes, *, interval, weights, n_questions, n_units=None):
+def group_results(increments, labels, sizes, asked_codes, *, interval, weights, n_questions, n_units=None,
+                  census=None):
     """:class:`GroupResults` from the ``(n, G)`` group increments (each column as :func:`pai_inference`);
-    with clusters ``asked_codes`` are the drawn clusters' groups and ``n_units`` each group's clusters."""
+    with clusters ``asked_codes`` are the drawn clusters' groups and ``n_units`` each group's clusters.
+    ``census``: at a census of the bank, every group's :func:`group_census_means`."""
     est, se, df = [], [], []
-    for column in np.asarray(increments, dtype=float).T:
-        e, v, d, _ = pai_inference(column, interval=interval, weights=weights, n_questions=n_questions)
+    for g, column in enumerate(np.asarray(increments, dtype=float).T):
+        e, v, d, _ = pai_inference(column, interval=interval, weights=weights, n_questions=n_questions,
+                                   census=None if census is None else census[g])
         est.append(e)
         se.append(np.sqrt(v))
         df.append(np.inf if d is None else d)
@@ -326,17 +348,19 @@ def group_results(increments, labels, sizes, asked_codes, *, interval, weights, 
                         n_questions is None, n_units)
 
 
-def stratified_results(strata, labels, sizes, *, interval, replace):
+def stratified_results(strata, labels, sizes, *, interval, replace, census=None):
     """:class:`GroupResults` of a stratified design from its ``(group, increment)`` records: each
-    group's increments are a martingale of their own (the finite-population weights of its size)."""
+    group's increments are a martingale of their own (the finite-population weights of its size).
+    ``census``: every group's :func:`group_census_means` of the answers so far, the estimate of a
+    group fully asked (without it, the group's last increment)."""
     by_group = [[] for _ in labels]
     for g, phi in strata:
         by_group[g].append(phi)
     est, se, df = [], [], []
     for g, phis in enumerate(by_group):
         n_g = int(sizes[g])
-        if not replace and len(phis) == n_g:  # a census of the group: its last increment is exact
-            e, v, d = phis[-1], 0.0, np.inf
+        if not replace and len(phis) == n_g:  # a census of the group: exact
+            e, v, d = (phis[-1] if census is None else float(census[g])), 0.0, np.inf
         elif len(phis) < 2:
             raise ValueError(f"group {labels[g]!r} has {len(phis)} draw(s) so far; its variance needs two.")
         else:
