@@ -16,6 +16,7 @@ from .irt import ItemResponseModel
 from .io import (load_configuration, load_factor_model, load_step_weights, save_configuration, save_factor_model,
                  save_step_weights)
 from .estimands import GroupResults
+from .intervals import IntervalRule, register_interval_rule
 from .results import AccuracyResult, ComparisonResult
 from .session import EvaluationSession
 from .sampling import (
@@ -45,6 +46,7 @@ __all__ = [
     "GroupResults",
     "HistoryMixture",
     "HybridSampler",
+    "IntervalRule",
     "ItemResponseModel",
     "LogisticFactorModel",
     "LogisticFactorModelCV",
@@ -73,6 +75,7 @@ __all__ = [
     "make_synthetic_bank",
     "martingale_variance",
     "paper_variance",
+    "register_interval_rule",
     "save_configuration",
     "save_factor_model",
     "save_step_weights",

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from ._engine import aipw_terms, des_raj_base, pai_increment
-from ._inference import census_mean, fpc_mean, interval_df, pai_inference, wald_interval
+from ._inference import census_mean, fpc_mean, interval_df, pai_inference
+from .intervals import interval_rule
 from ._validation import check_alpha, check_generator
 from .batched_posterior import batched_posterior
 from .design import bank_size, check_configuration, sample_mean_design
@@ -142,7 +143,8 @@ def simulate(
     budget : int
     rows : array-like of int, shape (R,), or None
         Which row of ``outcomes`` run ``r`` evaluates; ``None`` means run ``r`` uses row ``r``.
-    interval : {"robust-t", "t", "normal"}
+    interval : {"robust-t", "t", "normal"}, another registered name, or IntervalRule
+        As in :class:`~faqstats.PAIEstimator`.
     alpha : float
         Level of the reported intervals.
     device : str
@@ -253,7 +255,7 @@ def simulate(
     if not (np.all(np.isfinite(estimate)) and np.all(np.isfinite(var))):
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
     se = np.sqrt(var)
-    low, high = wald_interval(estimate, se, alpha=alpha, df=df)
+    low, high = interval_rule(interval).interval(estimate, se, alpha=alpha, df=df)
     return BatchedRuns(estimate, se, df, low, high, n_queries.astype(np.int64), engine.method,
                        values if keep_increments else None, ranges if keep_increments else None)
 

@@ -17,8 +17,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._inference import pai_inference, wald_interval
+from ._inference import pai_inference
 from ._validation import check_alpha
+from .intervals import IntervalRule, interval_rule, wald_interval
 
 __all__ = ["GroupResults", "EstimandTracker", "encode_groups", "estimand_weights", "group_census_means",
            "stratified_allocation"]
@@ -241,6 +242,8 @@ class GroupResults:
     n_units : ndarray of shape (G,) or None
         With clusters: the clusters in each group (the finite-population factor's denominators);
         None: draws are questions (``n_questions``).
+    interval_rule : IntervalRule or str, default="robust-t"
+        The rule of the groups' own intervals (``faqstats.intervals``), the one that gave ``df``.
 
     Examples
     --------
@@ -263,6 +266,10 @@ class GroupResults:
     n_asked: np.ndarray
     replace: bool = False
     n_units: np.ndarray | None = None
+    interval_rule: IntervalRule | str = "robust-t"
+
+    def __post_init__(self):  # the rule itself, whether given by name or as a rule
+        object.__setattr__(self, "interval_rule", interval_rule(self.interval_rule))
 
     def simultaneous_std_error(self):
         """The standard errors the simultaneous intervals use: ``sqrt(V_g + (1 - f_g) / (6 n_g^2))``.
@@ -309,7 +316,7 @@ class GroupResults:
                                       df=df)
             low, high = np.where(self.n_asked > 0, low, 0.0), np.where(self.n_asked > 0, high, 1.0)
         else:
-            low, high = wald_interval(self.estimate, self.std_error, alpha=alpha, df=self.df)
+            low, high = self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, df=self.df)
         return pd.DataFrame({"lower": low, "upper": high}, index=pd.Index(self.labels, name="group"))
 
     def to_frame(self, alpha=0.05, simultaneous=False):
@@ -345,7 +352,7 @@ def group_results(increments, labels, sizes, asked_codes, *, interval, weights, 
         df.append(np.inf if d is None else d)
     n_asked = np.bincount(asked_codes, minlength=labels.size)
     return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked,
-                        n_questions is None, n_units)
+                        n_questions is None, n_units, interval)
 
 
 def stratified_results(strata, labels, sizes, *, interval, replace, census=None):
@@ -369,7 +376,8 @@ def stratified_results(strata, labels, sizes, *, interval, replace, census=None)
         se.append(np.sqrt(v))
         df.append(np.inf if d is None else d)
     n_asked = np.array([len(p) for p in by_group])
-    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked, bool(replace))
+    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked, bool(replace),
+                        interval_rule=interval)
 
 
 def combine_strata(results, shares):

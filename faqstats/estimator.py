@@ -69,10 +69,11 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``, or its
         weighted form for weighted increments (:func:`weighted_martingale`).
         ``"paper"``: the paper's closed form (with replacement only).
-    interval : {"robust-t", "t", "normal"}, default="robust-t"
+    interval : {"robust-t", "t", "normal"}, IntervalRule or a registered name, default="robust-t"
         Quantile ``c`` of the Wald-type interval ``estimate -/+ c se``: Student's t with the
         kurtosis-adjusted degrees of freedom of :func:`faqstats._inference.effective_df`, with
-        ``n - 1``, or normal (user guide, "Intervals"). Nature's-order AIPW always uses normal.
+        ``n - 1``, or normal (user guide, "Intervals"), or a rule of your own
+        (:class:`~faqstats.IntervalRule`). Nature's-order AIPW always uses normal.
     batch_size : int, default=1
         Questions drawn per round from one policy; the posterior learns between rounds only
         (user guide, "Batches"). Ignored by ``BernoulliAIPW``.

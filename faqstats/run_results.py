@@ -188,6 +188,7 @@ def result_of(est, loop, n_draws=None):
             f"; {run.n_clusters} clusters, one per draw" if clustered else ""),
         cost_spent=None if run.costs is None else float(run.costs[units].sum()),
         cost_budget=None if run.costs is None else est.budget_cost,
+        interval_rule=est.interval,
     )
 
 

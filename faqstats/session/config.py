@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ..estimator import PAIEstimator
+from ..intervals import interval_rule_name
 from ..io import configuration_from, json_safe, load_model_file, sampler_spec
 from .questions import check_question_clusters, check_question_costs, per_question
 
@@ -65,7 +66,7 @@ def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, 
         raise ValueError(f"random_state must be a non-negative int seed, got {random_state}.")
     params = estimator.get_params(deep=False)
     config = {"sampler": sampler_spec(params["sampler"]), **{name: params[name] for name in _ALWAYS}, "alpha": alpha,
-              "confidence_sequence": confidence_sequence, "interval": params["interval"],
+              "confidence_sequence": confidence_sequence, "interval": interval_rule_name(params["interval"]),
               "random_state": int(random_state)}
     optional = {}
     for name, (is_default, stored) in _UNLESS_DEFAULT.items():
