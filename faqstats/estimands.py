@@ -21,8 +21,8 @@ from ._inference import pai_inference
 from ._validation import check_alpha
 from .intervals import IntervalRule, interval_rule, wald_interval
 
-__all__ = ["GroupResults", "EstimandTracker", "encode_groups", "estimand_weights", "group_census_means",
-           "stratified_allocation"]
+__all__ = ["BankMean", "Estimand", "EstimandTracker", "GroupResults", "MacroAverage", "WeightedAverage", "as_estimand",
+           "encode_groups", "estimand_weights", "group_census_means", "stratified_allocation"]
 
 #: 1 / (the pseudo-residual's variance) in the simultaneous intervals: 1/6 = E[p(1-p)] for p ~ U(0, 1)
 PSEUDO_RESIDUAL_INVERSE = 6.0
@@ -44,8 +44,160 @@ def encode_groups(groups, n_questions):
     return codes.astype(np.intp), labels
 
 
+class Estimand:
+    """What a run estimates: a linear functional ``theta_w = sum_j w_j z_j`` of the outcomes (``w`` sums to 1).
+
+    An estimand owns its question weights (so its Des Raj increments, row 0 of
+    :class:`EstimandTracker`), its inference from them, the shares of a stratified design's groups
+    and its census. ``estimand=`` takes one, or ``"micro"`` (:class:`BankMean`), ``"macro"``
+    (:class:`MacroAverage`) or an array of question weights (:class:`WeightedAverage`).
+
+    Examples
+    --------
+    >>> as_estimand("macro").question_weights(np.array([0, 0, 0, 1]), 4).tolist()
+    [0.16666666666666666, 0.16666666666666666, 0.16666666666666666, 0.5]
+    >>> as_estimand([1, 1, 2, 0]) == WeightedAverage([0.25, 0.25, 0.5, 0.0])
+    True
+    """
+
+    #: How sessions store it (a JSON value) and results name it.
+    name = None
+    #: ``AccuracyResult.method`` of its estimate, and of a stratified design's (None: not stratifiable).
+    method = "pai-weighted"
+    stratified_method = None
+
+    @property
+    def is_bank_mean(self):
+        """Whether it is the bank's mean, whose increments are the run's own (no tracker needed)."""
+        return False
+
+    def question_weights(self, codes, n_questions):
+        """The weights ``w`` (summing to 1) over the ``n_questions`` questions; ``codes``: each
+        question's group (None without groups)."""
+        raise NotImplementedError
+
+    def strata_shares(self, group_sizes, n_questions):
+        """Each group's share ``a_g`` in ``theta = sum_g a_g theta_g`` (a stratified design)."""
+        raise ValueError("stratify is for estimand='micro' or 'macro'.")
+
+    def census(self, answers, codes):
+        """The estimand from every answer, exact to the rounding of the weights (a census reports it)."""
+        return math.fsum(self.question_weights(codes, answers.size) * answers)
+
+    def inference(self, increments, *, interval, weights, n_questions, answers=None, codes=None):
+        """``(estimate, variance, df, variance method)`` from its increments (``pai_inference``);
+        ``answers``: every question's answer at a census (the estimate is then :meth:`census`)."""
+        census = None if answers is None else self.census(answers, codes)
+        return pai_inference(increments, interval=interval, weights=weights, n_questions=n_questions, census=census)
+
+    def stored(self):
+        """The JSON value a session stores (``estimand`` in its config): ``"micro"``, ``"macro"`` or the weights."""
+        if self.name in ("micro", "macro"):
+            return self.name
+        raise ValueError(f"a session stores its estimand as 'micro', 'macro' or question weights, not {self!r}: "
+                         "give it WeightedAverage(weights) (or the weights).")
+
+    def __eq__(self, other):  # the same class with the same attributes
+        if type(self) is not type(other) or vars(self).keys() != vars(other).keys():
+            return False
+        return all(np.array_equal(v, vars(other)[k]) for k, v in vars(self).items())
+
+    def __hash__(self):
+        return hash(type(self).__qualname__)
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class BankMean(Estimand):
+    """The bank's accuracy, ``w_j = 1 / N`` (``estimand="micro"``)."""
+
+    name, method, stratified_method = "micro", "pai", "pai-stratified"
+
+    @property
+    def is_bank_mean(self):
+        return True
+
+    def question_weights(self, codes, n_questions):
+        return np.full(n_questions, 1.0 / n_questions)
+
+    def strata_shares(self, group_sizes, n_questions):
+        return np.asarray(group_sizes) / n_questions
+
+    def census(self, answers, codes):
+        return math.fsum(answers) / answers.size
+
+
+class MacroAverage(Estimand):
+    """The mean of the groups' accuracies, ``w_j = 1 / (G N_g)`` (``estimand="macro"``, as MMLU's headline)."""
+
+    name, method, stratified_method = "macro", "pai-macro", "pai-stratified-macro"
+
+    def question_weights(self, codes, n_questions):
+        if codes is None:
+            raise ValueError("estimand='macro' averages over groups: pass groups= to fit.")
+        sizes = np.bincount(codes)
+        return 1.0 / (sizes.size * sizes[codes])
+
+    def strata_shares(self, group_sizes, n_questions):
+        return np.full(len(group_sizes), 1.0 / len(group_sizes))
+
+    def census(self, answers, codes):
+        means = group_census_means(answers, codes, int(codes.max()) + 1)
+        return math.fsum(means) / means.size
+
+
+class WeightedAverage(Estimand):
+    """Any non-negative question weights, normalised (``estimand=`` an array).
+
+    Parameters
+    ----------
+    weights : array-like of shape (N,)
+    """
+
+    name = "weighted"
+
+    def __init__(self, weights):
+        self.weights = np.asarray(weights, dtype=float)
+
+    def question_weights(self, codes, n_questions):
+        w = self.weights
+        if w.shape != (n_questions,):
+            raise ValueError(f"estimand weights must hold one weight per question ({n_questions}), got shape {w.shape}.")
+        if not np.all(np.isfinite(w)) or (w < 0).any() or w.sum() <= 0:
+            raise ValueError("estimand weights must be finite, non-negative and not all zero.")
+        return w / w.sum()
+
+    def stored(self):
+        return self.weights.tolist()
+
+    def __eq__(self, other):  # the same estimand: the same normalised weights
+        if type(self) is not type(other) or self.weights.shape != other.weights.shape:
+            return False
+        a, b = self.weights.sum(), other.weights.sum()
+        return bool(np.array_equal(self.weights * b, other.weights * a))
+
+    __hash__ = Estimand.__hash__
+
+    def __repr__(self):
+        return f"WeightedAverage({self.weights.tolist()!r})"
+
+
+def as_estimand(estimand):
+    """The :class:`Estimand` that ``estimand`` is or names: ``"micro"``, ``"macro"``, question weights or one."""
+    if isinstance(estimand, Estimand):
+        return estimand
+    if isinstance(estimand, str):
+        if estimand == "micro":
+            return BankMean()
+        if estimand == "macro":
+            return MacroAverage()
+        raise ValueError(f"estimand must be 'micro', 'macro' or an array of question weights, got {estimand!r}.")
+    return WeightedAverage(estimand)
+
+
 def estimand_weights(estimand, codes, n_questions):
-    """The question weights ``w`` (summing to 1) of ``estimand``.
+    """The question weights ``w`` (summing to 1) of ``estimand`` (:meth:`Estimand.question_weights`).
 
     ``"micro"``: ``1 / N`` each (the bank's accuracy); ``"macro"``: ``1 / (G N_g)`` (each of the
     ``G`` groups counts the same, as MMLU's headline does); an array: any non-negative weights,
@@ -54,21 +206,7 @@ def estimand_weights(estimand, codes, n_questions):
     >>> estimand_weights("macro", np.array([0, 0, 0, 1]), 4).tolist()
     [0.16666666666666666, 0.16666666666666666, 0.16666666666666666, 0.5]
     """
-    if isinstance(estimand, str):
-        if estimand == "micro":
-            return np.full(n_questions, 1.0 / n_questions)
-        if estimand == "macro":
-            if codes is None:
-                raise ValueError("estimand='macro' averages over groups: pass groups= to fit.")
-            sizes = np.bincount(codes)
-            return 1.0 / (sizes.size * sizes[codes])
-        raise ValueError(f"estimand must be 'micro', 'macro' or an array of question weights, got {estimand!r}.")
-    w = np.asarray(estimand, dtype=float)
-    if w.shape != (n_questions,):
-        raise ValueError(f"estimand weights must hold one weight per question ({n_questions}), got shape {w.shape}.")
-    if not np.all(np.isfinite(w)) or (w < 0).any() or w.sum() <= 0:
-        raise ValueError("estimand weights must be finite, non-negative and not all zero.")
-    return w / w.sum()
+    return as_estimand(estimand).question_weights(codes, n_questions)
 
 
 def group_census_means(answers, codes, n_groups):

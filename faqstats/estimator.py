@@ -102,10 +102,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         Recompute the predictions after every ``predict_every``-th answer only (the posterior
         still learns every answer): on large banks that pass dominates a query's cost. Still
         exactly unbiased (user guide, "Predictions refreshed on a schedule").
-    estimand : {"micro", "macro"} or array-like of shape (N,), default="micro"
+    estimand : {"micro", "macro"}, array-like of shape (N,) or Estimand, default="micro"
         What ``estimate_`` estimates: the bank's accuracy, the mean of the groups' accuracies
-        (``fit(..., groups=)``), or ``sum_j w_j z_j / sum_j w_j`` for question weights ``w``
-        (user guide, "Groups and weighted estimands").
+        (``fit(..., groups=)``), or ``sum_j w_j z_j / sum_j w_j`` for question weights ``w``, or
+        an ``faqstats.estimands.Estimand`` (user guide, "Groups and weighted estimands").
     min_group_share : float in [0, 1), default=0.0
         With ``groups``: mix this share of a law giving every group the same mass into the
         policy, so that no group goes without draws (still exactly unbiased). With

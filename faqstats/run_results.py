@@ -9,7 +9,6 @@ parameters, read through its public attributes.
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -17,7 +16,7 @@ import numpy as np
 from ._engine import ClusterRun
 from ._inference import census_mean, fpc_mean, interval_df, pai_inference, paper_variance
 from .design import confidence_alpha, sample_mean_design
-from .estimands import combine_strata, group_census_means, group_results, stratified_results
+from .estimands import as_estimand, combine_strata, group_census_means, group_results, stratified_results
 from .results import AccuracyResult
 
 __all__ = ["census_answers", "cluster_inference", "confidence_rows", "group_results_of", "result_of"]
@@ -127,20 +126,20 @@ def result_of(est, loop, n_draws=None):
         var = float(np.sum(run.variance_terms)) / n_questions**2
     elif run.tracker is not None and run.tracker.stratified:
         groups = group_results_of(est, loop, n_draws)
-        macro = est.estimand == "macro"
-        shares = np.full(groups.labels.size, 1.0 / groups.labels.size) if macro else groups.n_questions / n_questions
-        method, variance_method = ("pai-stratified-macro" if macro else "pai-stratified"), "stratified martingale"
-        estimate, var, df = combine_strata(groups, shares)
-        if answers is not None:  # every group a census: the exact bank (micro) or mean of group (macro) means
-            estimate = math.fsum(groups.estimate) / groups.labels.size if macro else census
+        estimand = as_estimand(est.estimand)
+        method, variance_method = estimand.stratified_method, "stratified martingale"
+        estimate, var, df = combine_strata(groups, estimand.strata_shares(groups.n_questions, n_questions))
+        if answers is not None:  # every group a census: the estimand's exact value
+            estimate = estimand.census(answers, run.tracker.codes)
         df = None if np.isinf(df) else df
-    elif run.tracker is not None and not (isinstance(est.estimand, str) and est.estimand == "micro"):
+    elif run.tracker is not None and not as_estimand(est.estimand).is_bank_mean:
         # the headline is a weighted estimand: its own increments (estimands.py), same inference
-        method = "pai-macro" if isinstance(est.estimand, str) else "pai-weighted"
+        estimand = as_estimand(est.estimand)
+        method = estimand.method
         weights, without = _weights_for(est, run)
-        estimate, var, df, variance_method = pai_inference(
+        estimate, var, df, variance_method = estimand.inference(
             run.tracker.increments()[:n_draws, 0], interval=est.interval, weights=weights, n_questions=without,
-            census=None if answers is None else math.fsum(run.tracker.weights * answers))
+            answers=answers, codes=run.tracker.codes)
     elif clustered:
         estimate, var, df, method, variance_method = cluster_inference(est, run, table)
         if census is not None:

@@ -8,6 +8,7 @@ import os
 import numpy as np
 from sklearn.base import clone
 
+from ..estimands import as_estimand
 from ..estimator import PAIEstimator
 from ..intervals import interval_rule_name
 from ..io import configuration_from, json_safe, load_model_file, sampler_spec
@@ -22,8 +23,7 @@ _UNLESS_DEFAULT = {
     "step_weights": (lambda v: v is None, lambda v: [float(x) for x in np.asarray(v, dtype=float).ravel()]),
     "dtype": (lambda v: v == "float64", None),
     "predict_every": (lambda v: isinstance(v, numbers.Integral) and v == 1, None),
-    "estimand": (lambda v: isinstance(v, str) and v == "micro",
-                 lambda v: v if isinstance(v, str) else np.asarray(v, dtype=float).tolist()),
+    "estimand": (lambda v: as_estimand(v).is_bank_mean, lambda v: as_estimand(v).stored()),
     "min_group_share": (lambda v: not v, None),
     "stratify": (lambda v: not v, bool),
     "budget_cost": (lambda v: v is None, None),
