@@ -17,6 +17,7 @@ from .predictor import Predictor, predictor_class, register_predictor
 from .io import (load_configuration, load_factor_model, load_step_weights, save_configuration, save_factor_model,
                  save_step_weights)
 from .estimands import GroupResults
+from .intervals import IntervalRule, register_interval_rule
 from .results import AccuracyResult, ComparisonResult
 from .session import EvaluationSession
 from .sampling import (
@@ -46,6 +47,7 @@ __all__ = [
     "GroupResults",
     "HistoryMixture",
     "HybridSampler",
+    "IntervalRule",
     "ItemResponseModel",
     "LogisticFactorModel",
     "LogisticFactorModelCV",
@@ -77,6 +79,7 @@ __all__ = [
     "paper_variance",
     "predictor_class",
     "register_predictor",
+    "register_interval_rule",
     "save_configuration",
     "save_factor_model",
     "save_step_weights",

@@ -9,13 +9,16 @@ or an array of ``R`` values accordingly. Why each estimator is (exactly) unbiase
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from scipy import stats
 
-from ._validation import check_alpha
+from .intervals import KURTOSIS_INFLATION, effective_df, interval_rule, wald_interval
 
-__all__ = [
+__all__ = [  # effective_df, KURTOSIS_INFLATION and wald_interval live in faqstats.intervals
     "INTERVALS",
+    "KURTOSIS_INFLATION",
+    "census_mean",
     "check_interval",
     "effective_df",
     "finite_population_weights",
@@ -28,20 +31,23 @@ __all__ = [
     "weighted_martingale",
 ]
 
-#: The quantile rules of the Wald-type intervals (see :func:`interval_df`).
+#: The built-in interval rules' names (``faqstats.intervals``; others can be registered).
 INTERVALS = ("robust-t", "t", "normal")
-_ALTERNATIVES = ("two-sided", "larger", "smaller")
-
-#: Inflation of the excess kurtosis in the degrees of freedom: sample kurtosis is biased low for
-#: heavy-tailed increments at small n (user guide, "Intervals").
-KURTOSIS_INFLATION = 1.5
 
 
 def check_interval(interval):
-    """``interval`` if it is one of :data:`INTERVALS`, else a ``ValueError``."""
-    if interval not in INTERVALS:
-        raise ValueError(f"interval must be 'robust-t', 't' or 'normal', got {interval!r}.")
+    """``interval`` if it is an :class:`~faqstats.IntervalRule` or a registered rule's name, else an error."""
+    interval_rule(interval)
     return interval
+
+
+def _df_of(df, residuals):
+    """A rule's degrees of freedom as the inference reports them: one run's a float (``None`` for the
+    normal quantile), many runs' an array (``inf``: normal)."""
+    df = np.broadcast_to(np.asarray(df, dtype=float), residuals.shape[:-1])
+    if residuals.ndim == 1:
+        return None if np.isinf(df) else float(df)
+    return np.array(df)
 
 
 def _rows(x):
@@ -161,9 +167,40 @@ def finite_population_weights(n_questions, n):
     return (n_questions / (n_questions - t + 1.0)) ** 1.5
 
 
+def census_mean(answers, n_questions):
+    """The bank's mean from a census: ``math.fsum(answers) / n_questions`` (each row for 2-D).
+
+    ``math.fsum`` is correctly rounded, so the result does not depend on the order the answers
+    came in, and it is the exact mean to one rounding of the division: a census reports it rather
+    than its last increment (theta too, but rounded through the run's arithmetic).
+
+    Parameters
+    ----------
+    answers : array-like of shape (n,) or (R, n)
+        Every answer of the bank (one row per run).
+    n_questions : int
+        The bank size ``N``.
+
+    Returns
+    -------
+    float or ndarray of shape (R,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> census_mean([0.7, 0.1, 0.1, 0.1], 4), float(np.mean([0.7, 0.1, 0.1, 0.1]))
+    (0.25, 0.24999999999999997)
+    """
+    z, one = _rows(answers)
+    totals = np.array([math.fsum(row) for row in z], dtype=float)
+    return _out(totals / n_questions, one)
+
+
 def fpc_mean(outcomes, n_questions):
     """The sample mean of ``n`` outcomes drawn uniformly without replacement from
     ``n_questions``, and its unbiased variance ``(1 - n / N) s^2 / n``.
+
+    A census (``n == n_questions``) gives :func:`census_mean` and variance 0.
 
     >>> fpc_mean([1.0, 0.0, 1.0, 1.0], 8)
     (0.75, 0.03125)
@@ -172,6 +209,8 @@ def fpc_mean(outcomes, n_questions):
     n = z.shape[1]
     if n < 2:
         raise ValueError("At least two outcomes are needed to estimate a variance.")
+    if n == n_questions:
+        return _out(census_mean(z, n_questions), one), _out(np.zeros(len(z)), one)
     var = (1.0 - n / n_questions) * z.var(axis=1, ddof=1) / n
     return _out(z.mean(axis=1), one), _out(var, one)
 
@@ -215,61 +254,28 @@ def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_qu
     return float(sigma2 / n)
 
 
-def effective_df(increments):
-    """Degrees of freedom of a variance estimated from ``increments``, allowing for heavy tails.
+def interval_df(interval, residuals, weights=None):
+    """Degrees of freedom of the quantile for ``interval`` (``None``: the normal quantile).
 
-    Satterthwaite's ``df = 2 / (2 / (n - 1) + max(kappa, 0) / n)``, ``kappa`` the small-sample
-    corrected kurtosis ``G2`` times :data:`KURTOSIS_INFLATION` (user guide, "Intervals"): ``n - 1``
-    for light tails, fewer when a few inverse-probability weights dominate. 1-D ``increments``
-    give a float, 2-D (one row per run) an array.
+    The rule's :meth:`~faqstats.IntervalRule.degrees_of_freedom`: ``"robust-t"``,
+    :func:`effective_df` of the residuals; ``"t"``: ``n - 1``; ``"normal"``: ``None``. For 2-D
+    residuals an array, ``inf`` meaning normal.
 
-    >>> import numpy as np
-    >>> effective_df(np.r_[np.zeros(30), 5.0]) < 5 < effective_df(np.linspace(0, 1, 31)) == 30
-    True
+    >>> interval_df("t", [0.2, 0.4, 0.9]), interval_df("normal", [0.2, 0.4, 0.9])
+    (2.0, None)
     """
-    x, one = _rows(increments)
-    n = x.shape[1]
-    if n < 2:
-        raise ValueError("At least two increments are needed.")
-    d = x - x.mean(axis=1, keepdims=True)
-    # kurtosis is scale-free: rescale so m2**2 cannot underflow for tiny spreads
-    scale = np.max(np.abs(d), axis=1, keepdims=True)
-    d = d / np.where(scale > 0, scale, 1.0)
-    m2 = np.mean(d**2, axis=1)
-    spread = m2 > 0
-    safe_m2 = np.where(spread, m2, 1.0)
-    g2 = np.mean(d**4, axis=1) / safe_m2**2 - 3.0
-    if n > 3:  # G2, the kurtosis estimator that is unbiased under normality
-        g2 = ((n + 1) * g2 + 6.0) * (n - 1) / ((n - 2) * (n - 3))
-    kappa = KURTOSIS_INFLATION * np.maximum(g2, 0.0)
-    df = np.minimum(n - 1, np.maximum(1.0, 2.0 / (2.0 / (n - 1) + kappa / n)))
-    return _out(np.where(spread, df, float(n - 1)), one)
-
-
-def interval_df(interval, residuals):
-    """Degrees of freedom of the t quantile for ``interval`` (``None``: the normal quantile).
-
-    ``"robust-t"``: :func:`effective_df` of the residuals; ``"t"``: ``n - 1``; ``"normal"``:
-    ``None``. For 2-D residuals an array, ``inf`` meaning normal.
-    """
-    check_interval(interval)
     x = np.asarray(residuals, dtype=float)
-    n = x.shape[-1]
-    if interval == "robust-t":
-        return effective_df(x)
-    value = float(n - 1) if interval == "t" else np.inf
-    if x.ndim == 1:
-        return None if interval == "normal" else value
-    return np.full(x.shape[0], value)
+    return _df_of(interval_rule(interval).degrees_of_freedom(x, weights), x)
 
 
-def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=None):
+def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=None, census=None):
     """Estimate, variance, degrees of freedom and the variance method's name from PAI increments.
 
     ``n_questions`` is the bank size when the draws were without replacement (``None``: with
     replacement). Without replacement and without ``weights`` the increments get
-    :func:`finite_population_weights`; ``n == n_questions`` is a census, whose last increment is
-    theta, with variance 0 (user guide, "Increments"). With weights (and enough increments to
+    :func:`finite_population_weights`; ``n == n_questions`` is a census, with variance 0 and
+    the estimate ``census`` (the answers' :func:`census_mean`; without it the last increment,
+    theta up to rounding) (user guide, "Increments"). With weights (and enough increments to
     weight, see :func:`weights_usable`) the weighted estimate of :func:`weighted_martingale`, else
     the mean and :func:`martingale_variance`.
 
@@ -282,7 +288,8 @@ def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=
     if n_questions is not None and weights is None:
         weights = finite_population_weights(n_questions, n)
     if n_questions is not None and n == n_questions:
-        est, var, resid = phi[..., -1], np.zeros(phi.shape[:-1]), phi
+        est = phi[..., -1] if census is None else np.asarray(census, dtype=float)
+        var, resid = np.zeros(phi.shape[:-1]), phi
         method = "census"
     elif weights_usable(weights, n):
         est, var, resid = weighted_martingale(phi, weights)
@@ -290,50 +297,10 @@ def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=
     else:
         est, var, resid = phi.mean(axis=-1), martingale_variance(phi), phi
         method = "martingale"
-    df = interval_df(interval, resid)
-    if method == "weighted martingale" and df is not None:
-        # Kish's effective number of increments bounds the variance estimate's degrees of freedom
-        # as n does for equal weights (user guide, "Weighted increments")
-        lam = np.asarray(weights, dtype=float)[:n]
-        lam = lam / lam.sum()
-        df = np.where(np.isinf(df), df, np.minimum(df, 1.0 / np.sum(lam**2) - 1.0))  # inf: normal
-        df = float(df) if df.ndim == 0 else df
+    # the rule sees the weights of a weighted estimate (the built-in t rules bound their degrees of
+    # freedom by Kish's effective number of increments, user guide, "Weighted increments")
+    used = np.asarray(weights, dtype=float)[:n] if method == "weighted martingale" else None
+    df = interval_df(interval, resid, used)
     if phi.ndim == 1:
         est, var = float(est), float(var)
     return est, var, df, method
-
-
-def _critical(alpha, alternative, df):
-    tail = alpha / 2.0 if alternative == "two-sided" else alpha
-    if df is None:
-        return stats.norm.ppf(1.0 - tail)
-    df = np.asarray(df, dtype=float)
-    normal = np.isinf(df)
-    crit = np.where(normal, stats.norm.ppf(1.0 - tail), stats.t.ppf(1.0 - tail, np.where(normal, 1.0, df)))
-    return float(crit) if crit.ndim == 0 else crit
-
-
-def wald_interval(estimate, std_error, alpha=0.05, alternative="two-sided", bounds=(0.0, 1.0), df=None):
-    """Wald-type interval ``estimate -/+ c std_error``, clipped to ``bounds``.
-
-    ``c`` is the normal quantile, or Student's t with ``df`` degrees of freedom (``inf``
-    entries mean normal). Scalars give a tuple of floats, arrays (many runs) a tuple of arrays.
-    ``alternative="larger"`` gives ``[low, upper bound]``, ``"smaller"`` ``[lower bound, high]``.
-
-    >>> [round(x, 4) for x in wald_interval(0.5, 0.1)]
-    [0.304, 0.696]
-    >>> [round(x, 4) for x in wald_interval(0.5, 0.1, df=5)]
-    [0.2429, 0.7571]
-    """
-    alpha = check_alpha(alpha)
-    if alternative not in _ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}.")
-    lo_bound, hi_bound = bounds
-    crit = _critical(alpha, alternative, df)
-    est, se = np.asarray(estimate, dtype=float), np.asarray(std_error, dtype=float)
-    low = est - crit * se if alternative != "smaller" else np.full_like(est, lo_bound)
-    high = est + crit * se if alternative != "larger" else np.full_like(est, hi_bound)
-    low, high = np.clip(low, lo_bound, hi_bound), np.clip(high, lo_bound, hi_bound)
-    if low.ndim == 0:
-        return float(low), float(high)
-    return low, high

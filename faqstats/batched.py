@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from ._engine import aipw_terms, des_raj_base, pai_increment
-from ._inference import fpc_mean, interval_df, pai_inference, wald_interval
+from ._inference import census_mean, fpc_mean, interval_df, pai_inference
+from .intervals import interval_rule
 from ._validation import check_alpha, check_generator
 from .batched_posterior import batched_posterior
 from .design import bank_size, check_configuration, sample_mean_design
@@ -146,7 +147,8 @@ def simulate(
     budget : int
     rows : array-like of int, shape (R,), or None
         Which row of ``outcomes`` run ``r`` evaluates; ``None`` means run ``r`` uses row ``r``.
-    interval : {"robust-t", "t", "normal"}
+    interval : {"robust-t", "t", "normal"}, another registered name, or IntervalRule
+        As in :class:`~faqstats.PAIEstimator`.
     alpha : float
         Level of the reported intervals.
     device : str
@@ -254,12 +256,13 @@ def simulate(
     elif engine.method == "sample_mean":
         (estimate, var), df = fpc_mean(values, N), interval_df(interval, values)
     else:
+        census = census_mean(Z[rows], N) if not sampler.replace and values.shape[1] == N else None
         estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights,
-                                             n_questions=None if sampler.replace else N)
+                                             n_questions=None if sampler.replace else N, census=census)
     if not (np.all(np.isfinite(estimate)) and np.all(np.isfinite(var))):
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
     se = np.sqrt(var)
-    low, high = wald_interval(estimate, se, alpha=alpha, df=df)
+    low, high = interval_rule(interval).interval(estimate, se, alpha=alpha, df=df)
     return BatchedRuns(estimate, se, df, low, high, n_queries.astype(np.int64), engine.method,
                        values if keep_increments else None, ranges if keep_increments else None)
 

@@ -277,7 +277,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     batch_size : int, default=1
         Steps drawn per round, as in :class:`~faqstats.PAIEstimator` (the coupled design
         couples the two within-round laws draw by draw).
-    interval : {"robust-t", "t", "normal"}, default="robust-t"
+    interval : {"robust-t", "t", "normal"}, IntervalRule or a registered name, default="robust-t"
         Quantile of ``conf_int``, as in :class:`~faqstats.PAIEstimator`.
     random_state : int, Generator or None, default=None
     **deprecated
@@ -472,6 +472,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
             method=method,
             variance_method=variance_method,
             df=df,
+            interval_rule=self.interval,
         )
 
 

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 import pandas as pd
 
-from ._inference import pai_inference, wald_interval
+from ._inference import pai_inference
 from ._validation import check_alpha
+from .intervals import IntervalRule, interval_rule, wald_interval
 
-__all__ = ["GroupResults", "EstimandTracker", "encode_groups", "estimand_weights", "stratified_allocation"]
+__all__ = ["BankMean", "Estimand", "EstimandTracker", "GroupResults", "MacroAverage", "WeightedAverage", "as_estimand",
+           "encode_groups", "estimand_weights", "group_census_means", "stratified_allocation"]
 
 #: 1 / (the pseudo-residual's variance) in the simultaneous intervals: 1/6 = E[p(1-p)] for p ~ U(0, 1)
 PSEUDO_RESIDUAL_INVERSE = 6.0
@@ -40,8 +44,160 @@ def encode_groups(groups, n_questions):
     return codes.astype(np.intp), labels
 
 
+class Estimand:
+    """What a run estimates: a linear functional ``theta_w = sum_j w_j z_j`` of the outcomes (``w`` sums to 1).
+
+    An estimand owns its question weights (so its Des Raj increments, row 0 of
+    :class:`EstimandTracker`), its inference from them, the shares of a stratified design's groups
+    and its census. ``estimand=`` takes one, or ``"micro"`` (:class:`BankMean`), ``"macro"``
+    (:class:`MacroAverage`) or an array of question weights (:class:`WeightedAverage`).
+
+    Examples
+    --------
+    >>> as_estimand("macro").question_weights(np.array([0, 0, 0, 1]), 4).tolist()
+    [0.16666666666666666, 0.16666666666666666, 0.16666666666666666, 0.5]
+    >>> as_estimand([1, 1, 2, 0]) == WeightedAverage([0.25, 0.25, 0.5, 0.0])
+    True
+    """
+
+    #: How sessions store it (a JSON value) and results name it.
+    name = None
+    #: ``AccuracyResult.method`` of its estimate, and of a stratified design's (None: not stratifiable).
+    method = "pai-weighted"
+    stratified_method = None
+
+    @property
+    def is_bank_mean(self):
+        """Whether it is the bank's mean, whose increments are the run's own (no tracker needed)."""
+        return False
+
+    def question_weights(self, codes, n_questions):
+        """The weights ``w`` (summing to 1) over the ``n_questions`` questions; ``codes``: each
+        question's group (None without groups)."""
+        raise NotImplementedError
+
+    def strata_shares(self, group_sizes, n_questions):
+        """Each group's share ``a_g`` in ``theta = sum_g a_g theta_g`` (a stratified design)."""
+        raise ValueError("stratify is for estimand='micro' or 'macro'.")
+
+    def census(self, answers, codes):
+        """The estimand from every answer, exact to the rounding of the weights (a census reports it)."""
+        return math.fsum(self.question_weights(codes, answers.size) * answers)
+
+    def inference(self, increments, *, interval, weights, n_questions, answers=None, codes=None):
+        """``(estimate, variance, df, variance method)`` from its increments (``pai_inference``);
+        ``answers``: every question's answer at a census (the estimate is then :meth:`census`)."""
+        census = None if answers is None else self.census(answers, codes)
+        return pai_inference(increments, interval=interval, weights=weights, n_questions=n_questions, census=census)
+
+    def stored(self):
+        """The JSON value a session stores (``estimand`` in its config): ``"micro"``, ``"macro"`` or the weights."""
+        if self.name in ("micro", "macro"):
+            return self.name
+        raise ValueError(f"a session stores its estimand as 'micro', 'macro' or question weights, not {self!r}: "
+                         "give it WeightedAverage(weights) (or the weights).")
+
+    def __eq__(self, other):  # the same class with the same attributes
+        if type(self) is not type(other) or vars(self).keys() != vars(other).keys():
+            return False
+        return all(np.array_equal(v, vars(other)[k]) for k, v in vars(self).items())
+
+    def __hash__(self):
+        return hash(type(self).__qualname__)
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class BankMean(Estimand):
+    """The bank's accuracy, ``w_j = 1 / N`` (``estimand="micro"``)."""
+
+    name, method, stratified_method = "micro", "pai", "pai-stratified"
+
+    @property
+    def is_bank_mean(self):
+        return True
+
+    def question_weights(self, codes, n_questions):
+        return np.full(n_questions, 1.0 / n_questions)
+
+    def strata_shares(self, group_sizes, n_questions):
+        return np.asarray(group_sizes) / n_questions
+
+    def census(self, answers, codes):
+        return math.fsum(answers) / answers.size
+
+
+class MacroAverage(Estimand):
+    """The mean of the groups' accuracies, ``w_j = 1 / (G N_g)`` (``estimand="macro"``, as MMLU's headline)."""
+
+    name, method, stratified_method = "macro", "pai-macro", "pai-stratified-macro"
+
+    def question_weights(self, codes, n_questions):
+        if codes is None:
+            raise ValueError("estimand='macro' averages over groups: pass groups= to fit.")
+        sizes = np.bincount(codes)
+        return 1.0 / (sizes.size * sizes[codes])
+
+    def strata_shares(self, group_sizes, n_questions):
+        return np.full(len(group_sizes), 1.0 / len(group_sizes))
+
+    def census(self, answers, codes):
+        means = group_census_means(answers, codes, int(codes.max()) + 1)
+        return math.fsum(means) / means.size
+
+
+class WeightedAverage(Estimand):
+    """Any non-negative question weights, normalised (``estimand=`` an array).
+
+    Parameters
+    ----------
+    weights : array-like of shape (N,)
+    """
+
+    name = "weighted"
+
+    def __init__(self, weights):
+        self.weights = np.asarray(weights, dtype=float)
+
+    def question_weights(self, codes, n_questions):
+        w = self.weights
+        if w.shape != (n_questions,):
+            raise ValueError(f"estimand weights must hold one weight per question ({n_questions}), got shape {w.shape}.")
+        if not np.all(np.isfinite(w)) or (w < 0).any() or w.sum() <= 0:
+            raise ValueError("estimand weights must be finite, non-negative and not all zero.")
+        return w / w.sum()
+
+    def stored(self):
+        return self.weights.tolist()
+
+    def __eq__(self, other):  # the same estimand: the same normalised weights
+        if type(self) is not type(other) or self.weights.shape != other.weights.shape:
+            return False
+        a, b = self.weights.sum(), other.weights.sum()
+        return bool(np.array_equal(self.weights * b, other.weights * a))
+
+    __hash__ = Estimand.__hash__
+
+    def __repr__(self):
+        return f"WeightedAverage({self.weights.tolist()!r})"
+
+
+def as_estimand(estimand):
+    """The :class:`Estimand` that ``estimand`` is or names: ``"micro"``, ``"macro"``, question weights or one."""
+    if isinstance(estimand, Estimand):
+        return estimand
+    if isinstance(estimand, str):
+        if estimand == "micro":
+            return BankMean()
+        if estimand == "macro":
+            return MacroAverage()
+        raise ValueError(f"estimand must be 'micro', 'macro' or an array of question weights, got {estimand!r}.")
+    return WeightedAverage(estimand)
+
+
 def estimand_weights(estimand, codes, n_questions):
-    """The question weights ``w`` (summing to 1) of ``estimand``.
+    """The question weights ``w`` (summing to 1) of ``estimand`` (:meth:`Estimand.question_weights`).
 
     ``"micro"``: ``1 / N`` each (the bank's accuracy); ``"macro"``: ``1 / (G N_g)`` (each of the
     ``G`` groups counts the same, as MMLU's headline does); an array: any non-negative weights,
@@ -50,21 +206,23 @@ def estimand_weights(estimand, codes, n_questions):
     >>> estimand_weights("macro", np.array([0, 0, 0, 1]), 4).tolist()
     [0.16666666666666666, 0.16666666666666666, 0.16666666666666666, 0.5]
     """
-    if isinstance(estimand, str):
-        if estimand == "micro":
-            return np.full(n_questions, 1.0 / n_questions)
-        if estimand == "macro":
-            if codes is None:
-                raise ValueError("estimand='macro' averages over groups: pass groups= to fit.")
-            sizes = np.bincount(codes)
-            return 1.0 / (sizes.size * sizes[codes])
-        raise ValueError(f"estimand must be 'micro', 'macro' or an array of question weights, got {estimand!r}.")
-    w = np.asarray(estimand, dtype=float)
-    if w.shape != (n_questions,):
-        raise ValueError(f"estimand weights must hold one weight per question ({n_questions}), got shape {w.shape}.")
-    if not np.all(np.isfinite(w)) or (w < 0).any() or w.sum() <= 0:
-        raise ValueError("estimand weights must be finite, non-negative and not all zero.")
-    return w / w.sum()
+    return as_estimand(estimand).question_weights(codes, n_questions)
+
+
+def group_census_means(answers, codes, n_groups):
+    """Every group's mean from its answers, ``math.fsum(z_g) / N_g`` (exact to one rounding):
+    what a census of the group reports (NaN for a group without questions).
+
+    >>> group_census_means(np.array([0.7, 0.1, 0.1, 0.1, 1.0]), np.array([0, 0, 0, 0, 1]), 2).tolist()
+    [0.25, 1.0]
+    """
+    answers = np.asarray(answers, dtype=float)
+    out = np.full(int(n_groups), np.nan)
+    for g in range(int(n_groups)):
+        member = answers[codes == g]
+        if member.size:
+            out[g] = math.fsum(member) / member.size
+    return out
 
 
 def stratified_allocation(sizes, budget, min_group_share=0.0, replace=False):
@@ -222,6 +380,8 @@ class GroupResults:
     n_units : ndarray of shape (G,) or None
         With clusters: the clusters in each group (the finite-population factor's denominators);
         None: draws are questions (``n_questions``).
+    interval_rule : IntervalRule or str, default="robust-t"
+        The rule of the groups' own intervals (``faqstats.intervals``), the one that gave ``df``.
 
     Examples
     --------
@@ -244,6 +404,10 @@ class GroupResults:
     n_asked: np.ndarray
     replace: bool = False
     n_units: np.ndarray | None = None
+    interval_rule: IntervalRule | str = "robust-t"
+
+    def __post_init__(self):  # the rule itself, whether given by name or as a rule
+        object.__setattr__(self, "interval_rule", interval_rule(self.interval_rule))
 
     def simultaneous_std_error(self):
         """The standard errors the simultaneous intervals use: ``sqrt(V_g + (1 - f_g) / (6 n_g^2))``.
@@ -290,7 +454,7 @@ class GroupResults:
                                       df=df)
             low, high = np.where(self.n_asked > 0, low, 0.0), np.where(self.n_asked > 0, high, 1.0)
         else:
-            low, high = wald_interval(self.estimate, self.std_error, alpha=alpha, df=self.df)
+            low, high = self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, df=self.df)
         return pd.DataFrame({"lower": low, "upper": high}, index=pd.Index(self.labels, name="group"))
 
     def to_frame(self, alpha=0.05, simultaneous=False):
@@ -312,31 +476,36 @@ class GroupResults:
         return frame.join(self.conf_int(alpha, simultaneous))
 
 
-def group_results(increments, labels, sizes, asked_codes, *, interval, weights, n_questions, n_units=None):
+def group_results(increments, labels, sizes, asked_codes, *, interval, weights, n_questions, n_units=None,
+                  census=None):
     """:class:`GroupResults` from the ``(n, G)`` group increments (each column as :func:`pai_inference`);
-    with clusters ``asked_codes`` are the drawn clusters' groups and ``n_units`` each group's clusters."""
+    with clusters ``asked_codes`` are the drawn clusters' groups and ``n_units`` each group's clusters.
+    ``census``: at a census of the bank, every group's :func:`group_census_means`."""
     est, se, df = [], [], []
-    for column in np.asarray(increments, dtype=float).T:
-        e, v, d, _ = pai_inference(column, interval=interval, weights=weights, n_questions=n_questions)
+    for g, column in enumerate(np.asarray(increments, dtype=float).T):
+        e, v, d, _ = pai_inference(column, interval=interval, weights=weights, n_questions=n_questions,
+                                   census=None if census is None else census[g])
         est.append(e)
         se.append(np.sqrt(v))
         df.append(np.inf if d is None else d)
     n_asked = np.bincount(asked_codes, minlength=labels.size)
     return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked,
-                        n_questions is None, n_units)
+                        n_questions is None, n_units, interval)
 
 
-def stratified_results(strata, labels, sizes, *, interval, replace):
+def stratified_results(strata, labels, sizes, *, interval, replace, census=None):
     """:class:`GroupResults` of a stratified design from its ``(group, increment)`` records: each
-    group's increments are a martingale of their own (the finite-population weights of its size)."""
+    group's increments are a martingale of their own (the finite-population weights of its size).
+    ``census``: every group's :func:`group_census_means` of the answers so far, the estimate of a
+    group fully asked (without it, the group's last increment)."""
     by_group = [[] for _ in labels]
     for g, phi in strata:
         by_group[g].append(phi)
     est, se, df = [], [], []
     for g, phis in enumerate(by_group):
         n_g = int(sizes[g])
-        if not replace and len(phis) == n_g:  # a census of the group: its last increment is exact
-            e, v, d = phis[-1], 0.0, np.inf
+        if not replace and len(phis) == n_g:  # a census of the group: exact
+            e, v, d = (phis[-1] if census is None else float(census[g])), 0.0, np.inf
         elif len(phis) < 2:
             raise ValueError(f"group {labels[g]!r} has {len(phis)} draw(s) so far; its variance needs two.")
         else:
@@ -345,7 +514,8 @@ def stratified_results(strata, labels, sizes, *, interval, replace):
         se.append(np.sqrt(v))
         df.append(np.inf if d is None else d)
     n_asked = np.array([len(p) for p in by_group])
-    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked, bool(replace))
+    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked, bool(replace),
+                        interval_rule=interval)
 
 
 def combine_strata(results, shares):

@@ -103,10 +103,11 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``, or its
         weighted form for weighted increments (:func:`weighted_martingale`).
         ``"paper"``: the paper's closed form (with replacement only).
-    interval : {"robust-t", "t", "normal"}, default="robust-t"
+    interval : {"robust-t", "t", "normal"}, IntervalRule or a registered name, default="robust-t"
         Quantile ``c`` of the Wald-type interval ``estimate -/+ c se``: Student's t with the
         kurtosis-adjusted degrees of freedom of :func:`faqstats._inference.effective_df`, with
-        ``n - 1``, or normal (user guide, "Intervals"). Nature's-order AIPW always uses normal.
+        ``n - 1``, or normal (user guide, "Intervals"), or a rule of your own
+        (:class:`~faqstats.IntervalRule`). Nature's-order AIPW always uses normal.
     batch_size : int, default=1
         Questions drawn per round from one policy; the posterior learns between rounds only
         (user guide, "Batches"). Ignored by ``BernoulliAIPW``.
@@ -135,10 +136,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         Recompute the predictions after every ``predict_every``-th answer only (the posterior
         still learns every answer): on large banks that pass dominates a query's cost. Still
         exactly unbiased (user guide, "Predictions refreshed on a schedule").
-    estimand : {"micro", "macro"} or array-like of shape (N,), default="micro"
+    estimand : {"micro", "macro"}, array-like of shape (N,) or Estimand, default="micro"
         What ``estimate_`` estimates: the bank's accuracy, the mean of the groups' accuracies
-        (``fit(..., groups=)``), or ``sum_j w_j z_j / sum_j w_j`` for question weights ``w``
-        (user guide, "Groups and weighted estimands").
+        (``fit(..., groups=)``), or ``sum_j w_j z_j / sum_j w_j`` for question weights ``w``, or
+        an ``faqstats.estimands.Estimand`` (user guide, "Groups and weighted estimands").
     min_group_share : float in [0, 1), default=0.0
         With ``groups``: mix this share of a law giving every group the same mass into the
         policy, so that no group goes without draws (still exactly unbiased). With

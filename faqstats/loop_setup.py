@@ -15,7 +15,7 @@ from ._engine import ClusterRun, QueryLoop, SequentialRun, encode_clusters
 from ._validation import check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
 from .design import confidence_alpha, resolve_bank_size
-from .estimands import EstimandTracker, encode_groups, estimand_weights, stratified_allocation
+from .estimands import EstimandTracker, as_estimand, encode_groups, stratified_allocation
 from .posterior import FixedPredictions
 from .predictor import engine_posterior
 from .sampling import CostWeightedSampler, HybridSampler, Sampler, check_costs, draws_for_cost
@@ -102,7 +102,8 @@ def estimand_tracker(est, sampler, n_questions, groups, budget):
     -------
     EstimandTracker or None
     """
-    micro = isinstance(est.estimand, str) and est.estimand == "micro"
+    estimand = as_estimand(est.estimand)
+    micro = estimand.is_bank_mean
     share = check_scalar(est.min_group_share, "min_group_share", low=0.0, high=1.0, closed="left")
     tracks_sequence = confidence_alpha(est.confidence_sequence, est.stop_when_width) is not None
     if groups is None and micro:
@@ -122,13 +123,13 @@ def estimand_tracker(est, sampler, n_questions, groups, budget):
     if est.stratify:
         if codes is None:
             raise ValueError("stratify needs groups: pass groups= to fit.")
-        if not isinstance(est.estimand, str):
+        if estimand.stratified_method is None:
             raise ValueError("stratify is for estimand='micro' or 'macro'.")
         if est.step_weights is not None or tracks_sequence:
             raise ValueError("stratify weights each group's draws itself: drop step_weights, "
                              "confidence_sequence and stop_when_width.")
         allocation = stratified_allocation(np.bincount(codes), budget, share, sampler.replace)
-    tracker = EstimandTracker(estimand_weights(est.estimand, codes, n_questions), codes, sampler.replace, share,
+    tracker = EstimandTracker(estimand.question_weights(codes, n_questions), codes, sampler.replace, share,
                               allocation)
     tracker.labels = labels
     return tracker
@@ -182,7 +183,7 @@ def _cluster_run_of(est, n_questions, groups, costs, clusters):
             found = group_labels[np.unique(group_codes[codes == c])].tolist()
             raise ValueError(f"cluster {labels.tolist()[c]!r} spans groups {found}: with clusters every cluster must lie in "
                              f"one group ({split.size} cluster(s) do not).")
-    if not (isinstance(est.estimand, str) and est.estimand == "micro"):
+    if not as_estimand(est.estimand).is_bank_mean:
         raise ValueError("clusters estimate the bank's accuracy (and every group's): use estimand='micro' "
                          "(the default).")
     if est.stratify or est.min_group_share:

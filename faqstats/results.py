@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from ._inference import wald_interval
 from ._validation import check_scalar
+from .intervals import IntervalRule, interval_rule
 
 __all__ = ["AccuracyResult", "ComparisonResult", "markdown_table", "table_summary"]
 
@@ -68,8 +68,12 @@ class _Result:
             queries_label: f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)",
         }
 
+    def __post_init__(self):  # the rule itself, whether given by name or as a rule
+        object.__setattr__(self, "interval_rule", interval_rule(self.interval_rule))
+
     def to_dict(self):
         d = asdict(self)
+        d["interval_rule"] = self.interval_rule.name  # by name, as sessions store it
         return {k: [float(x) for x in v] if isinstance(v, tuple) else v for k, v in d.items()}
 
     def to_json(self):
@@ -110,6 +114,9 @@ class AccuracyResult(_Result):
         With costs per question: the summed cost of the questions asked.
     cost_budget : float or None
         The cost budget that fixed the number of draws, if one did.
+    interval_rule : IntervalRule or str, default="robust-t"
+        The rule of :meth:`conf_int` (``faqstats.intervals``; a name is looked up), the one
+        that gave ``df``.
 
     Examples
     --------
@@ -135,6 +142,7 @@ class AccuracyResult(_Result):
     design: str | None = None
     cost_spent: float | None = None
     cost_budget: float | None = None
+    interval_rule: IntervalRule | str = "robust-t"
 
     def conf_int(self, alpha=0.05, alternative="two-sided"):
         """Wald-type interval at level ``1 - alpha`` (t quantile when ``df`` is set), clipped to [0, 1].
@@ -163,7 +171,8 @@ class AccuracyResult(_Result):
                     f"two-sided interval at alpha={self.anytime_alpha} is valid."
                 )
             return self.anytime_interval
-        return wald_interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative, df=self.df)
+        return self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative,
+                                           df=self.df)
 
     confint = conf_int
 
@@ -217,6 +226,8 @@ class ComparisonResult(_Result):
     variance_method : {"martingale", "finite-population"}
     df : float or None
         Degrees of freedom of the t quantile (``None``: normal quantile).
+    interval_rule : IntervalRule or str, default="robust-t"
+        The rule of :meth:`conf_int` (``faqstats.intervals``).
 
     Examples
     --------
@@ -238,6 +249,7 @@ class ComparisonResult(_Result):
     method: str
     variance_method: str
     df: float | None = None
+    interval_rule: IntervalRule | str = "robust-t"
 
     def conf_int(self, alpha=0.05, alternative="two-sided"):
         """Wald-type interval for the difference (t quantile when ``df`` is set), clipped to [-1, 1].
@@ -256,8 +268,8 @@ class ComparisonResult(_Result):
         high : float
             Its upper end.
         """
-        return wald_interval(
-            self.estimate, self.std_error, alpha=alpha, alternative=alternative, bounds=(-1.0, 1.0), df=self.df
+        return self.interval_rule.interval(
+            self.estimate, self.std_error, alpha=alpha, alternative=alternative, df=self.df, bounds=(-1.0, 1.0)
         )
 
     confint = conf_int

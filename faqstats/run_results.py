@@ -14,18 +14,33 @@ import warnings
 import numpy as np
 
 from ._engine import ClusterRun
-from ._inference import fpc_mean, interval_df, pai_inference, paper_variance
+from ._inference import census_mean, fpc_mean, interval_df, pai_inference, paper_variance
 from .design import confidence_alpha, sample_mean_design
-from .estimands import combine_strata, group_results, stratified_results
+from .estimands import as_estimand, combine_strata, group_census_means, group_results, stratified_results
 from .results import AccuracyResult
 
-__all__ = ["cluster_inference", "confidence_rows", "group_results_of", "result_of"]
+__all__ = ["census_answers", "cluster_inference", "confidence_rows", "group_results_of", "result_of"]
 
 
 def confidence_rows(loop):
     """``(queries so far, low, high)`` of the loop's confidence sequence after each round, or None."""
     rows = loop.confidence_rows
     return np.array(rows, dtype=float).reshape(-1, 3) if loop.cs is not None and rows else None
+
+
+def census_answers(run, table):
+    """Every question's answer when the draws in ``table`` are a census (every question, or every
+    cluster, drawn without replacement), else None: a census reports the answers' exact mean
+    (``census_mean``), not the rounding of its increments."""
+    if run.design == "stream" or run.sampler.replace:
+        return None
+    if isinstance(run, ClusterRun):
+        return run.values.copy() if len(table) == run.n_clusters else None
+    if len(table) != run.n_questions:
+        return None
+    answers = np.empty(run.n_questions)
+    answers[table["question"]] = table["outcome"]
+    return answers
 
 
 def _weights_for(est, run):
@@ -59,18 +74,25 @@ def group_results_of(est, loop, n_draws=None):
             return None
         table = run.table()[:n_draws]
         rows = np.array(run.group_rows, dtype=float).reshape(len(run.group_rows), -1)[:n_draws]
+        answers = census_answers(run, table)
+        census = None if answers is None else group_census_means(answers, run.group_codes, run.group_sizes.size)
         return group_results(rows, run.group_labels, run.group_sizes, run.cluster_group[table["cluster"]],
-                             interval=est.interval, weights=weights, n_questions=without, n_units=run.group_clusters)
+                             interval=est.interval, weights=weights, n_questions=without, n_units=run.group_clusters,
+                             census=census)
     tracker = run.tracker
     if tracker is None or tracker.codes is None:
         return None
-    if tracker.stratified:
+    n_groups = tracker.labels.size
+    if tracker.stratified:  # a group fully asked has all its answers in tracker.values
         return stratified_results(tracker.strata[:n_draws], tracker.labels, tracker.sizes, interval=est.interval,
-                                  replace=run.sampler.replace)
+                                  replace=run.sampler.replace,
+                                  census=group_census_means(tracker.values, tracker.codes, n_groups))
     table = run.table()[:n_draws]
+    answers = census_answers(run, table)
     return group_results(tracker.increments()[:n_draws, 1:], tracker.labels, tracker.sizes,
                          tracker.codes[table["question"]], interval=est.interval, weights=weights,
-                         n_questions=without)
+                         n_questions=without,
+                         census=None if answers is None else group_census_means(answers, tracker.codes, n_groups))
 
 
 def result_of(est, loop, n_draws=None):
@@ -96,25 +118,32 @@ def result_of(est, loop, n_draws=None):
     partial = n_draws is not None
     n_questions = run.n_questions
     clustered = isinstance(run, ClusterRun)
+    answers = census_answers(run, table)
+    census = None if answers is None else census_mean(answers, n_questions)
     if run.design == "stream":
         method, variance_method, df = "aipw", "design-based", None
         estimate = float(np.mean(run.terms))
         var = float(np.sum(run.variance_terms)) / n_questions**2
     elif run.tracker is not None and run.tracker.stratified:
         groups = group_results_of(est, loop, n_draws)
-        macro = est.estimand == "macro"
-        shares = np.full(groups.labels.size, 1.0 / groups.labels.size) if macro else groups.n_questions / n_questions
-        method, variance_method = ("pai-stratified-macro" if macro else "pai-stratified"), "stratified martingale"
-        estimate, var, df = combine_strata(groups, shares)
+        estimand = as_estimand(est.estimand)
+        method, variance_method = estimand.stratified_method, "stratified martingale"
+        estimate, var, df = combine_strata(groups, estimand.strata_shares(groups.n_questions, n_questions))
+        if answers is not None:  # every group a census: the estimand's exact value
+            estimate = estimand.census(answers, run.tracker.codes)
         df = None if np.isinf(df) else df
-    elif run.tracker is not None and not (isinstance(est.estimand, str) and est.estimand == "micro"):
+    elif run.tracker is not None and not as_estimand(est.estimand).is_bank_mean:
         # the headline is a weighted estimand: its own increments (estimands.py), same inference
-        method = "pai-macro" if isinstance(est.estimand, str) else "pai-weighted"
+        estimand = as_estimand(est.estimand)
+        method = estimand.method
         weights, without = _weights_for(est, run)
-        estimate, var, df, variance_method = pai_inference(
-            run.tracker.increments()[:n_draws, 0], interval=est.interval, weights=weights, n_questions=without)
+        estimate, var, df, variance_method = estimand.inference(
+            run.tracker.increments()[:n_draws, 0], interval=est.interval, weights=weights, n_questions=without,
+            answers=answers, codes=run.tracker.codes)
     elif clustered:
         estimate, var, df, method, variance_method = cluster_inference(est, run, table)
+        if census is not None:
+            estimate = census
     elif sample_mean_design(est.factor_model, run.sampler):
         method, variance_method = "sample_mean", "finite-population"
         estimate, var = fpc_mean(table["outcome"], n_questions)
@@ -123,7 +152,7 @@ def result_of(est, loop, n_draws=None):
         method = "pai"
         weights, without = _weights_for(est, run)
         estimate, var, df, variance_method = pai_inference(
-            table["increment"], interval=est.interval, weights=weights, n_questions=without)
+            table["increment"], interval=est.interval, weights=weights, n_questions=without, census=census)
     else:
         method, variance_method = "pai", "paper"
         estimate = float(table["increment"].mean())
@@ -158,6 +187,7 @@ def result_of(est, loop, n_draws=None):
             f"; {run.n_clusters} clusters, one per draw" if clustered else ""),
         cost_spent=None if run.costs is None else float(run.costs[units].sum()),
         cost_budget=None if run.costs is None else est.budget_cost,
+        interval_rule=est.interval,
     )
 
 

@@ -8,7 +8,9 @@ import os
 import numpy as np
 from sklearn.base import clone
 
+from ..estimands import as_estimand
 from ..estimator import PAIEstimator
+from ..intervals import interval_rule_name
 from ..io import configuration_from, json_safe, load_model_file, sampler_spec
 from .questions import check_question_clusters, check_question_costs, per_question
 
@@ -21,8 +23,7 @@ _UNLESS_DEFAULT = {
     "step_weights": (lambda v: v is None, lambda v: [float(x) for x in np.asarray(v, dtype=float).ravel()]),
     "dtype": (lambda v: v == "float64", None),
     "predict_every": (lambda v: isinstance(v, numbers.Integral) and v == 1, None),
-    "estimand": (lambda v: isinstance(v, str) and v == "micro",
-                 lambda v: v if isinstance(v, str) else np.asarray(v, dtype=float).tolist()),
+    "estimand": (lambda v: as_estimand(v).is_bank_mean, lambda v: as_estimand(v).stored()),
     "min_group_share": (lambda v: not v, None),
     "stratify": (lambda v: not v, bool),
     "budget_cost": (lambda v: v is None, None),
@@ -65,7 +66,7 @@ def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, 
         raise ValueError(f"random_state must be a non-negative int seed, got {random_state}.")
     params = estimator.get_params(deep=False)
     config = {"sampler": sampler_spec(params["sampler"]), **{name: params[name] for name in _ALWAYS}, "alpha": alpha,
-              "confidence_sequence": confidence_sequence, "interval": params["interval"],
+              "confidence_sequence": confidence_sequence, "interval": interval_rule_name(params["interval"]),
               "random_state": int(random_state)}
     optional = {}
     for name, (is_default, stored) in _UNLESS_DEFAULT.items():
