@@ -210,7 +210,7 @@ def test_census_equals_the_exact_mean_on_every_path(bank, data):
         ids, _ = session.next_questions()
         session.record(ids, [z[i] for i in ids])
     assert_census(session.result(), exact)
-    runs = simulate(z[None], [np.random.default_rng(seed)], factor_model=fm, sampler=policy, budget=n,
+    runs = simulate(z[None], [np.random.default_rng(seed)], predictor=fm, sampler=policy, budget=n,
                     step_weights=weights)
     assert runs.estimate[0] == exact and runs.std_error[0] == 0 and runs.low[0] <= exact <= runs.high[0]
     # clusters: the budget is the number of clusters

@@ -81,7 +81,7 @@ def test_a_rule_written_outside_faqstats_runs_through_estimators_and_the_batched
     assert plain.estimate == result.estimate and plain.std_error == result.std_error
     assert np.diff(result.conf_int())[0] > np.diff(plain.conf_int())[0]
     # the batched engine: the same intervals, run by run
-    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(3)], factor_model=fm, budget=15,
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(3)], predictor=fm, budget=15,
                     interval=rule, rows=[0, 0, 1])
     for r, (row, seed) in enumerate(((0, 0), (0, 1), (1, 2))):
         one = fq.PAIEstimator(fm, budget=15, interval=rule, random_state=np.random.default_rng(seed))
@@ -111,7 +111,7 @@ def test_a_rule_owns_its_degrees_of_freedom_in_every_path(bank, fm):
     low, high = result.conf_int()
     c = stats.t.ppf(0.975, 10)
     assert low == pytest.approx(result.estimate - c * result.std_error, abs=1e-14)
-    runs = simulate(bank.new_outcomes[:1], [np.random.default_rng(3)], factor_model=fm,
+    runs = simulate(bank.new_outcomes[:1], [np.random.default_rng(3)], predictor=fm,
                     sampler=fq.HybridSampler(replace=True), budget=12, interval=rule)
     assert runs.df.tolist() == [10.0] and runs.low[0] == pytest.approx(low, abs=1e-12)
     mean = fq.PAIEstimator(None, fq.UniformSampler(), budget=12, interval=rule, random_state=3).fit(z).result_
