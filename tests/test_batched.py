@@ -226,6 +226,7 @@ ROUND_SETTINGS = [
     dict(confidence_sequence=0.1),
     dict(stop_when_width=0.42),
     dict(stop_when_width=0.42, batch_size=3),
+    dict(stop_when_width=0.42, batch_size=2, predict_every=3),
 ]
 
 
@@ -322,3 +323,15 @@ def test_the_sweep_says_when_it_falls_back_to_one_estimator_per_run(bank, caplog
         run_methods(bank.history, bank.new_outcomes[:2], [6], costs=np.ones(120), engine="sequential", **kwargs)
     assert [r.getMessage() for r in caplog.records] == [
         "engine='auto': the batched engine does not cover costs; every run is one PAIEstimator (slower)."]
+
+
+def test_stopped_runs_weigh_their_increments_as_the_estimator(bank, fm):
+    Z, w = bank.new_outcomes, np.linspace(1.0, 2.0, 30)
+    kw = dict(budget=30, step_weights=w, stop_when_width=0.42, batch_size=2)
+    runs = simulate(Z, [np.random.default_rng([4, r]) for r in range(4)], factor_model=fm, rows=[0, 1, 2, 0], **kw)
+    assert np.any(runs.n_draws < 30)
+    for r, row in enumerate([0, 1, 2, 0]):
+        est = fq.PAIEstimator(fm, random_state=np.random.default_rng([4, r]), **kw).fit(Z[row])
+        assert runs.n_draws[r] == len(est.queries_)
+        np.testing.assert_allclose([runs.estimate[r], runs.std_error[r], runs.df[r]],
+                                   [est.estimate_, est.std_error_, est.result_.df], rtol=0, atol=1e-10)
