@@ -35,12 +35,12 @@ def block_sums(s):
     return torch.cat(parts, 1) if len(parts) > 1 else parts[0]
 
 
-def draw_runs(s, block_s, A, a, b, counts, u):
+def draw_runs(s, block_s, A, a, b, counts, u, with_mass=False):
     """:func:`faqstats.sampling.draw_from` for every run, up to rounding, with ``q = a A + b s``
     never formed: the block from the masses ``a counts + b block_s``, then the question inside it.
 
-    Returns ``(questions, mass)``: each run's question and the total mass ``sum_j q_j`` the draw
-    used (1 up to rounding for a policy's law; less for a later draw of a round without
+    Returns each run's question, and with ``with_mass`` also the total mass ``sum_j q_j`` the
+    draw used (1 up to rounding for a policy's law; less for a later draw of a round without
     replacement, whose law is the round's less the questions already drawn).
 
     Examples
@@ -49,7 +49,7 @@ def draw_runs(s, block_s, A, a, b, counts, u):
     >>> s = torch.tensor([[0.0, 1.0, 0.0], [1.0, 1.0, 2.0]], dtype=torch.float64)
     >>> a, b = torch.zeros(2, dtype=torch.float64), 1 / s.sum(1)
     >>> questions, mass = draw_runs(s, block_sums(s), A, a, b, torch.full((2, 1), 3.0, dtype=torch.float64),
-    ...                             torch.tensor([0.5, 0.9], dtype=torch.float64))
+    ...                             torch.tensor([0.5, 0.9], dtype=torch.float64), with_mass=True)
     >>> questions.tolist(), mass.tolist()
     ([1, 2], [1.0, 1.0])
     """
@@ -77,7 +77,8 @@ def draw_runs(s, block_s, A, a, b, counts, u):
     if _guard_needed(j, _BLOCK):  # likewise inside the block: its last question with mass
         last = torch.where(q > 0, torch.arange(_BLOCK, device=A.device), -1).amax(1, keepdim=True)
         j = torch.minimum(j, last)
-    return (blk * _BLOCK + j).squeeze(1), cdf[:, -1]
+    question = (blk * _BLOCK + j).squeeze(1)
+    return (question, cdf[:, -1]) if with_mass else question
 
 
 def _guard_needed(index, size):

@@ -141,16 +141,21 @@ class Lockstep:
             else:
                 laws = list(self._numpy_laws(available, t + 1, asked_now, stops))
             P = post.predictions  # the round's: the predictor learns at its end
+            answers = []
             for k in range(t, t + size):
                 # a later draw of a round without replacement: the round's law less the questions
                 # drawn, renormalised (sampling.within_round)
                 later = k > t and not replace
                 q_full = None
+                if uniform or sampler.batched:
+                    # the law's mass: 1 up to rounding for a round's first draw (then not asked for)
+                    with_mass = later or stops is not None
+                    picked = draw_runs(None if uniform else s, None if uniform else block_s, A, a,
+                                       None if uniform else b, counts, Ut[:, k], with_mass)
+                    question, mass = picked if with_mass else (picked, None)
                 if uniform:
-                    question, mass = draw_runs(None, None, A, a, None, counts, Ut[:, k])
                     prob = a / mass if later else a
                 elif sampler.batched:
-                    question, mass = draw_runs(s, block_s, A, a, b, counts, Ut[:, k])
                     if self.keep_ranges:
                         q_full = torch.addcmul(A * a[:, None], s, b[:, None])
                         if later or stops:  # normalised, as the loop's law with a confidence sequence
@@ -176,6 +181,7 @@ class Lockstep:
                     stops.record(phi[:, k], ranges[:, k, 0], ranges[:, k, 1])
                 zs[:, k] = z
                 drawn[:, k] = question
+                answers.append((question, z))
                 if not replace:
                     A[ar, question] = 0.0
                     available[ar, question] = False
@@ -187,8 +193,8 @@ class Lockstep:
                     if s is not None and not uniform and (cache or k + 1 < t + size):
                         s[ar, question] = 0.0
                         resum_block(s, block_s, question // _BLOCK)
-            for k in range(t, t + size):  # the round's answers, in draw order (Run.end_round)
-                post.update(None, drawn[:, k], zs[:, k])
+            for question, z in answers:  # the round's answers, in draw order (Run.end_round)
+                post.update(None, question, z)
             t += size
             if stops and stops.end_round(t):  # every run has stopped
                 break
