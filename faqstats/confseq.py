@@ -100,7 +100,8 @@ class BettingConfidenceSequences:
 
     Run ``r``'s sequence is the one a :class:`BettingConfidenceSequence` with the same parameters
     would give after the same updates (the same float operations, element by element); runs may
-    be updated selectively (``runs=``), e.g. while others have stopped.
+    be updated selectively (``runs=``), e.g. while others have stopped. A run's capital at a
+    candidate outside the span it has left is not kept up to date (``log_plus``, ``log_minus``).
 
     Parameters
     ----------
@@ -138,21 +139,34 @@ class BettingConfidenceSequences:
     def update(self, x, lower, upper, runs=None):
         """Add one increment ``x[i]``, known beforehand to lie in ``[lower[i], upper[i]]``, to
         each run ``runs[i]`` (every run when ``runs`` is None)."""
-        sel = slice(None) if runs is None else np.asarray(runs, dtype=np.intp)
+        rows = np.arange(self.n.size) if runs is None else np.asarray(runs, dtype=np.intp)
         x, lower, upper = (np.asarray(v, dtype=float).reshape(-1, 1) for v in (x, lower, upper))
-        n = self.n[sel]
-        plus, minus = _log_factors(x, self.grid, lower, upper, self.squares[sel, None], n[:, None] + 1, self.alpha,
-                                   self.truncation, self.horizon)
-        log_plus = self.log_plus[sel] + plus
-        log_minus = self.log_minus[sel] + minus
+        n = self.n[rows]
+        # a rejected candidate stays rejected: each run updates only a window of columns holding
+        # every candidate it has left (the others' capital is never read again)
+        cols, at = self._window(rows), rows[:, None]
+        plus, minus = _log_factors(x, self.grid[cols], lower, upper, self.squares[rows, None], n[:, None] + 1,
+                                   self.alpha, self.truncation, self.horizon)
+        log_plus = self.log_plus[at, cols] + plus
+        log_minus = self.log_minus[at, cols] + minus
         log_capital = np.logaddexp(log_plus, log_minus) - np.log(2.0)
-        self.log_plus[sel], self.log_minus[sel] = log_plus, log_minus
-        self.alive[sel] &= log_capital < np.log(1.0 / self.alpha)
+        self.log_plus[at, cols], self.log_minus[at, cols] = log_plus, log_minus
+        self.alive[at, cols] &= log_capital < np.log(1.0 / self.alpha)
         x = x[:, 0]
-        mean_before = np.where(n > 0, self.sums[sel] / np.maximum(n, 1), 0.5)
-        self.squares[sel] += (x - mean_before) ** 2
-        self.sums[sel] += x
-        self.n[sel] += 1
+        mean_before = np.where(n > 0, self.sums[rows] / np.maximum(n, 1), 0.5)
+        self.squares[rows] += (x - mean_before) ** 2
+        self.sums[rows] += x
+        self.n[rows] += 1
+
+    def _window(self, rows):
+        """Column indices of shape ``(len(rows), W)``: for each run ``W`` consecutive candidates
+        holding every one it has left, ``W`` the widest such span among the runs."""
+        alive, size = self.alive[rows], self.grid.size
+        some = alive.any(1)
+        first = np.where(some, alive.argmax(1), 0)
+        last = np.where(some, size - 1 - alive[:, ::-1].argmax(1), -1)
+        width = int((last - first).max(initial=-1)) + 1
+        return np.minimum(first, size - width)[:, None] + np.arange(width)
 
     def interval(self, runs=None):
         """``(low, high)``: each run's hull of the candidates never rejected, as arrays (of ``runs``)."""
