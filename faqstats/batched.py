@@ -243,6 +243,17 @@ def simulate(
     >>> est = fq.PAIEstimator(fm, budget=20, random_state=np.random.default_rng(2)).fit(bank.new_outcomes[1])
     >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9)
     True
+
+    Rounds of draws and stopping on the confidence sequence's width, each run at its own round:
+
+    >>> kw = dict(budget=60, batch_size=5, stop_when_width=0.45)
+    >>> runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], factor_model=fm,
+    ...                 rows=[0, 0, 1, 1], **kw)
+    >>> est = fq.PAIEstimator(fm, random_state=np.random.default_rng(2), **kw).fit(bank.new_outcomes[1])
+    >>> (runs.stop_reason[2], int(runs.n_draws[2])) == (est.stop_reason_, len(est.queries_))
+    True
+    >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9), (runs.low[2], runs.high[2]) == est.conf_int()
+    (True, True)
     """
     alpha = check_alpha(alpha)
     if dtype not in _DTYPES:
