@@ -17,7 +17,15 @@ _BLOCK = DRAW_BLOCK
 
 
 def resum_block(s, block_s, blk):
-    """``block_s[r, blk[r]]`` summed again from ``s`` (as :func:`block_sums` sums it), for every run ``r``."""
+    """``block_s[r, blk[r]]`` summed again from ``s`` (as :func:`block_sums` sums it), for every run ``r``.
+
+    >>> s = torch.ones(1, 300, dtype=torch.float64)
+    >>> block_s = block_sums(s)
+    >>> s[0, 5] = 0.0
+    >>> resum_block(s, block_s, torch.tensor([0]))
+    >>> block_s.tolist()
+    [[127.0, 128.0, 44.0]]
+    """
     R, N = s.shape
     cols = blk[:, None] * _BLOCK + torch.arange(_BLOCK, device=s.device)
     inside = cols < N
@@ -26,7 +34,11 @@ def resum_block(s, block_s, blk):
 
 
 def block_sums(s):
-    """Row sums of ``s`` (R, N) over consecutive blocks of ``_BLOCK`` columns (the last one shorter)."""
+    """Row sums of ``s`` (R, N) over consecutive blocks of ``DRAW_BLOCK`` columns (the last one shorter).
+
+    >>> block_sums(torch.ones(2, 300)).tolist()
+    [[128.0, 128.0, 44.0], [128.0, 128.0, 44.0]]
+    """
     R, N = s.shape
     full = N // _BLOCK * _BLOCK
     parts = [s[:, :full].reshape(R, -1, _BLOCK).sum(2)]

@@ -27,7 +27,21 @@ _BLOCK = DRAW_BLOCK  # the estimator's draw uses the same blocks
 
 
 class Lockstep:
-    """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs."""
+    """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs.
+
+    :func:`faqstats.batched.simulate` sets its settings (``batch_size``, ``stops``,
+    ``keep_ranges``, ``predict_every``) and :attr:`outcomes`, then runs the chunks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import UniformSampler
+    >>> engine = Lockstep(None, UniformSampler(), 5, 20, torch.device("cpu"), torch.float64)
+    >>> engine.outcomes = engine.tensor(np.ones((1, 20)))
+    >>> n_queries, values = engine.run([0, 0], [np.random.default_rng(0), np.random.default_rng(1)])[:2]
+    >>> n_queries.tolist(), values.mean(1).tolist()
+    ([5, 5], [1.0, 1.0])
+    """
 
     def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
         self.sampler, self.budget, self.N = sampler, budget, n_questions
@@ -51,8 +65,9 @@ class Lockstep:
         self.posterior = None
 
     def run(self, rows, generators):
-        """``(distinct questions asked, increments or terms, variance terms, ranges)`` of one chunk: run
-        ``r`` evaluates row ``rows[r]`` of :attr:`outcomes`."""
+        """``(distinct questions asked, increments or terms, variance terms, ranges, draws made, stop
+        reasons, anytime lows, anytime highs)`` of one chunk (the last four None without a confidence
+        sequence): run ``r`` evaluates row ``rows[r]`` of :attr:`outcomes`."""
         self.posterior = batched_posterior(self.factor_model, len(generators), self.N, self.dtype, self.device,
                                            self.predict_every)
         rows = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=self.device)
