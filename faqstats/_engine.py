@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._backend import namespace
 from ._validation import check_outcome_values
 from .posterior import read_only
 from .sampling import PolicyState, check_law, draw_from, within_round
@@ -29,6 +30,7 @@ __all__ = [
     "cluster_law",
     "encode_clusters",
     "des_raj_base",
+    "increment_range",
     "pai_increment",
 ]
 
@@ -68,6 +70,25 @@ def des_raj_base(prediction_sum, asked_prediction_sum, asked_outcome_sum):
 def pai_increment(base, outcome, prediction, probability, n_questions):
     """``phi_t = [base + (z_I - p_I) / q_t(I)] / N`` (numpy or torch)."""
     return (base + (outcome - prediction) / probability) / n_questions
+
+
+def increment_range(base, predictions, law, n_questions):
+    """``(L, U)`` containing ``phi_t = [base + (z_I - p_I) / q_t(I)] / N`` whichever question the
+    law ``q_t`` draws and whatever its outcome in [0, 1]: known before the draw (confidence
+    sequences bet with it). numpy for one run, or torch with a leading run axis (one ``base`` per run).
+
+    >>> [float(x) for x in increment_range(1.0, np.array([0.5, 0.2, 0.9]), np.array([0.5, 0.5, 0.0]), 2)]
+    [0.0, 1.3]
+    """
+    if isinstance(law, np.ndarray):
+        support = law > 0
+        p, q = predictions[support], law[support]
+        return (base + np.min(-p / q)) / n_questions, (base + np.max((1.0 - p) / q)) / n_questions
+    torch = namespace(law)  # a tensor: its support by masking, one row per run
+    inf = law.new_full((), float("inf"))
+    low = torch.where(law > 0, -predictions / law, inf).amin(-1)
+    high = torch.where(law > 0, (1.0 - predictions) / law, -inf).amax(-1)
+    return (base + low) / n_questions, (base + high) / n_questions
 
 
 def aipw_terms(prediction, outcome, probability):
@@ -266,10 +287,7 @@ class SequentialRun(Run):
     def increment_range(self, q):
         """``[L, U]`` containing ``phi_t`` whichever question ``q`` draws and whatever its
         outcome in [0, 1]; known before the draw (used by confidence sequences)."""
-        support = q > 0
-        p, qs = self.predictions[support], q[support]
-        base = self.base()
-        return (base + np.min(-p / qs)) / self.n_questions, (base + np.max((1.0 - p) / qs)) / self.n_questions
+        return increment_range(self.base(), self.predictions, q, self.n_questions)
 
     def record(self, question, probability, outcome):
         """Record the answer to ``question``; return ``phi_t`` (the predictor moves at :meth:`end_round`)."""

@@ -15,17 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ._engine import aipw_terms, des_raj_base, pai_increment
 from ._inference import census_mean, fpc_mean, interval_df, pai_inference
-from .intervals import interval_rule
 from ._validation import check_alpha, check_generator
-from .batched_posterior import batched_posterior
-from .design import bank_size, check_configuration, sample_mean_design
-from .posterior import PosteriorView
+from .design import bank_size, check_configuration, confidence_alpha
+from .intervals import interval_rule
+from .lockstep import Lockstep
 from .predictor import resolve_predictor_keyword
-from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf, mixture_coefficients
 
-__all__ = ["BatchedRuns", "simulate", "supports"]
+__all__ = ["BatchedRuns", "simulate", "supports", "uncovered_setting"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -34,7 +31,6 @@ DEFAULT_MAX_ELEMENTS = 2**20
 #: the same where the scores are kept between prediction refreshes: a query then costs little
 #: per run, so larger chunks spread its fixed cost (about 25 bytes per element in float64: up to 840 MB)
 CACHED_MAX_ELEMENTS = 2**25
-_BLOCK = DRAW_BLOCK  # the estimator's draw uses the same blocks
 
 
 @dataclass(frozen=True)
@@ -47,7 +43,8 @@ class BatchedRuns:
     df : ndarray
         Degrees of freedom of the t quantile (``inf`` for the normal quantile).
     low, high : ndarray
-        Two-sided ``1 - alpha`` intervals, clipped to [0, 1] as :meth:`AccuracyResult.conf_int` does.
+        Two-sided ``1 - alpha`` intervals, clipped to [0, 1] as :meth:`AccuracyResult.conf_int` does
+        (for a run that stopped on width, its confidence sequence's interval, as there).
     n_queries : ndarray of int
         Distinct questions answered.
     method : str
@@ -56,6 +53,16 @@ class BatchedRuns:
         With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample mean).
     increment_ranges : ndarray of shape (R, budget, 2) or None
         With ``keep_increments=True``: the range of each ``phi_t`` known before its draw.
+        A run that stopped early (``stop_when_width``) has NaN after its last draw.
+    stop_reason : ndarray of str or None
+        ``"budget"`` or ``"width"``, as :attr:`AccuracyResult.stop_reason`.
+    n_draws : ndarray of int or None
+        Draws each run made (``budget``, or fewer after stopping on width); None for the stream design.
+    anytime_low, anytime_high : ndarray or None
+        With a confidence sequence: each run's sequence after its last round, at level
+        ``1 - anytime_alpha`` (:attr:`AccuracyResult.anytime_interval`).
+    anytime_alpha : float or None
+        The confidence sequence's level, as :attr:`AccuracyResult.anytime_alpha`.
 
     Examples
     --------
@@ -82,19 +89,29 @@ class BatchedRuns:
     method: str
     increments: np.ndarray | None = None
     increment_ranges: np.ndarray | None = None
+    stop_reason: np.ndarray | None = None
+    n_draws: np.ndarray | None = None
+    anytime_low: np.ndarray | None = None
+    anytime_high: np.ndarray | None = None
+    anytime_alpha: float | None = None
 
 
-def supports(sampler, *, batch_size=1, variance="martingale", stop_when_width=None, confidence_sequence=False):
+def supports(sampler=None, *, batch_size=1, variance="martingale", stop_when_width=None, confidence_sequence=False,
+             groups=None, costs=None, clusters=None):
     """Whether :func:`simulate` reproduces ``PAIEstimator`` with these settings.
 
-    It does for any policy with one draw per round, the martingale variance and no early stopping.
+    It does for any policy, batch size, confidence sequence and ``stop_when_width``, with the
+    martingale variance; not with groups, costs or clusters, nor ``variance="paper"``, which
+    :func:`simulate` refuses by name (:func:`uncovered_setting`).
 
     Parameters
     ----------
-    sampler : Sampler or StreamSampler
+    sampler : Sampler, StreamSampler or None
         The policy.
     batch_size, variance, stop_when_width, confidence_sequence
         As in :class:`~faqstats.PAIEstimator`.
+    groups, costs, clusters
+        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`.
 
     Returns
     -------
@@ -103,11 +120,38 @@ def supports(sampler, *, batch_size=1, variance="martingale", stop_when_width=No
 
     Examples
     --------
+    >>> import numpy as np
     >>> from faqstats import HybridSampler
-    >>> supports(HybridSampler()), supports(HybridSampler(), batch_size=4)
+    >>> supports(HybridSampler(), batch_size=4, stop_when_width=0.1), supports(HybridSampler(), costs=np.ones(5))
     (True, False)
     """
-    return batch_size == 1 and variance == "martingale" and stop_when_width is None and not confidence_sequence
+    return uncovered_setting(variance=variance, groups=groups, costs=costs, clusters=clusters) is None
+
+
+def uncovered_setting(*, variance="martingale", groups=None, costs=None, clusters=None):
+    """The name of the first setting :func:`simulate` does not cover, or None.
+
+    Parameters
+    ----------
+    variance : {"martingale", "paper"}
+        As in :class:`~faqstats.PAIEstimator`.
+    groups, costs, clusters
+        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`.
+
+    Returns
+    -------
+    str or None
+        ``"groups"``, ``"costs"``, ``"clusters"``, ``"variance='paper'"``, or None when covered.
+
+    Examples
+    --------
+    >>> uncovered_setting(), uncovered_setting(variance="paper")
+    (None, "variance='paper'")
+    """
+    for name, value in (("groups", groups), ("costs", costs), ("clusters", clusters)):
+        if value is not None:
+            return name
+    return None if variance == "martingale" else f"variance={variance!r}"
 
 
 def simulate(
@@ -128,6 +172,13 @@ def simulate(
     step_weights=None,
     predict_every=1,
     keep_ranges=None,
+    batch_size=1,
+    confidence_sequence=False,
+    stop_when_width=None,
+    variance="martingale",
+    groups=None,
+    costs=None,
+    clusters=None,
     **deprecated,
 ):
     """Run ``PAIEstimator(predictor, sampler, budget)`` once per generator, in lockstep.
@@ -172,6 +223,16 @@ def simulate(
     keep_ranges : bool or None, default=None
         Whether ``keep_increments`` includes the ranges (``None``: it does); computing them
         costs a few passes over the ``R x N`` block per query.
+    batch_size, confidence_sequence, stop_when_width : optional
+        As in :class:`~faqstats.PAIEstimator`: draws per round (the predictor learns between
+        rounds), a confidence sequence per run, and stopping at the round a run's sequence is
+        at most ``stop_when_width`` wide (runs stop at their own rounds; a chunk goes on while
+        one of its runs does). With ``stop_when_width`` the intervals of the runs that stopped
+        on width are their sequences' (at ``alpha``, which must be the sequence's level).
+    variance, groups, costs, clusters : optional
+        Accepted so that a configuration the engine does not cover is refused by name
+        (``ValueError``): only ``variance="martingale"`` without groups, costs or clusters
+        runs here; run :class:`~faqstats.PAIEstimator` per run for the others.
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
@@ -190,6 +251,17 @@ def simulate(
     >>> est = fq.PAIEstimator(fm, budget=20, random_state=np.random.default_rng(2)).fit(bank.new_outcomes[1])
     >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9)
     True
+
+    Rounds of draws and stopping on the confidence sequence's width, each run at its own round:
+
+    >>> kw = dict(budget=60, batch_size=5, stop_when_width=0.45)
+    >>> runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], predictor=fm,
+    ...                 rows=[0, 0, 1, 1], **kw)
+    >>> est = fq.PAIEstimator(fm, random_state=np.random.default_rng(2), **kw).fit(bank.new_outcomes[1])
+    >>> (runs.stop_reason[2], int(runs.n_draws[2])) == (est.stop_reason_, len(est.queries_))
+    True
+    >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9), (runs.low[2], runs.high[2]) == est.conf_int()
+    (True, True)
     """
     factor_model = resolve_predictor_keyword(predictor, deprecated, "simulate")
     alpha = check_alpha(alpha)
@@ -210,12 +282,23 @@ def simulate(
     if n_fm is not None and n_fm != N:
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on {n_fm}.")
     sampler = check_configuration(N, budget, sampler, predictor=factor_model, interval=interval,
-                                  step_weights=step_weights, predict_every=predict_every)
-    engine = _Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
+                                  step_weights=step_weights, predict_every=predict_every, batch_size=batch_size,
+                                  variance=variance, stop_when_width=stop_when_width,
+                                  confidence_sequence=confidence_sequence)
+    uncovered = uncovered_setting(variance=variance, groups=groups, costs=costs, clusters=clusters)
+    if uncovered is not None:
+        raise ValueError(f"simulate does not cover {uncovered}: run faqstats.PAIEstimator once per run for it.")
+    cs_alpha = confidence_alpha(confidence_sequence, stop_when_width)
+    if stop_when_width is not None and abs(alpha - cs_alpha) > 1e-12:
+        raise ValueError(f"alpha={alpha} but with stop_when_width a run that stops on width reports its confidence "
+                         f"sequence's interval, at level {cs_alpha}: pass alpha={cs_alpha} (or confidence_sequence=alpha).")
+    engine = Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
     engine.predict_every = int(predict_every)
+    engine.batch_size = int(batch_size)
+    engine.stops = None if cs_alpha is None else (cs_alpha, stop_when_width)
     if keep_increments and engine.stream:
         raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
-    engine.keep_ranges = bool(keep_increments) and (keep_ranges is None or bool(keep_ranges))
+    engine.keep_ranges = (bool(keep_increments) and (keep_ranges is None or bool(keep_ranges))) or cs_alpha is not None
     if max_elements is None:  # larger chunks where a query costs little per run (kept scores)
         cheap = (not engine.stream and sampler.batched and sampler.scores_follow_predictions
                  and (factor_model is None or engine.predict_every > 1)
@@ -250,21 +333,39 @@ def simulate(
     if not parts:
         empty = np.empty(0)
         return BatchedRuns(empty, empty, empty, empty, empty, np.empty(0, np.int64), engine.method)
-    n_queries, values, var_terms, ranges = (np.concatenate(x) if x[0] is not None else None for x in zip(*parts))
-    if engine.method == "aipw":
-        estimate, var, df = values.sum(1) / N, var_terms.sum(1) / N**2, np.full(R, np.inf)
-    elif engine.method == "sample_mean":
-        (estimate, var), df = fpc_mean(values, N), interval_df(interval, values)
-    else:
-        census = census_mean(Z[rows], N) if not sampler.replace and values.shape[1] == N else None
-        estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights,
-                                             n_questions=None if sampler.replace else N, census=census)
+    n_queries, values, var_terms, ranges, n_draws, reasons, any_low, any_high = (
+        np.concatenate(x) if x[0] is not None else None for x in zip(*parts))
+    lengths = np.full(R, values.shape[1]) if n_draws is None else n_draws
+    estimate, var, df = np.empty(R), np.empty(R), np.empty(R)
+    for n in np.unique(lengths):  # runs that stopped together: their first n values (all runs, usually)
+        at = np.flatnonzero(lengths == n)
+        census = census_mean(Z[rows[at]], N) if engine.method == "pai" and not sampler.replace and n == N else None
+        estimate[at], var[at], df[at] = _inference(engine.method, values[at, :n],
+                                                   None if var_terms is None else var_terms[at],
+                                                   interval, step_weights, N, sampler, census)
     if not (np.all(np.isfinite(estimate)) and np.all(np.isfinite(var))):
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
     se = np.sqrt(var)
     low, high = interval_rule(interval).interval(estimate, se, alpha=alpha, df=df)
+    if reasons is not None:  # stopped on width: the sequence's interval is the one valid (AccuracyResult.conf_int)
+        width = reasons == "width"
+        low[width], high[width] = any_low[width], any_high[width]
     return BatchedRuns(estimate, se, df, low, high, n_queries.astype(np.int64), engine.method,
-                       values if keep_increments else None, ranges if keep_increments else None)
+                       values if keep_increments else None, ranges if keep_increments else None,
+                       np.full(R, "budget", dtype=object) if reasons is None else reasons,
+                       None if engine.stream else lengths.astype(np.int64), any_low, any_high, cs_alpha)
+
+
+def _inference(method, values, var_terms, interval, step_weights, N, sampler, census=None):
+    """``(estimate, variance, df)`` of runs of equal length from their values (as result_of infers them);
+    ``census``: each run's exact mean when it asked every question (without replacement)."""
+    if method == "aipw":
+        return values.sum(1) / N, var_terms.sum(1) / N**2, np.full(values.shape[0], np.inf)
+    if method == "sample_mean":
+        return (*fpc_mean(values, N), interval_df(interval, values))
+    estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights,
+                                         n_questions=None if sampler.replace else N, census=census)
+    return estimate, var, df
 
 
 def _out_of_memory(exc):
@@ -273,288 +374,3 @@ def _out_of_memory(exc):
         return True
     text = str(exc)
     return isinstance(exc, RuntimeError) and ("out of memory" in text.lower() or "can't allocate memory" in text)
-
-
-class _Lockstep:
-    """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs."""
-
-    def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
-        self.sampler, self.budget, self.N = sampler, budget, n_questions
-        self.keep_ranges = False
-        self.device, self.dtype = device, dtype
-        self.stream = sampler.design == "stream"
-        self.factor_model = factor_model  # batched_posterior gives its runs' posteriors, chunk by chunk
-        self.predict_every = 1
-        self.outcomes = None  # the (models x N) outcomes the runs read, set by simulate
-        self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
-        self.posterior = None
-
-    def tensor(self, a, dtype=None):
-        """``a`` as a tensor of the engine's dtype (or ``dtype``) on its device."""
-        return torch.as_tensor(a, dtype=self.dtype if dtype is None else dtype, device=self.device)
-
-    def release(self):
-        """Drop the current chunk's per-run tensors (predictions, posteriors, quadratic forms)."""
-        self.posterior = None
-
-    def run(self, rows, generators):
-        """``(distinct questions asked, increments or terms, variance terms, ranges)`` of one chunk: run
-        ``r`` evaluates row ``rows[r]`` of :attr:`outcomes`."""
-        self.posterior = batched_posterior(self.factor_model, len(generators), self.N, self.dtype, self.device,
-                                           self.predict_every)
-        rows = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=self.device)
-        if self.stream:
-            return self._run_stream(rows, generators)
-        return self._run_sequential(rows, generators)
-
-    # -- sequential designs --------------------------------------------------------
-    def _state(self, available, step, drawn):
-        post = self.posterior
-        return PolicyState(post.predictions, available, step, self.budget, post.question_factors, post.mean, post.cov,
-                           posterior=PosteriorView(post), asked=drawn)
-
-    def _numpy_laws(self, available, step, drawn):
-        """Each run's law from the policy's numpy scores (a policy without torch scores)."""
-        post = self.posterior
-        host = lambda x: None if x is None else x.detach().cpu().numpy().astype(float)  # noqa: E731
-        P, mean, cov, V = host(post.predictions), host(post.mean), host(post.cov), host(post.question_factors)
-        avail, asked = available.cpu().numpy(), drawn.cpu().numpy()
-        name = f"{type(self.sampler).__name__}.probabilities"
-        for r in range(P.shape[0]):
-            state = PolicyState(P[r], avail[r], step, self.budget, V, None if mean is None else mean[r],
-                                None if cov is None else cov[r], asked=asked[r])
-            q = self.sampler.probabilities(state)
-            yield check_law(q, avail[r].shape, asked[r], name) if self.sampler.checks_law else q
-
-    def _run_sequential(self, rows, generators):
-        R, N, budget = len(generators), self.N, self.budget
-        sampler, post = self.sampler, self.posterior
-        replace, tau = sampler.replace, sampler.tau
-        U = np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget))
-        Ut = self.tensor(U)
-        Zt = self.outcomes
-        ar = torch.arange(R, device=self.device)
-        A = torch.ones(R, N, dtype=self.dtype, device=self.device)  # 1 where askable
-        available = torch.ones(R, N, dtype=torch.bool, device=self.device)
-        drawn = torch.zeros(R, budget, dtype=torch.int64, device=self.device)  # questions, in draw order
-        asked_total = torch.zeros(R, dtype=self.dtype, device=self.device)
-        phi = torch.empty(R, budget, dtype=self.dtype, device=self.device)
-        zs = torch.empty(R, budget, dtype=self.dtype, device=self.device)
-        # availability per block of _BLOCK questions (the draw's first level)
-        nb = -(-N // _BLOCK)
-        counts = torch.full((R, nb), float(_BLOCK), dtype=self.dtype, device=self.device)
-        counts[:, -1] = N - (nb - 1) * _BLOCK
-        ranges = torch.empty(R, budget, 2, dtype=self.dtype, device=self.device) if self.keep_ranges else None
-        # scores that follow the predictions are kept, with their block sums and the prediction
-        # sums, while the predictions stand (fixed ones, or on a schedule): only the asked
-        # question's entries move; recomputed (as before) after every refresh
-        cache = sampler.batched and sampler.scores_follow_predictions
-        cached_at = -1  # the posterior's refresh count the cached scores belong to
-        s = None  # the kept scores' buffer
-        # tau = 1 (UniformSampler): the law ignores the scores (b = 0), so they are not kept at all
-        uniform = cache and tau == 1.0 and not self.keep_ranges
-        for t in range(budget):
-            n_avail = N if replace else N - t
-            done = drawn[:, :t]
-            asked_now = drawn[:, :0] if replace else done
-            if uniform:  # q = 1 / n_avail on the askable questions, as mixture_coefficients gives it
-                if cached_at != post.refreshes:
-                    cached_at = post.refreshes
-                    p_sum = post.predictions.sum(1)
-                    p_asked = post.predictions.gather(1, done).sum(1)
-                a = torch.full((R,), 1.0 / n_avail, dtype=self.dtype, device=self.device)
-                question = _draw(None, None, A, a, None, counts, Ut[:, t])
-                prob = a
-                q_full = None
-            elif sampler.batched:
-                if not cache or cached_at != post.refreshes:
-                    if cache:  # the sampler's scores, into one buffer (no fresh R x N block per refresh)
-                        s = _follow_scores(sampler, post, s)
-                    else:
-                        s = sampler.scores(self._state(available, t + 1, asked_now))
-                    if not replace and t:
-                        s.scatter_(1, done, 0.0)
-                    block_s = _block_sums(s)
-                    if cache:
-                        cached_at = post.refreshes
-                        p_sum = post.predictions.sum(1)
-                        p_asked = post.predictions.gather(1, done).sum(1)
-                a, b = mixture_coefficients(block_s.sum(1), tau, n_avail)
-                question = _draw(s, block_s, A, a, b, counts, Ut[:, t])
-                prob = a + b * s[ar, question]
-                q_full = torch.addcmul(A * a[:, None], s, b[:, None]) if self.keep_ranges else None
-            else:
-                laws = list(self._numpy_laws(available, t + 1, asked_now))
-                picked = [inverse_cdf(q, u) for q, u in zip(laws, U[:, t])]
-                question = torch.as_tensor([j for j, _ in picked], dtype=torch.int64, device=self.device)
-                prob = self.tensor([p for _, p in picked])
-                q_full = self.tensor(np.stack(laws)) if self.keep_ranges and R else None
-            z = Zt[rows, question]
-            P = post.predictions
-            p_q = P[ar, question]
-            if cache:  # the sums kept since the last refresh
-                base = p_sum if replace else des_raj_base(p_sum, p_asked, asked_total)
-            else:  # unasked predictions: all of them less the few asked (a gather, not a pass over A)
-                base = P.sum(1) if replace else des_raj_base(P.sum(1), P.gather(1, done).sum(1), asked_total)
-            phi[:, t] = pai_increment(base, z, p_q, prob, N)
-            if self.keep_ranges:  # SequentialRun.increment_range: phi_t's range before the draw
-                inf = torch.full((), float("inf"), dtype=self.dtype)
-                ranges[:, t, 0] = (base + torch.where(q_full > 0, -P / q_full, inf).amin(1)) / N
-                ranges[:, t, 1] = (base + torch.where(q_full > 0, (1.0 - P) / q_full, -inf).amax(1)) / N
-            zs[:, t] = z
-            drawn[:, t] = question
-            if not replace:
-                A[ar, question] = 0.0
-                available[ar, question] = False
-                counts[ar, question // _BLOCK] -= 1.0
-                asked_total += z
-                if cache:
-                    p_asked = p_asked + p_q
-                if cache and not uniform:  # the asked question leaves the cached scores: its block summed again
-                    s[ar, question] = 0.0
-                    _resum_block(s, block_s, question // _BLOCK)
-            post.update(None, question, z)
-        values = zs if self.method == "sample_mean" else phi
-        return (_distinct(drawn, replace).cpu().numpy(), values.cpu().numpy(), None,
-                None if ranges is None else ranges.cpu().numpy())
-
-    # -- nature's-order designs ----------------------------------------------------
-    def _run_stream(self, rows, generators):
-        """Nature's-order label/skip runs (:class:`~faqstats.sampling.StreamSampler`), one item per step."""
-        sampler, post = self.sampler, self.posterior
-        R, N, budget = len(generators), self.N, self.budget
-        orders, coins = [], []
-        for g in generators:  # the estimator draws the order first, then one coin per item
-            orders.append(sampler.stream_order(N, g))
-            coins.append(g.random(N))
-        order = torch.as_tensor(np.stack(orders) if R else np.empty((0, N), np.int64), device=self.device)
-        U = self.tensor(np.stack(coins) if R else np.empty((0, N)))
-        Zt = self.outcomes
-        ar = torch.arange(R, device=self.device)
-        avail = torch.ones(R, N, dtype=torch.bool, device=self.device)
-        zero = torch.zeros((), dtype=self.dtype)
-        item_scores, inclusion = self._stream_policy()
-        S = item_scores(post.predictions)
-        ssum = S.sum(1)
-        labels = torch.zeros(R, dtype=self.dtype, device=self.device)
-        total = torch.zeros(R, dtype=self.dtype, device=self.device)
-        var_total = torch.zeros(R, dtype=self.dtype, device=self.device)
-        for t in range(N):
-            remaining = N - t
-            j = order[:, t]
-            s_j = S[ar, j]
-            pi = inclusion(s_j, ssum / remaining, labels, remaining, budget, N)
-            lab = U[:, t] < pi
-            p = post.predictions[ar, j]
-            z = Zt[rows, j]
-            term, variance_term = aipw_terms(p, z, pi)
-            total += torch.where(lab, term, p)
-            var_total += torch.where(lab, variance_term, zero)
-            labels += lab.to(self.dtype)
-            avail[ar, j] = False
-            ssum = ssum - s_j
-            idx = torch.nonzero(lab).squeeze(1)
-            if self.factor_model is not None and idx.numel():
-                post.update(idx, j[idx], z[idx])
-                S[idx] = item_scores(post.predictions[idx])
-                ssum[idx] = torch.where(avail[idx], S[idx], zero).sum(1)
-        return (labels.cpu().numpy().astype(np.int64), total.cpu().numpy()[:, None],
-                var_total.cpu().numpy()[:, None], None)
-
-    def _stream_policy(self):
-        """``(item_scores, inclusion_probability)`` on tensors: the sampler's own, or its
-        numpy methods called run by run."""
-        sampler = self.sampler
-        if sampler.batched:
-            return sampler.item_scores, sampler.inclusion_probability
-
-        def item_scores(P):
-            host = P.detach().cpu().numpy().astype(float)
-            return self.tensor(np.stack([np.asarray(sampler.item_scores(p), dtype=float) for p in host]))
-
-        def inclusion(s, mean_s, labels, remaining, budget, n):
-            args = zip(*(x.detach().cpu().numpy().astype(float).tolist() for x in (s, mean_s, labels)))
-            return self.tensor([float(sampler.inclusion_probability(a, m, l, remaining, budget, n))
-                                 for a, m, l in args])
-
-        return item_scores, inclusion
-
-
-def _distinct(drawn, replace):
-    """Distinct questions in each row of ``drawn`` (all of them without replacement)."""
-    R, budget = drawn.shape
-    if not replace or budget < 2:
-        return torch.full((R,), budget, dtype=torch.int64, device=drawn.device)
-    d = drawn.sort(1).values
-    return (d[:, 1:] != d[:, :-1]).sum(1) + 1
-
-
-def _follow_scores(sampler, posterior, out):
-    """What ``sampler.scores`` gives for a policy whose ``scores_follow_predictions``, written into
-    ``out`` when given: ones where ``tau = 1`` (the law ignores the scores then, ``b = 0``: the
-    uniform policy's), else the oracle scores (UniformSampler, NeymanSampler and HybridSampler
-    follow the predictions): the posterior's own (the engine may zero entries of them until the
-    next refresh) or the same operations as ``posterior.oracle_scores``, so the same values."""
-    P = posterior.predictions
-    uniform = sampler.tau == 1.0
-    if not uniform and posterior.scores is not None:
-        return posterior.scores
-    if out is None or out is posterior.scores:
-        out = torch.empty_like(P)
-    if uniform:
-        return out.fill_(1.0)
-    return torch.addcmul(P, P, P, value=-1.0, out=out).sqrt_()  # posterior.oracle_scores
-
-
-def _resum_block(s, block_s, blk):
-    """``block_s[r, blk[r]]`` summed again from ``s`` (as :func:`_block_sums` sums it), for every run ``r``."""
-    R, N = s.shape
-    cols = blk[:, None] * _BLOCK + torch.arange(_BLOCK, device=s.device)
-    inside = cols < N
-    vals = s.gather(1, cols.clamp_(max=N - 1)).mul_(inside)
-    block_s.scatter_(1, blk[:, None], vals.sum(1, keepdim=True))
-
-
-def _block_sums(s):
-    """Row sums of ``s`` (R, N) over consecutive blocks of ``_BLOCK`` columns (the last one shorter)."""
-    R, N = s.shape
-    full = N // _BLOCK * _BLOCK
-    parts = [s[:, :full].reshape(R, -1, _BLOCK).sum(2)]
-    if full < N:
-        parts.append(s[:, full:].sum(1, keepdim=True))
-    return torch.cat(parts, 1) if len(parts) > 1 else parts[0]
-
-
-def _draw(s, block_s, A, a, b, counts, u):
-    """:func:`faqstats.sampling.draw_from` for every run, up to rounding, with ``q = a A + b s``
-    never formed: the block from the masses ``a counts + b block_s``, then the question inside it."""
-    R, N = A.shape
-    uniform = s is None  # the uniform law (b = 0): the masses are the counts'
-    mass = counts * a[:, None] if uniform else torch.addcmul(counts * a[:, None], block_s, b[:, None])
-    cdf = torch.cumsum(mass, 1)
-    target = u[:, None] * cdf[:, -1:]
-    nb = cdf.shape[1]
-    blk = torch.searchsorted(cdf, target, right=True)
-    # past the end only by rounding: then the last block with mass (the first block whose cdf
-    # passes the target is never one without mass, so the guard changes nothing else)
-    if _guard_needed(blk, nb):
-        last = torch.where(mass > 0, torch.arange(nb, device=A.device), -1).amax(1, keepdim=True)
-        blk = torch.minimum(blk, last)
-    before = torch.where(blk > 0, cdf.gather(1, (blk - 1).clamp_(min=0)), torch.zeros_like(target))
-    cols = blk * _BLOCK + torch.arange(_BLOCK, device=A.device)
-    inside = cols < N
-    cols = cols.clamp_(max=N - 1)
-    q = A.gather(1, cols) * a[:, None]
-    if not uniform:
-        q = torch.addcmul(q, s.gather(1, cols), b[:, None])
-    q.mul_(inside)
-    j = torch.searchsorted(torch.cumsum(q, 1), target - before, right=True)
-    if _guard_needed(j, _BLOCK):  # likewise inside the block: its last question with mass
-        last = torch.where(q > 0, torch.arange(_BLOCK, device=A.device), -1).amax(1, keepdim=True)
-        j = torch.minimum(j, last)
-    return (blk * _BLOCK + j).squeeze(1)
-
-
-def _guard_needed(index, size):
-    """Whether some search ran past the end (always assumed off the CPU, where asking would wait for the device)."""
-    return index.device.type != "cpu" or bool((index >= size).any())

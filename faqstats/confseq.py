@@ -11,7 +11,7 @@ import numpy as np
 
 from ._validation import check_alpha
 
-__all__ = ["BettingConfidenceSequence", "log_capital_paths"]
+__all__ = ["BettingConfidenceSequence", "BettingConfidenceSequences", "log_capital_paths"]
 
 
 def _log_factors(x, m, lower, upper, sq, k, alpha, truncation, horizon):
@@ -92,6 +92,95 @@ class BettingConfidenceSequence:
             return mean, mean
         step = self.grid[1] - self.grid[0]
         return max(0.0, self.grid[idx[0]] - step), min(1.0, self.grid[idx[-1]] + step)
+
+
+
+class BettingConfidenceSequences:
+    """:class:`BettingConfidenceSequence` for many runs at once: one sequence per run, the same arithmetic.
+
+    Run ``r``'s sequence is the one a :class:`BettingConfidenceSequence` with the same parameters
+    would give after the same updates (the same float operations, element by element); runs may
+    be updated selectively (``runs=``), e.g. while others have stopped. A run's capital at a
+    candidate outside the span it has left is not kept up to date (``log_plus``, ``log_minus``).
+
+    Parameters
+    ----------
+    n_runs : int
+    alpha, grid_size, truncation, horizon
+        As in :class:`BettingConfidenceSequence`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).binomial(1, 0.3, size=(3, 200)).astype(float)
+    >>> many = BettingConfidenceSequences(3, horizon=200)
+    >>> one = BettingConfidenceSequence(horizon=200)
+    >>> for t in range(200):
+    ...     many.update(x[:, t], np.zeros(3), np.ones(3))
+    ...     one.update(x[1, t], 0.0, 1.0)
+    >>> low, high = many.interval()
+    >>> (float(low[1]), float(high[1])) == one.interval()
+    True
+    """
+
+    def __init__(self, n_runs, alpha=0.05, grid_size=2001, truncation=0.5, horizon=None):
+        self.alpha = check_alpha(alpha)
+        self.horizon = horizon
+        self.grid = np.linspace(0.0, 1.0, int(grid_size))
+        self.truncation = float(truncation)
+        shape = (int(n_runs), self.grid.size)
+        self.log_plus = np.zeros(shape)
+        self.log_minus = np.zeros(shape)
+        self.alive = np.ones(shape, dtype=bool)
+        self.n = np.zeros(shape[0], dtype=np.int64)
+        self.sums = np.zeros(shape[0])
+        self.squares = np.full(shape[0], 0.25)  # as BettingConfidenceSequence's prior
+
+    def update(self, x, lower, upper, runs=None):
+        """Add one increment ``x[i]``, known beforehand to lie in ``[lower[i], upper[i]]``, to
+        each run ``runs[i]`` (every run when ``runs`` is None)."""
+        rows = np.arange(self.n.size) if runs is None else np.asarray(runs, dtype=np.intp)
+        x, lower, upper = (np.asarray(v, dtype=float).reshape(-1, 1) for v in (x, lower, upper))
+        n = self.n[rows]
+        # a rejected candidate stays rejected: each run updates only a window of columns holding
+        # every candidate it has left (the others' capital is never read again)
+        cols, at = self._window(rows), rows[:, None]
+        plus, minus = _log_factors(x, self.grid[cols], lower, upper, self.squares[rows, None], n[:, None] + 1,
+                                   self.alpha, self.truncation, self.horizon)
+        log_plus = self.log_plus[at, cols] + plus
+        log_minus = self.log_minus[at, cols] + minus
+        log_capital = np.logaddexp(log_plus, log_minus) - np.log(2.0)
+        self.log_plus[at, cols], self.log_minus[at, cols] = log_plus, log_minus
+        self.alive[at, cols] &= log_capital < np.log(1.0 / self.alpha)
+        x = x[:, 0]
+        mean_before = np.where(n > 0, self.sums[rows] / np.maximum(n, 1), 0.5)
+        self.squares[rows] += (x - mean_before) ** 2
+        self.sums[rows] += x
+        self.n[rows] += 1
+
+    def _window(self, rows):
+        """Column indices of shape ``(len(rows), W)``: for each run ``W`` consecutive candidates
+        holding every one it has left, ``W`` the widest such span among the runs."""
+        alive, size = self.alive[rows], self.grid.size
+        some = alive.any(1)
+        first = np.where(some, alive.argmax(1), 0)
+        last = np.where(some, size - 1 - alive[:, ::-1].argmax(1), -1)
+        width = int((last - first).max(initial=-1)) + 1
+        return np.minimum(first, size - width)[:, None] + np.arange(width)
+
+    def interval(self, runs=None):
+        """``(low, high)``: each run's hull of the candidates never rejected, as arrays (of ``runs``)."""
+        sel = slice(None) if runs is None else np.asarray(runs, dtype=np.intp)
+        alive, n, sums = self.alive[sel], self.n[sel], self.sums[sel]
+        step = self.grid[1] - self.grid[0]
+        first = alive.argmax(1)
+        last = self.grid.size - 1 - alive[:, ::-1].argmax(1)
+        # every candidate rejected (probability <= alpha): the clipped mean, as BettingConfidenceSequence
+        mean = np.clip(sums / np.maximum(n, 1), 0.0, 1.0)
+        some = alive.any(1)
+        low = np.where(some, np.maximum(0.0, self.grid[first] - step), mean)
+        high = np.where(some, np.minimum(1.0, self.grid[last] + step), mean)
+        return low, high
 
 
 def log_capital_paths(increments, lower, upper, m, *, alpha=0.05, truncation=0.5, horizon=None):

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import faqstats as fq
-from faqstats.batched import simulate, supports
+from faqstats.batched import simulate, supports, uncovered_setting
+from faqstats.lockstep import Lockstep
 from faqstats._inference import effective_df, interval_df
 from faqstats.experiments import run_experiment
 
@@ -94,7 +95,7 @@ def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error
     Z = bank.new_outcomes
     gens = lambda: [np.random.default_rng(s) for s in range(9)]  # noqa: E731
     whole = simulate(Z, gens(), predictor=fm, budget=12, rows=np.arange(9) % 3)
-    run, sizes = batched._Lockstep.run, []
+    run, sizes = Lockstep.run, []
 
     released = []
 
@@ -106,7 +107,7 @@ def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error
             raise error
         return out
 
-    monkeypatch.setattr(batched._Lockstep, "run", short_of_memory)
+    monkeypatch.setattr(Lockstep, "run", short_of_memory)
     done = []
     with pytest.warns(ResourceWarning, match="out of memory with 9 runs per chunk; going on with 4"):
         runs = simulate(Z, gens(), predictor=fm, budget=12, rows=np.arange(9) % 3, progress=done.append)
@@ -125,10 +126,10 @@ def test_other_errors_and_single_run_chunks_are_not_retried(bank, fm, monkeypatc
         return run
 
     Z = bank.new_outcomes
-    monkeypatch.setattr(batched._Lockstep, "run", fail(ValueError("bad input")))
+    monkeypatch.setattr(Lockstep, "run", fail(ValueError("bad input")))
     with pytest.raises(ValueError, match="bad input"):
         simulate(Z, [np.random.default_rng(s) for s in range(4)], predictor=fm, budget=12, rows=[0, 1, 2, 0])
-    monkeypatch.setattr(batched._Lockstep, "run", fail(MemoryError()))
+    monkeypatch.setattr(Lockstep, "run", fail(MemoryError()))
     with pytest.raises(MemoryError), pytest.warns(ResourceWarning):
         simulate(Z, [np.random.default_rng(s) for s in range(4)], predictor=fm, budget=12, rows=[0, 1, 2, 0])
 
@@ -154,8 +155,9 @@ def test_supports_and_errors(bank, fm):
 
     assert supports(fq.NeymanSampler())
     assert supports(MySampler())  # every policy runs batched (issue 13)
-    assert not supports(fq.HybridSampler(), stop_when_width=0.1)
-    assert not supports(fq.HybridSampler(), batch_size=2)
+    assert supports(fq.HybridSampler(), stop_when_width=0.1, batch_size=2, confidence_sequence=0.1)
+    assert not supports(fq.HybridSampler(), groups=np.zeros(5))
+    assert not supports(fq.HybridSampler(replace=True), variance="paper")
     Z = bank.new_outcomes
     with pytest.raises(ValueError, match="complete"):
         simulate(np.where(Z == 1, np.nan, Z), [0], predictor=fm, budget=5)
@@ -200,3 +202,136 @@ def test_kept_increments_and_ranges_match_the_sequential_run(bank, fm):
 def test_keep_increments_is_refused_for_the_stream_design_before_any_work(bank, fm):
     with pytest.raises(ValueError, match="keep_increments"):
         simulate(bank.new_outcomes, [0], predictor=fm, sampler=fq.BernoulliAIPW(), budget=5, keep_increments=True)
+
+
+class _Easiest(fq.Sampler):  # a policy with numpy scores only: asked run by run
+    def scores(self, state):
+        return state.predictions + 0.1
+
+
+ROUND_SAMPLERS = [
+    ("fm", fq.HybridSampler()),
+    ("fm", fq.HybridSampler(tau=0.2, replace=True)),
+    ("fm", fq.NeymanSampler(tau=0.3)),
+    ("fm", fq.ActiveLearningSampler(tau=0.3)),
+    ("fm", _Easiest()),
+    ("fm", _Easiest(replace=True)),
+    (None, fq.UniformSampler()),
+    (None, fq.UniformSampler(replace=True)),
+]
+ROUND_SETTINGS = [
+    dict(batch_size=2),
+    dict(batch_size=4),
+    dict(batch_size=4, confidence_sequence=True),
+    dict(confidence_sequence=0.1),
+    dict(stop_when_width=0.42),
+    dict(stop_when_width=0.42, batch_size=3),
+    dict(stop_when_width=0.42, batch_size=2, predict_every=3),
+]
+
+
+@pytest.mark.parametrize("use_fm, sampler", ROUND_SAMPLERS, ids=lambda x: repr(x) if not isinstance(x, str) else x)
+def test_rounds_confidence_sequences_and_stopping_match_the_estimator(bank, fm, use_fm, sampler):
+    """batch_size, confidence sequences and stop_when_width: every run is PAIEstimator's run
+    with the same generator (estimate, standard error, interval, queries, stop, anytime interval),
+    and leaves its generator where the estimator leaves it."""
+    factor_model = fm if use_fm else None
+    Z = bank.new_outcomes
+    R, budget = 6, 36
+    rows = np.arange(R) % Z.shape[0]
+    for settings in ROUND_SETTINGS:
+        gens = [np.random.default_rng([11, r]) for r in range(R)]
+        runs = simulate(Z, gens, factor_model=factor_model, sampler=sampler, budget=budget, rows=rows,
+                        alpha=0.1 if settings.get("confidence_sequence") == 0.1 else 0.05, **settings)
+        for r in range(R):
+            g = np.random.default_rng([11, r])
+            est = fq.PAIEstimator(factor_model, sampler, budget=budget, random_state=g, **settings).fit(Z[rows[r]])
+            res = est.result_
+            got = [runs.estimate[r], runs.std_error[r], runs.low[r], runs.high[r]]
+            want = [est.estimate_, est.std_error_, *est.conf_int(alpha=res.anytime_alpha or 0.05)]
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-10, err_msg=f"{settings} run {r}")
+            assert runs.n_queries[r] == est.n_queries_ and runs.n_draws[r] == len(est.queries_)
+            assert runs.stop_reason[r] == est.stop_reason_
+            if res.anytime_interval is None:
+                assert runs.anytime_low is None and runs.anytime_alpha is None
+            else:
+                assert runs.anytime_alpha == res.anytime_alpha
+                np.testing.assert_allclose([runs.anytime_low[r], runs.anytime_high[r]], res.anytime_interval,
+                                           rtol=0, atol=1e-10)
+            assert gens[r].random() == g.random()  # the same uniforms used
+
+
+def test_runs_stop_at_their_own_rounds_in_one_chunk(bank, fm):
+    Z = bank.new_outcomes
+    gens = [np.random.default_rng([3, r]) for r in range(12)]
+    runs = simulate(Z, gens, predictor=fm, budget=30, rows=np.arange(12) % 3, stop_when_width=0.42, batch_size=2,
+                    keep_increments=True)
+    assert set(runs.stop_reason) == {"width", "budget"}  # some stopped, some ran out of budget
+    assert set(runs.n_draws.tolist()) == {28, 30}
+    assert np.all(runs.n_draws[runs.stop_reason == "budget"] == 30)
+    assert np.all(runs.n_draws % 2 == 0)  # after a round
+    for r, n in enumerate(runs.n_draws):  # the increments of the draws made, then NaN
+        assert np.all(np.isfinite(runs.increments[r, :n])) and np.all(np.isnan(runs.increments[r, n:]))
+        assert np.all(np.isnan(runs.increment_ranges[r, n:]))
+    width = runs.stop_reason == "width"
+    np.testing.assert_array_equal(runs.low[width], runs.anytime_low[width])  # the sequence's interval
+    assert np.all(runs.anytime_high[width] - runs.anytime_low[width] <= 0.42)
+    assert np.all(runs.anytime_high[~width] - runs.anytime_low[~width] > 0.42)
+
+
+def test_many_confidence_sequences_are_the_single_ones():
+    from faqstats.confseq import BettingConfidenceSequence, BettingConfidenceSequences
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-0.5, 1.5, size=(4, 60))
+    lo, hi = x - rng.uniform(0, 1, size=x.shape), x + rng.uniform(0, 1, size=x.shape)
+    many = BettingConfidenceSequences(4, alpha=0.1, truncation=0.9, horizon=60)
+    ones = [BettingConfidenceSequence(alpha=0.1, truncation=0.9, horizon=60) for _ in range(4)]
+    for t in range(60):
+        runs = np.arange(4) if t < 30 else np.array([0, 2])  # runs 1 and 3 stop at 30
+        many.update(x[runs, t], lo[runs, t], hi[runs, t], runs)
+        for r in runs:
+            ones[r].update(x[r, t], lo[r, t], hi[r, t])
+    low, high = many.interval()
+    np.testing.assert_array_equal(np.column_stack([low, high]), [cs.interval() for cs in ones])
+    assert many.n.tolist() == [60, 30, 60, 30]
+
+
+@pytest.mark.parametrize("setting, value", [("groups", np.arange(120) % 3), ("costs", np.ones(120)),
+                                            ("clusters", np.arange(120) // 4), ("variance", "paper")])
+def test_uncovered_settings_are_refused_by_name(bank, fm, setting, value):
+    sampler = fq.HybridSampler(replace=setting == "variance")
+    name = "variance='paper'" if setting == "variance" else setting
+    assert uncovered_setting(**{setting: value}) == name and not supports(sampler, **{setting: value})
+    with pytest.raises(ValueError, match=f"simulate does not cover {name}"):
+        simulate(bank.new_outcomes, [0], predictor=fm, sampler=sampler, budget=5, **{setting: value})
+
+
+def test_stop_when_width_needs_the_sequence_level(bank, fm):
+    with pytest.raises(ValueError, match="alpha=0.05"):
+        simulate(bank.new_outcomes, [0], predictor=fm, budget=5, stop_when_width=0.3, alpha=0.1)
+
+
+def test_the_sweep_says_when_it_falls_back_to_one_estimator_per_run(bank, caplog):
+    from faqstats.experiments import run_methods
+
+    kwargs = dict(seeds=1, methods=["uniform-fpc"], verbose=False)
+    with caplog.at_level("WARNING", logger="faqstats.experiments.sweep"):
+        run_methods(bank.history, bank.new_outcomes[:2], [6], **kwargs)
+        assert not caplog.records  # batched: nothing to say
+        run_methods(bank.history, bank.new_outcomes[:2], [6], costs=np.ones(120), **kwargs)
+        run_methods(bank.history, bank.new_outcomes[:2], [6], costs=np.ones(120), engine="sequential", **kwargs)
+    assert [r.getMessage() for r in caplog.records] == [
+        "engine='auto': the batched engine does not cover costs; every run is one PAIEstimator (slower)."]
+
+
+def test_stopped_runs_weigh_their_increments_as_the_estimator(bank, fm):
+    Z, w = bank.new_outcomes, np.linspace(1.0, 2.0, 30)
+    kw = dict(budget=30, step_weights=w, stop_when_width=0.42, batch_size=2)
+    runs = simulate(Z, [np.random.default_rng([4, r]) for r in range(4)], predictor=fm, rows=[0, 1, 2, 0], **kw)
+    assert np.any(runs.n_draws < 30)
+    for r, row in enumerate([0, 1, 2, 0]):
+        est = fq.PAIEstimator(fm, random_state=np.random.default_rng([4, r]), **kw).fit(Z[row])
+        assert runs.n_draws[r] == len(est.queries_)
+        np.testing.assert_allclose([runs.estimate[r], runs.std_error[r], runs.df[r]],
+                                   [est.estimate_, est.std_error_, est.result_.df], rtol=0, atol=1e-10)

@@ -1,0 +1,371 @@
+"""The lockstep loop of :func:`faqstats.batched.simulate`: ``R`` runs of one configuration, a chunk at a time.
+
+Each round is a few tensor operations over an ``R x N`` block with the estimator's parts: the
+policy's law (its torch scores, or its numpy law run by run), the two-level draw
+(:mod:`faqstats.batched_draw`), the increments and their ranges (:mod:`faqstats._engine`), the
+posteriors' Laplace steps (:mod:`faqstats.batched_posterior`) and the confidence sequences
+(:class:`~faqstats.confseq.BettingConfidenceSequences`); a round's draws follow
+``SequentialRun.draw_round`` (docs/architecture.md, "One loop").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ._engine import aipw_terms, des_raj_base, increment_range, pai_increment
+from .batched_draw import block_sums, draw_runs, resum_block
+from .batched_posterior import batched_posterior
+from .confseq import BettingConfidenceSequences
+from .design import sample_mean_design
+from .posterior import PosteriorView
+from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf, mixture_coefficients, within_round
+
+__all__ = ["Lockstep"]
+
+_BLOCK = DRAW_BLOCK  # the estimator's draw uses the same blocks
+
+
+class Lockstep:
+    """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs.
+
+    :func:`faqstats.batched.simulate` sets its settings (``batch_size``, ``stops``,
+    ``keep_ranges``, ``predict_every``) and :attr:`outcomes`, then runs the chunks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from faqstats import UniformSampler
+    >>> engine = Lockstep(None, UniformSampler(), 5, 20, torch.device("cpu"), torch.float64)
+    >>> engine.outcomes = engine.tensor(np.ones((1, 20)))
+    >>> n_queries, values = engine.run([0, 0], [np.random.default_rng(0), np.random.default_rng(1)])[:2]
+    >>> n_queries.tolist(), values.mean(1).tolist()
+    ([5, 5], [1.0, 1.0])
+    """
+
+    def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
+        self.sampler, self.budget, self.N = sampler, budget, n_questions
+        self.keep_ranges = False
+        self.batch_size = 1  # draws per round
+        self.stops = None  # (alpha, stop_when_width) of the runs' confidence sequences, or None
+        self.device, self.dtype = device, dtype
+        self.stream = sampler.design == "stream"
+        self.factor_model = factor_model  # batched_posterior gives its runs' posteriors, chunk by chunk
+        self.predict_every = 1
+        self.outcomes = None  # the (models x N) outcomes the runs read, set by simulate
+        self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
+        self.posterior = None
+
+    def tensor(self, a, dtype=None):
+        """``a`` as a tensor of the engine's dtype (or ``dtype``) on its device."""
+        return torch.as_tensor(a, dtype=self.dtype if dtype is None else dtype, device=self.device)
+
+    def release(self):
+        """Drop the current chunk's per-run tensors (predictions, posteriors, quadratic forms)."""
+        self.posterior = None
+
+    def run(self, rows, generators):
+        """``(distinct questions asked, increments or terms, variance terms, ranges, draws made, stop
+        reasons, anytime lows, anytime highs)`` of one chunk (the last four None without a confidence
+        sequence): run ``r`` evaluates row ``rows[r]`` of :attr:`outcomes`."""
+        self.posterior = batched_posterior(self.factor_model, len(generators), self.N, self.dtype, self.device,
+                                           self.predict_every)
+        rows = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=self.device)
+        if self.stream:
+            return self._run_stream(rows, generators)
+        return self._run_sequential(rows, generators)
+
+    # -- sequential designs --------------------------------------------------------
+    def _state(self, available, step, drawn):
+        post = self.posterior
+        return PolicyState(post.predictions, available, step, self.budget, post.question_factors, post.mean, post.cov,
+                           posterior=PosteriorView(post), asked=drawn)
+
+    def _numpy_laws(self, available, step, drawn, stops=None):
+        """Each run's law from the policy's numpy scores (a policy without torch scores); a run
+        that has stopped gets the uniform law instead (its draws are not used)."""
+        post = self.posterior
+        host = lambda x: None if x is None else x.detach().cpu().numpy().astype(float)  # noqa: E731
+        P, mean, cov, V = host(post.predictions), host(post.mean), host(post.cov), host(post.question_factors)
+        avail, asked = available.cpu().numpy(), drawn.cpu().numpy()
+        name = f"{type(self.sampler).__name__}.probabilities"
+        for r in range(P.shape[0]):
+            if stops and not stops.active[r]:
+                yield avail[r].astype(float)
+                continue
+            state = PolicyState(P[r], avail[r], step, self.budget, V, None if mean is None else mean[r],
+                                None if cov is None else cov[r], asked=asked[r])
+            q = self.sampler.probabilities(state)
+            yield check_law(q, avail[r].shape, asked[r], name) if self.sampler.checks_law else q
+
+    def _run_sequential(self, rows, generators):
+        R, N, budget = len(generators), self.N, self.budget
+        sampler, post = self.sampler, self.posterior
+        replace, tau = sampler.replace, sampler.tau
+        states = [g.bit_generator.state for g in generators] if self.stops else None
+        U = np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget))
+        Ut = self.tensor(U)
+        Zt = self.outcomes
+        ar = torch.arange(R, device=self.device)
+        A = torch.ones(R, N, dtype=self.dtype, device=self.device)  # 1 where askable
+        available = torch.ones(R, N, dtype=torch.bool, device=self.device)
+        drawn = torch.zeros(R, budget, dtype=torch.int64, device=self.device)  # questions, in draw order
+        asked_total = torch.zeros(R, dtype=self.dtype, device=self.device)
+        phi = torch.empty(R, budget, dtype=self.dtype, device=self.device)
+        zs = torch.empty(R, budget, dtype=self.dtype, device=self.device)
+        # availability per block of _BLOCK questions (the draw's first level)
+        nb = -(-N // _BLOCK)
+        counts = torch.full((R, nb), float(_BLOCK), dtype=self.dtype, device=self.device)
+        counts[:, -1] = N - (nb - 1) * _BLOCK
+        ranges = torch.empty(R, budget, 2, dtype=self.dtype, device=self.device) if self.keep_ranges else None
+        stops = _Stops(R, budget, *self.stops) if self.stops else None
+        # scores that follow the predictions are kept, with their block sums and the prediction
+        # sums, while the predictions stand (fixed ones, or on a schedule): only the asked
+        # question's entries move; recomputed (as before) after every refresh
+        cache = sampler.batched and sampler.scores_follow_predictions
+        cached_at = -1  # the posterior's refresh count the cached scores belong to
+        s = None  # the kept scores' buffer
+        # tau = 1 (UniformSampler): the law ignores the scores (b = 0), so they are not kept at all
+        uniform = cache and tau == 1.0 and not self.keep_ranges
+        t = 0
+        while t < budget:  # a round: its draws from the law at its start (SequentialRun._round)
+            size = min(self.batch_size, budget - t)
+            n_avail = N if replace else N - t
+            done = drawn[:, :t]
+            asked_now = drawn[:, :0] if replace else done
+            if uniform:  # q = 1 / n_avail on the askable questions, as mixture_coefficients gives it
+                if cached_at != post.refreshes:
+                    cached_at = post.refreshes
+                    p_sum = post.predictions.sum(1)
+                    p_asked = post.predictions.gather(1, done).sum(1)
+                a = torch.full((R,), 1.0 / n_avail, dtype=self.dtype, device=self.device)
+            elif sampler.batched:
+                if not cache or cached_at != post.refreshes:
+                    if cache:  # the sampler's scores, into one buffer (no fresh R x N block per refresh)
+                        s = _follow_scores(sampler, post, s)
+                    else:
+                        s = sampler.scores(self._state(available, t + 1, asked_now))
+                    if not replace and t:
+                        s.scatter_(1, done, 0.0)
+                    block_s = block_sums(s)
+                    if cache:
+                        cached_at = post.refreshes
+                        p_sum = post.predictions.sum(1)
+                        p_asked = post.predictions.gather(1, done).sum(1)
+                a, b = mixture_coefficients(block_s.sum(1), tau, n_avail)
+            else:
+                laws = list(self._numpy_laws(available, t + 1, asked_now, stops))
+            P = post.predictions  # the round's: the predictor learns at its end
+            answers = []
+            for k in range(t, t + size):
+                # a later draw of a round without replacement: the round's law less the questions
+                # drawn, renormalised (sampling.within_round)
+                later = k > t and not replace
+                q_full = None
+                if uniform or sampler.batched:
+                    # the law's mass: 1 up to rounding for a round's first draw (then not asked for)
+                    with_mass = later or stops is not None
+                    picked = draw_runs(None if uniform else s, None if uniform else block_s, A, a,
+                                       None if uniform else b, counts, Ut[:, k], with_mass)
+                    question, mass = picked if with_mass else (picked, None)
+                if uniform:
+                    prob = a / mass if later else a
+                elif sampler.batched:
+                    if self.keep_ranges:
+                        q_full = torch.addcmul(A * a[:, None], s, b[:, None])
+                        if later or stops:  # normalised, as the loop's law with a confidence sequence
+                            q_full.div_(mass[:, None])
+                    if stops:  # the probability read from the law its range uses, as the loop does
+                        prob = q_full[ar, question]
+                    else:
+                        prob = a + b * s[ar, question]
+                        prob = prob / mass if later else prob
+                else:
+                    question, prob, q_full = self._numpy_draws(laws, available, later, U[:, k], stops)
+                z = Zt[rows, question]
+                p_q = P[ar, question]
+                if cache:  # the sums kept since the last refresh
+                    base = p_sum if replace else des_raj_base(p_sum, p_asked, asked_total)
+                else:  # unasked predictions: all of them less the few asked (a gather, not a pass over A)
+                    base = P.sum(1) if replace else des_raj_base(P.sum(1), P.gather(1, drawn[:, :k]).sum(1),
+                                                                 asked_total)
+                phi[:, k] = pai_increment(base, z, p_q, prob, N)
+                if self.keep_ranges:  # SequentialRun.increment_range: phi_t's range before the draw
+                    ranges[:, k, 0], ranges[:, k, 1] = increment_range(base, P, q_full, N)
+                if stops:
+                    stops.record(phi[:, k], ranges[:, k, 0], ranges[:, k, 1])
+                zs[:, k] = z
+                drawn[:, k] = question
+                answers.append((question, z))
+                if not replace:
+                    A[ar, question] = 0.0
+                    available[ar, question] = False
+                    counts[ar, question // _BLOCK] -= 1.0
+                    asked_total += z
+                    if cache:
+                        p_asked = p_asked + p_q
+                    # the asked question leaves the kept scores (and a round's later laws): its block summed again
+                    if s is not None and not uniform and (cache or k + 1 < t + size):
+                        s[ar, question] = 0.0
+                        resum_block(s, block_s, question // _BLOCK)
+            for question, z in answers:  # the round's answers, in draw order (Run.end_round)
+                post.update(None, question, z)
+            t += size
+            if stops and stops.end_round(t):  # every run has stopped
+                break
+        values = zs if self.method == "sample_mean" else phi
+        out = [_distinct(drawn, replace).cpu().numpy(), values.cpu().numpy(), None,
+               None if ranges is None else ranges.cpu().numpy()]
+        if not stops:
+            return (*out, None, None, None, None)
+        n_draws = stops.n_draws
+        for g, state, n in zip(generators, states, n_draws):  # the uniforms the run used, as the estimator draws them
+            if n < budget:
+                g.bit_generator.state = state
+                g.random(n)
+        out[0] = _distinct(drawn, replace, torch.as_tensor(n_draws, device=self.device)).cpu().numpy()
+        for x in out[1], out[3]:  # nothing after a run's stop
+            if x is not None:
+                x[np.arange(budget) >= n_draws[:, None]] = np.nan
+        return (*out, n_draws, stops.reason, stops.low, stops.high)
+
+    def _numpy_draws(self, laws, available, later, u, stops):
+        """Every run's draw from its numpy law (a later draw of a round: renormalised over the
+        questions not yet drawn), as SequentialRun._round draws it: ``(questions, probabilities, laws)``."""
+        avail = available.cpu().numpy() if later else None
+        picked, kept = [], []
+        for r, q in enumerate(laws):
+            q = within_round(q, avail[r], False) if later else q
+            if stops:  # normalised, the probability read from it (the loop's law with a confidence sequence)
+                q = q / q.sum()
+                j = inverse_cdf(q, u[r])[0]
+                picked.append((j, float(q[j])))
+            else:
+                picked.append(inverse_cdf(q, u[r]))
+            kept.append(q)
+        question = torch.as_tensor([j for j, _ in picked], dtype=torch.int64, device=self.device)
+        prob = self.tensor([p for _, p in picked])
+        return question, prob, (self.tensor(np.stack(kept)) if self.keep_ranges and kept else None)
+
+    # -- nature's-order designs ----------------------------------------------------
+    def _run_stream(self, rows, generators):
+        """Nature's-order label/skip runs (:class:`~faqstats.sampling.StreamSampler`), one item per step."""
+        sampler, post = self.sampler, self.posterior
+        R, N, budget = len(generators), self.N, self.budget
+        orders, coins = [], []
+        for g in generators:  # the estimator draws the order first, then one coin per item
+            orders.append(sampler.stream_order(N, g))
+            coins.append(g.random(N))
+        order = torch.as_tensor(np.stack(orders) if R else np.empty((0, N), np.int64), device=self.device)
+        U = self.tensor(np.stack(coins) if R else np.empty((0, N)))
+        Zt = self.outcomes
+        ar = torch.arange(R, device=self.device)
+        avail = torch.ones(R, N, dtype=torch.bool, device=self.device)
+        zero = torch.zeros((), dtype=self.dtype)
+        item_scores, inclusion = self._stream_policy()
+        S = item_scores(post.predictions)
+        ssum = S.sum(1)
+        labels = torch.zeros(R, dtype=self.dtype, device=self.device)
+        total = torch.zeros(R, dtype=self.dtype, device=self.device)
+        var_total = torch.zeros(R, dtype=self.dtype, device=self.device)
+        for t in range(N):
+            remaining = N - t
+            j = order[:, t]
+            s_j = S[ar, j]
+            pi = inclusion(s_j, ssum / remaining, labels, remaining, budget, N)
+            lab = U[:, t] < pi
+            p = post.predictions[ar, j]
+            z = Zt[rows, j]
+            term, variance_term = aipw_terms(p, z, pi)
+            total += torch.where(lab, term, p)
+            var_total += torch.where(lab, variance_term, zero)
+            labels += lab.to(self.dtype)
+            avail[ar, j] = False
+            ssum = ssum - s_j
+            idx = torch.nonzero(lab).squeeze(1)
+            if self.factor_model is not None and idx.numel():
+                post.update(idx, j[idx], z[idx])
+                S[idx] = item_scores(post.predictions[idx])
+                ssum[idx] = torch.where(avail[idx], S[idx], zero).sum(1)
+        return (labels.cpu().numpy().astype(np.int64), total.cpu().numpy()[:, None],
+                var_total.cpu().numpy()[:, None], None, None, None, None, None)
+
+    def _stream_policy(self):
+        """``(item_scores, inclusion_probability)`` on tensors: the sampler's own, or its
+        numpy methods called run by run."""
+        sampler = self.sampler
+        if sampler.batched:
+            return sampler.item_scores, sampler.inclusion_probability
+
+        def item_scores(P):
+            host = P.detach().cpu().numpy().astype(float)
+            return self.tensor(np.stack([np.asarray(sampler.item_scores(p), dtype=float) for p in host]))
+
+        def inclusion(s, mean_s, labels, remaining, budget, n):
+            args = zip(*(x.detach().cpu().numpy().astype(float).tolist() for x in (s, mean_s, labels)))
+            return self.tensor([float(sampler.inclusion_probability(a, m, l, remaining, budget, n))
+                                 for a, m, l in args])
+
+        return item_scores, inclusion
+
+
+class _Stops:
+    """The runs' confidence sequences and stopping rule (QueryLoop's): after each round, a run
+    whose sequence is at most ``width`` wide (after more than one draw) stops; its later draws
+    are masked (made, not used)."""
+
+    def __init__(self, n_runs, budget, alpha, width):
+        self.cs = BettingConfidenceSequences(n_runs, alpha=alpha, truncation=0.9, horizon=budget)
+        self.width = width
+        self.active = np.ones(n_runs, dtype=bool)
+        self.n_draws = np.full(n_runs, budget, dtype=np.int64)
+        self.reason = np.full(n_runs, "budget", dtype=object)
+        self.low, self.high = np.zeros(n_runs), np.ones(n_runs)
+
+    def record(self, x, lower, upper):
+        """One increment of every run still going, with its range."""
+        runs = None if self.active.all() else np.flatnonzero(self.active)
+        x, lower, upper = (v.detach().cpu().numpy().astype(float) for v in (x, lower, upper))
+        if runs is not None:
+            x, lower, upper = x[runs], lower[runs], upper[runs]
+        self.cs.update(x, lower, upper, runs)
+
+    def end_round(self, n_draws):
+        """The sequences after a round of the runs still going, ``n_draws`` draws in; whether every run has stopped."""
+        runs = np.flatnonzero(self.active)
+        self.low[runs], self.high[runs] = self.cs.interval(runs)
+        if self.width is not None and n_draws > 1:
+            stopped = runs[self.high[runs] - self.low[runs] <= self.width]
+            self.n_draws[stopped] = n_draws
+            self.reason[stopped] = "width"
+            self.active[stopped] = False
+        return not self.active.any()
+
+
+def _distinct(drawn, replace, lengths=None):
+    """Distinct questions in each row of ``drawn`` (all of them without replacement), or in its
+    first ``lengths[r]`` entries."""
+    R, budget = drawn.shape
+    if not replace or budget < 2:
+        return torch.full((R,), budget, dtype=torch.int64, device=drawn.device) if lengths is None else lengths
+    if lengths is not None:  # the draws past a run's length repeat its first (no new question)
+        drawn = torch.where(torch.arange(budget, device=drawn.device) < lengths[:, None], drawn, drawn[:, :1])
+    d = drawn.sort(1).values
+    return (d[:, 1:] != d[:, :-1]).sum(1) + 1
+
+
+def _follow_scores(sampler, posterior, out):
+    """What ``sampler.scores`` gives for a policy whose ``scores_follow_predictions``, written into
+    ``out`` when given: ones where ``tau = 1`` (the law ignores the scores then, ``b = 0``: the
+    uniform policy's), else the oracle scores (UniformSampler, NeymanSampler and HybridSampler
+    follow the predictions): the posterior's own (the engine may zero entries of them until the
+    next refresh) or the same operations as ``posterior.oracle_scores``, so the same values."""
+    P = posterior.predictions
+    uniform = sampler.tau == 1.0
+    if not uniform and posterior.scores is not None:
+        return posterior.scores
+    if out is None or out is posterior.scores:
+        out = torch.empty_like(P)
+    if uniform:
+        return out.fill_(1.0)
+    return torch.addcmul(P, P, P, value=-1.0, out=out).sqrt_()  # posterior.oracle_scores
