@@ -181,8 +181,8 @@ def work_b_reference(cfg, bank_path):
                                                n_runs=cfg["ref_runs"], random_state=0, fitted_factor_model=cross))
     m = min(cfg["ref_runs"], new.shape[0])
     gens = lambda: [np.random.default_rng(s) for s in range(m)]  # noqa: E731
-    _, faq_s = _timed(lambda: simulate(new[:m], gens(), factor_model=fm, budget=b0, step_weights=np.ones(b0)))
-    _, uni_s = _timed(lambda: simulate(new[:m], gens(), factor_model=None, sampler=fq.UniformSampler(replace=False),
+    _, faq_s = _timed(lambda: simulate(new[:m], gens(), predictor=fm, budget=b0, step_weights=np.ones(b0)))
+    _, uni_s = _timed(lambda: simulate(new[:m], gens(), predictor=None, sampler=fq.UniformSampler(replace=False),
                                        budget=b0))
     runs_full = new.shape[0] * cfg["seeds"]
     parts = {"factor fit (2000 AdamW steps)": (fit_s, fit_full),

@@ -98,7 +98,7 @@ def main():
     gens = [np.random.default_rng([0, i]) for i in range(M)]
 
     t0 = time.perf_counter()
-    runs = simulate(Z, gens, factor_model=fm, budget=budget, device=args.device, dtype=args.dtype)
+    runs = simulate(Z, gens, predictor=fm, budget=budget, device=args.device, dtype=args.dtype)
     batched_s = time.perf_counter() - t0
     truth = Z.mean(1)
     coverage = np.mean((runs.low <= truth) & (truth <= runs.high))

@@ -90,7 +90,6 @@ def test_chunking_and_intervals(bank, fm):
 def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error):
     """A chunk that runs out of memory after drawing is retried in halves from the same
     generator states: the same results as without memory trouble, and a warning."""
-    from faqstats import batched
 
     Z = bank.new_outcomes
     gens = lambda: [np.random.default_rng(s) for s in range(9)]  # noqa: E731
@@ -118,7 +117,6 @@ def test_chunk_out_of_memory_is_run_again_in_halves(bank, fm, monkeypatch, error
 
 
 def test_other_errors_and_single_run_chunks_are_not_retried(bank, fm, monkeypatch):
-    from faqstats import batched
 
     def fail(error):
         def run(self, Zc, generators):
@@ -241,7 +239,7 @@ def test_rounds_confidence_sequences_and_stopping_match_the_estimator(bank, fm, 
     rows = np.arange(R) % Z.shape[0]
     for settings in ROUND_SETTINGS:
         gens = [np.random.default_rng([11, r]) for r in range(R)]
-        runs = simulate(Z, gens, factor_model=factor_model, sampler=sampler, budget=budget, rows=rows,
+        runs = simulate(Z, gens, predictor=factor_model, sampler=sampler, budget=budget, rows=rows,
                         alpha=0.1 if settings.get("confidence_sequence") == 0.1 else 0.05, **settings)
         for r in range(R):
             g = np.random.default_rng([11, r])
