@@ -330,7 +330,7 @@ def test_hostile_counts_for_session_new(originals, tmp_path_factory, capsys, opt
 def test_hostile_counts_for_fit_history(tmp_path_factory, capsys, option, value):
     CASES["CLI arguments"] += 1
     root = tmp_path_factory.mktemp("fit")
-    line = _refused(capsys, "fit-history", "--data", root / "absent.npz", "--out", root / "m.npz", option, value)
+    line = _refused(capsys, "fit-history", "--data", root / "absent.npz", "--out", root / "m.npz", f"{option}={value}")
     assert option in line and "positive integer" in line
 
 

@@ -112,7 +112,7 @@ class Rounds:
             if not (isinstance(answer, (list, tuple)) and len(answer) == 2):
                 raise ValueError(f"{where}: invalid answer {answer!r}.")
             question, value = answer
-            if not (isinstance(question, int) and 0 <= question < n) or question in self.answers:
+            if not (_is_int(question) and 0 <= question < n) or question in self.answers:
                 raise ValueError(f"{where}: answers hold an invalid or repeated question index {question!r}.")
             try:
                 self.answers[question] = check_outcome(value, question if question_ids is None
@@ -121,9 +121,9 @@ class Rounds:
                 raise ValueError(f"{where}: {exc}") from exc
         rounds = {}
         for draw in draws:
-            if not (isinstance(draw, (list, tuple)) and len(draw) == 3 and isinstance(draw[0], int)
-                    and 0 <= draw[0] < units and isinstance(draw[1], (int, float)) and 0 < draw[1] <= 1
-                    and isinstance(draw[2], int)):
+            if not (isinstance(draw, (list, tuple)) and len(draw) == 3 and _is_int(draw[0])
+                    and 0 <= draw[0] < units and (_is_int(draw[1]) or isinstance(draw[1], float))
+                    and 0 < draw[1] <= 1 and _is_int(draw[2])):
                 raise ValueError(f"{where}: invalid draw {draw!r}.")
             rounds.setdefault(draw[2], []).append((draw[0], float(draw[1])))
         if list(rounds) != list(range(len(rounds))):
@@ -136,3 +136,8 @@ class Rounds:
         drawn = {q for d in self.loop.draws for q in self.questions_of(d)}
         if any(q not in drawn for q in self.answers):
             raise ValueError(f"{where}: answers hold a question that was never drawn.")
+
+
+def _is_int(value):
+    """An int of JSON, not a bool (which Python counts as an int: ``false`` is no question index)."""
+    return isinstance(value, int) and not isinstance(value, bool)
