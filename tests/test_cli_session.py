@@ -218,12 +218,12 @@ def test_step_weights_file_round_trip_and_refusals(tmp_path):
     doc = json.loads((tmp_path / "w.json").read_text())
     v1 = {key: value for key, value in doc.items() if key != "sha256"} | {"format_version": 1}  # no checksum yet
     (tmp_path / "v1.json").write_text(json.dumps(v1))
-    np.testing.assert_array_equal(load_step_weights(tmp_path / "v1.json").weights, sw.weights)
+    np.testing.assert_array_equal(load_step_weights(tmp_path / "v1.json", allow_unchecked=True).weights, sw.weights)
     for bad, match in ((doc | {"format_version": 99}, "newer"), (doc | {"format": "x"}, "not a faqstats"),
                        (doc | {"n_runs": 41}, "checksum"), (v1 | {"weights": [1.0, -1.0, 1.0]}, "positive")):
         (tmp_path / "bad.json").write_text(json.dumps(bad))
         with pytest.raises(ValueError, match=match):
-            load_step_weights(tmp_path / "bad.json")
+            load_step_weights(tmp_path / "bad.json", allow_unchecked=True)
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ValueError, match="not a step-weights JSON"):
         load_step_weights(tmp_path / "bad.json")

@@ -47,8 +47,9 @@ def count(text):
 def add_allow_unchecked(parser):
     """``--allow-unchecked``: also read files written before faqstats stored checksums."""
     parser.add_argument("--allow-unchecked", action="store_true",
-                        help="also read a session or model file written before faqstats stored checksums (format "
-                             "version 1 without them); a file whose checksums do not match is still refused")
+                        help="also read a session, model or step-weights file written before faqstats stored "
+                             "checksums (format version 1 without them); a file whose checksums do not match is still "
+                             "refused")
 
 
 def finish(parser, func):

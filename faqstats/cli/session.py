@@ -80,7 +80,7 @@ def run_new(args):
                                                                replace=args.replace),
         budget=100 if args.budget is None else args.budget, batch_size=args.batch_size,
         stop_when_width=args.stop_when_width, alpha=args.alpha,
-        step_weights=None if args.step_weights is None else load_step_weights(args.step_weights).weights,
+        step_weights=None if args.step_weights is None else load_step_weights(args.step_weights, allow_unchecked=args.allow_unchecked).weights,
         random_state=args.seed, groups=groups, estimand=args.estimand, min_group_share=args.min_group_share,
         stratify=args.stratify, costs=costs, budget_cost=args.budget_cost, clusters=clusters,
     )

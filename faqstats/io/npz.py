@@ -50,7 +50,7 @@ def _check_npy_header(stream, size, where):
         version = fmt.read_magic(stream)
         # version 3.0 differs from 2.0 only in the header's text encoding (utf-8 field names)
         shape, _, dtype = (fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0)(stream)
-    except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error, SyntaxError, TypeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - numpy parses the header with tokenize and ast: any of their errors
         raise ValueError(f"{where} is not a valid .npy array ({type(exc).__name__}: {exc}).") from exc
     if dtype.hasobject:
         return

@@ -4,7 +4,8 @@ File format ``faqstats-step-weights``, format version 2
 -------------------------------------------------------
 UTF-8 JSON: the header fields, ``budget``, ``weights``, ``step_variance``, ``smoothed_variance``
 (``budget`` floats each), ``n_validation``, ``n_runs``, ``variance_ratio``, ``seconds`` and
-``sha256`` (of the rest of the document; version 1 files have none).
+``sha256`` (of the rest of the document; version 1 files have none, and load only with
+``allow_unchecked=True``).
 """
 
 from __future__ import annotations
@@ -60,13 +61,16 @@ def save_step_weights(step_weights, path):
     return write_json(path, doc | {"sha256": json_sha256(doc)}, indent=1)
 
 
-def load_step_weights(path):
+def load_step_weights(path, *, allow_unchecked=False):
     """Read a file written by :func:`save_step_weights` (a :class:`~faqstats.StepWeights`).
 
     Parameters
     ----------
     path : str or os.PathLike
         The JSON file.
+    allow_unchecked : bool, default=False
+        Also read a format version 1 file (written before faqstats stored the checksum): nothing
+        in it can be verified, so by default it is refused.
 
     Returns
     -------
@@ -77,7 +81,8 @@ def load_step_weights(path):
     ------
     ValueError
         If the file is not a step-weights file (or a newer format), or was edited or damaged (a
-        format version 2 file without its ``sha256`` included).
+        format version 2 file without its ``sha256`` included), or is of format version 1 and
+        ``allow_unchecked`` is False.
 
     Examples
     --------
@@ -94,10 +99,14 @@ def load_step_weights(path):
     """
     path = Path(path)
     doc = read_json(path, "step-weights", STEP_WEIGHTS_FORMAT, STEP_WEIGHTS_FORMAT_VERSION)
+    if doc["format_version"] == 1 and not allow_unchecked:
+        raise ValueError(f"{path}: step-weights file of format version 1 has no checksum, so damage to it cannot be "
+                         "seen; load it with allow_unchecked=True (the command line: --allow-unchecked), or learn "
+                         "the weights again.")
     if doc["format_version"] >= 2 and "sha256" not in doc:
         raise ValueError(f"{path}: step-weights file has no 'sha256' (format version 2 always has one): it was "
                          "edited; restore it or learn the weights again.")
-    if doc["format_version"] >= 2 and doc.pop("sha256") != json_sha256(doc):
+    if doc["format_version"] >= 2 and doc.pop("sha256") != _checksum(doc, path):
         raise ValueError(f"{path}: step-weights file does not match its checksum (edited or damaged).")
     try:
         arrays = {k: np.asarray(doc[k], dtype=float) for k in ("weights", "step_variance", "smoothed_variance")}
@@ -111,3 +120,10 @@ def load_step_weights(path):
     if w.shape != (budget,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
         raise ValueError(f"{path}: weights must be {budget} finite positive numbers.")
     return StepWeights(w, arrays["step_variance"], arrays["smoothed_variance"], n_val, n_runs, ratio, seconds)
+
+
+def _checksum(doc, path):
+    try:
+        return json_sha256(doc)
+    except ValueError as exc:  # a number that reads as infinite ("1e999"): no file faqstats writes holds one
+        raise ValueError(f"{path}: step-weights file holds a value JSON cannot store ({exc}).") from exc
