@@ -222,3 +222,19 @@ def test_a_step_weights_file_without_checksum_loads_only_when_allowed(originals,
     assert "v1.json" in err and "--allow-unchecked" in err and "\n" not in err, err
     assert main([*new[:2], str(tmp_path / "allowed"), *new[2:], "--allow-unchecked"]) == 0
     assert fq.EvaluationSession.load(tmp_path / "allowed").budget == 5
+
+
+def test_an_archive_member_that_is_no_npy_array_is_refused_by_name(originals, tmp_path):
+    """numpy hands back the raw bytes of such a member (a flipped name, or one added by hand)."""
+    import zipfile
+
+    from faqstats.io.npz import open_array_file, read_array
+
+    path = tmp_path / "extra.npz"
+    shutil.copy(originals["factor model"][0], path)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("notes.txt", b"not an array")
+    with open_array_file(path) as data, pytest.raises(ValueError, match="extra.npz: entry 'notes.txt' is not a .npy"):
+        read_array(data, "notes.txt", path)
+    with pytest.raises(ValueError, match="extra.npz"):
+        load_model_file(path)

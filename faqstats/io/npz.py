@@ -143,7 +143,7 @@ def npz_path(path):
 def read_array(data, key, path):
     """Entry ``key`` of an open archive; a damaged entry or one that needs pickle is a ValueError naming it."""
     try:
-        return data[key]
+        arr = data[key]
     except ValueError as exc:  # object arrays need pickle, which is refused
         if "pickle" in str(exc):
             raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load it.") from exc
@@ -151,6 +151,9 @@ def read_array(data, key, path):
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
         # a flipped byte, a truncated file; zipfile reads flipped flag bits as "encrypted" or "patched"
         raise ValueError(f"{path}: entry {key!r} is damaged ({type(exc).__name__}: {exc}).") from exc
+    if not isinstance(arr, np.ndarray):  # numpy hands back the raw bytes of a member that is no .npy
+        raise ValueError(f"{path}: entry {key!r} is not a .npy array (the file is damaged).")
+    return arr
 
 
 def read_float(data, key, shape, path, bound=None, why=""):
