@@ -50,7 +50,8 @@ def _fingerprint(value, depth=0):
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, [_fingerprint(v, depth + 1) for v in value])
     if isinstance(value, pd.DataFrame):
-        return ("frame", _fingerprint(list(value.columns), depth + 1), _fingerprint(value.to_numpy(dtype=object).tolist(), depth + 1))
+        return ("frame", _fingerprint(list(value.columns), depth + 1),
+                _fingerprint(value.to_numpy(dtype=object).tolist(), depth + 1))
     if dataclasses.is_dataclass(value):
         return (type(value).__name__, [(f.name, _fingerprint(getattr(value, f.name), depth + 1))
                                        for f in dataclasses.fields(value)])
@@ -67,7 +68,8 @@ def _session_fingerprint(session):
     except ValueError as exc:  # fewer than two recorded draws
         result = str(exc)
     return _fingerprint({
-        "status": session.status() | {"directory": None}, "queries": session.queries(), "pending": list(session.pending),
+        "status": session.status() | {"directory": None},  # the copy lives elsewhere
+        "queries": session.queries(), "pending": list(session.pending),
         "result": result, "question_ids": session.question_ids, "predictor": session.predictor,
         "sampler": session.sampler, "budget": session.budget, "batch_size": session.batch_size,
         "n_draws": session.n_draws, "n_answers": session.n_answers, "metadata": session.model_metadata,
