@@ -70,6 +70,12 @@ class PAIResultMixin:
                                                             f"{type(self).__name__}.set_params", _UNSET)
         return super().set_params(**params)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # only the asked outcomes are read: NaN elsewhere is fine
+        tags.input_tags.positive_only = True  # outcomes are in [0, 1]
+        return tags
+
     def conf_int(self, alpha=0.05, alternative="two-sided"):
         """Confidence interval ``(low, high)`` at level ``1 - alpha``: the ``result_``'s ``conf_int``."""
         check_is_fitted(self, "result_")

@@ -16,7 +16,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress_bar
-from ._validation import check_generator, check_history, check_scalar, observed_halves, validate_history
+from ._validation import check_generator, check_scalar, observed_halves, validate_history
 from .posterior import FactorPosterior, laplace_update
 from .predictor import Predictor, register_predictor
 
@@ -426,7 +426,7 @@ def log_loss_on_cells(H, logits, cells):
     return float(loss.mean())
 
 
-class LogisticFactorModelCV(Predictor):
+class LogisticFactorModelCV(TransformerMixin, Predictor):
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
     Every candidate is fitted with one random fold of observed cells hidden and scored
@@ -507,7 +507,7 @@ class LogisticFactorModelCV(Predictor):
         check_scalar(self.cv, "cv", kind=numbers.Integral, low=2)
         if self.scoring not in ("log_loss", "accuracy"):
             raise ValueError(f"scoring must be 'log_loss' or 'accuracy', got {self.scoring!r}.")
-        H = check_history(X, name="X")
+        H = validate_history(self, X, reset=True)  # sets n_features_in_; scikit-learn's input messages
         ks = [check_scalar(k, "n_components_grid entries", kind=numbers.Integral, low=1) for k in self.n_components_grid]
         regs = [check_scalar(a, "regularization_grid entries", low=0.0) for a in self.regularization_grid]
         if not ks or not regs:

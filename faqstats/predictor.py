@@ -148,6 +148,7 @@ class Predictor(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
+        tags.input_tags.positive_only = True  # outcomes are in [0, 1]
         return tags
 
 

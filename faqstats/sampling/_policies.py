@@ -36,9 +36,10 @@ class UniformSampler(Sampler):
     needs_factor_model = False
     batched = True
     checks_law = False  # the mixture of non-negative scores
+    tau = 1.0  # all mass on the uniform floor (a class constant: __init__ stores its parameters only)
 
     def __init__(self, replace=False):
-        super().__init__(tau=1.0, replace=replace)
+        self.replace = replace
 
     @property
     def scores_follow_predictions(self):
