@@ -21,7 +21,7 @@ from .predictor import engine_posterior
 from .sampling import CostWeightedSampler, HybridSampler, Sampler, check_costs, draws_for_cost
 from .stream_run import StreamRun
 
-__all__ = ["estimand_tracker", "new_loop", "predictor_for"]
+__all__ = ["answer_round", "estimand_tracker", "new_loop", "predictor_for"]
 
 
 def predictor_for(predictor, n_questions, dtype="float64", predict_every=1):
@@ -82,6 +82,34 @@ def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=
     alpha = confidence_alpha(est.confidence_sequence, est.stop_when_width)
     cs = None if alpha is None else BettingConfidenceSequence(alpha=alpha, truncation=0.9, horizon=run.budget)
     return QueryLoop(run, batch_size=est.batch_size, confidence_sequence=cs, stop_when_width=est.stop_when_width)
+
+
+def answer_round(loop, rng, oracle):
+    """Draw the loop's next round from ``rng``, ask ``oracle`` its answers and record them, in draw order.
+
+    With clusters every question of the round's clusters is asked at once, and each cluster's
+    answers are recorded together (in question order). :meth:`PAIEstimator.fit
+    <faqstats.PAIEstimator.fit>` and :func:`faqstats.batched.simulate` play their rounds with it.
+
+    Parameters
+    ----------
+    loop : faqstats._engine.QueryLoop
+        A loop made by :func:`new_loop`, not done.
+    rng : numpy.random.Generator
+        The run's generator.
+    oracle : faqstats._engine.Oracle
+        The run's answers.
+    """
+    run = loop.run
+    drawn = [d.question for d in loop.draw_round(rng)]
+    if isinstance(run, ClusterRun):
+        members = [run.members[c] for c in drawn]
+        answers = np.array(oracle.ask(np.concatenate(members)), dtype=float)
+        outcomes = np.split(answers, np.cumsum([m.size for m in members])[:-1])
+    else:
+        outcomes = oracle.ask(drawn)
+    for outcome in outcomes:
+        loop.record(outcome)
 
 
 def estimand_tracker(est, sampler, n_questions, groups, budget):
