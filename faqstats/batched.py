@@ -22,6 +22,7 @@ from .design import bank_size, check_configuration, confidence_alpha
 from .intervals import interval_rule
 from .lockstep import Lockstep
 from .lockstep_designs import DesignConfiguration, run_designs
+from .loop_setup import cost_design
 from .predictor import resolve_predictor_keyword
 
 __all__ = ["BatchedRuns", "simulate", "supports", "uncovered_setting"]
@@ -260,9 +261,12 @@ def simulate(
         As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`: every group's results
         (``group_estimate``...), the policy weighed by cost and ``cost_spent``, cluster draws.
     estimand, min_group_share, stratify, budget_cost, cluster_score : optional
-        As in :class:`~faqstats.PAIEstimator`. With any of these or of ``groups``, ``costs``
-        and ``clusters``, every run is the estimator's own loop (its tracker of groups and
-        estimands, its cost design, its cluster law), the runs advancing a round at a time
+        As in :class:`~faqstats.PAIEstimator`. Costs (with ``budget_cost`` or not) run in the
+        lockstep loop: the policy's scores divided by ``sqrt(cost)`` and the draws the cost
+        budget buys, fixed before the runs as the estimator fixes them. With ``groups``,
+        ``clusters``, a weighted estimand, ``min_group_share``, ``stratify`` or another
+        ``cluster_score``, every run is the estimator's own loop (its tracker of groups and
+        estimands, its cluster law), the runs advancing a round at a time
         (``faqstats.lockstep_designs``): exact, at one estimator's cost per run, on the
         host (``device``, ``max_elements`` and ``keep_ranges`` do not apply; ``increments``
         are returned without ``increment_ranges``).
@@ -316,15 +320,18 @@ def simulate(
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on {n_fm}.")
     design = dict(estimand=estimand, min_group_share=min_group_share, stratify=stratify, budget_cost=budget_cost,
                   cluster_score=cluster_score)
-    if groups is not None or costs is not None or clusters is not None or design != _PLAIN_DESIGN:
-        # the estimator checks the configuration itself (budget_cost fixes the draws, clusters count them)
+    est = DesignConfiguration(factor_model, sampler, budget, variance=variance, interval=interval,
+                              batch_size=batch_size, stop_when_width=stop_when_width,
+                              confidence_sequence=confidence_sequence, step_weights=step_weights, dtype=dtype,
+                              predict_every=predict_every, **design)
+    if groups is not None or clusters is not None or dict(design, budget_cost=None) != _PLAIN_DESIGN:
+        # per-run state: the estimator's own loops (which check the configuration themselves)
         cs_alpha = _sequence_level(alpha, variance, confidence_sequence, stop_when_width)
-        est = DesignConfiguration(factor_model, sampler, budget, variance=variance, interval=interval,
-                                  batch_size=batch_size, stop_when_width=stop_when_width,
-                                  confidence_sequence=confidence_sequence, step_weights=step_weights, dtype=dtype,
-                                  predict_every=predict_every, **design)
         return _design_runs(run_designs(est, Z, rows, gens, alpha, groups=groups, costs=costs, clusters=clusters,
                                         progress=progress), keep_increments, cs_alpha)
+    # costs: the policy weighed by cost (its scores over the runs' tensors too) and the draws budget_cost buys
+    cost_sampler, budget, costs, _ = cost_design(est, N, None, costs)
+    sampler = sampler if costs is None else cost_sampler
     sampler = check_configuration(N, budget, sampler, predictor=factor_model, interval=interval,
                                   step_weights=step_weights, predict_every=predict_every, batch_size=batch_size,
                                   variance=variance, stop_when_width=stop_when_width,
@@ -332,6 +339,7 @@ def simulate(
     cs_alpha = _sequence_level(alpha, variance, confidence_sequence, stop_when_width)
     engine = Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
     engine.predict_every = int(predict_every)
+    engine.costs = None if costs is None else engine.tensor(np.array(costs))  # (a writable copy)
     engine.batch_size = int(batch_size)
     engine.stops = None if cs_alpha is None else (cs_alpha, stop_when_width)
     if keep_increments and engine.stream:
@@ -371,7 +379,7 @@ def simulate(
     if not parts:
         empty = np.empty(0)
         return BatchedRuns(empty, empty, empty, empty, empty, np.empty(0, np.int64), engine.method)
-    n_queries, values, var_terms, ranges, n_draws, reasons, any_low, any_high = (
+    n_queries, values, var_terms, ranges, n_draws, reasons, any_low, any_high, spent = (
         np.concatenate(x) if x[0] is not None else None for x in zip(*parts))
     lengths = np.full(R, values.shape[1]) if n_draws is None else n_draws
     estimate, var, df = np.empty(R), np.empty(R), np.empty(R)
@@ -391,7 +399,7 @@ def simulate(
     return BatchedRuns(estimate, se, df, low, high, n_queries.astype(np.int64), engine.method,
                        values if keep_increments else None, ranges if keep_increments else None,
                        np.full(R, "budget", dtype=object) if reasons is None else reasons,
-                       None if engine.stream else lengths.astype(np.int64), any_low, any_high, cs_alpha)
+                       None if engine.stream else lengths.astype(np.int64), any_low, any_high, cs_alpha, spent)
 
 
 #: the estimator's defaults for the settings only the one-run loops take (run_designs)

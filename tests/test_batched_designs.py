@@ -145,3 +145,20 @@ def test_the_design_configuration_has_the_estimators_parameters():
     fields = {f.name: f.default for f in dataclasses.fields(DesignConfiguration)}
     params = fq.PAIEstimator().get_params()
     assert fields == {k: v for k, v in params.items() if k not in ("random_state", "verbose")}
+
+
+def test_costs_run_in_the_lockstep_loop(bank, fm, monkeypatch):
+    import faqstats.batched as batched
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("costs alone should not need the estimator's own loops")
+
+    monkeypatch.setattr(batched, "run_designs", refuse)
+    kw = dict(sampler=fq.HybridSampler(tau=0.2), budget_cost=25.0, batch_size=2)
+    runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(3)], predictor=fm, costs=COSTS,
+                    rows=[0, 1, 2], **kw)
+    for r in range(3):
+        est = fq.PAIEstimator(fm, random_state=np.random.default_rng(r), **kw).fit(bank.new_outcomes[r], costs=COSTS)
+        assert runs.n_draws[r] == len(est.queries_) == int(25.0 // est.cost_per_draw_)
+        assert runs.estimate[r] == pytest.approx(est.estimate_, abs=1e-10)
+        assert runs.cost_spent[r] == pytest.approx(est.cost_spent_, abs=1e-10)
