@@ -147,18 +147,27 @@ def test_the_design_configuration_has_the_estimators_parameters():
     assert fields == {k: v for k, v in params.items() if k not in ("random_state", "verbose")}
 
 
-def test_costs_run_in_the_lockstep_loop(bank, fm, monkeypatch):
+@pytest.mark.parametrize("kw", [dict(sampler=fq.HybridSampler(tau=0.2), budget_cost=25.0, batch_size=2),
+                                dict(sampler=fq.NeymanSampler(replace=True), budget=40, stop_when_width=0.5,
+                                     alpha=0.05)], ids=["budget_cost", "stop_when_width"])
+def test_costs_run_in_the_lockstep_loop(bank, fm, monkeypatch, kw):
     import faqstats.batched as batched
 
     def refuse(*args, **kwargs):
         raise AssertionError("costs alone should not need the estimator's own loops")
 
     monkeypatch.setattr(batched, "run_designs", refuse)
-    kw = dict(sampler=fq.HybridSampler(tau=0.2), budget_cost=25.0, batch_size=2)
     runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(3)], predictor=fm, costs=COSTS,
                     rows=[0, 1, 2], **kw)
+    options = {k: v for k, v in kw.items() if k != "alpha"}
+    if "stop_when_width" in kw:
+        assert set(runs.stop_reason) == {"width"}  # every run stops early: its spend is of its draws only
     for r in range(3):
-        est = fq.PAIEstimator(fm, random_state=np.random.default_rng(r), **kw).fit(bank.new_outcomes[r], costs=COSTS)
-        assert runs.n_draws[r] == len(est.queries_) == int(25.0 // est.cost_per_draw_)
+        g = np.random.default_rng(r)
+        est = fq.PAIEstimator(fm, random_state=g, **options).fit(bank.new_outcomes[r], costs=COSTS)
+        assert runs.n_draws[r] == len(est.queries_) and runs.stop_reason[r] == est.stop_reason_
+        if "budget_cost" in kw:
+            assert runs.n_draws[r] == int(25.0 // est.cost_per_draw_)
         assert runs.estimate[r] == pytest.approx(est.estimate_, abs=1e-10)
+        np.testing.assert_allclose([runs.low[r], runs.high[r]], est.conf_int(), atol=1e-10)
         assert runs.cost_spent[r] == pytest.approx(est.cost_spent_, abs=1e-10)
