@@ -4,7 +4,8 @@
 round a few tensor operations over an ``R x N`` block, with the estimator's parts (policies'
 scores, Laplace step, increments, inference) and draws: in float64 it asks the estimator's
 questions (docs/architecture.md, "One loop"; memory and timings: docs/performance.md,
-"Batched engine"). What it covers: :func:`supports`.
+"Batched engine"). Groups, weighted estimands, costs and clusters run each run's own one-run
+loop, rounds in lockstep (``faqstats.lockstep_designs``). What it covers: :func:`supports`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from ._validation import check_alpha, check_generator
 from .design import bank_size, check_configuration, confidence_alpha
 from .intervals import interval_rule
 from .lockstep import Lockstep
+from .lockstep_designs import DesignConfiguration, run_designs
+from .loop_setup import cost_design
 from .predictor import resolve_predictor_keyword
 
 __all__ = ["BatchedRuns", "simulate", "supports", "uncovered_setting"]
@@ -63,6 +66,16 @@ class BatchedRuns:
         ``1 - anytime_alpha`` (:attr:`AccuracyResult.anytime_interval`).
     anytime_alpha : float or None
         The confidence sequence's level, as :attr:`AccuracyResult.anytime_alpha`.
+    cost_spent : ndarray or None
+        With ``costs``: each run's summed cost of the distinct questions asked
+        (the estimator's ``cost_spent_``).
+    group_labels : ndarray of shape (G,) or None
+        With ``groups``: the sorted group labels (the columns of the group arrays).
+    group_estimate, group_std_error, group_low, group_high : ndarray of shape (R, G) or None
+        With ``groups``: every run's group estimates, standard errors and ``1 - alpha``
+        intervals (the estimator's ``group_results_`` and its ``conf_int``).
+    group_results : tuple of GroupResults or None
+        With ``groups``: each run's :class:`~faqstats.GroupResults` (simultaneous intervals, draws per group).
 
     Examples
     --------
@@ -94,15 +107,22 @@ class BatchedRuns:
     anytime_low: np.ndarray | None = None
     anytime_high: np.ndarray | None = None
     anytime_alpha: float | None = None
+    cost_spent: np.ndarray | None = None
+    group_labels: np.ndarray | None = None
+    group_estimate: np.ndarray | None = None
+    group_std_error: np.ndarray | None = None
+    group_low: np.ndarray | None = None
+    group_high: np.ndarray | None = None
+    group_results: tuple | None = None
 
 
 def supports(sampler=None, *, batch_size=1, variance="martingale", stop_when_width=None, confidence_sequence=False,
              groups=None, costs=None, clusters=None):
     """Whether :func:`simulate` reproduces ``PAIEstimator`` with these settings.
 
-    It does for any policy, batch size, confidence sequence and ``stop_when_width``, with the
-    martingale variance; not with groups, costs or clusters, nor ``variance="paper"``, which
-    :func:`simulate` refuses by name (:func:`uncovered_setting`).
+    It does for any policy, batch size, confidence sequence, ``stop_when_width``, groups,
+    weighted estimands, costs and clusters, with the martingale variance; not with
+    ``variance="paper"``, which :func:`simulate` refuses by name (:func:`uncovered_setting`).
 
     Parameters
     ----------
@@ -111,7 +131,7 @@ def supports(sampler=None, *, batch_size=1, variance="martingale", stop_when_wid
     batch_size, variance, stop_when_width, confidence_sequence
         As in :class:`~faqstats.PAIEstimator`.
     groups, costs, clusters
-        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`.
+        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>` (all covered).
 
     Returns
     -------
@@ -123,7 +143,9 @@ def supports(sampler=None, *, batch_size=1, variance="martingale", stop_when_wid
     >>> import numpy as np
     >>> from faqstats import HybridSampler
     >>> supports(HybridSampler(), batch_size=4, stop_when_width=0.1), supports(HybridSampler(), costs=np.ones(5))
-    (True, False)
+    (True, True)
+    >>> supports(HybridSampler(replace=True), variance="paper")
+    False
     """
     return uncovered_setting(variance=variance, groups=groups, costs=costs, clusters=clusters) is None
 
@@ -136,21 +158,19 @@ def uncovered_setting(*, variance="martingale", groups=None, costs=None, cluster
     variance : {"martingale", "paper"}
         As in :class:`~faqstats.PAIEstimator`.
     groups, costs, clusters
-        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`.
+        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`: all covered (accepted so
+        that callers may pass a fit's settings as they are).
 
     Returns
     -------
     str or None
-        ``"groups"``, ``"costs"``, ``"clusters"``, ``"variance='paper'"``, or None when covered.
+        ``"variance='paper'"``, or None when covered.
 
     Examples
     --------
     >>> uncovered_setting(), uncovered_setting(variance="paper")
     (None, "variance='paper'")
     """
-    for name, value in (("groups", groups), ("costs", costs), ("clusters", clusters)):
-        if value is not None:
-            return name
     return None if variance == "martingale" else f"variance={variance!r}"
 
 
@@ -179,6 +199,11 @@ def simulate(
     groups=None,
     costs=None,
     clusters=None,
+    estimand="micro",
+    min_group_share=0.0,
+    stratify=False,
+    budget_cost=None,
+    cluster_score="root-sum-square",
     **deprecated,
 ):
     """Run ``PAIEstimator(predictor, sampler, budget)`` once per generator, in lockstep.
@@ -229,10 +254,22 @@ def simulate(
         at most ``stop_when_width`` wide (runs stop at their own rounds; a chunk goes on while
         one of its runs does). With ``stop_when_width`` the intervals of the runs that stopped
         on width are their sequences' (at ``alpha``, which must be the sequence's level).
-    variance, groups, costs, clusters : optional
-        Accepted so that a configuration the engine does not cover is refused by name
-        (``ValueError``): only ``variance="martingale"`` without groups, costs or clusters
-        runs here; run :class:`~faqstats.PAIEstimator` per run for the others.
+    variance : {"martingale"}
+        Accepted so that ``variance="paper"``, which the engine does not cover, is refused by
+        name (``ValueError``): run :class:`~faqstats.PAIEstimator` per run for it.
+    groups, costs, clusters : array-like of shape (N,) or None
+        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`: every group's results
+        (``group_estimate``...), the policy weighed by cost and ``cost_spent``, cluster draws.
+    estimand, min_group_share, stratify, budget_cost, cluster_score : optional
+        As in :class:`~faqstats.PAIEstimator`. Costs (with ``budget_cost`` or not) run in the
+        lockstep loop: the policy's scores divided by ``sqrt(cost)`` and the draws the cost
+        budget buys, fixed before the runs as the estimator fixes them. With ``groups``,
+        ``clusters``, a weighted estimand, ``min_group_share``, ``stratify`` or another
+        ``cluster_score``, every run is the estimator's own loop (its tracker of groups and
+        estimands, its cluster law), the runs advancing a round at a time
+        (``faqstats.lockstep_designs``): exact, at one estimator's cost per run, on the
+        host (``device``, ``max_elements`` and ``keep_ranges`` do not apply; ``increments``
+        are returned without ``increment_ranges``).
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
@@ -281,19 +318,28 @@ def simulate(
     n_fm = bank_size(factor_model)
     if n_fm is not None and n_fm != N:
         raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on {n_fm}.")
+    design = dict(estimand=estimand, min_group_share=min_group_share, stratify=stratify, budget_cost=budget_cost,
+                  cluster_score=cluster_score)
+    est = DesignConfiguration(factor_model, sampler, budget, variance=variance, interval=interval,
+                              batch_size=batch_size, stop_when_width=stop_when_width,
+                              confidence_sequence=confidence_sequence, step_weights=step_weights, dtype=dtype,
+                              predict_every=predict_every, **design)
+    if groups is not None or clusters is not None or dict(design, budget_cost=None) != _PLAIN_DESIGN:
+        # per-run state: the estimator's own loops (which check the configuration themselves)
+        cs_alpha = _sequence_level(alpha, variance, confidence_sequence, stop_when_width)
+        return _design_runs(run_designs(est, Z, rows, gens, alpha, groups=groups, costs=costs, clusters=clusters,
+                                        progress=progress), keep_increments, cs_alpha)
+    # costs: the policy weighed by cost (its scores over the runs' tensors too) and the draws budget_cost buys
+    cost_sampler, budget, costs, _ = cost_design(est, N, None, costs)
+    sampler = sampler if costs is None else cost_sampler
     sampler = check_configuration(N, budget, sampler, predictor=factor_model, interval=interval,
                                   step_weights=step_weights, predict_every=predict_every, batch_size=batch_size,
                                   variance=variance, stop_when_width=stop_when_width,
                                   confidence_sequence=confidence_sequence)
-    uncovered = uncovered_setting(variance=variance, groups=groups, costs=costs, clusters=clusters)
-    if uncovered is not None:
-        raise ValueError(f"simulate does not cover {uncovered}: run faqstats.PAIEstimator once per run for it.")
-    cs_alpha = confidence_alpha(confidence_sequence, stop_when_width)
-    if stop_when_width is not None and abs(alpha - cs_alpha) > 1e-12:
-        raise ValueError(f"alpha={alpha} but with stop_when_width a run that stops on width reports its confidence "
-                         f"sequence's interval, at level {cs_alpha}: pass alpha={cs_alpha} (or confidence_sequence=alpha).")
+    cs_alpha = _sequence_level(alpha, variance, confidence_sequence, stop_when_width)
     engine = Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
     engine.predict_every = int(predict_every)
+    engine.costs = None if costs is None else engine.tensor(np.array(costs))  # (a writable copy)
     engine.batch_size = int(batch_size)
     engine.stops = None if cs_alpha is None else (cs_alpha, stop_when_width)
     if keep_increments and engine.stream:
@@ -333,7 +379,7 @@ def simulate(
     if not parts:
         empty = np.empty(0)
         return BatchedRuns(empty, empty, empty, empty, empty, np.empty(0, np.int64), engine.method)
-    n_queries, values, var_terms, ranges, n_draws, reasons, any_low, any_high = (
+    n_queries, values, var_terms, ranges, n_draws, reasons, any_low, any_high, spent = (
         np.concatenate(x) if x[0] is not None else None for x in zip(*parts))
     lengths = np.full(R, values.shape[1]) if n_draws is None else n_draws
     estimate, var, df = np.empty(R), np.empty(R), np.empty(R)
@@ -353,7 +399,33 @@ def simulate(
     return BatchedRuns(estimate, se, df, low, high, n_queries.astype(np.int64), engine.method,
                        values if keep_increments else None, ranges if keep_increments else None,
                        np.full(R, "budget", dtype=object) if reasons is None else reasons,
-                       None if engine.stream else lengths.astype(np.int64), any_low, any_high, cs_alpha)
+                       None if engine.stream else lengths.astype(np.int64), any_low, any_high, cs_alpha, spent)
+
+
+#: the estimator's defaults for the settings only the one-run loops take (run_designs)
+_PLAIN_DESIGN = dict(estimand="micro", min_group_share=0.0, stratify=False, budget_cost=None,
+                     cluster_score="root-sum-square")
+
+
+def _sequence_level(alpha, variance, confidence_sequence, stop_when_width):
+    """The confidence sequence's level (None without one), after refusing what the engine does not cover."""
+    uncovered = uncovered_setting(variance=variance)
+    if uncovered is not None:
+        raise ValueError(f"simulate does not cover {uncovered}: run faqstats.PAIEstimator once per run for it.")
+    cs_alpha = confidence_alpha(confidence_sequence, stop_when_width)
+    if stop_when_width is not None and abs(alpha - cs_alpha) > 1e-12:
+        raise ValueError(f"alpha={alpha} but with stop_when_width a run that stops on width reports its confidence "
+                         f"sequence's interval, at level {cs_alpha}: pass alpha={cs_alpha} (or confidence_sequence=alpha).")
+    return cs_alpha
+
+
+def _design_runs(runs, keep_increments, cs_alpha):
+    """The :class:`BatchedRuns` of :func:`~faqstats.lockstep_designs.run_designs`' columns."""
+    return BatchedRuns(runs.estimate, runs.std_error, runs.df, runs.low, runs.high, runs.n_queries, runs.method,
+                       runs.increments if keep_increments else None, None, runs.stop_reason, runs.n_draws,
+                       runs.anytime_low, runs.anytime_high, cs_alpha, runs.cost_spent, runs.group_labels,
+                       runs.group_estimate, runs.group_std_error, runs.group_low, runs.group_high,
+                       runs.group_results)
 
 
 def _inference(method, values, var_terms, interval, step_weights, N, sampler, census=None):

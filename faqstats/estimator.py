@@ -17,7 +17,7 @@ from ._inference import martingale_variance, paper_variance, weighted_martingale
 from ._progress import progress_bar
 from ._validation import check_generator
 from .design import bank_size, check_configuration, resolve_bank_size
-from .loop_setup import new_loop
+from .loop_setup import answer_round, new_loop
 from .predictor import resolve_predictor_keyword
 from .run_results import confidence_rows, group_results_of, result_of
 from .selection import select_configuration
@@ -412,15 +412,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         with progress_bar(total, "querying", self.verbose) as bar:
             try:
                 while not loop.done:
-                    drawn = [d.question for d in loop.draw_round(rng)]
-                    if clustered:  # every question of the round's clusters, asked at once
-                        members = [run.members[c] for c in drawn]
-                        answers = np.array(oracle.ask(np.concatenate(members)), dtype=float)
-                        outcomes = np.split(answers, np.cumsum([m.size for m in members])[:-1])
-                    else:
-                        outcomes = oracle.ask(drawn)
-                    for outcome in outcomes:
-                        loop.record(outcome)
+                    answer_round(loop, rng, oracle)
                     bar.update(run.progress - bar.n)
             except BaseException as exc:
                 self.queries_ = run.table()

@@ -53,6 +53,7 @@ class Lockstep:
         self.factor_model = factor_model  # batched_posterior gives its runs' posteriors, chunk by chunk
         self.predict_every = 1
         self.outcomes = None  # the (models x N) outcomes the runs read, set by simulate
+        self.costs = None  # with costs: a tensor of the cost per question (the runs' spend is reported)
         self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
         self.posterior = None
 
@@ -66,8 +67,9 @@ class Lockstep:
 
     def run(self, rows, generators):
         """``(distinct questions asked, increments or terms, variance terms, ranges, draws made, stop
-        reasons, anytime lows, anytime highs)`` of one chunk (the last four None without a confidence
-        sequence): run ``r`` evaluates row ``rows[r]`` of :attr:`outcomes`."""
+        reasons, anytime lows, anytime highs, cost spent)`` of one chunk (draws made to anytime highs
+        None without a confidence sequence, cost spent None without :attr:`costs`): run ``r``
+        evaluates row ``rows[r]`` of :attr:`outcomes`."""
         self.posterior = batched_posterior(self.factor_model, len(generators), self.N, self.dtype, self.device,
                                            self.predict_every)
         rows = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=self.device)
@@ -217,7 +219,7 @@ class Lockstep:
         out = [_distinct(drawn, replace).cpu().numpy(), values.cpu().numpy(), None,
                None if ranges is None else ranges.cpu().numpy()]
         if not stops:
-            return (*out, None, None, None, None)
+            return (*out, None, None, None, None, self._spent(drawn))
         n_draws = stops.n_draws
         for g, state, n in zip(generators, states, n_draws):  # the uniforms the run used, as the estimator draws them
             if n < budget:
@@ -227,7 +229,21 @@ class Lockstep:
         for x in out[1], out[3]:  # nothing after a run's stop
             if x is not None:
                 x[np.arange(budget) >= n_draws[:, None]] = np.nan
-        return (*out, n_draws, stops.reason, stops.low, stops.high)
+        return (*out, n_draws, stops.reason, stops.low, stops.high,
+                self._spent(drawn, torch.as_tensor(n_draws, device=self.device)))
+
+    def _spent(self, drawn, lengths=None):
+        """Each run's summed cost of the distinct questions among its draws (its first
+        ``lengths[r]``), as the estimator's ``cost_spent_``; None without :attr:`costs`."""
+        if self.costs is None:
+            return None
+        budget = drawn.shape[1]
+        if lengths is not None:  # the draws past a run's length repeat its first (no new question)
+            drawn = torch.where(torch.arange(budget, device=drawn.device) < lengths[:, None], drawn, drawn[:, :1])
+        d = drawn.sort(1).values
+        first = torch.ones_like(d, dtype=torch.bool)
+        first[:, 1:] = d[:, 1:] != d[:, :-1]
+        return torch.where(first, self.costs[d], 0.0).sum(1).cpu().numpy()
 
     def _numpy_draws(self, laws, available, later, u, stops):
         """Every run's draw from its numpy law (a later draw of a round: renormalised over the
@@ -288,7 +304,7 @@ class Lockstep:
                 S[idx] = item_scores(post.predictions[idx])
                 ssum[idx] = torch.where(avail[idx], S[idx], zero).sum(1)
         return (labels.cpu().numpy().astype(np.int64), total.cpu().numpy()[:, None],
-                var_total.cpu().numpy()[:, None], None, None, None, None, None)
+                var_total.cpu().numpy()[:, None], None, None, None, None, None, None)
 
     def _stream_policy(self):
         """``(item_scores, inclusion_probability)`` on tensors: the sampler's own, or its

@@ -21,7 +21,7 @@ from .predictor import engine_posterior
 from .sampling import CostWeightedSampler, HybridSampler, Sampler, check_costs, draws_for_cost
 from .stream_run import StreamRun
 
-__all__ = ["estimand_tracker", "new_loop", "predictor_for"]
+__all__ = ["answer_round", "cost_design", "estimand_tracker", "new_loop", "predictor_for"]
 
 
 def predictor_for(predictor, n_questions, dtype="float64", predict_every=1):
@@ -68,7 +68,7 @@ def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=
     if clusters is not None:
         run = _cluster_run_of(est, n_questions, groups, costs, clusters)
     else:
-        sampler, budget, costs, per_draw = _cost_design(est, n_questions, groups, costs)
+        sampler, budget, costs, per_draw = cost_design(est, n_questions, groups, costs)
         sampler = est.validate(n_questions, budget, sampler)
         tracker = estimand_tracker(est, sampler, n_questions, groups, budget)
         predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
@@ -82,6 +82,34 @@ def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=
     alpha = confidence_alpha(est.confidence_sequence, est.stop_when_width)
     cs = None if alpha is None else BettingConfidenceSequence(alpha=alpha, truncation=0.9, horizon=run.budget)
     return QueryLoop(run, batch_size=est.batch_size, confidence_sequence=cs, stop_when_width=est.stop_when_width)
+
+
+def answer_round(loop, rng, oracle):
+    """Draw the loop's next round from ``rng``, ask ``oracle`` its answers and record them, in draw order.
+
+    With clusters every question of the round's clusters is asked at once, and each cluster's
+    answers are recorded together (in question order). :meth:`PAIEstimator.fit
+    <faqstats.PAIEstimator.fit>` and :func:`faqstats.batched.simulate` play their rounds with it.
+
+    Parameters
+    ----------
+    loop : faqstats._engine.QueryLoop
+        A loop made by :func:`new_loop`, not done.
+    rng : numpy.random.Generator
+        The run's generator.
+    oracle : faqstats._engine.Oracle
+        The run's answers.
+    """
+    run = loop.run
+    drawn = [d.question for d in loop.draw_round(rng)]
+    if isinstance(run, ClusterRun):
+        members = [run.members[c] for c in drawn]
+        answers = np.array(oracle.ask(np.concatenate(members)), dtype=float)
+        outcomes = np.split(answers, np.cumsum([m.size for m in members])[:-1])
+    else:
+        outcomes = oracle.ask(drawn)
+    for outcome in outcomes:
+        loop.record(outcome)
 
 
 def estimand_tracker(est, sampler, n_questions, groups, budget):
@@ -135,10 +163,35 @@ def estimand_tracker(est, sampler, n_questions, groups, budget):
     return tracker
 
 
-def _cost_design(est, n_questions, groups, costs):
-    """``(sampler, draws, costs, E_q1[cost])`` of the run: the policy weighed by cost and the
-    draws ``budget_cost`` buys, fixed before the first draw (``None, budget, None, None``
-    without costs)."""
+def cost_design(est, n_questions, groups, costs):
+    """The policy weighed by cost and the draws ``budget_cost`` buys, fixed before the first draw.
+
+    Parameters
+    ----------
+    est : PAIEstimator
+        The configuration (``sampler``, ``budget``, ``budget_cost``...).
+    n_questions : int
+    groups : array-like of shape (N,) or None
+        With ``budget_cost``: the groups the run's first law sees.
+    costs : array-like of shape (N,) or None
+
+    Returns
+    -------
+    tuple
+        ``(sampler, draws, costs, E_q1[cost])``: the policy (a
+        :class:`~faqstats.sampling.CostWeightedSampler` unless ``tau = 1``), the run's draws, the
+        checked costs and the expected cost per draw that fixed the draws (``None, budget, None,
+        None`` without costs; ``E_q1[cost]`` is None without ``budget_cost``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> est = fq.PAIEstimator(sampler=fq.UniformSampler(), budget_cost=12.0)
+    >>> sampler, draws, costs, per_draw = cost_design(est, 4, None, [1.0, 1.0, 2.0, 4.0])
+    >>> sampler, draws, per_draw
+    (UniformSampler(), 4, 2.0)
+    """
     if costs is None:
         if est.budget_cost is not None:
             raise ValueError("budget_cost needs costs: pass costs= to fit (a positive cost per question).")

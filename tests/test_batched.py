@@ -154,7 +154,7 @@ def test_supports_and_errors(bank, fm):
     assert supports(fq.NeymanSampler())
     assert supports(MySampler())  # every policy runs batched (issue 13)
     assert supports(fq.HybridSampler(), stop_when_width=0.1, batch_size=2, confidence_sequence=0.1)
-    assert not supports(fq.HybridSampler(), groups=np.zeros(5))
+    assert supports(fq.HybridSampler(), groups=np.zeros(5))  # groups, costs, clusters: tests/test_batched_designs.py
     assert not supports(fq.HybridSampler(replace=True), variance="paper")
     Z = bank.new_outcomes
     with pytest.raises(ValueError, match="complete"):
@@ -295,14 +295,13 @@ def test_many_confidence_sequences_are_the_single_ones():
     assert many.n.tolist() == [60, 30, 60, 30]
 
 
-@pytest.mark.parametrize("setting, value", [("groups", np.arange(120) % 3), ("costs", np.ones(120)),
-                                            ("clusters", np.arange(120) // 4), ("variance", "paper")])
-def test_uncovered_settings_are_refused_by_name(bank, fm, setting, value):
-    sampler = fq.HybridSampler(replace=setting == "variance")
-    name = "variance='paper'" if setting == "variance" else setting
-    assert uncovered_setting(**{setting: value}) == name and not supports(sampler, **{setting: value})
+def test_the_paper_variance_is_refused_by_name(bank, fm):
+    sampler = fq.HybridSampler(replace=True)
+    name = "variance='paper'"
+    assert uncovered_setting(variance="paper") == name and not supports(sampler, variance="paper")
+    assert uncovered_setting(groups=np.arange(120) % 3, costs=np.ones(120), clusters=np.arange(120) // 4) is None
     with pytest.raises(ValueError, match=f"simulate does not cover {name}"):
-        simulate(bank.new_outcomes, [0], predictor=fm, sampler=sampler, budget=5, **{setting: value})
+        simulate(bank.new_outcomes, [0], predictor=fm, sampler=sampler, budget=5, variance="paper")
 
 
 def test_stop_when_width_needs_the_sequence_level(bank, fm):
@@ -310,17 +309,19 @@ def test_stop_when_width_needs_the_sequence_level(bank, fm):
         simulate(bank.new_outcomes, [0], predictor=fm, budget=5, stop_when_width=0.3, alpha=0.1)
 
 
-def test_the_sweep_says_when_it_falls_back_to_one_estimator_per_run(bank, caplog):
+def test_the_sweep_runs_groups_costs_and_clusters_batched_as_the_estimator(bank, caplog):
     from faqstats.experiments import run_methods
 
-    kwargs = dict(seeds=1, methods=["uniform-fpc"], verbose=False)
+    kwargs = dict(seeds=2, methods=["uniform-fpc", "neyman"], verbose=False, groups=np.arange(120) // 40,
+                  costs=np.linspace(1.0, 2.0, 120), clusters=np.arange(120) // 4)
     with caplog.at_level("WARNING", logger="faqstats.experiments.sweep"):
-        run_methods(bank.history, bank.new_outcomes[:2], [6], **kwargs)
-        assert not caplog.records  # batched: nothing to say
-        run_methods(bank.history, bank.new_outcomes[:2], [6], costs=np.ones(120), **kwargs)
-        run_methods(bank.history, bank.new_outcomes[:2], [6], costs=np.ones(120), engine="sequential", **kwargs)
-    assert [r.getMessage() for r in caplog.records] == [
-        "engine='auto': the batched engine does not cover costs; every run is one PAIEstimator (slower)."]
+        batched = run_methods(bank.history, bank.new_outcomes[:2], [6], **kwargs)
+    assert not caplog.records  # no fallback, nothing to say
+    sequential = run_methods(bank.history, bank.new_outcomes[:2], [6], engine="sequential", **kwargs)
+    assert np.isfinite(batched.records["cost_spent"]).all()
+    for got, want in ((batched.records, sequential.records), (batched.group_records, sequential.group_records)):
+        numbers = got.select_dtypes("number").columns
+        np.testing.assert_allclose(got[numbers].to_numpy(float), want[numbers].to_numpy(float), atol=1e-10)
 
 
 def test_stopped_runs_weigh_their_increments_as_the_estimator(bank, fm):

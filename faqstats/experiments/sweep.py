@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-import logging
 import numbers
 import time
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ import pandas as pd
 
 from .._progress import progress_bar
 from .._validation import check_history, check_scalar
-from ..batched import simulate, uncovered_setting
+from ..batched import simulate
 from ..configure import default_predict_every
 from ..estimator import PAIEstimator
 from ..sampling import Sampler
@@ -37,7 +36,6 @@ from .summary import summarize
 
 __all__ = ["MethodRuns", "ExperimentResult", "run_methods", "run_experiment"]
 
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -231,16 +229,17 @@ def _group_rows(base, per_group, groups, new, models, alpha):
 
 def _run_columns(factor_model, sampler, step_weights, budget, gens, models, sweep):
     """``(estimate, std_error, low, high, n_queries, cost_spent)`` of the runs ``gens`` on the rows ``models``
-    of the new models, and each run's :class:`~faqstats.GroupResults` (None without ``groups``). With groups,
-    costs or clusters every run is a :class:`~faqstats.PAIEstimator` (the batched engine takes none;
-    :func:`run_methods` says so)."""
-    if sweep.engine != "sequential" and _uncovered(sweep) is None:
+    of the new models, and each run's :class:`~faqstats.GroupResults` (None without ``groups``)."""
+    if sweep.engine != "sequential":
         with _torch_threads(sweep.threads):  # the seeds in lockstep too: one query's fixed cost for all
             runs = simulate(sweep.new, gens, predictor=factor_model, sampler=sampler, budget=int(budget),
                             alpha=sweep.alpha, device=sweep.device, dtype=sweep.dtype, step_weights=step_weights,
-                            predict_every=sweep.predict_every, rows=models)
-        columns = [runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries, np.full(len(gens), np.nan)]
-        return np.array(columns, dtype=float), [None] * len(gens)
+                            predict_every=sweep.predict_every, rows=models, groups=sweep.groups, costs=sweep.costs,
+                            clusters=sweep.clusters)
+        spent = np.full(len(gens), np.nan) if runs.cost_spent is None else runs.cost_spent
+        columns = [runs.estimate, runs.std_error, runs.low, runs.high, runs.n_queries, spent]
+        per_group = [None] * len(gens) if runs.group_results is None else list(runs.group_results)
+        return np.array(columns, dtype=float), per_group
     columns = np.empty((6, len(gens)))
     per_group = []
     for r, (i, gen) in enumerate(zip(models, gens)):
@@ -251,11 +250,6 @@ def _run_columns(factor_model, sampler, step_weights, budget, gens, models, swee
         columns[:, r] = (est.estimate_, est.std_error_, *est.conf_int(alpha=sweep.alpha), est.n_queries_, spent)
         per_group.append(est.group_results_)
     return columns, per_group
-
-
-def _uncovered(sweep):
-    """The sweep's setting the batched engine does not cover (groups, costs, clusters), or None."""
-    return uncovered_setting(groups=sweep.groups, costs=sweep.costs, clusters=sweep.clusters)
 
 
 def _seed_groups(seeds, n_jobs, n_settings):
@@ -320,10 +314,9 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         Workers and backend of :class:`joblib.Parallel`; ``None`` defers to an enclosing
         ``joblib.parallel_config``. Results do not depend on them.
     engine : {"auto", "batched", "sequential"}, default="auto"
-        ``"auto"``/``"batched"``: :func:`faqstats.batched.simulate` (every policy), except with
-        ``groups``, ``costs`` or ``clusters``, which it does not cover: then one
-        :class:`~faqstats.PAIEstimator` per run, with a warning logged (logger
-        ``faqstats.experiments.sweep``) naming the setting; ``"sequential"``: always the estimator (for checks).
+        ``"auto"``/``"batched"``: :func:`faqstats.batched.simulate` (every policy; with ``groups``,
+        ``costs`` or ``clusters`` it runs each run's own estimator loop, rounds in lockstep);
+        ``"sequential"``: always the estimator, one run after another (for checks).
     device, dtype : str
         Torch device and precision of the batched engine.
     torch_threads : int, None or "auto", default="auto"
@@ -416,9 +409,6 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         costs = np.array(check_costs(costs, new.shape[1]))
     sweep = _Sweep(new, truths, rows, random_state, alpha, engine, device, dtype, torch_threads, int(predict_every),
                    groups, costs, clusters)
-    if engine != "sequential" and _uncovered(sweep) is not None:  # never a silent fallback
-        logger.warning("engine=%r: the batched engine does not cover %s; every run is one PAIEstimator (slower).",
-                       engine, _uncovered(sweep))
 
     fitted, fit_seconds = None, 0.0
     if any(method_spec(m).predictor == "factor" for m in methods):

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from .._backend import is_torch
 from .._validation import check_scalar
 from ._base import Sampler
 
@@ -94,7 +95,10 @@ class CostWeightedSampler(Sampler):
         """Whether the base policy's law is checked draw by draw."""
         return self.base_sampler.checks_law
 
-    batched = False  # numpy scores (the batched engine runs it through them)
+    @property
+    def batched(self):
+        """Whether ``scores`` takes the batched engine's torch states: the base policy's say."""
+        return self.base_sampler.batched
 
     def check_params(self):
         """Check the base policy and the costs; return ``self``."""
@@ -122,7 +126,10 @@ class CostWeightedSampler(Sampler):
         return c
 
     def scores(self, state):
-        s = np.asarray(self.base_sampler.scores(state), dtype=float)
+        s = self.base_sampler.scores(state)
+        if is_torch(s):  # the batched engine's (runs x N) scores: the same division, run by run
+            return s / s.new_tensor(self._root_costs(s.shape[-1]))
+        s = np.asarray(s, dtype=float)
         return s / self._root_costs(s.size)
 
 
