@@ -10,6 +10,8 @@ posteriors' Laplace steps (:mod:`faqstats.batched_posterior`) and the confidence
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -284,12 +286,14 @@ class Lockstep:
         labels = torch.zeros(R, dtype=self.dtype, device=self.device)
         total = torch.zeros(R, dtype=self.dtype, device=self.device)
         var_total = torch.zeros(R, dtype=self.dtype, device=self.device)
+        certain = torch.ones(R, dtype=torch.bool, device=self.device)  # every item labelled with pi = 1 so far
         for t in range(N):
             remaining = N - t
             j = order[:, t]
             s_j = S[ar, j]
             pi = inclusion(s_j, ssum / remaining, labels, remaining, budget, N)
             lab = U[:, t] < pi
+            certain &= pi >= 1.0
             p = post.predictions[ar, j]
             z = Zt[rows, j]
             term, variance_term = aipw_terms(p, z, pi)
@@ -303,7 +307,10 @@ class Lockstep:
                 post.update(idx, j[idx], z[idx])
                 S[idx] = item_scores(post.predictions[idx])
                 ssum[idx] = torch.where(avail[idx], S[idx], zero).sum(1)
-        return (labels.cpu().numpy().astype(np.int64), total.cpu().numpy()[:, None],
+        total = total.cpu().numpy()
+        for r in np.flatnonzero(certain.cpu().numpy()):  # a census by design: the answers' exact total
+            total[r] = math.fsum(Zt[rows[r]].cpu().numpy().astype(float).tolist())
+        return (labels.cpu().numpy().astype(np.int64), total[:, None],
                 var_total.cpu().numpy()[:, None], None, None, None, None, None, None)
 
     def _stream_policy(self):

@@ -32,7 +32,10 @@ def census_answers(run, table):
     """Every question's answer when the draws in ``table`` are a census (every question, or every
     cluster, drawn without replacement), else None: a census reports the answers' exact mean
     (``census_mean``), not the rounding of its increments."""
-    if run.design == "stream" or run.sampler.replace:
+    if run.design == "stream":  # a census by design only when every item was labelled with certainty
+        certain = len(table) == run.n_questions and bool(np.all(table["probability"] == 1.0))
+        return table["outcome"].copy() if certain else None
+    if run.sampler.replace:
         return None
     if isinstance(run, ClusterRun):
         return run.values.copy() if len(table) == run.n_clusters else None
@@ -122,7 +125,7 @@ def result_of(est, loop, n_draws=None):
     census = None if answers is None else census_mean(answers, n_questions)
     if run.design == "stream":
         method, variance_method, df = "aipw", "design-based", None
-        estimate = float(np.mean(run.terms))
+        estimate = float(np.mean(run.terms)) if census is None else census
         var = float(np.sum(run.variance_terms)) / n_questions**2
     elif run.tracker is not None and run.tracker.stratified:
         groups = group_results_of(est, loop, n_draws)

@@ -239,3 +239,20 @@ def test_the_census_property_can_fail():
 
     z = np.array([0.7, 0.1, 0.1, 0.1])
     assert math.fsum(z) / 4 == census_mean(z, 4) == 0.25 != float(np.mean(z))
+
+
+@settings(max_examples=20, deadline=None)
+@given(z=st.lists(st.sampled_from([0.0, 0.1, 1 / 3, 0.7, 1.0]), min_size=2, max_size=12), seed=st.integers(0, 9))
+def test_a_stream_that_labels_every_item_with_certainty_is_an_exact_census(z, seed):
+    """Nature's-order sampling whose inclusion probabilities are all 1 (uniform scores, budget N) is a
+    census by design: the estimator and the batched engine report the answers' exact mean."""
+    import math
+
+    z = np.array(z)
+    n, exact = z.size, math.fsum(z) / z.size
+    est = fq.PAIEstimator(sampler=fq.BernoulliAIPW(score="uniform"), budget=n, random_state=seed).fit(z)
+    assert est.n_queries_ == n and est.estimate_ == exact and est.std_error_ == 0
+    low, high = est.conf_int()
+    assert low <= exact <= high
+    runs = simulate(z[None], [np.random.default_rng(seed)], sampler=fq.BernoulliAIPW(score="uniform"), budget=n)
+    assert runs.estimate[0] == exact and runs.low[0] <= exact <= runs.high[0]
