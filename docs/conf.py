@@ -86,7 +86,7 @@ numpydoc_xref_param_type = False  # its default aliases point into intersphinx i
 # numpydoc validation: a warning (an error under -W) for every failed check on a documented
 # object. The set is the checks the current docstrings pass; left out are the style checks
 # GL02, GL07, PR04, PR07-PR09, RT01, RT03, SA01, SA03, SA04, SS01-SS03, SS05, SS06, ES01 and
-# EX01 (every public name's Examples section is checked by tests/test_docstrings.py instead).
+# EX01 (every public name's Examples section is checked by tests/surfaces/test_docstrings.py instead).
 numpydoc_validate = True
 numpydoc_validation_checks = {
     "GL01", "GL03", "GL05", "GL06", "GL08", "GL09", "GL10",  # layout; GL08: every documented object has a docstring
@@ -150,7 +150,7 @@ def _record_docstrings():
 
     The result records (``AccuracyResult``, ``SyntheticBank``, ``PolicyState``...) document
     their fields under Attributes, what users read; PR01 wants the generated ``__init__``'s
-    parameters, the same fields, under Parameters too. tests/test_docstrings.py checks
+    parameters, the same fields, under Parameters too. tests/surfaces/test_docstrings.py checks
     instead that the Attributes section names every field, in order.
     """
     import dataclasses

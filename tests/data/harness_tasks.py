@@ -1,7 +1,7 @@
 """The inspect-ai tasks of the harness fixtures.
 
 Used by ``make_harness_fixtures.py`` and, copied as ``my_tasks.py``, by the real
-``inspect eval`` runs of ``tests/test_real_harness.py`` (inspect finds tasks only where
+``inspect eval`` runs of ``tests/surfaces/test_tutorials_harness.py`` (inspect finds tasks only where
 they are defined, so they live in a file of their own). ``tests/data`` must be on
 ``sys.path``.
 """

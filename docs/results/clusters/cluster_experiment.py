@@ -7,7 +7,7 @@ Usage, from the repository root (``PYTHONPATH=.``)::
 
 openllm: openllm_v1 (``../shared/data``), complete rows, ``split_matrix(complete_rows=True,
 split_seed=0)``, k = 16, regularization 0.1, consecutive items in clusters of 4 (174 clusters, the
-last of 1 item); synthetic: the correlated-cluster bank of ``tests/test_clusters.py`` (40
+last of 1 item); synthetic: the correlated-cluster bank of ``tests/exactness/test_clusters.py`` (40
 clusters of 8, a model-specific logit effect of sd 2.5 per cluster) with a fitted k = 2 factor
 model on its 120 history models. Budget: ``frac`` of the clusters, cluster draws. Designs:
 
