@@ -152,12 +152,12 @@ class Predictor(BaseEstimator):
         return tags
 
 
-def register_predictor(cls=None, name=None):
+def register_predictor(predictor_cls=None, name=None):
     """Register a predictor class by name, for saving and loading it (and naming it in configurations).
 
     Parameters
     ----------
-    cls : type or None
+    predictor_cls : type or None
         The class (with ``fit`` and ``posterior``). ``None``: return a decorator.
     name : str or None, default=None
         The name files store (``None``: the class's name). A name held by another class is refused.
@@ -165,7 +165,7 @@ def register_predictor(cls=None, name=None):
     Returns
     -------
     type
-        ``cls`` (so that it can decorate the class).
+        ``predictor_cls`` (so that it can decorate the class).
 
     Examples
     --------
@@ -177,23 +177,23 @@ def register_predictor(cls=None, name=None):
     ...
     ValueError: the predictor name 'LogisticFactorModel' is taken by faqstats.factor_model.LogisticFactorModel; ...
     """
-    if cls is None:
+    if predictor_cls is None:
         return lambda c: register_predictor(c, name)
-    name = cls.__name__ if name is None else name
+    name = predictor_cls.__name__ if name is None else name
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str, got {name!r}.")
     held = _REGISTRY.get(name)
-    if held is not None and held is not cls:
+    if held is not None and held is not predictor_cls:
         raise ValueError(f"the predictor name {name!r} is taken by {held.__module__}.{held.__qualname__}; "
-                         f"register {cls.__name__} under another name.")
-    if not isinstance(cls, type) or not (callable(getattr(cls, "fit", None))
-                                         and callable(getattr(cls, "posterior", None))):
-        raise TypeError(f"a predictor class needs fit and posterior methods; {cls!r} lacks them.")
-    other = next((n for n, c in _REGISTRY.items() if c is cls and n != name), None)
+                         f"register {predictor_cls.__name__} under another name.")
+    if not isinstance(predictor_cls, type) or not (callable(getattr(predictor_cls, "fit", None))
+                                                   and callable(getattr(predictor_cls, "posterior", None))):
+        raise TypeError(f"a predictor class needs fit and posterior methods; {predictor_cls!r} lacks them.")
+    other = next((n for n, c in _REGISTRY.items() if c is predictor_cls and n != name), None)
     if other is not None:
-        raise ValueError(f"{cls.__name__} is already registered as {other!r}; one name per class.")
-    _REGISTRY[name] = cls
-    return cls
+        raise ValueError(f"{predictor_cls.__name__} is already registered as {other!r}; one name per class.")
+    _REGISTRY[name] = predictor_cls
+    return predictor_cls
 
 
 def predictor_class(name):

@@ -2,8 +2,7 @@
 
 :class:`EvaluationSession` is :class:`~faqstats.PAIEstimator`'s loop (:class:`faqstats._engine.QueryLoop`)
 driven from outside: it hands out questions, takes answers whenever they come and keeps its state in a
-:class:`~faqstats.session.SessionStore`; :meth:`EvaluationSession.load` replays the stored rounds,
-checking every draw against the policy (docs/tutorials/python_callable.md).
+:class:`~faqstats.session.SessionStore`; :meth:`EvaluationSession.load` replays and checks the stored rounds.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import numpy as np
 
 from ..estimator import PAIEstimator
 from ..io import question_ids_sha256, sampler_from_spec, utc_now
+from ..posterior import read_only
 from ..predictor import resolve_predictor_keyword
 from ..sampling import HybridSampler, Sampler
 from . import reporting
@@ -291,7 +291,10 @@ class EvaluationSession:
         self._save()
 
     # -- parameters ----------------------------------------------------------------
-    factor_model = property(lambda self: self.predictor, doc="The ``predictor`` (its old name).")
+    @property
+    def factor_model(self):
+        """The ``predictor`` (its old name)."""
+        return self.predictor
 
     @property
     def budget(self):
@@ -309,10 +312,7 @@ class EvaluationSession:
         if self._rounds.members is None:
             return self._loop.run.costs
         costs = self._config.get("costs")  # the run holds the clusters' costs
-        if costs is not None:
-            costs = np.array(costs, dtype=float)
-            costs.setflags(write=False)
-        return costs
+        return None if costs is None else read_only(np.array(costs, dtype=float))
 
     @property
     def clusters(self):
