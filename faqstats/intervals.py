@@ -177,7 +177,10 @@ class IntervalRule:
 
         Returns
         -------
-        low, high : float or ndarray of shape (R,)
+        low : float or ndarray of shape (R,)
+            The lower end (one per run for arrays).
+        high : float or ndarray of shape (R,)
+            The upper end.
         """
         alpha = check_alpha(alpha)
         if alternative not in ALTERNATIVES:
