@@ -71,7 +71,7 @@ def _lines(path):
     return lines
 
 
-def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=None):
+def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=None, results=None):
     filters, metrics, n_used, seen = set(), set(), 0, {}
     lacking, scores = [], []  # lines of the filter without the metric; every score of the filter
     for line_no, line in _lines(path):
@@ -119,7 +119,8 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
         raise ValueError(f"{path}:{lacking[0]} has no {metric!r} score, though {len(scores)} other line(s) with "
                          f"filter {filter!r} have one ({len(lacking)} such line(s); damaged or edited file?).")
     if scores:
-        _check_against_results(path, task, stamp, metric, filter, scores, seen if key == "doc_id" else None)
+        _check_against_results(path, task, stamp, metric, filter, scores, seen if key == "doc_id" else None,
+                               results)
     if filter not in filters:
         raise ValueError(
             f"filter {filter!r} is absent from {path} (task {task!r}); it has filters {sorted(filters)}. "
@@ -132,16 +133,20 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
         )
 
 
-def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids=None):
+def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids=None, results=None):
     """Hold a samples file against the ``results_<timestamp>.json`` lm-eval wrote beside it, when
     there is one: as many documents as it counted, doc ids inside the task's documents and, for a
     metric aggregated by the mean, the same mean. A changed score or id, or a lost line, then fails
-    loudly instead of changing a result."""
+    loudly instead of changing a result. ``results``: the results files parsed so far, by path (one
+    run's results file serves all its tasks' samples files: it is parsed once)."""
     results_path = path.with_name(f"results_{stamp}.json")
     if not stamp or not results_path.is_file():
         return
+    results = {} if results is None else results
     try:
-        doc = json.loads(results_path.read_bytes())
+        if results_path not in results:
+            results[results_path] = json.loads(results_path.read_bytes())
+        doc = results[results_path]
         counted = doc["n-samples"][task]["effective"]
         n_docs = doc["n-samples"][task]["original"]
         metric_list = doc["configs"][task].get("metric_list") or []
@@ -172,13 +177,13 @@ def _collect(paths, task, metric, filter, key, name, wanted_tasks=None, wanted=N
     if wanted_tasks is not None:
         tasks = wanted_tasks if tasks is None else tasks & wanted_tasks
     records = HarnessRecords()
-    seen_tasks = set()
+    seen_tasks, results = set(), {}  # results: the runs' results files, parsed once each
     for model, task_name, stamp, path in expand_paths(paths, name, _samples_files):
         seen_tasks.add(task_name)
         if tasks is not None and task_name not in tasks:
             continue
         _read_file(records, model, task_name, stamp, path, _per_task(metric, task_name, "metric"),
-                   _per_task(filter, task_name, "filter"), key, wanted)
+                   _per_task(filter, task_name, "filter"), key, wanted, results)
     if tasks is not None and not tasks <= seen_tasks:
         raise ValueError(f"task(s) {sorted(tasks - seen_tasks)} not found in {name}; it has {sorted(seen_tasks)}.")
     return records
