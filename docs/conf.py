@@ -44,7 +44,7 @@ version = ".".join(release.split(".")[:2])
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
+    "sphinx.ext.mathjax",  # with a local MathJax 3 (below): formulas render with no network
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
@@ -185,10 +185,33 @@ sphinx_gallery_conf = {
     "image_scrapers": ("matplotlib",),
 }
 
+# -- math: MathJax 3 served from the site itself ---------------------------------------------
+# Sphinx's default is MathJax from a CDN, so no formula renders without network access (and
+# MathJax 4 fetches its fonts from the CDN even when its script is local). The pip package
+# sphinx-mathjax-offline (the docs extra) ships MathJax 3.2.2's files (fonts and TeX extensions
+# included); they are copied to _static/mathjax/. .ci/check_math.py opens the built statistics
+# page in headless Chromium and checks that every formula typeset.
+
+
+def _mathjax_static():
+    """The folder that holds the ``mathjax/`` tree of the sphinx-mathjax-offline package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None or spec.origin is None:
+        raise RuntimeError(
+            "the docs need MathJax's files from the sphinx-mathjax-offline package: "
+            'pip install -e ".[docs]"'
+        )
+    return str(Path(spec.origin).parent / "static")
+
+
+mathjax_path = "mathjax/tex-chtml.js"  # relative to _static/
+
 # -- HTML -----------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"faqstats {release}"
-html_static_path = ["_static"]
+html_static_path = ["_static", _mathjax_static()]
 html_css_files = ["faqstats.css"]
 html_theme_options = {
     "navigation_with_keys": False,
