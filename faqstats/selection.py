@@ -35,7 +35,7 @@ def default_predict_every(n_questions):
     ``n_questions`` by :func:`~faqstats.configure_from_history` and the experiments: every answer up to
     4,095 questions, then every ``N // 2048``-th (so a refresh costs about what 2,048 questions'
     predictions cost per answer; 40 at N = 82,756). Exactly unbiased whatever the schedule; the
-    efficiency it costs is measured in docs/performance.md, "Scale targets (issue 16)".
+    efficiency it costs is measured in docs/performance.md, "Scale targets".
 
     >>> default_predict_every(693), default_predict_every(12032), default_predict_every(100000)
     (1, 5, 48)

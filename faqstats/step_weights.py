@@ -132,7 +132,7 @@ def default_runs(n_questions, budget):
     """Validation runs per budget when ``n_runs=None``: :data:`MAX_RUNS` while ``budget x N`` is at
     most openllm_v1's at 25% (173 x 693), fewer on larger banks and budgets, at least
     :data:`MIN_RUNS` (the isotonic fit pools neighbouring steps; docs/performance.md, "Scale
-    targets (issue 16)", measures the weights' error against the number of runs).
+    targets", measures the weights' error against the number of runs).
 
     >>> default_runs(693, 173), default_runs(12032, 1203)
     (2000, 200)

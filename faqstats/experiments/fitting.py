@@ -22,7 +22,7 @@ __all__ = ["NEWTON_MIN_QUESTIONS", "fit_factor_model", "oracle_predictor", "Orac
 
 #: banks of at least this many questions get the alternating Newton solver by default, regularization
 #: 3, at most 10 sweeps (AdamW's 2,000 passes over the history cost minutes there;
-#: docs/performance.md, "Scale targets (issue 16)")
+#: docs/performance.md, "Scale targets")
 NEWTON_MIN_QUESTIONS = 20000
 
 
