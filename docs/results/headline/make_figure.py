@@ -17,11 +17,11 @@ model's predictions fixed at its own fit to all its answers):
   large bank): ``auto`` from ``synthetic/more_runs/``, the ceiling from ``synthetic/{bank}/``,
   ProEval from ``synthetic/proeval/``.
 
-Top row: ESS against the FPC sample mean. For PAI (``auto``, the ceiling) it is the summaries'
+Left: ESS against the FPC sample mean. For PAI (``auto``, the ceiling) it is the summaries'
 ``ess_fpc`` (mean FPC variance / mean variance estimate; the variance estimate is unbiased).
 ProEval's reported variance is not its error (it over- or under-covers), so its point is the
 MSE ratio (RMSE of the FPC sample mean / ProEval's RMSE)^2, which credits its accuracy.
-Bottom row: coverage of the 95% intervals, +/- 2 Monte Carlo standard errors.
+Right: coverage of the 95% intervals, +/- 2 Monte Carlo standard errors.
 """
 
 from __future__ import annotations
@@ -40,25 +40,25 @@ RESULTS = HERE.parent
 #: bank -> (title, auto summary, ceiling summary, ProEval summary)
 BANKS = {
     "openllm_v1": (
-        "openllm_v1 (real data)\n615 test models, 693 questions",
+        "openllm_v1 (real data)\n693 questions",
         RESULTS / "stack100" / "summary.csv",
         HERE / "openllm_ceiling.csv",
         RESULTS / "field" / "proeval615" / "summary.csv",
     ),
     "thin": (
-        "synthetic, thin history\n16 history models, 3,000 questions",
+        "thin history\n16 models, 3,000 questions",
         RESULTS / "synthetic" / "more_runs" / "thin40" / "summary.csv",
         RESULTS / "synthetic" / "thin" / "summary.csv",
         RESULTS / "synthetic" / "proeval" / "thin" / "summary.csv",
     ),
     "sparse": (
-        "synthetic, sparse history\n85% of history cells missing",
+        "sparse history\n85% of cells missing",
         RESULTS / "synthetic" / "more_runs" / "sparse10" / "summary.csv",
         RESULTS / "synthetic" / "sparse" / "summary.csv",
         RESULTS / "synthetic" / "proeval" / "sparse" / "summary.csv",
     ),
     "large": (
-        "synthetic, large bank\n8,000 questions, 225 history models",
+        "large bank\n8,000 questions",
         RESULTS / "synthetic" / "more_runs" / "large10" / "summary.csv",
         RESULTS / "synthetic" / "large" / "summary.csv",
         RESULTS / "synthetic" / "proeval" / "large" / "summary.csv",
@@ -114,10 +114,10 @@ STYLE = {
 
 
 def draw(table):
-    """The figure: ESS (top) and coverage (bottom) against the budget, one column per bank."""
-    fig, axes = plt.subplots(2, len(BANKS), figsize=(13, 6.2), sharex=False, squeeze=False)
-    for j, (bank, (title, *_)) in enumerate(BANKS.items()):
-        ax_ess, ax_cov = axes[0, j], axes[1, j]
+    """The figure: one row per bank, ESS (left) and coverage (right) against the budget."""
+    fig, axes = plt.subplots(len(BANKS), 2, figsize=(8.5, 11), squeeze=False)
+    for i, (bank, (title, *_)) in enumerate(BANKS.items()):
+        ax_ess, ax_cov = axes[i, 0], axes[i, 1]
         part = table[table["bank"] == bank]
         for method, style in STYLE.items():
             rows = part[part["method"] == method].sort_values("budget_fraction")
@@ -125,21 +125,22 @@ def draw(table):
             ax_ess.plot(x, rows["ess_fpc"], **style)
             if method != "ceiling":
                 ax_cov.errorbar(x, rows["coverage"], yerr=2 * rows["coverage_se"], capsize=2, **style)
-        ax_ess.set_title(title, fontsize=10)
+        ax_ess.set_ylabel(title, fontsize=9)
         ax_ess.set_ylim(bottom=0)
         ax_cov.axhline(0.95, color="k", linewidth=0.8)
         ax_cov.axhspan(0.94, 0.96, color="0.9", zorder=0)
         ax_cov.set_ylim(0.55, 1.01)
-        ax_cov.set_xlabel("budget (% of the bank)")
         for ax in (ax_ess, ax_cov):
             ticks = 100 * rows["budget_fraction"]
             ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
             ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("ESS vs FPC sample mean")
-    axes[1, 0].set_ylabel("coverage of 95% intervals")
+    axes[0, 0].set_title("ESS vs the FPC sample mean", fontsize=11)
+    axes[0, 1].set_title("coverage of the 95% intervals", fontsize=11)
+    for ax in axes[-1]:
+        ax.set_xlabel("budget (% of the bank)")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
