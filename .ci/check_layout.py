@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_math import _browser  # noqa: E402
-
-import subprocess  # noqa: E402
 
 WIDTH = 1400
 
@@ -67,9 +66,9 @@ window.addEventListener("load", () => setTimeout(() => {
 
 
 def measure(page, browser):
-    html = page.read_text(encoding="utf-8")
+    source = page.read_text(encoding="utf-8")
     with tempfile.NamedTemporaryFile("w", suffix=".html", dir=page.parent, delete=False, encoding="utf-8") as f:
-        f.write(html.replace("</body>", MEASURE + "</body>"))
+        f.write(source.replace("</body>", MEASURE + "</body>"))
         probe = Path(f.name)
     try:
         cmd = [
@@ -83,7 +82,9 @@ def measure(page, browser):
     m = re.search(r'<pre id="layout-check">(.*?)</pre>', proc.stdout, flags=re.S)
     if not m:
         raise SystemExit(f"check_layout: no measurement from {page} (exit {proc.returncode}): {proc.stderr[-1000:]}")
-    return json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    import html as html_module
+
+    return json.loads(html_module.unescape(m.group(1)))
 
 
 def problems_of(result):
@@ -101,9 +102,14 @@ def problems_of(result):
 
 def main(argv):
     root = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "docs" / "_build" / "html"
-    pages = [root / "index.html", *sorted(root.glob("*.html")), *sorted((root / "guide").glob("*.html")),
-             *sorted((root / "tutorials").glob("*.html"))]
-    pages = [p for p in dict.fromkeys(pages) if p.is_file() and p.name not in {"genindex.html", "search.html", "py-modindex.html"}]
+    pages = [
+        root / "index.html",
+        *sorted(root.glob("*.html")),
+        *sorted((root / "guide").glob("*.html")),
+        *sorted((root / "tutorials").glob("*.html")),
+    ]
+    skip = {"genindex.html", "search.html", "py-modindex.html"}
+    pages = [p for p in dict.fromkeys(pages) if p.is_file() and p.name not in skip]
     if not pages:
         print(f"check_layout: no pages under {root} (build the docs first)")
         return 1

@@ -28,11 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE.parent
@@ -115,6 +111,8 @@ STYLE = {
 
 def draw(table):
     """The figure: one row per bank, ESS (left) and coverage (right) against the budget."""
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(len(BANKS), 2, figsize=(8.5, 11), squeeze=False)
     for i, (bank, (title, *_)) in enumerate(BANKS.items()):
         ax_ess, ax_cov = axes[i, 0], axes[i, 1]
@@ -145,6 +143,11 @@ def draw(table):
 
 
 def main():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     table = headline_table()
     table.to_csv(HERE / "headline.csv", index=False)
     fig = draw(table)
