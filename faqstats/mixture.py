@@ -13,9 +13,9 @@ import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_scalar, observed_halves, validate_history
+from ._validation import check_scalar, validate_history
 from .posterior import PosteriorView, check_posterior_options, oracle_scores, read_only
-from .predictor import Predictor, register_predictor
+from .predictor import Predictor, held_out_log_likelihood, register_predictor
 
 __all__ = ["BatchedMixture", "HistoryMixture", "MixturePosterior"]
 
@@ -194,8 +194,11 @@ class HistoryMixture(TransformerMixin, Predictor):
         return np.clip(W @ self.profiles_, 0.0, 1.0)
 
     def score(self, X, y=None):
-        """Held-out negative Brier score (higher is better): one seeded half of each row's cells
-        conditions the prediction of the other.
+        """Mean held-out log-likelihood of the observed cells of new models (higher is better).
+
+        A seeded half of each row's observed cells conditions the prediction (:meth:`predict`) of
+        the other half, scored as :func:`~faqstats.predictor.held_out_log_likelihood` scores it
+        (what ``score`` means on every predictor).
 
         Parameters
         ----------
@@ -207,12 +210,10 @@ class HistoryMixture(TransformerMixin, Predictor):
         Returns
         -------
         float
-            Minus the mean squared error on the scored cells.
+            Minus the mean log-loss on the scored cells.
         """
         check_is_fitted(self, "profiles_")
-        H, fit_half, test_half = observed_halves(self, X)
-        P = self.predict(np.where(fit_half, H, np.nan))
-        return -float(np.mean((P[test_half] - H[test_half]) ** 2))
+        return held_out_log_likelihood(self, X, self.predict)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

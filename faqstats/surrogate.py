@@ -14,9 +14,9 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_generator, check_scalar, observed_halves, validate_history
+from ._validation import check_generator, check_scalar, validate_history
 from .posterior import GaussianPosterior
-from .predictor import Predictor, register_predictor
+from .predictor import Predictor, held_out_log_likelihood, register_predictor
 
 __all__ = ["GaussianProcessSurrogate"]
 
@@ -195,10 +195,11 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         return np.clip(self.question_means_ + U @ self.question_factors_.T, 0.0, 1.0)
 
     def score(self, X, y=None):
-        """Held-out negative Brier score (higher is better) of each row's observed cells.
+        """Mean held-out log-likelihood of the observed cells of new models (higher is better).
 
-        One seeded half of the cells conditions the prediction of the other
-        (:func:`~faqstats._validation.observed_halves`).
+        A seeded half of each row's observed cells conditions the prediction (:meth:`predict`) of
+        the other half, scored as :func:`~faqstats.predictor.held_out_log_likelihood` scores it
+        (what ``score`` means on every predictor).
 
         Parameters
         ----------
@@ -210,12 +211,10 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         Returns
         -------
         float
-            Minus the mean squared error on the scored cells.
+            Minus the mean log-loss on the scored cells.
         """
         check_is_fitted(self, "question_factors_")
-        H, fit_half, test_half = observed_halves(self, X)
-        P = self.predict(np.where(fit_half, H, np.nan))
-        return -float(np.mean((P[test_half] - H[test_half]) ** 2))
+        return held_out_log_likelihood(self, X, self.predict)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
