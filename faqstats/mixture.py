@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, validate_history
 from .posterior import PosteriorView, check_posterior_options, oracle_scores, read_only
-from .predictor import Predictor, held_out_log_likelihood, register_predictor
+from .predictor import Predictor, register_predictor
 
 __all__ = ["BatchedMixture", "HistoryMixture", "MixturePosterior"]
 
@@ -192,28 +192,6 @@ class HistoryMixture(TransformerMixin, Predictor):
         W = np.exp(self.transform(X))
         W /= W.sum(1, keepdims=True)
         return np.clip(W @ self.profiles_, 0.0, 1.0)
-
-    def score(self, X, y=None):
-        """Mean held-out log-likelihood of the observed cells of new models (higher is better).
-
-        A seeded half of each row's observed cells conditions the prediction (:meth:`predict`) of
-        the other half, scored as :func:`~faqstats.predictor.held_out_log_likelihood` scores it
-        (what ``score`` means on every predictor).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_rows, N)
-            Outcomes of held-out models, NaN where not observed.
-        y : None
-            Ignored (scikit-learn's convention).
-
-        Returns
-        -------
-        float
-            Minus the mean log-loss on the scored cells.
-        """
-        check_is_fitted(self, "profiles_")
-        return held_out_log_likelihood(self, X, self.predict)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

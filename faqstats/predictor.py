@@ -108,9 +108,11 @@ class Predictor(BaseEstimator):
     def score(self, X, y=None):
         """Mean held-out log-likelihood of the observed cells of new models (higher is better).
 
-        A seeded half of each row's observed cells (seed: an int ``random_state``, else 0) is
-        learned by a fresh posterior, in column order; the other half is scored with its
-        predictions, as :func:`held_out_log_likelihood` scores them.
+        A seeded half of each row's observed cells (seed: an int ``random_state``, else 0)
+        conditions the prediction of the other half, scored as :func:`held_out_log_likelihood`
+        scores it: through ``predict(X)`` where the predictor defines it (each row's predictions
+        given its answers, NaN = not given; the Gaussian-process surrogate and the history
+        mixture), else by a fresh posterior per row learning its half in column order.
 
         Parameters
         ----------
@@ -125,6 +127,8 @@ class Predictor(BaseEstimator):
             Minus the mean log-loss on the scored cells.
         """
         check_is_fitted(self)
+        if callable(getattr(self, "predict", None)):
+            return held_out_log_likelihood(self, X, self.predict)
 
         def predict(conditioning):  # each row's answers learned by a fresh posterior, in column order
             rows = []
