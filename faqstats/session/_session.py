@@ -15,8 +15,10 @@ import numpy as np
 
 from ..estimator import PAIEstimator
 from ..io import question_ids_sha256, sampler_from_spec, utc_now
+from ..loop_setup import new_loop
 from ..posterior import read_only
 from ..predictor import resolve_predictor_keyword
+from ..run_results import group_results_of, result_of
 from ..sampling import HybridSampler, Sampler
 from . import reporting
 from ._store import SessionStore
@@ -273,7 +275,7 @@ class EvaluationSession:
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
         self._estimator = session_estimator(fm, sampler, config)  # checks every parameter with its loop
-        self._loop = self._estimator.new_loop(len(ids), groups=config.get("groups"),
+        self._loop = new_loop(self._estimator, len(ids), groups=config.get("groups"),
                                               costs=config.get("costs"), clusters=config.get("clusters"))
         self._rounds = Rounds(self._loop)
         self._config = config
@@ -496,7 +498,7 @@ class EvaluationSession:
         """
         if self.n_draws < 2:
             raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
-        return self._estimator.result_of(self._loop)
+        return result_of(self._estimator, self._loop)
 
     def group_results(self):
         """Every group's estimate so far (:class:`~faqstats.GroupResults`); None without ``groups``.
@@ -507,7 +509,7 @@ class EvaluationSession:
         """
         if self.n_draws < 2:
             raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
-        return self._estimator.group_results_of(self._loop)
+        return group_results_of(self._estimator, self._loop)
 
     def trajectory(self):
         """The running estimate and interval after each recorded draw (from the second on).
