@@ -222,8 +222,8 @@ class ModelBasedEstimator(BaseEstimator):
     """Model-based accuracy estimate with a history-calibrated interval, checked by PAI.
 
     :meth:`calibrate` fits the predictor on the history and runs the whole procedure on held-out
-    history models (complete rows, ``n_folds``-fold cross-fitted: each fold's models are run with
-    a predictor fitted without them); :meth:`fit` runs it on the new model. The policy samples by
+    history models (complete rows, cross-fitted: each fold's models are run with a predictor
+    fitted without them); :meth:`fit` runs it on the new model. The policy samples by
     the predictor's uncertainty (:class:`~faqstats.sampling.VarianceReductionSampler` by default),
     with a uniform floor, so PAI's design-based estimate comes from the same draws.
 
@@ -236,8 +236,10 @@ class ModelBasedEstimator(BaseEstimator):
         The policy; ``None``: ``VarianceReductionSampler(tau=0.3)`` (without replacement).
     budget : int, default=20
         Questions asked of each model.
-    n_folds : int, default=5
-        Folds of the cross-fitted calibration.
+    n_folds : int or "auto", default="auto"
+        Folds of the cross-fitted calibration; ``"auto"``: leave-one-out up to 50 calibration
+        models (each held-out model's predictor then sees nearly the whole history, as the new
+        model's does, so the calibration is not made conservative by weaker fits), else 10.
     max_calibration_models : int, default=200
         At most this many held-out history models are run (a seeded subset of the complete rows).
     check_level : float in (0, 1), default=0.1
@@ -251,6 +253,8 @@ class ModelBasedEstimator(BaseEstimator):
     ----------
     predictor_ : Predictor
         The predictor fitted on the whole history (the one the new model's run uses).
+    sampler_ : Sampler
+        The policy of every run.
     calibration_ : pandas.DataFrame
         One row per calibration run: history row, truth, model-based estimate and scale, PAI
         estimate and standard error, the standardised error and the disagreement.
@@ -271,7 +275,7 @@ class ModelBasedEstimator(BaseEstimator):
     True
     """
 
-    def __init__(self, predictor=None, sampler=None, budget=20, *, n_folds=5, max_calibration_models=200,
+    def __init__(self, predictor=None, sampler=None, budget=20, *, n_folds="auto", max_calibration_models=200,
                  check_level=0.1, random_state=None, verbose=True):
         self.predictor = predictor
         self.sampler = sampler
@@ -306,7 +310,8 @@ class ModelBasedEstimator(BaseEstimator):
         sampler = VarianceReductionSampler(tau=0.3) if self.sampler is None else self.sampler
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
-        check_scalar(self.n_folds, "n_folds", kind=numbers.Integral, low=2)
+        if not (isinstance(self.n_folds, str) and self.n_folds == "auto"):
+            check_scalar(self.n_folds, "n_folds", kind=numbers.Integral, low=2)
         check_scalar(self.max_calibration_models, "max_calibration_models", kind=numbers.Integral, low=1)
         check_scalar(self.check_level, "check_level", low=0.0, high=1.0, closed="neither")
         return predictor, sampler
@@ -330,11 +335,14 @@ class ModelBasedEstimator(BaseEstimator):
         H = validate_history(self, history, reset=True, allow_empty_rows=True)
         rng = check_generator(self.random_state)
         complete = np.flatnonzero(~np.isnan(H).any(axis=1))
-        if complete.size < 2 * self.n_folds:
-            raise ValueError(f"calibration needs at least {2 * self.n_folds} complete history rows (every question "
-                             f"observed) for {self.n_folds} folds; the history has {complete.size}.")
+        if complete.size < 2:
+            raise ValueError("calibration needs at least 2 complete history rows (every question observed, so that "
+                             f"their accuracy is known); the history has {complete.size}.")
         chosen = np.sort(rng.choice(complete, min(complete.size, self.max_calibration_models), replace=False))
-        folds = np.array_split(rng.permutation(chosen), self.n_folds)
+        n_folds = (chosen.size if chosen.size <= 50 else 10) if isinstance(self.n_folds, str) else self.n_folds
+        if chosen.size < n_folds:
+            raise ValueError(f"n_folds={n_folds} but the history has {chosen.size} complete rows to calibrate on.")
+        folds = np.array_split(rng.permutation(chosen), n_folds)
         rows = []
         with progress_bar(chosen.size, "calibrating", self.verbose) as bar:
             for fold in folds:
@@ -351,6 +359,7 @@ class ModelBasedEstimator(BaseEstimator):
         self.calibration_ = pd.DataFrame(rows, columns=["row", "truth", "estimate", "scale", "pai_estimate",
                                                         "pai_std_error", "score", "disagreement"])
         self.predictor_ = clone(predictor).fit(H)
+        self.sampler_ = sampler
         self.n_features_in_ = H.shape[1]
         return self
 
@@ -399,10 +408,9 @@ class ModelBasedEstimator(BaseEstimator):
         self
         """
         check_is_fitted(self, "calibration_")
-        _, sampler = self._parts()
         if not callable(outcomes):
             outcomes = check_outcome_values(outcomes, "outcomes", allow_nan=True)
-        estimate, scale, pai = _procedure(self.predictor_, sampler, self.budget, outcomes,
+        estimate, scale, pai = _procedure(self.predictor_, self.sampler_, self.budget, outcomes,
                                           check_generator(self.random_state))
         self.queries_ = pai.queries_
         self.estimate_, self.scale_ = estimate, scale
