@@ -30,9 +30,7 @@ class UniformSampler(Sampler):
 
     Examples
     --------
-    >>> import math
-
-import numpy as np
+    >>> import numpy as np
     >>> from faqstats.sampling import UniformSampler, PolicyState
     >>> st = PolicyState(predictions=np.full(4, .5), available=np.array([1, 1, 0, 1], bool), step=2, budget=3)
     >>> UniformSampler().probabilities(st).round(3)
