@@ -1,8 +1,7 @@
 """A resumable evaluation: ask a new model a few questions at a time, across processes and crashes.
 
-:class:`EvaluationSession` is :class:`~faqstats.PAIEstimator`'s loop (:class:`faqstats._engine.QueryLoop`)
-driven from outside: it hands out questions, takes answers whenever they come and keeps its state in a
-:class:`~faqstats.session.SessionStore`; :meth:`EvaluationSession.load` replays and checks the stored rounds.
+:class:`EvaluationSession` is :class:`~faqstats.PAIEstimator`'s loop driven from outside: it hands out
+questions, takes answers whenever they come and keeps its state in a :class:`~faqstats.session.SessionStore`.
 """
 
 from __future__ import annotations
@@ -44,9 +43,8 @@ class EvaluationSession:
     Parameters
     ----------
     predictor : fitted predictor, path or None
-        A fitted built-in predictor (LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate,
-        ItemResponseModel, HistoryMixture, StackedPredictor), a registered :class:`~faqstats.Predictor` with
-        the save pair, or the path of one saved with :func:`~faqstats.save_factor_model`;
+        A fitted built-in predictor, a registered :class:`~faqstats.Predictor` with the save pair,
+        or the path of one saved with :func:`~faqstats.save_factor_model`;
         None: no predictor (the sample mean, with ``sampler=UniformSampler(replace=False)``; needs
         ``question_ids``). :meth:`from_configuration` takes a saved configuration.
     question_ids : sequence of str or of int, optional
