@@ -36,7 +36,8 @@ from .results import AccuracyResult, table_summary
 from .sampling import Sampler, VarianceReductionSampler
 from .surrogate import GaussianProcessSurrogate
 
-__all__ = ["ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "unasked_total_variance"]
+__all__ = ["ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "prequential_residual",
+           "unasked_total_variance"]
 
 
 def conformal_quantile(scores, alpha):
@@ -120,6 +121,30 @@ def _procedure(predictor, sampler, budget, outcomes, seed):
     return total / n, math.sqrt(unasked_total_variance(post, ~asked)) / n, pai
 
 
+def prequential_residual(queries):
+    """``sum_t (z_t - p_t) / sqrt(sum_t p_t (1 - p_t))`` over a run's draws, ``p_t`` the prediction
+    before answer ``t``: near zero on average for a model the predictor knows, of one sign for a
+    model systematically better or worse than the history predicts.
+
+    Parameters
+    ----------
+    queries : structured ndarray
+        A run's ``queries_`` (fields ``outcome`` and ``prediction``).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> q = np.array([(1.0, 0.5), (1.0, 0.5)], dtype=[("outcome", float), ("prediction", float)])
+    >>> round(prequential_residual(q), 4)
+    1.4142
+    """
+    z, p = np.asarray(queries["outcome"], dtype=float), np.asarray(queries["prediction"], dtype=float)
+    return float(np.sum(z - p) / math.sqrt(max(float(np.sum(p * (1.0 - p))), 1e-12)))
+
+
 def _disagreement(estimate, pai_result):
     """``|model-based - PAI| / PAI's standard error`` (``inf`` when they differ with a zero error)."""
     gap = abs(estimate - pai_result.estimate)
@@ -146,15 +171,21 @@ class ModelBasedResult:
         ``|estimate - design_based.estimate| / design_based.std_error``.
     disagreement_scores : ndarray
         The same statistic on the calibration runs.
+    residual : float
+        The run's :func:`prequential_residual` (answers against the predictions made before them).
+    residual_scores : ndarray
+        The same statistic on the calibration runs.
     check_level : float
-        The check flags a disagreement above the calibration runs' conformal quantile at
-        ``1 - check_level``.
+        The check flags a run whose disagreement, or whose absolute residual, is above the
+        calibration runs' conformal quantile at ``1 - check_level / 2`` (Bonferroni: a model like
+        the history's is flagged with probability at most ``check_level``).
 
     Examples
     --------
     >>> pai = AccuracyResult(estimate=0.5, std_error=0.1, n_queries=10, n_questions=100, method="pai",
     ...                      variance_method="martingale")
-    >>> r = ModelBasedResult(0.52, 0.02, np.linspace(0.1, 3.0, 40), pai, 0.2, np.linspace(0, 2, 40), 0.1)
+    >>> r = ModelBasedResult(0.52, 0.02, np.linspace(0.1, 3.0, 40), pai, 0.2, np.linspace(0, 2, 40), -0.5,
+    ...                      np.linspace(-2, 2, 40), 0.1)
     >>> [round(x, 3) for x in r.conf_int(0.05)], r.flagged
     ([0.461, 0.579], False)
     """
@@ -165,12 +196,17 @@ class ModelBasedResult:
     design_based: AccuracyResult
     disagreement: float
     disagreement_scores: np.ndarray = field(repr=False)
+    residual: float
+    residual_scores: np.ndarray = field(repr=False)
     check_level: float = 0.1
 
     @property
     def flagged(self):
-        """Whether PAI's check flags the model-based interval (a model unlike the history's)."""
-        return self.disagreement > conformal_quantile(self.disagreement_scores, self.check_level)
+        """Whether the check flags the model-based interval (a model unlike the history's): PAI's
+        estimate disagrees with it, or the answers stray from the predictions, beyond the calibration runs."""
+        level = self.check_level / 2
+        return bool(self.disagreement > conformal_quantile(self.disagreement_scores, level)
+                    or abs(self.residual) > conformal_quantile(np.abs(self.residual_scores), level))
 
     def conf_int(self, alpha=0.05):
         """The calibrated interval ``estimate +- q scale`` (``q`` the conformal quantile at ``1 - alpha``), clipped to [0, 1].
@@ -209,8 +245,8 @@ class ModelBasedResult:
                  "held-out history models; marginal coverage under exchangeability).",
                  "Design-based interval: valid for every model (the draws' known probabilities)."]
         if self.flagged:
-            notes.append(f"CHECK: the two estimates disagree beyond what the calibration allows (statistic "
-                         f"{self.disagreement:.2f}): this model looks unlike the history's; use the "
+            notes.append(f"CHECK: this model looks unlike the history's (disagreement with PAI {self.disagreement:.2f}, "
+                         f"residual {self.residual:+.2f}, beyond what the calibration runs allow): use the "
                          "design-based interval.")
         return table_summary("faqstats model-based estimate", items=items, notes=notes)
 
@@ -244,7 +280,8 @@ class ModelBasedEstimator(BaseEstimator):
     max_calibration_models : int, default=200
         At most this many held-out history models are run (a seeded subset of the complete rows).
     check_level : float in (0, 1), default=0.1
-        The check flags a model whose disagreement exceeds the calibration runs' at this level.
+        The check flags a model whose disagreement with PAI or whose prequential residual exceeds
+        the calibration runs' (each at ``check_level / 2``).
     random_state : int, Generator or None, default=None
         Seeds the folds and every run.
     verbose : bool, default=True
@@ -258,7 +295,7 @@ class ModelBasedEstimator(BaseEstimator):
         The policy of every run.
     calibration_ : pandas.DataFrame
         One row per calibration run: history row, truth, model-based estimate and scale, PAI
-        estimate and standard error, the standardised error and the disagreement.
+        estimate and standard error, the standardised error, the disagreement and the residual.
     result_ : ModelBasedResult
         After :meth:`fit`.
     estimate_ : float
@@ -358,10 +395,10 @@ class ModelBasedEstimator(BaseEstimator):
                     truth = float(np.mean(z))
                     rows.append((int(i), truth, estimate, scale, pai.estimate_, pai.std_error_,
                                  abs(estimate - truth) / scale if scale > 0 else math.inf,
-                                 _disagreement(estimate, pai.result_)))
+                                 _disagreement(estimate, pai.result_), prequential_residual(pai.queries_)))
                     bar.update(1)
         self.calibration_ = pd.DataFrame(rows, columns=["row", "truth", "estimate", "scale", "pai_estimate",
-                                                        "pai_std_error", "score", "disagreement"])
+                                                        "pai_std_error", "score", "disagreement", "residual"])
         self.predictor_ = clone(predictor).fit(H)
         self.sampler_ = sampler
         self.n_features_in_ = H.shape[1]
@@ -420,7 +457,8 @@ class ModelBasedEstimator(BaseEstimator):
         self.estimate_, self.scale_ = estimate, scale
         self.result_ = ModelBasedResult(estimate, scale, self.calibration_["score"].to_numpy(), pai.result_,
                                         _disagreement(estimate, pai.result_),
-                                        self.calibration_["disagreement"].to_numpy(), self.check_level)
+                                        self.calibration_["disagreement"].to_numpy(), prequential_residual(pai.queries_),
+                                        self.calibration_["residual"].to_numpy(), self.check_level)
         return self
 
     def conf_int(self, alpha=0.05):
