@@ -13,6 +13,7 @@ from .estimator import PAIEstimator, martingale_variance, paper_variance, weight
 from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
 from .irt import ItemResponseModel
+from .model_based import ModelBasedEstimator, ModelBasedResult
 from .predictor import Predictor, predictor_class, register_predictor
 from .io import (load_configuration, load_factor_model, load_step_weights, save_configuration, save_factor_model,
                  save_step_weights)
@@ -51,6 +52,8 @@ __all__ = [
     "ItemResponseModel",
     "LogisticFactorModel",
     "LogisticFactorModelCV",
+    "ModelBasedEstimator",
+    "ModelBasedResult",
     "NeymanSampler",
     "PAIEstimator",
     "PairedPAIEstimator",

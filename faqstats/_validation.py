@@ -206,6 +206,7 @@ def observed_halves(estimator, X):
     ``estimator``, and each row's observed cells split in two random halves, seeded by the
     estimator's int ``random_state`` (0 otherwise) so that the score is reproducible."""
     H = validate_history(estimator, X, reset=False, allow_empty_rows=True)
-    seed = estimator.random_state if isinstance(estimator.random_state, numbers.Integral) else 0
+    seed = getattr(estimator, "random_state", None)
+    seed = seed if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else 0
     fit_half = (check_generator(seed).random(H.shape) < 0.5) & ~np.isnan(H)
     return H, fit_half, ~fit_half & ~np.isnan(H)

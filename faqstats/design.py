@@ -17,7 +17,7 @@ from ._inference import check_interval
 from ._validation import check_alpha, check_scalar
 from .sampling import HybridSampler, Sampler, StreamSampler, UniformSampler
 
-__all__ = ["bank_size", "check_configuration", "check_design", "confidence_alpha", "resolve_bank_size",
+__all__ = ["bank_size", "check_configuration", "check_design", "check_estimator", "confidence_alpha", "resolve_bank_size",
            "sample_mean_design"]
 
 
@@ -135,3 +135,38 @@ predict_every, cluster_score
     if variance != "martingale":
         raise ValueError("step_weights need variance='martingale'.")
     return sampler
+
+
+def check_estimator(est, n_questions, budget=None, sampler=None):
+    """Check every parameter of an estimator's configuration for a bank of ``n_questions``.
+
+    ``est`` is read through :class:`~faqstats.PAIEstimator`'s public parameters (the estimator,
+    or any object with the same names); :func:`check_configuration` checks them.
+
+    Parameters
+    ----------
+    est : PAIEstimator or an object with its parameters
+    n_questions : int
+        The bank size ``N``.
+    budget : int or None, default=None
+        The draws of the run (``None``: ``est.budget``; a cost budget's draws otherwise).
+    sampler : Sampler or None, default=None
+        The policy to check (``None``: ``est.sampler``; a cost-weighted one otherwise).
+
+    Returns
+    -------
+    Sampler or StreamSampler
+        The policy to run (``HybridSampler()`` when there is none).
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> check_estimator(fq.PAIEstimator(sampler=fq.UniformSampler(), budget=5), 20)
+    UniformSampler()
+    """
+    return check_configuration(
+        n_questions, est.budget if budget is None else budget, est.sampler if sampler is None else sampler,
+        predictor=est.predictor, variance=est.variance, interval=est.interval, batch_size=est.batch_size,
+        stop_when_width=est.stop_when_width, confidence_sequence=est.confidence_sequence,
+        step_weights=est.step_weights, dtype=est.dtype, predict_every=est.predict_every,
+        cluster_score=est.cluster_score)

@@ -16,7 +16,7 @@ from ._engine import ClusterRun, Oracle
 from ._inference import martingale_variance, paper_variance, weighted_martingale
 from ._progress import progress_bar
 from ._validation import check_generator
-from .design import bank_size, check_configuration, resolve_bank_size
+from .design import bank_size, resolve_bank_size
 from .loop_setup import answer_round, new_loop
 from .predictor import resolve_predictor_keyword
 from .run_results import confidence_rows, group_results_of, result_of
@@ -295,57 +295,6 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         params = select_configuration(history, budget, random_state=seed, **options).params
         return cls(**params).set_params(random_state=random_state)
 
-    # -- set-up ----------------------------------------------------------------
-    def validate(self, n_questions, budget=None, sampler=None):
-        """Check every parameter for a bank of ``n_questions``; return the sampler.
-
-        Parameters
-        ----------
-        n_questions : int
-            The bank size ``N``.
-        budget : int or None, default=None
-            The draws of the run (``None``: ``self.budget``; a cost budget's draws otherwise).
-        sampler : Sampler or None, default=None
-            The policy to check (``None``: ``self.sampler``; a cost-weighted one otherwise).
-
-        Returns
-        -------
-        Sampler or StreamSampler
-            The policy to run (``HybridSampler()`` when ``sampler`` is None).
-        """
-        sampler = self.sampler if sampler is None else sampler
-        return check_configuration(
-            n_questions, self.budget if budget is None else budget, sampler, predictor=self.predictor,
-            variance=self.variance, interval=self.interval, batch_size=self.batch_size,
-            stop_when_width=self.stop_when_width, confidence_sequence=self.confidence_sequence,
-            step_weights=self.step_weights, dtype=self.dtype, predict_every=self.predict_every,
-            cluster_score=self.cluster_score)
-
-    def new_loop(self, n_questions=None, rng=None, groups=None, costs=None, clusters=None):
-        """A fresh :class:`~faqstats._engine.QueryLoop` for this configuration.
-
-        Used by ``fit``, the session and the tests.
-
-        Parameters
-        ----------
-        n_questions : int or None, default=None
-            The bank size (``None``: the factor model's).
-        rng : numpy.random.Generator, int or None, default=None
-            Draws the order of a nature's-order design's stream (unused by sequential policies).
-        groups : array-like of shape (N,) or None, default=None
-            As in :meth:`fit`.
-        costs : array-like of shape (N,) or None, default=None
-            As in :meth:`fit`.
-        clusters : array-like of shape (N,) or None, default=None
-            As in :meth:`fit`: the run is then a :class:`~faqstats._engine.ClusterRun`.
-
-        Returns
-        -------
-        faqstats._engine.QueryLoop
-            The loop, before its first draw.
-        """
-        return new_loop(self, n_questions, rng, groups=groups, costs=costs, clusters=clusters)
-
     # -- fitting ---------------------------------------------------------------
     def fit(self, outcomes, y=None, *, groups=None, costs=None, clusters=None):
         """Run the query loop against ``outcomes`` and estimate the accuracy.
@@ -405,7 +354,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
             n_questions = int(np.size(outcomes))
         oracle = Oracle(outcomes, n_questions)
         rng = check_generator(self.random_state)
-        loop = self.new_loop(n_questions, rng, groups=groups, costs=costs, clusters=clusters)
+        loop = new_loop(self, n_questions, rng, groups=groups, costs=costs, clusters=clusters)
         run = loop.run
         total = n_questions if run.design == "stream" else run.budget
         clustered = isinstance(run, ClusterRun)
@@ -418,7 +367,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
                 self.queries_ = run.table()
                 exc.add_note(f"faqstats: {len(run.records)} answers recorded before the failure are in .queries_.")
                 raise
-        self.result_ = result = self.result_of(loop)
+        self.result_ = result = result_of(self, loop)
         self.queries_ = run.table()
         self.estimate_ = result.estimate
         self.std_error_ = result.std_error
@@ -426,44 +375,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         self.stop_reason_ = result.stop_reason
         self.cost_spent_ = result.cost_spent
         self.cost_per_draw_ = run.cost_per_draw
-        self.group_results_ = self.group_results_of(loop)
+        self.group_results_ = group_results_of(self, loop)
         self.cluster_labels_ = getattr(run, "labels", None) if clustered else None
         self.confidence_sequence_ = confidence_rows(loop)
         self.posterior_mean_ = getattr(run.predictor, "mean", None)
         self.posterior_cov_ = getattr(run.predictor, "cov", None)
         return self
-
-    def group_results_of(self, loop, n_draws=None):
-        """Every group's estimate from a loop made by :meth:`new_loop` with ``groups``.
-
-        Parameters
-        ----------
-        loop : faqstats._engine.QueryLoop
-            The loop, with its recorded draws.
-        n_draws : int or None, default=None
-            Use the first ``n_draws`` draws only; ``None``: every recorded draw.
-
-        Returns
-        -------
-        GroupResults or None
-            None when the loop was started without groups.
-        """
-        return group_results_of(self, loop, n_draws)
-
-    def result_of(self, loop, n_draws=None):
-        """The :class:`AccuracyResult` of a loop made by :meth:`new_loop`.
-
-        Parameters
-        ----------
-        loop : faqstats._engine.QueryLoop
-            The loop, with its recorded draws.
-        n_draws : int or None, default=None
-            Use the first ``n_draws`` draws only (an interim result, ``stop_reason`` None);
-            ``None``: every recorded draw.
-
-        Returns
-        -------
-        AccuracyResult
-            The estimate and its uncertainty.
-        """
-        return result_of(self, loop, n_draws)

@@ -5,7 +5,7 @@ an :class:`~faqstats.estimands.EstimandTracker` per run (groups, the macro or we
 ``min_group_share``, ``stratify``), a policy weighed by cost with the draws a cost budget buys,
 or a law over clusters and cluster totals (:class:`~faqstats._engine.ClusterRun`). Here every
 run is the one-run engine's own loop (:func:`~faqstats.loop_setup.new_loop`, as
-:meth:`PAIEstimator.new_loop <faqstats.PAIEstimator.new_loop>` makes it), with its own
+:meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>` makes it), with its own
 predictor's posterior, and the runs advance a round at a time in lockstep: run ``r`` draws its round from its own generator, is answered from
 its row of the outcomes (:func:`~faqstats.loop_setup.answer_round`, as ``fit`` answers), and its
 results are the estimator's (:func:`~faqstats.run_results.result_of`,
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._engine import Oracle
-from .design import bank_size, check_configuration
+from .design import bank_size
 from .loop_setup import answer_round, new_loop
 from .run_results import group_results_of, result_of
 
@@ -31,13 +31,14 @@ __all__ = ["DesignConfiguration", "DesignRuns", "run_designs"]
 class DesignConfiguration:
     """An estimator's configuration as :func:`~faqstats.loop_setup.new_loop` and
     :func:`~faqstats.run_results.result_of` read it: :class:`~faqstats.PAIEstimator`'s parameters
-    (the same names and defaults), ``bank_size`` and ``validate``. (The batched engine does not
+    (the same names and defaults) and ``bank_size``. (The batched engine does not
     import the estimator: the estimator's module reaches the engine through the step weights.)
 
     Examples
     --------
     >>> import faqstats as fq
-    >>> DesignConfiguration(sampler=fq.UniformSampler(), budget=5).validate(20)
+    >>> from faqstats.design import check_estimator
+    >>> check_estimator(DesignConfiguration(sampler=fq.UniformSampler(), budget=5), 20)
     UniformSampler()
     """
 
@@ -66,16 +67,6 @@ class DesignConfiguration:
     def bank_size(self):
         """Questions of the predictor's bank, or ``None`` without a predictor."""
         return bank_size(self.predictor)
-
-    def validate(self, n_questions, budget=None, sampler=None):
-        """Check every parameter for a bank of ``n_questions``; return the sampler (as
-        :meth:`PAIEstimator.validate <faqstats.PAIEstimator.validate>`)."""
-        return check_configuration(
-            n_questions, self.budget if budget is None else budget, self.sampler if sampler is None else sampler,
-            predictor=self.predictor, variance=self.variance, interval=self.interval, batch_size=self.batch_size,
-            stop_when_width=self.stop_when_width, confidence_sequence=self.confidence_sequence,
-            step_weights=self.step_weights, dtype=self.dtype, predict_every=self.predict_every,
-            cluster_score=self.cluster_score)
 
 
 @dataclass

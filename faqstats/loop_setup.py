@@ -1,10 +1,10 @@
 """The query loop of an estimator's configuration: its run, predictor, groups, costs and clusters.
 
-:func:`new_loop` is :meth:`PAIEstimator.new_loop <faqstats.PAIEstimator.new_loop>`: the run the
-policy's design needs, with the :class:`~faqstats.estimands.EstimandTracker` of groups and
+:func:`new_loop` makes the loop that :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`,
+the session and :func:`faqstats.batched.simulate` drive: the run the policy's design needs, with the :class:`~faqstats.estimands.EstimandTracker` of groups and
 weighted estimands, the policy weighed by cost and the draws a cost budget buys
 (docs/statistics.md, "Cost budgets"), or a clustered run (docs/statistics.md, "Clusters").
-The estimator is read through its public parameters and :meth:`validate`.
+The estimator is read through its public parameters (:func:`~faqstats.design.check_estimator`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from ._engine import ClusterRun, QueryLoop, SequentialRun, encode_clusters
 from ._validation import check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
-from .design import confidence_alpha, resolve_bank_size
+from .design import check_estimator, confidence_alpha, resolve_bank_size
 from .estimands import EstimandTracker, as_estimand, encode_groups, stratified_allocation
 from .posterior import FixedPredictions
 from .predictor import engine_posterior
@@ -55,9 +55,14 @@ def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=
     Parameters
     ----------
     est : PAIEstimator
-        The configuration (read through its parameters and ``validate``).
-    n_questions, rng, groups, costs, clusters
-        As in :meth:`PAIEstimator.new_loop <faqstats.PAIEstimator.new_loop>`.
+        The configuration (read through its public parameters).
+    n_questions : int or None, default=None
+        The bank size (``None``: the predictor's).
+    rng : numpy.random.Generator, int or None, default=None
+        Draws the order of a nature's-order design's stream (unused by sequential policies).
+    groups, costs, clusters : array-like of shape (N,) or None, default=None
+        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>` (with ``clusters`` the run is
+        a :class:`~faqstats._engine.ClusterRun`).
 
     Returns
     -------
@@ -69,7 +74,7 @@ def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=
         run = _cluster_run_of(est, n_questions, groups, costs, clusters)
     else:
         sampler, budget, costs, per_draw = cost_design(est, n_questions, groups, costs)
-        sampler = est.validate(n_questions, budget, sampler)
+        sampler = check_estimator(est, n_questions, budget, sampler)
         tracker = estimand_tracker(est, sampler, n_questions, groups, budget)
         predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
         rng = check_generator(rng)  # draws a stream's order
@@ -212,7 +217,7 @@ def cost_design(est, n_questions, groups, costs):
         return sampler, est.budget, costs, None
 
     def first_law(n):  # the law of draw 1 in a run of n draws, from the prior predictor
-        checked = est.validate(n_questions, n, sampler)
+        checked = check_estimator(est, n_questions, n, sampler)
         predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
         run = SequentialRun(checked, predictor, n_questions, n)
         run.tracker = estimand_tracker(est, checked, n_questions, groups, n)
@@ -282,6 +287,6 @@ def _cluster_run(est, n_questions, budget, sampler, codes, root_costs):
             f"budget={budget} exceeds the {n_clusters} clusters; without replacement each cluster can be drawn "
             "only once (with clusters, budget counts cluster draws)."
         )
-    sampler = est.validate(n_questions, budget, sampler)
+    sampler = check_estimator(est, n_questions, budget, sampler)
     predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
     return ClusterRun(sampler, predictor, n_questions, budget, codes, root_costs, est.cluster_score)

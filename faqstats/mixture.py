@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_scalar, observed_halves, validate_history
+from ._validation import check_scalar, validate_history
 from .posterior import PosteriorView, check_posterior_options, oracle_scores, read_only
 from .predictor import Predictor, register_predictor
 
@@ -192,27 +192,6 @@ class HistoryMixture(TransformerMixin, Predictor):
         W = np.exp(self.transform(X))
         W /= W.sum(1, keepdims=True)
         return np.clip(W @ self.profiles_, 0.0, 1.0)
-
-    def score(self, X, y=None):
-        """Held-out negative Brier score (higher is better): one seeded half of each row's cells
-        conditions the prediction of the other.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_rows, N)
-            Outcomes of held-out models, NaN where not observed.
-        y : None
-            Ignored (scikit-learn's convention).
-
-        Returns
-        -------
-        float
-            Minus the mean squared error on the scored cells.
-        """
-        check_is_fitted(self, "profiles_")
-        H, fit_half, test_half = observed_halves(self, X)
-        P = self.predict(np.where(fit_half, H, np.nan))
-        return -float(np.mean((P[test_half] - H[test_half]) ** 2))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

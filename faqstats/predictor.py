@@ -19,17 +19,16 @@ the name it is registered with (:func:`register_predictor`); only registered cla
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import validate_history
+from ._validation import observed_halves
 from .posterior import PosteriorView, oracle_scores, read_only
 
-__all__ = ["Predictor", "engine_posterior", "predictor_class", "predictor_name", "register_predictor",
+__all__ = ["Predictor", "engine_posterior", "held_out_log_likelihood", "predictor_class", "predictor_name", "register_predictor",
            "registered_predictors", "resolve_predictor_keyword", "saving_error"]
 
 _REGISTRY = {}  # name -> class
@@ -48,15 +47,11 @@ class Predictor(BaseEstimator):
     and :func:`register_predictor`, also in :class:`~faqstats.EvaluationSession` and
     :func:`~faqstats.save_factor_model`.
 
-    ``score(X)`` is higher for a better predictor of held-out models' observed cells. On every
-    predictor but two it is the mean held-out log-likelihood of the observed cells (minus the
-    log-loss), a seeded half of each row's cells conditioning the prediction of the other half:
-    :meth:`score` here (through the posterior; also :class:`~faqstats.LogisticFactorModelCV`'s), and
-    :class:`~faqstats.LogisticFactorModel`'s and :class:`~faqstats.ItemResponseModel`'s (through
-    their fitted factors). :class:`~faqstats.GaussianProcessSurrogate` and
-    :class:`~faqstats.HistoryMixture` score the same cells by the negative Brier score (minus the
-    mean squared error), since their predictions may reach 0 or 1. Compare scores between fits of
-    one class only.
+    ``score(X)`` means one thing on every predictor, built-in or not: the mean held-out
+    log-likelihood of the observed cells of new models (minus the log-loss; higher is better), a
+    seeded half of each row's cells conditioning the prediction of the other half
+    (:func:`held_out_log_likelihood`). The base class conditions through the posterior; built-ins
+    condition through their fitted factors, weights or Gaussian process, to the same effect.
 
     Examples
     --------
@@ -113,10 +108,11 @@ class Predictor(BaseEstimator):
     def score(self, X, y=None):
         """Mean held-out log-likelihood of the observed cells of new models (higher is better).
 
-        A seeded half of each row's observed cells (seed: an int ``random_state``, else 0) is
-        learned by a fresh posterior, in column order; the other half is scored with its
-        predictions (clipped to ``[1e-6, 1 - 1e-6]``). Built-in predictors define their own
-        (the class docstring says which).
+        A seeded half of each row's observed cells (seed: an int ``random_state``, else 0)
+        conditions the prediction of the other half, scored as :func:`held_out_log_likelihood`
+        scores it: through ``predict(X)`` where the predictor defines it (each row's predictions
+        given its answers, NaN = not given; the Gaussian-process surrogate and the history
+        mixture), else by a fresh posterior per row learning its half in column order.
 
         Parameters
         ----------
@@ -131,25 +127,65 @@ class Predictor(BaseEstimator):
             Minus the mean log-loss on the scored cells.
         """
         check_is_fitted(self)
-        H = validate_history(self, X, reset=False, allow_empty_rows=True)
-        seed = getattr(self, "random_state", None)
-        seed = seed if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else 0
-        fit_half = (np.random.default_rng(seed).random(H.shape) < 0.5) & ~np.isnan(H)
-        test_half = ~fit_half & ~np.isnan(H)
-        total = 0.0
-        for row, learn, scored in zip(H, fit_half, test_half):
-            post = engine_posterior(self.posterior(), H.shape[1])
-            for j in np.flatnonzero(learn):
-                post.update(int(j), float(row[j]))
-            p, z = np.clip(post.predictions[scored], 1e-6, 1 - 1e-6), row[scored]
-            total += float(np.sum(z * np.log(p) + (1.0 - z) * np.log1p(-p)))
-        return total / max(int(test_half.sum()), 1)
+        if callable(getattr(self, "predict", None)):
+            return held_out_log_likelihood(self, X, self.predict)
+
+        def predict(conditioning):  # each row's answers learned by a fresh posterior, in column order
+            rows = []
+            for row in conditioning:
+                post = engine_posterior(self.posterior(), conditioning.shape[1])
+                for j in np.flatnonzero(~np.isnan(row)):
+                    post.update(int(j), float(row[j]))
+                rows.append(np.array(post.predictions, dtype=float))
+            return np.array(rows).reshape(conditioning.shape)
+
+        return held_out_log_likelihood(self, X, predict)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
         tags.input_tags.positive_only = True  # outcomes are in [0, 1]
         return tags
+
+
+def held_out_log_likelihood(predictor, X, predict):
+    """What ``score`` means on every predictor: the mean held-out log-likelihood of observed cells.
+
+    Each row's observed cells of ``X`` are split in two seeded halves (seed: the predictor's int
+    ``random_state``, else 0); ``predict`` maps the rows with only the first half kept (NaN
+    elsewhere) to predicted outcomes, and the second half is scored by its log-likelihood
+    ``z log p + (1 - z) log(1 - p)``, with ``p`` clipped to ``[1e-6, 1 - 1e-6]`` (predictions of 0 or
+    1 are finite). Higher is better; compare scores on the same ``X``.
+
+    Parameters
+    ----------
+    predictor : fitted Predictor
+        Checks ``X`` against its bank (``n_features_in_``) and seeds the halves.
+    X : array-like of shape (n_rows, N)
+        Outcomes of held-out models in [0, 1], NaN where not observed.
+    predict : callable
+        ``(n_rows, N)`` conditioning answers (NaN where not given) -> ``(n_rows, N)`` predictions.
+
+    Returns
+    -------
+    float
+        Minus the mean log-loss on the scored cells (0.0 when none is scored).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> X = np.array([[1.0, 0.0, 1.0, np.nan], [0.0, 1.0, 1.0, 1.0]])
+    >>> gp = fq.GaussianProcessSurrogate(n_components=1).fit(np.vstack([X, X]))
+    >>> round(held_out_log_likelihood(gp, X, lambda C: np.full(C.shape, 0.5)), 4)  # log(1/2)
+    -0.6931
+    """
+    H, fit_half, test_half = observed_halves(predictor, X)
+    z = H[test_half]
+    if not z.size:
+        return 0.0
+    p = np.clip(predict(np.where(fit_half, H, np.nan))[test_half], 1e-6, 1 - 1e-6)
+    return float(np.mean(z * np.log(p) + (1.0 - z) * np.log1p(-p)))
 
 
 def register_predictor(predictor_cls=None, name=None):

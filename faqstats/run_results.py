@@ -1,7 +1,7 @@
 """What a finished (or interim) query loop reports: its :class:`~faqstats.AccuracyResult` and groups.
 
-:func:`result_of` and :func:`group_results_of` are :meth:`PAIEstimator.result_of
-<faqstats.PAIEstimator.result_of>` and :meth:`~faqstats.PAIEstimator.group_results_of`: the
+:func:`result_of` and :func:`group_results_of` give :meth:`PAIEstimator.fit
+<faqstats.PAIEstimator.fit>`'s ``result_`` and ``group_results_`` (and a session's): the
 inference of the run's design (the martingale of the increments, weighted or not, the paper's
 closed form, the FPC sample mean, nature's-order AIPW, strata, clusters) for the estimator's
 parameters, read through its public attributes.

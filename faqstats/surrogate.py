@@ -14,7 +14,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_generator, check_scalar, observed_halves, validate_history
+from ._validation import check_generator, check_scalar, validate_history
 from .posterior import GaussianPosterior
 from .predictor import Predictor, register_predictor
 
@@ -193,29 +193,6 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         """
         U = self.transform(X)
         return np.clip(self.question_means_ + U @ self.question_factors_.T, 0.0, 1.0)
-
-    def score(self, X, y=None):
-        """Held-out negative Brier score (higher is better) of each row's observed cells.
-
-        One seeded half of the cells conditions the prediction of the other
-        (:func:`~faqstats._validation.observed_halves`).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_rows, N)
-            Outcomes of held-out models, NaN where not observed.
-        y : None
-            Ignored (scikit-learn's convention).
-
-        Returns
-        -------
-        float
-            Minus the mean squared error on the scored cells.
-        """
-        check_is_fitted(self, "question_factors_")
-        H, fit_half, test_half = observed_halves(self, X)
-        P = self.predict(np.where(fit_half, H, np.nan))
-        return -float(np.mean((P[test_half] - H[test_half]) ** 2))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

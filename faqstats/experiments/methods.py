@@ -10,6 +10,7 @@ from ..predictor import predictor_class
 from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
 from .field import ProEvalBQ
 from .field_irt import IRTFisher, TinyBenchmarks
+from .model_based_method import ModelBased
 
 __all__ = ["MethodSpec", "METHODS", "CEILING_METHODS", "PREDICTORS", "parse_method", "method_spec",
            "build_method", "predictor_kind", "check_methods"]
@@ -95,6 +96,8 @@ METHODS = {spec.name: spec for spec in (
     MethodSpec("proeval", ProEvalBQ, predictor=None),  # ProEval's Bayesian quadrature (extra "field")
     MethodSpec("irt-fisher", IRTFisher, predictor=None),  # IRT adaptive test, max Fisher information
     MethodSpec("tinybench", TinyBenchmarks, predictor=None),  # tinyBenchmarks' gp-IRT on anchors, no interval
+    # answers asked + predictions for the rest, its interval calibrated on held-out history models
+    MethodSpec("model-based", ModelBased, predictor=None),
     # diagnostics, not estimators one can run: the predictions given all of the new model's answers (issue 16)
     MethodSpec("ceiling", _ceiling_sampler, ceiling=True),
     MethodSpec("ceiling-gp", _ceiling_sampler, predictor="gp", ceiling=True),

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..configure import Configuration
+from ..design import check_estimator
 from ..estimator import PAIEstimator
 from .checks import json_safe
 from .models import load_model_file, save_predictor
@@ -145,7 +146,7 @@ def configuration_from(model, meta, path):
         table = pd.DataFrame(config["table"]["rows"], columns=config["table"]["columns"])
         est = PAIEstimator(model, sampler, budget=int(config["budget"]), step_weights=config["step_weights"],
                            predict_every=int(config["predict_every"]))
-        est.validate(meta["n_questions"])
+        check_estimator(est, meta["n_questions"])
         return Configuration(est, str(config["choice"]), table, int(config["configured_budget"]),
                              int(config["n_validation"]), int(config["n_runs"]), float(config["seconds"]),
                              int(config["predict_every"]))

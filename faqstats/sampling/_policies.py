@@ -5,6 +5,10 @@ Their scores work on numpy and on the batched engine's torch states (a leading r
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .._backend import matvec, namespace
 from .._validation import check_scalar
 from ..posterior import quadratic_forms_from_scratch
@@ -293,6 +297,10 @@ class VarianceReductionSampler(Sampler):
         Weight of the uniform floor (see :class:`Sampler`).
     replace : bool, default=False
         Sample without or with replacement (see :class:`Sampler`).
+    power : float >= 1, default=1.0
+        The scores raised to this power (scaled by their largest first): large powers approach
+        ProEval's greedy choice of the most informative question while the floor keeps every
+        probability positive (what a model-based estimate wants; PAI's variance grows with it).
 
     Examples
     --------
@@ -308,12 +316,22 @@ class VarianceReductionSampler(Sampler):
     batched = True
     checks_law = False  # non-negative scores
 
+    def __init__(self, tau=0.5, replace=False, power=1.0):
+        super().__init__(tau=tau, replace=replace)
+        self.power = power
+
     def scores(self, state):
         if state.question_factors is None or state.posterior_cov is None:
             raise ValueError(f"{type(self).__name__} needs a fitted predictor with question factors and a posterior.")
         noise = None if state.posterior is None else state.posterior.noise
-        return variance_reduction_scores(state.predictions, state.question_factors, state.posterior_cov,
-                                         state.available, state.quadratic_forms(), noise)
+        s = variance_reduction_scores(state.predictions, state.question_factors, state.posterior_cov,
+                                      state.available, state.quadratic_forms(), noise)
+        if self.power == 1.0:
+            return s
+        if not (isinstance(self.power, (int, float)) and self.power >= 1.0 and math.isfinite(self.power)):
+            raise ValueError(f"power must be a finite number >= 1, got {self.power!r}.")
+        top = s.max(-1, keepdims=True) if isinstance(s, np.ndarray) else s.amax(-1, keepdim=True)
+        return (s / top.clip(min=1e-300)) ** self.power  # scaled first: no underflow of every score
 
 
 def _active_learning(sampler, state):

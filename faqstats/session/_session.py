@@ -1,8 +1,7 @@
 """A resumable evaluation: ask a new model a few questions at a time, across processes and crashes.
 
-:class:`EvaluationSession` is :class:`~faqstats.PAIEstimator`'s loop (:class:`faqstats._engine.QueryLoop`)
-driven from outside: it hands out questions, takes answers whenever they come and keeps its state in a
-:class:`~faqstats.session.SessionStore`; :meth:`EvaluationSession.load` replays and checks the stored rounds.
+:class:`EvaluationSession` is :class:`~faqstats.PAIEstimator`'s loop driven from outside: it hands out
+questions, takes answers whenever they come and keeps its state in a :class:`~faqstats.session.SessionStore`.
 """
 
 from __future__ import annotations
@@ -15,8 +14,10 @@ import numpy as np
 
 from ..estimator import PAIEstimator
 from ..io import question_ids_sha256, sampler_from_spec, utc_now
+from ..loop_setup import new_loop
 from ..posterior import read_only
 from ..predictor import resolve_predictor_keyword
+from ..run_results import group_results_of, result_of
 from ..sampling import HybridSampler, Sampler
 from . import reporting
 from ._store import SessionStore
@@ -42,9 +43,8 @@ class EvaluationSession:
     Parameters
     ----------
     predictor : fitted predictor, path or None
-        A fitted built-in predictor (LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate,
-        ItemResponseModel, HistoryMixture, StackedPredictor), a registered :class:`~faqstats.Predictor` with
-        the save pair, or the path of one saved with :func:`~faqstats.save_factor_model`;
+        A fitted built-in predictor, a registered :class:`~faqstats.Predictor` with the save pair,
+        or the path of one saved with :func:`~faqstats.save_factor_model`;
         None: no predictor (the sample mean, with ``sampler=UniformSampler(replace=False)``; needs
         ``question_ids``). :meth:`from_configuration` takes a saved configuration.
     question_ids : sequence of str or of int, optional
@@ -273,7 +273,7 @@ class EvaluationSession:
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
         self._estimator = session_estimator(fm, sampler, config)  # checks every parameter with its loop
-        self._loop = self._estimator.new_loop(len(ids), groups=config.get("groups"),
+        self._loop = new_loop(self._estimator, len(ids), groups=config.get("groups"),
                                               costs=config.get("costs"), clusters=config.get("clusters"))
         self._rounds = Rounds(self._loop)
         self._config = config
@@ -496,7 +496,7 @@ class EvaluationSession:
         """
         if self.n_draws < 2:
             raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
-        return self._estimator.result_of(self._loop)
+        return result_of(self._estimator, self._loop)
 
     def group_results(self):
         """Every group's estimate so far (:class:`~faqstats.GroupResults`); None without ``groups``.
@@ -507,7 +507,7 @@ class EvaluationSession:
         """
         if self.n_draws < 2:
             raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
-        return self._estimator.group_results_of(self._loop)
+        return group_results_of(self._estimator, self._loop)
 
     def trajectory(self):
         """The running estimate and interval after each recorded draw (from the second on).

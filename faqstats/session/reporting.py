@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..run_results import result_of
+
 __all__ = ["group_table", "plot", "status", "trajectory"]
 
 
@@ -18,7 +20,7 @@ def trajectory(estimator, loop, alpha):
     """``(draws, estimate, low, high)`` after each recorded draw of ``loop`` from the second on (ndarray)."""
     rows = []
     for t in range(2, loop.n_recorded + 1):
-        res = estimator.result_of(loop, t)
+        res = result_of(estimator, loop, t)
         rows.append((t, res.estimate, *res.conf_int(alpha=alpha)))
     return np.array(rows, dtype=float).reshape(-1, 4)
 

@@ -17,7 +17,7 @@ class Rounds:
     Parameters
     ----------
     loop : faqstats._engine.QueryLoop
-        A fresh loop (:meth:`~faqstats.PAIEstimator.new_loop`).
+        A fresh loop (:func:`~faqstats.loop_setup.new_loop`).
 
     Attributes
     ----------

@@ -15,6 +15,7 @@ from scipy.special import expit
 
 import faqstats as fq
 from faqstats import sampling
+from faqstats.loop_setup import new_loop
 from faqstats.posterior import FactorPosterior
 from faqstats.sampling import PolicyState, draw_from, mixture
 
@@ -234,7 +235,7 @@ def test_extreme_logits_without_warnings(recwarn, sampler, logit):
     assert np.isfinite(e.estimate_) and np.isfinite(e.std_error_)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
     # the recorded probabilities are the policy's, replayed through the run
-    run = e.new_loop().run
+    run = new_loop(e).run
     for question, probability, outcome in e.queries_[["question", "probability", "outcome"]]:
         q = run.law()
         assert probability == pytest.approx(q[question], rel=1e-12)

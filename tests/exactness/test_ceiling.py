@@ -12,7 +12,7 @@ import copy
 import numpy as np
 import pandas as pd
 import pytest
-from tests.exactness.test_unbiasedness import TOL, enumerate_sequential, moments_sequential
+from tests.exactness.test_unbiasedness import TOL, enumerate_sequential, moments_sequential, start_loop
 
 import faqstats as fq
 from faqstats.experiments import format_summary, run_methods, summarize
@@ -42,7 +42,7 @@ def _walk_laws(estimator, z):
             child.end_round([int(j)], [float(z[j])])
             walk(child, depth + 1)
 
-    walk(estimator.new_loop(z.size).run, 0)
+    walk(start_loop(estimator, z.size).run, 0)
     return laws
 
 

@@ -26,6 +26,7 @@ import faqstats as fq
 from faqstats._engine import ClusterRun, cluster_law
 from faqstats._inference import fpc_mean, pai_inference, wald_interval
 from faqstats.estimator import martingale_variance
+from faqstats.loop_setup import new_loop
 from faqstats.run_results import cluster_inference
 from faqstats.sampling import PolicyState, within_round
 from tests.exactness.test_unbiasedness import TOL, banks, sequential_samplers
@@ -53,7 +54,7 @@ def enumerate_clusters(estimator, z, clusters, costs=None):
     martingale property at every node. Rounds of ``batch_size`` draws share the round's law
     (successive draws without replacement renormalise it), the predictor learns between
     rounds, as in ``PAIEstimator.fit``."""
-    run = estimator.new_loop(z.size, clusters=clusters, costs=costs).run
+    run = new_loop(estimator, z.size, clusters=clusters, costs=costs).run
     assert isinstance(run, ClusterRun)
     theta = z.mean()
     leaves = []
@@ -186,7 +187,7 @@ def test_enumeration_detects_a_wrong_cluster_increment(monkeypatch):
     fm = fq.LogisticFactorModel.from_factors(V, np.zeros(1), np.eye(1))
     z, clusters = np.array([1.0, 1.0, 0.0]), np.array([0, 0, 1])
     est = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.5, replace=True), budget=2)
-    run = est.new_loop(3, clusters=clusters).run
+    run = new_loop(est, 3, clusters=clusters).run
     q, base, P = run.law(), run.base(), run.cluster_predictions()
     wrong = sum(q[c] * (base + (z[run.members[c]].sum() - P[c]) / (q[c] / run.sizes[c])) / 3 for c in range(2))
     assert abs(wrong - z.mean()) > 1e-3
@@ -404,7 +405,7 @@ def test_cluster_interval_covers_where_the_per_question_interval_does_not():
 def enumerate_cluster_groups(estimator, z, clusters, groups):
     """Leaves ``(probability, (n, G) group increments)`` of every path of cluster draws with
     ``groups``; asserts E[group increment | F_{t-1}] = the group's accuracy at every node."""
-    run = estimator.new_loop(z.size, clusters=clusters, groups=groups).run
+    run = new_loop(estimator, z.size, clusters=clusters, groups=groups).run
     codes = run.group_codes
     thetas = np.bincount(codes, z) / np.bincount(codes)
     leaves = []

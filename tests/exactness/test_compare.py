@@ -29,6 +29,7 @@ from faqstats.sampling import draw_from
 from faqstats._inference import pai_inference
 from faqstats.estimator import martingale_variance
 from faqstats.sampling import within_round
+from tests.exactness.test_unbiasedness import start_loop
 from tests.paths import SHARED_DATA
 
 TOL = 1e-12
@@ -213,7 +214,7 @@ def _single_model_paths(estimator, z):
             phi = child.record(int(j), float(q[j]), float(z[j]))
             draw(child, prob * q[j], path + [int(j)], phis + [phi], q_round, left - 1, drawn + [int(j)])
 
-    walk(estimator.new_loop(z.size).run, 1.0, [], [])
+    walk(start_loop(estimator, z.size).run, 1.0, [], [])
     return paths
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import faqstats as fq
 from faqstats.estimator import martingale_variance
+from faqstats.loop_setup import new_loop
 from faqstats.sampling import CostWeightedSampler, PolicyState, draws_for_cost, within_round
 from tests.exactness.test_unbiasedness import (
     SETTINGS,
@@ -36,10 +37,10 @@ class _WithCosts:
     def __init__(self, estimator, costs, groups=None):
         self.estimator, self.costs = estimator, np.asarray(costs, dtype=float)
         self.batch_size = estimator.batch_size
-        self.budget = estimator.new_loop(self.costs.size, groups=groups, costs=self.costs).run.budget
+        self.budget = new_loop(estimator, self.costs.size, groups=groups, costs=self.costs).run.budget
 
     def new_loop(self, n_questions, groups=None):
-        return self.estimator.new_loop(n_questions, groups=groups, costs=self.costs)
+        return new_loop(self.estimator, n_questions, groups=groups, costs=self.costs)
 
 
 @SETTINGS
@@ -52,7 +53,7 @@ def test_cost_weighted_pai_unbiased_and_variance_exact(data, replace):
     sampler = data.draw(sequential_samplers(replace))
     options = {"batch_size": data.draw(st.integers(1, 3))}
     if data.draw(st.booleans()):  # a cost budget buying 2 or 3 draws at the first law's cost per draw
-        q1 = fq.PAIEstimator(fm, sampler, budget=2, **options).new_loop(z.size, costs=costs).run.law()
+        q1 = new_loop(fq.PAIEstimator(fm, sampler, budget=2, **options), z.size, costs=costs).run.law()
         draws = data.draw(st.sampled_from([2.5, 3.5])) if replace or z.size > 2 else 2.5
         options["budget_cost"] = float(q1 @ costs) * draws
     else:
@@ -129,7 +130,7 @@ def test_enumeration_detects_stopping_when_the_cost_runs_out():
             child.end_round([int(j)], [float(z[j])])
             walk(child, prob * q[j], phis + [phi], spent + costs[j])
 
-    walk(est.new_loop(4, costs=costs).run, 1.0, [], 0.0)
+    walk(new_loop(est, 4, costs=costs).run, 1.0, [], 0.0)
     assert abs(total - z.mean()) > 1e-3
 
 

@@ -11,7 +11,7 @@ sampling probability, and check to 1e-12:
 with and without replacement, for batches of 1-3 draws per round, for 0/1 outcomes and
 for graded outcomes in [0, 1] (the identities never use that outcomes are binary).
 
-The walk drives the estimator's own run objects (``new_loop().run``: ``law``,
+The walk drives the estimator's own run objects (``start_loop(estimator).run``: ``law``,
 ``record``, ``end_round``), so it tests the arithmetic users get, not a re-implementation.
 """
 
@@ -26,9 +26,17 @@ from sklearn.base import BaseEstimator
 import faqstats as fq
 from faqstats.stream_run import StreamRun
 from faqstats.estimator import martingale_variance, weighted_martingale
+from faqstats.loop_setup import new_loop
 from faqstats.sampling import within_round
 
 TOL = 1e-12
+
+
+def start_loop(estimator, n_questions=None, **options):
+    """A fresh query loop of ``estimator``: :func:`faqstats.loop_setup.new_loop` for a
+    ``PAIEstimator``; a paired estimator (or a test's wrapper) makes its own (``new_loop``)."""
+    own = getattr(estimator, "new_loop", None)
+    return own(n_questions, **options) if own is not None else new_loop(estimator, n_questions, **options)
 
 
 # ---------------------------------------------------------------- strategies
@@ -91,7 +99,7 @@ def enumerate_sequential(estimator, z, groups=None):
     hold the estimands' ``(n, 1 + G)`` increments (``EstimandTracker``), whose conditional
     means are checked against the headline and every group's accuracy at each node.
     """
-    run = estimator.new_loop(z.size, groups=groups).run
+    run = start_loop(estimator, z.size, groups=groups).run
     theta = z.mean()
     targets = None
     stratified = run.tracker is not None and run.tracker.stratified
@@ -144,7 +152,7 @@ def enumerate_sequential(estimator, z, groups=None):
 
 def enumerate_stream(estimator, z):
     """Leaves ``(probability, estimate, variance estimate)`` of a nature's-order AIPW run."""
-    run = estimator.new_loop(z.size).run
+    run = start_loop(estimator, z.size).run
     leaves = []
 
     def walk(run, prob):
@@ -264,7 +272,7 @@ def test_bernoulli_aipw_unbiased_and_design_variance_exact(data):
     use_factors = data.draw(st.booleans())
     budget = data.draw(st.integers(2, min(3, z.size)))
     est = fq.PAIEstimator(fm if use_factors else None, sampler, budget=budget)
-    run = est.new_loop(z.size).run
+    run = start_loop(est, z.size).run
     assert isinstance(run, StreamRun)
     leaves = enumerate_stream(est, z)
     p = np.array([w for w, _, _ in leaves])
@@ -325,7 +333,7 @@ def test_enumeration_detects_a_biased_increment():
     z = np.array([1.0, 0.0, 0.0])
     fm = fq.LogisticFactorModel.from_factors(np.array([[2.0], [-1.0], [0.5]]), np.array([1.0]), np.eye(1))
     est = fq.PAIEstimator(fm, fq.NeymanSampler(tau=0.2, replace=False), budget=2)
-    run = est.new_loop(3).run
+    run = start_loop(est, 3).run
     run.replace = True  # phi as with replacement, q restricted to the unasked questions
     run_available = run.available
 
@@ -417,7 +425,7 @@ def test_graded_enumeration_detects_a_biased_increment():
     z = np.array([0.9, 0.2, 0.4])
     fm = fq.LogisticFactorModel.from_factors(np.array([[2.0], [-1.0], [0.5]]), np.array([1.0]), np.eye(1))
     est = fq.PAIEstimator(fm, fq.NeymanSampler(tau=0.2, replace=True), budget=2)
-    run = est.new_loop(3).run
+    run = start_loop(est, 3).run
     sampler = run.sampler
     total = 0.0
 

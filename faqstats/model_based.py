@@ -1,0 +1,479 @@
+"""A model-based estimate with an interval calibrated on the history, and PAI's design-based check.
+
+Where no design-unbiased estimator can win (small banks, tiny budgets: docs/statistics.md, "What no
+predictor can buy"), the best point estimate is model-based: the answers asked plus the
+predictor's posterior means for the questions not asked,
+
+    ``theta_mb = (sum of asked outcomes + sum of unasked predictions) / N``,
+
+which pays only for the unasked answers' noise and the model's bias. Its interval cannot come from
+the design; it is calibrated on the history: the whole procedure (same predictor class, policy and
+budget) is run on held-out history models, cross-fitted, and the new model's interval is
+``theta_mb +- q s`` with ``s`` the predictor's own standard deviation of the unasked total and ``q``
+the conformal quantile of the held-out models' standardised errors ``|theta_mb - theta| / s``.
+Its guarantee is marginal and conditional on exchangeability: *valid if this model is like the
+history's models*. The same draws carry PAI's increments (the policy's probabilities are known and
+floored), so every run also has the design-based estimate, valid for every model; when the two
+disagree beyond what the calibration allows the result says so and recommends the design-based
+interval.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils.validation import check_is_fitted
+
+from ._progress import progress_bar
+from ._validation import check_generator, check_outcome_values, check_scalar, validate_history
+from .estimator import PAIEstimator
+from .predictor import engine_posterior
+from .results import AccuracyResult, table_summary
+from .sampling import Sampler, VarianceReductionSampler
+from .surrogate import GaussianProcessSurrogate
+
+__all__ = ["ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "prequential_residual",
+           "unasked_total_variance"]
+
+
+def conformal_quantile(scores, alpha):
+    """The split-conformal quantile: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``n`` scores.
+
+    For a new score exchangeable with ``scores``, ``P(new <= quantile) >= 1 - alpha`` (finite
+    sample, marginal); ``inf`` when ``n`` is too small for the level (``(n + 1)(1 - alpha) > n``).
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+        Non-negative scores of the calibration runs.
+    alpha : float in (0, 1)
+        One minus the level.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> conformal_quantile(range(1, 20), 0.05), conformal_quantile(range(1, 19), 0.05)
+    (19.0, inf)
+    """
+    s = np.sort(np.asarray(scores, dtype=float))
+    alpha = check_scalar(alpha, "alpha", low=0.0, high=1.0, closed="neither")
+    k = math.ceil((s.size + 1) * (1.0 - alpha))
+    return float(s[k - 1]) if k <= s.size else math.inf
+
+
+def unasked_total_variance(posterior, unasked):
+    """The predictor's variance of the sum of the unasked outcomes, given the answers so far.
+
+    Linearised as in :func:`~faqstats.sampling.variance_reduction_scores`: with link slope
+    ``w_j`` and own-outcome variance ``e_j`` (logistic link: ``w_j = e_j = p_j (1 - p_j)``;
+    a Gaussian process, whose posterior has ``noise``: ``w_j = 1``, ``e_j = noise_j``),
+    ``Var(S) = g' Sigma g + sum_j e_j`` with ``g = sum_{j unasked} w_j v_j``. A posterior without
+    factors contributes its outcomes' Bernoulli variance only.
+
+    Parameters
+    ----------
+    posterior : object
+        A predictor's posterior (``predictions``; ``question_factors`` and ``cov`` when it has them).
+    unasked : ndarray of bool, shape (N,)
+        The questions whose outcomes are predicted.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from faqstats.posterior import FixedPredictions
+    >>> round(unasked_total_variance(FixedPredictions(np.array([0.5, 0.9, 0.2])), np.array([True, True, False])), 6)
+    0.34
+    """
+    p = np.asarray(posterior.predictions, dtype=float)[unasked]
+    noise = getattr(posterior, "noise", None)
+    w = p * (1.0 - p) if noise is None else np.ones_like(p)
+    e = p * (1.0 - p) if noise is None else np.asarray(noise, dtype=float)[unasked]
+    V, cov = getattr(posterior, "question_factors", None), getattr(posterior, "cov", None)
+    total = float(e.sum())
+    if V is not None and cov is not None:
+        g = w @ np.asarray(V, dtype=float)[unasked]
+        total += float(g @ np.asarray(cov, dtype=float) @ g)
+    return max(total, 0.0)
+
+
+def _procedure(predictor, sampler, budget, outcomes, seed):
+    """One run on ``outcomes``: ``(model-based estimate, its standard deviation, PAI's fitted estimator)``."""
+    pai = PAIEstimator(predictor, clone(sampler), budget, random_state=seed).fit(outcomes)
+    n = pai.bank_size()
+    post = engine_posterior(predictor.posterior(), n)
+    asked = np.zeros(n, dtype=bool)
+    answers = np.zeros(n)
+    for question, outcome in zip(pai.queries_["question"], pai.queries_["outcome"]):
+        post.update(int(question), float(outcome))  # in draw order, as the loop's predictor learned them
+        asked[question], answers[question] = True, outcome
+    prediction = np.asarray(post.predictions, dtype=float)
+    total = math.fsum(answers[asked].tolist()) + math.fsum(prediction[~asked].tolist())
+    return total / n, math.sqrt(unasked_total_variance(post, ~asked)) / n, pai
+
+
+def prequential_residual(queries):
+    """``sum_t (z_t - p_t) / sqrt(sum_t p_t (1 - p_t))`` over a run's draws, ``p_t`` the prediction
+    before answer ``t``: near zero on average for a model the predictor knows, of one sign for a
+    model systematically better or worse than the history predicts.
+
+    Parameters
+    ----------
+    queries : structured ndarray
+        A run's ``queries_`` (fields ``outcome`` and ``prediction``).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> q = np.array([(1.0, 0.5), (1.0, 0.5)], dtype=[("outcome", float), ("prediction", float)])
+    >>> round(prequential_residual(q), 4)
+    1.4142
+    """
+    z, p = np.asarray(queries["outcome"], dtype=float), np.asarray(queries["prediction"], dtype=float)
+    return float(np.sum(z - p) / math.sqrt(max(float(np.sum(p * (1.0 - p))), 1e-12)))
+
+
+def _disagreement(estimate, pai_result):
+    """``|model-based - PAI| / PAI's standard error`` (``inf`` when they differ with a zero error)."""
+    gap = abs(estimate - pai_result.estimate)
+    if pai_result.std_error > 0:
+        return gap / pai_result.std_error
+    return 0.0 if gap == 0 else math.inf
+
+
+@dataclass(frozen=True)
+class ModelBasedResult:
+    """A model-based estimate, its history-calibrated interval, and the design-based check.
+
+    Attributes
+    ----------
+    estimate : float
+        ``(asked outcomes + unasked predictions) / N``.
+    scale : float
+        The predictor's standard deviation of the estimate (the unasked total's, over ``N``).
+    calibration_scores : ndarray
+        The held-out history models' standardised errors ``|estimate - theta| / scale``.
+    design_based : AccuracyResult
+        PAI's estimate and interval from the same draws (valid for every model).
+    disagreement : float
+        ``|estimate - design_based.estimate| / design_based.std_error``.
+    disagreement_scores : ndarray
+        The same statistic on the calibration runs.
+    residual : float
+        The run's :func:`prequential_residual` (answers against the predictions made before them).
+    residual_scores : ndarray
+        The same statistic on the calibration runs.
+    check_level : float
+        The check flags a run whose disagreement, or whose absolute residual, is above the
+        calibration runs' conformal quantile at ``1 - check_level / 2`` (Bonferroni: a model like
+        the history's is flagged with probability at most ``check_level``).
+
+    Examples
+    --------
+    >>> pai = AccuracyResult(estimate=0.5, std_error=0.1, n_queries=10, n_questions=100, method="pai",
+    ...                      variance_method="martingale")
+    >>> r = ModelBasedResult(0.52, 0.02, np.linspace(0.1, 3.0, 40), pai, 0.2, np.linspace(0, 2, 40), -0.5,
+    ...                      np.linspace(-2, 2, 40), 0.1)
+    >>> [round(x, 3) for x in r.conf_int(0.05)], r.flagged
+    ([0.461, 0.579], False)
+    """
+
+    estimate: float
+    scale: float
+    calibration_scores: np.ndarray = field(repr=False)
+    design_based: AccuracyResult
+    disagreement: float
+    disagreement_scores: np.ndarray = field(repr=False)
+    residual: float
+    residual_scores: np.ndarray = field(repr=False)
+    check_level: float = 0.1
+
+    @property
+    def flagged(self):
+        """Whether the check flags the model-based interval (a model unlike the history's): PAI's
+        estimate disagrees with it, or the answers stray from the predictions, beyond the calibration runs."""
+        level = self.check_level / 2
+        return bool(self.disagreement > conformal_quantile(self.disagreement_scores, level)
+                    or abs(self.residual) > conformal_quantile(np.abs(self.residual_scores), level))
+
+    def conf_int(self, alpha=0.05):
+        """The calibrated interval ``estimate +- q scale`` (``q`` the conformal quantile at ``1 - alpha``), clipped to [0, 1].
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+
+        Returns
+        -------
+        low, high : float
+        """
+        half = conformal_quantile(self.calibration_scores, alpha) * self.scale
+        return max(0.0, self.estimate - half), min(1.0, self.estimate + half)
+
+    confint = conf_int
+
+    def recommended_interval(self, alpha=0.05):
+        """The model-based interval, or the design-based one when the check flags it."""
+        return self.design_based.conf_int(alpha) if self.flagged else self.conf_int(alpha)
+
+    def summary(self, alpha=0.05):
+        """Both estimates, their intervals and the guarantee each carries (a statsmodels summary)."""
+        low, high = self.conf_int(alpha)
+        d_low, d_high = self.design_based.conf_int(alpha)
+        level = f"{100 * (1 - alpha):g}%"
+        items = {
+            "Model-based estimate:": f"{self.estimate:.4f}",
+            f"{level} CI (calibrated):": f"[{low:.4f}, {high:.4f}]",
+            "Design-based (PAI):": f"{self.design_based.estimate:.4f}",
+            f"{level} CI (PAI):": f"[{d_low:.4f}, {d_high:.4f}]",
+            "Queries used:": f"{self.design_based.n_queries} of {self.design_based.n_questions}",
+            "Calibration runs:": f"{self.calibration_scores.size}",
+        }
+        notes = ["Model-based interval: valid if this model is like the history's models (calibrated on "
+                 "held-out history models; marginal coverage under exchangeability).",
+                 "Design-based interval: valid for every model (the draws' known probabilities)."]
+        if self.flagged:
+            notes.append(f"CHECK: this model looks unlike the history's (disagreement with PAI {self.disagreement:.2f}, "
+                         f"residual {self.residual:+.2f}, beyond what the calibration runs allow): use the "
+                         "design-based interval.")
+        return table_summary("faqstats model-based estimate", items=items, notes=notes)
+
+    def __str__(self):
+        return str(self.summary())
+
+
+class ModelBasedEstimator(BaseEstimator):
+    """Model-based accuracy estimate with a history-calibrated interval, checked by PAI.
+
+    :meth:`calibrate` fits the predictor on the history and runs the whole procedure on held-out
+    history models (complete rows, cross-fitted: each fold's models are run with a predictor
+    fitted without them); :meth:`fit` runs it on the new model. The policy samples by
+    the predictor's uncertainty (:class:`~faqstats.sampling.VarianceReductionSampler` by default),
+    with a uniform floor, so PAI's design-based estimate comes from the same draws.
+
+    Parameters
+    ----------
+    predictor : Predictor or None, default=None
+        An unfitted predictor (cloned for every fold); ``None``:
+        ``GaussianProcessSurrogate(noise_floor=0.1)``.
+    sampler : Sampler or None, default=None
+        The policy; ``None``: ``VarianceReductionSampler(tau=0.2, power=8)`` (without replacement:
+        nearly the most informative question each time, with a floor of 0.2 for PAI's check).
+    budget : int, default=20
+        Questions asked of each model.
+    n_folds : int or "auto", default="auto"
+        Folds of the cross-fitted calibration; ``"auto"``: leave-one-out up to 50 calibration
+        models (each held-out model's predictor then sees nearly the whole history, as the new
+        model's does, so the calibration is not made conservative by weaker fits), else 10.
+    max_calibration_models : int, default=200
+        At most this many held-out history models are run (a seeded subset of the complete rows).
+    check_level : float in (0, 1), default=0.1
+        The check flags a model whose disagreement with PAI or whose prequential residual exceeds
+        the calibration runs' (each at ``check_level / 2``).
+    random_state : int, Generator or None, default=None
+        Seeds the folds and every run.
+    verbose : bool, default=True
+        A progress bar over the calibration runs.
+
+    Attributes
+    ----------
+    predictor_ : Predictor
+        The predictor fitted on the whole history (the one the new model's run uses).
+    sampler_ : Sampler
+        The policy of every run.
+    calibration_ : pandas.DataFrame
+        One row per calibration run: history row, truth, model-based estimate and scale, PAI
+        estimate and standard error, the standardised error, the disagreement and the residual.
+    result_ : ModelBasedResult
+        After :meth:`fit`.
+    estimate_ : float
+        After :meth:`fit`: the model-based estimate.
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=80, n_components=2, random_state=0)
+    >>> est = ModelBasedEstimator.from_history(bank.history, budget=10, random_state=0, verbose=False)
+    >>> est.fit(bank.new_outcomes[0]).result_.design_based.n_queries
+    10
+    >>> low, high = est.conf_int()
+    >>> bool(low <= est.estimate_ <= high)
+    True
+    """
+
+    def __init__(self, predictor=None, sampler=None, budget=20, *, n_folds="auto", max_calibration_models=200,
+                 check_level=0.1, random_state=None, verbose=True):
+        self.predictor = predictor
+        self.sampler = sampler
+        self.budget = budget
+        self.n_folds = n_folds
+        self.max_calibration_models = max_calibration_models
+        self.check_level = check_level
+        self.random_state = random_state
+        self.verbose = verbose
+
+    @classmethod
+    def from_history(cls, history, budget, **params):
+        """A calibrated estimator: ``cls(budget=budget, **params).calibrate(history)``.
+
+        Parameters
+        ----------
+        history : array-like of shape (n_models, N)
+            Earlier models' outcomes in [0, 1], NaN where not observed.
+        budget : int
+            Questions asked of each model.
+        **params
+            The other parameters of the class.
+
+        Returns
+        -------
+        ModelBasedEstimator
+        """
+        return cls(budget=budget, **params).calibrate(history)
+
+    def _parts(self):
+        # defaults chosen on held-out history models (calibration runs) of real banks: a noise floor
+        # of 0.1 keeps the surrogate from trusting single answers too much; power 8 nearly greedy,
+        # with a floor of 0.2 that keeps PAI's check about as precise as the uniform sample mean
+        predictor = GaussianProcessSurrogate(noise_floor=0.1, random_state=0) if self.predictor is None else self.predictor
+        sampler = VarianceReductionSampler(tau=0.2, power=8.0) if self.sampler is None else self.sampler
+        if not isinstance(sampler, Sampler):
+            raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
+        if not (isinstance(self.n_folds, str) and self.n_folds == "auto"):
+            check_scalar(self.n_folds, "n_folds", kind=numbers.Integral, low=2)
+        check_scalar(self.max_calibration_models, "max_calibration_models", kind=numbers.Integral, low=1)
+        check_scalar(self.check_level, "check_level", low=0.0, high=1.0, closed="neither")
+        return predictor, sampler
+
+    def calibrate(self, history):
+        """Fit the predictor on ``history`` and run the procedure on its held-out complete rows.
+
+        Parameters
+        ----------
+        history : array-like of shape (n_models, N)
+            Earlier models' outcomes in [0, 1], NaN where not observed; only the complete rows
+            (every question observed, so their accuracy is known) are calibration models.
+
+        Returns
+        -------
+        self
+        """
+        import pandas as pd
+
+        predictor, sampler = self._parts()
+        H = validate_history(self, history, reset=True, allow_empty_rows=True)
+        rng = check_generator(self.random_state)
+        complete = np.flatnonzero(~np.isnan(H).any(axis=1))
+        if complete.size < 2:
+            raise ValueError("calibration needs at least 2 complete history rows (every question observed, so that "
+                             f"their accuracy is known); the history has {complete.size}.")
+        chosen = np.sort(rng.choice(complete, min(complete.size, self.max_calibration_models), replace=False))
+        n_folds = (chosen.size if chosen.size <= 50 else 10) if isinstance(self.n_folds, str) else self.n_folds
+        if chosen.size < n_folds:
+            raise ValueError(f"n_folds={n_folds} but the history has {chosen.size} complete rows to calibrate on.")
+        folds = np.array_split(rng.permutation(chosen), n_folds)
+        rows = []
+        with progress_bar(chosen.size, "calibrating", self.verbose) as bar:
+            for fold in folds:
+                train = np.setdiff1d(np.arange(H.shape[0]), fold)
+                fitted = clone(predictor).fit(H[train])
+                for i in fold:
+                    z = H[i]
+                    estimate, scale, pai = _procedure(fitted, sampler, self.budget, z, rng)
+                    truth = float(np.mean(z))
+                    rows.append((int(i), truth, estimate, scale, pai.estimate_, pai.std_error_,
+                                 abs(estimate - truth) / scale if scale > 0 else math.inf,
+                                 _disagreement(estimate, pai.result_), prequential_residual(pai.queries_)))
+                    bar.update(1)
+        self.calibration_ = pd.DataFrame(rows, columns=["row", "truth", "estimate", "scale", "pai_estimate",
+                                                        "pai_std_error", "score", "disagreement", "residual"])
+        self.predictor_ = clone(predictor).fit(H)
+        self.sampler_ = sampler
+        self.n_features_in_ = H.shape[1]
+        return self
+
+    def calibration_report(self, alpha=0.05):
+        """The validated error of both estimates on the calibration runs, with the guarantee each carries.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by method (``"model-based"``, ``"design-based (PAI)"``): RMSE, mean width and
+            coverage of the held-out runs (the model-based coverage leave-one-out: each run's
+            interval from the other runs' scores), and the guarantee.
+        """
+        import pandas as pd
+        from scipy import stats
+
+        check_is_fitted(self, "calibration_")
+        c = self.calibration_
+        err = c["estimate"] - c["truth"]
+        scores = c["score"].to_numpy()
+        q = np.array([conformal_quantile(np.delete(scores, i), alpha) for i in range(scores.size)])
+        z = stats.norm.ppf(1 - alpha / 2)
+        pai_half = z * c["pai_std_error"]
+        return pd.DataFrame({
+            "rmse": [float(np.sqrt(np.mean(err**2))), float(np.sqrt(np.mean((c["pai_estimate"] - c["truth"]) ** 2)))],
+            "mean width": [float(np.mean(2 * q * c["scale"])), float(np.mean(2 * pai_half))],
+            "coverage": [float(np.mean(scores <= q)), float(np.mean(np.abs(c["pai_estimate"] - c["truth"]) <= pai_half))],
+            "guarantee": ["if the model is like the history's", "every model"],
+        }, index=pd.Index(["model-based", "design-based (PAI)"], name="method"))
+
+    def fit(self, outcomes, y=None):
+        """Run the procedure on the new model's ``outcomes`` (an array or a callable, as for PAIEstimator).
+
+        Parameters
+        ----------
+        outcomes : array-like of shape (N,) or callable
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self, "calibration_")
+        if not callable(outcomes):
+            outcomes = check_outcome_values(outcomes, "outcomes", allow_nan=True)
+        estimate, scale, pai = _procedure(self.predictor_, self.sampler_, self.budget, outcomes,
+                                          check_generator(self.random_state))
+        self.queries_ = pai.queries_
+        self.estimate_, self.scale_ = estimate, scale
+        self.result_ = ModelBasedResult(estimate, scale, self.calibration_["score"].to_numpy(), pai.result_,
+                                        _disagreement(estimate, pai.result_),
+                                        self.calibration_["disagreement"].to_numpy(), prequential_residual(pai.queries_),
+                                        self.calibration_["residual"].to_numpy(), self.check_level)
+        return self
+
+    def conf_int(self, alpha=0.05):
+        """The calibrated model-based interval (:meth:`ModelBasedResult.conf_int`)."""
+        check_is_fitted(self, "result_")
+        return self.result_.conf_int(alpha)
+
+    confint = conf_int
+
+    def summary(self, alpha=0.05):
+        """:meth:`ModelBasedResult.summary` of the last fit."""
+        check_is_fitted(self, "result_")
+        return self.result_.summary(alpha)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags

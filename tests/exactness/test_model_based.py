@@ -1,0 +1,97 @@
+"""The model-based estimate's arithmetic and its calibration rule, exactly.
+
+The conformal quantile's finite-sample guarantee is checked by enumerating every position of an
+exchangeable new score among the calibration scores; the estimate against a direct computation;
+the design-based side against ``PAIEstimator`` run on the same draws.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import faqstats as fq
+from faqstats.model_based import conformal_quantile, unasked_total_variance
+from faqstats.posterior import FixedPredictions
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 60), alpha=st.floats(0.01, 0.5))
+def test_conformal_quantile_covers_an_exchangeable_new_score_at_least_one_minus_alpha(n, alpha):
+    # n + 1 distinct exchangeable scores: the new one is each of them with probability 1 / (n + 1)
+    scores = np.arange(n + 1, dtype=float)
+    covered = sum(scores[i] <= conformal_quantile(np.delete(scores, i), alpha) for i in range(n + 1))
+    k = math.ceil((n + 1) * (1 - alpha))
+    assert covered / (n + 1) == (min(k, n + 1)) / (n + 1)  # exactly k of the n + 1 positions (all when k > n)
+    assert covered / (n + 1) >= 1 - alpha - 1e-12  # (up to the rounding of 1 - alpha)
+    if k <= n:
+        assert covered / (n + 1) < 1 - alpha + 1 / (n + 1)  # and not more than one position beyond
+
+
+def test_conformal_quantile_is_infinite_when_the_level_needs_more_scores():
+    assert conformal_quantile(np.ones(18), 0.05) == math.inf
+    assert conformal_quantile(np.ones(19), 0.05) == 1.0
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return fq.make_synthetic_bank(n_models=50, n_questions=40, n_new=2, n_components=2, random_state=1)
+
+
+@pytest.fixture(scope="module")
+def calibrated(bank):
+    return fq.ModelBasedEstimator.from_history(bank.history, budget=6, n_folds=5, random_state=0, verbose=False)
+
+
+def test_estimate_is_asked_answers_plus_the_posterior_means_of_the_rest(bank, calibrated):
+    z = bank.new_outcomes[0]
+    est = calibrated.set_params(random_state=3).fit(z)
+    post = calibrated.predictor_.posterior()
+    asked = []
+    for q, y in zip(est.queries_["question"], est.queries_["outcome"]):
+        post.update(int(q), float(y))
+        asked.append(int(q))
+    unasked = np.setdiff1d(np.arange(z.size), asked)
+    expected = (z[asked].sum() + np.asarray(post.predictions)[unasked].sum()) / z.size
+    assert est.estimate_ == pytest.approx(expected, abs=1e-12)
+    mask = np.zeros(z.size, bool)
+    mask[unasked] = True
+    assert est.scale_ == pytest.approx(math.sqrt(unasked_total_variance(post, mask)) / z.size, rel=1e-12)
+
+
+def test_design_based_side_is_pai_on_the_same_draws(bank, calibrated):
+    z = bank.new_outcomes[1]
+    est = calibrated.set_params(random_state=5).fit(z)
+    pai = fq.PAIEstimator(calibrated.predictor_, calibrated.sampler_, calibrated.budget, random_state=5).fit(z)
+    assert est.result_.design_based == pai.result_
+    np.testing.assert_array_equal(est.queries_, pai.queries_)
+
+
+def test_a_census_is_the_exact_accuracy_with_zero_scale(bank):
+    H = bank.history
+    means = np.nanmean(H, axis=0)
+
+    class Means(fq.Predictor):
+        def fit(self, X, y=None):
+            self.n_features_in_ = X.shape[1]
+            return self
+
+        def posterior(self, dtype="float64", predict_every=1):
+            return FixedPredictions(means)
+
+    z = bank.new_outcomes[0]
+    est = fq.ModelBasedEstimator(Means(), fq.UniformSampler(), budget=z.size, n_folds=2, max_calibration_models=4,
+                                 random_state=0, verbose=False).calibrate(H).fit(z)
+    assert est.estimate_ == pytest.approx(z.mean(), abs=1e-15) and est.scale_ == 0.0
+
+
+def test_unasked_total_variance_of_a_gaussian_process_is_its_exact_variance():
+    V = np.array([[1.0, 0.0], [0.5, 1.0], [0.0, 2.0]])
+    cov = np.array([[0.3, 0.1], [0.1, 0.2]])
+    noise = np.array([0.1, 0.2, 0.3])
+    post = fq.posterior.GaussianPosterior(V, np.zeros(2), cov, np.full(3, 0.5), noise)
+    unasked = np.array([True, False, True])
+    S = V[unasked].sum(0)  # the sum of the unasked outcomes is linear in u plus independent noise
+    assert unasked_total_variance(post, unasked) == pytest.approx(S @ cov @ S + noise[unasked].sum(), rel=1e-12)
