@@ -271,6 +271,8 @@ def saving_error(model):
     object cannot be saved: a predictor is saved through its save pair; define get_arrays(self) -> ...
     """
     kind = type(model).__name__
+    if callable(getattr(model, "get_entries", None)):  # a built-in's layout (the module docstring)
+        return None
     missing = [m for m in ("get_arrays", "from_arrays") if not callable(getattr(model, m, None))]
     if missing:
         return (f"{kind} cannot be saved: a predictor is saved through its save pair; define "

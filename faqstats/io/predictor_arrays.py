@@ -19,11 +19,8 @@ from ..predictor import predictor_class, predictor_name, saving_error
 from .checks import json_safe
 from .npz import read_array, require_entries
 
-__all__ = ["BUILT_IN_FORMATS", "read_save_pair", "save_pair_entries", "unsaved_reason"]
+__all__ = ["read_save_pair", "save_pair_entries", "unsaved_reason"]
 
-#: registered names whose file format :mod:`faqstats.io.models` writes itself
-BUILT_IN_FORMATS = ("LogisticFactorModel", "LogisticFactorModelCV", "GaussianProcessSurrogate", "ItemResponseModel",
-                    "HistoryMixture", "StackedPredictor")
 ARRAY_PREFIX = "arrays."
 
 
@@ -44,12 +41,9 @@ def unsaved_reason(model):
     >>> unsaved_reason(fq.LogisticFactorModel()) is None
     True
     """
-    if predictor_name(model) in BUILT_IN_FORMATS:
-        return None
     if not (callable(getattr(model, "fit", None)) and callable(getattr(model, "posterior", None))):
-        return ("model must be a LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate, "
-                "ItemResponseModel, HistoryMixture, StackedPredictor or a registered faqstats.Predictor with "
-                f"get_arrays and from_arrays, got {type(model).__name__}.")
+        return ("model must be a built-in predictor or a registered faqstats.Predictor with get_arrays and "
+                f"from_arrays, got {type(model).__name__}.")
     return saving_error(model)
 
 
@@ -117,7 +111,7 @@ def read_save_pair(data, meta, prefix, n, path, where, kind):
     Predictor
     """
     try:
-        cls = None if kind in BUILT_IN_FORMATS else predictor_class(kind)
+        cls = predictor_class(kind)
     except ValueError:
         cls = None
     if cls is None or not callable(getattr(cls, "from_arrays", None)):
