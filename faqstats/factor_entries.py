@@ -23,11 +23,6 @@ def low_rank_entries(self, saver):
     Parameters
     ----------
     saver : object
-        What :mod:`faqstats.io` hands ``get_entries`` (:mod:`faqstats.predictor` lists it).
-
-    Returns
-    -------
-    tuple of (dict, dict)
     """
     model = self
     check_is_fitted(model, "question_factors_")
@@ -49,23 +44,8 @@ def low_rank_entries(self, saver):
 
 
 def read_low_rank(model, entries, fields, extra=()):
-    """``model`` (unfitted) with the stored parameters and fitted arrays, every one checked.
-
-    Parameters
-    ----------
-    model : LogisticFactorModel or GaussianProcessSurrogate
-    entries : object
-        What :mod:`faqstats.io` hands ``from_entries`` (:mod:`faqstats.predictor`).
-    fields : dict
-        The stored metadata.
-    extra : tuple of str, default=()
-        The names of further arrays of shape (n,) it needs (a surrogate's means and noise).
-
-    Returns
-    -------
-    LogisticFactorModel or GaussianProcessSurrogate
-        ``model``, fitted.
-    """
+    """``model`` (unfitted) fitted with the stored parameters and arrays, every one checked (``extra``: the
+    names of further arrays of shape (n,) it needs, a surrogate's means and noise)."""
     k, n = fields.get("n_components"), entries.n_questions
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise entries.error(f"metadata{entries.where} 'n_components' must be a positive integer, got {k!r}.")
@@ -105,13 +85,7 @@ def read_factor_model(cls, entries, fields):
     Parameters
     ----------
     entries : object
-        What :mod:`faqstats.io` hands ``from_entries`` (:mod:`faqstats.predictor` lists it).
     fields : dict
-        Its stored metadata.
-
-    Returns
-    -------
-    LogisticFactorModel
     """
     model = read_low_rank(cls(), entries, fields)
     if model.n_components != fields["n_components"]:
@@ -127,11 +101,6 @@ def cv_entries(self, saver):
     Parameters
     ----------
     saver : object
-        What :mod:`faqstats.io` hands ``get_entries`` (:mod:`faqstats.predictor` lists it).
-
-    Returns
-    -------
-    tuple of (dict, dict)
     """
     check_is_fitted(self, "best_estimator_")
     if not saver.first_format:
@@ -145,10 +114,5 @@ def cv_entries(self, saver):
 
 
 def best_estimator(self):
-    """The predictor it is saved (and loaded back) as: its ``best_estimator_`` (unfitted: itself).
-
-    Returns
-    -------
-    LogisticFactorModel or LogisticFactorModelCV
-    """
+    """The predictor it is saved (and loaded back) as: its ``best_estimator_`` (unfitted: itself)."""
     return getattr(self, "best_estimator_", self)

@@ -265,21 +265,11 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Parameters
         ----------
         saver : object
-            What :mod:`faqstats.io` hands ``get_entries`` (:mod:`faqstats.predictor` lists it).
-
-        Returns
-        -------
-        tuple of (dict, dict)
         """
         return self.as_factor_model().get_entries(saver)
 
     def saved_predictor(self):
-        """The predictor it is saved (and loaded back) as: :meth:`as_factor_model` (unfitted: itself).
-
-        Returns
-        -------
-        LogisticFactorModel or ItemResponseModel
-        """
+        """The predictor it is saved (and loaded back) as: :meth:`as_factor_model` (unfitted: itself)."""
         return self.as_factor_model() if hasattr(self, "question_factors_") else self
 
     def as_factor_model(self):

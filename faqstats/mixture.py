@@ -129,11 +129,6 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         saver : object
-            What :mod:`faqstats.io` hands ``get_entries`` (:mod:`faqstats.predictor` lists it).
-
-        Returns
-        -------
-        tuple of (dict, dict)
         """
         check_is_fitted(self, "profiles_")
         profiles = saver.float(self, "profiles_")
@@ -148,13 +143,7 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         entries : object
-            What :mod:`faqstats.io` hands ``from_entries`` (:mod:`faqstats.predictor` lists it).
         fields : dict
-            Its stored metadata.
-
-        Returns
-        -------
-        HistoryMixture
         """
         entries.require("profiles", "question_means")
         profiles = entries.float("profiles", (None, entries.n_questions))

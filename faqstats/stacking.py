@@ -185,11 +185,6 @@ class StackedPredictor(Predictor):
         Parameters
         ----------
         saver : object
-            What :mod:`faqstats.io` hands ``get_entries`` (:mod:`faqstats.predictor` lists it).
-
-        Returns
-        -------
-        tuple of (dict, dict)
         """
         check_is_fitted(self, "weights_")
         params = self.get_params(deep=False)
@@ -215,13 +210,7 @@ class StackedPredictor(Predictor):
         Parameters
         ----------
         entries : object
-            What :mod:`faqstats.io` hands ``from_entries`` (:mod:`faqstats.predictor` lists it).
         fields : dict
-            Its stored metadata.
-
-        Returns
-        -------
-        StackedPredictor
         """
         entries.require("steps", "weights", "validation_mse")
         steps, where = entries.array("steps"), entries.where

@@ -165,13 +165,7 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         Parameters
         ----------
         entries : object
-            What :mod:`faqstats.io` hands ``from_entries`` (:mod:`faqstats.predictor` lists it).
         fields : dict
-            Its stored metadata.
-
-        Returns
-        -------
-        GaussianProcessSurrogate
         """
         model = read_low_rank(cls(), entries, fields, extra=("question_means", "noise"))
         if model.noise_.min() <= 0:

@@ -1,36 +1,26 @@
 """Factor models and every other predictor as one ``.npz`` file: arrays plus JSON metadata, never a pickle.
 
-File format ``faqstats.factor_model``, format version 1
---------------------------------------------------------
+File format ``faqstats.factor_model``
+-------------------------------------
 An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads (no object arrays):
 
 ``metadata_json`` : uint8 array
     UTF-8 JSON: the header fields (``format``, ``format_version``, ``faqstats_version``), ``numpy_version``,
-    ``created_utc``, ``estimator`` (class name), ``params`` (``get_params()``, JSON-safe),
-    ``n_questions``, ``n_components``, ``n_models``, ``fitted_device``, ``question_ids_sha256``
-    (:func:`~faqstats.io.checks.question_ids_sha256`), ``notes``, ``reader`` (only in a model fitted on
-    harness output: how ``faqstats fit-history`` read it, ``{"harness": "lm-eval" | "inspect", "options":
-    {name: {"default": str or null, "tasks": {task: str}}}}``, the defaults of ``faqstats session record``;
-    :func:`~faqstats.io.checks.check_reader_options`), ``cv`` (null, or a ``LogisticFactorModelCV``'s
-    ``params``, ``best_params``, ``best_index``) and ``array_sha256``
+    ``created_utc``, ``question_ids_sha256`` (:func:`~faqstats.io.checks.question_ids_sha256`), ``notes``,
+    ``reader`` (only in a model fitted on harness output: how ``faqstats fit-history`` read it,
+    ``{"harness": "lm-eval" | "inspect", "options": {name: {"default": str or null, "tasks": {task: str}}}}``,
+    the defaults of ``faqstats session record``; :func:`~faqstats.io.checks.check_reader_options`), the
+    predictor's fields (``estimator``: the name it is registered under, or null: no predictor, the FPC sample
+    mean; ``params``: ``get_params()``, JSON-safe; ``n_questions``; its own) and ``array_sha256``
     (:func:`~faqstats.io.checks.array_sha256` of every other entry: an edited or damaged file is refused, and
     so is a file without it, unless read with ``allow_unchecked=True``: files written before faqstats stored it).
-``question_factors`` (n, k), ``prior_mean`` (k,), ``prior_cov`` (k, k) : float64
-``observed_questions`` : bool (n,)
-``model_factors`` (n_models, k), ``loss_curve`` (n_iter,) : float64, when the model has them
-``question_means``, ``noise`` (n,) : float64, a ``GaussianProcessSurrogate``'s
+the predictor's arrays : as its ``get_entries`` names them (:mod:`faqstats.predictor`)
 ``question_ids``, ``feature_names_in`` : str (n,), when given / when the model has ``feature_names_in_``
-``cv_results.<name>`` : one per entry of a ``LogisticFactorModelCV``'s ``cv_results_``
 
-Format version 2 (same format name, same header and checks) holds a predictor beyond the low-rank
-form, or none, or a saved configuration; older faqstats refuse it as newer. ``estimator`` is
-``"HistoryMixture"`` (``profiles`` (n_models, n) in (0, 1), ``question_means`` (n,)),
-``"StackedPredictor"`` (``steps`` int (S,), ``weights`` (S, K) convex rows, ``validation_mse``
-(S, K + 1); metadata ``components``: each component's ``name``, ``estimator``, ``params`` and
-sizes, its arrays prefixed ``component<i>.``), a low-rank class (its arrays as in version 1, without
-``loss_curve``), or null (no predictor: the FPC sample mean; only ``question_ids``).
-``estimator`` may also name a predictor of your own, registered by that name and saved through its
-save pair (:mod:`faqstats.io.predictor_arrays`).
+Format version 1 holds the low-rank form (:mod:`faqstats.factor_entries`), as :func:`save_factor_model`
+writes it. Format version 2 (same format name, header and checks) holds any other predictor (a
+mixture, a stack: their ``get_entries``; one of your own through its save pair,
+:mod:`faqstats.io.predictor_arrays`), or none, or a saved configuration; older faqstats refuse it as newer.
 ``configuration`` (:func:`~faqstats.save_configuration`; with its own ``sha256``): ``choice``,
 ``budget``, ``predict_every``, ``policy`` (class, module, params), ``predicted_ess``,
 ``n_validation``, ``n_runs``, ``seconds``, ``configured_budget`` and ``table`` (``columns``,
@@ -68,14 +58,12 @@ _READ_WHY = {1: _BOUND_WHY, 2: " (the square of the factors' bound)"}
 
 
 class _Saver:
-    """What a predictor's ``get_entries`` is handed: checked float arrays, JSON values (conversions noted),
-    its components' entries, and whether :func:`save_factor_model` writes the file (``first_format``)."""
+    """What a predictor's ``get_entries`` is handed (:mod:`faqstats.predictor` describes it)."""
 
     def __init__(self, prefix, notes, first_format):
         self.prefix, self.notes, self.first_format = prefix, notes, first_format
 
     def float(self, model, attr, bound=None):
-        """``model.<attr>`` as float64, refused unless finite (and within ``VALUE_BOUND ** bound``)."""
         arr = np.asarray(getattr(model, attr), dtype=np.float64)
         if not np.isfinite(arr).all():
             raise ValueError(f"Refusing to save: {attr} has non-finite values.")
@@ -88,13 +76,12 @@ class _Saver:
         return json_safe(value, self.prefix + name, self.notes)
 
     def entries(self, predictor, prefix):
-        """A component's ``(fields, arrays)``, its arrays named under ``prefix``."""
         fields, arrays = _predictor_entries(predictor, self.prefix + prefix, self.notes)
         return fields, {key[len(self.prefix):]: arr for key, arr in arrays.items()}
 
 
 class _Entries:
-    """What a predictor's ``from_entries`` is handed: its entries (under ``prefix``), read and checked."""
+    """What a predictor's ``from_entries`` is handed (:mod:`faqstats.predictor` describes it)."""
 
     def __init__(self, data, prefix, n_questions, path, format_version):
         self.data, self.prefix, self.n_questions, self.path = data, prefix, n_questions, path
@@ -116,12 +103,10 @@ class _Entries:
         return read_array(self.data, self.prefix + name, self.path)
 
     def float(self, name, shape, bound=None):
-        """Float64, of ``shape`` (None: any length), finite (and within ``VALUE_BOUND ** bound``)."""
         return read_float(self.data, self.prefix + name, shape, self.path,
                           bound=None if bound is None else VALUE_BOUND**bound, why=_READ_WHY.get(bound, ""))
 
     def set_params(self, model, params):
-        """Set the stored parameters the model knows, then check them (its ``check_params``, if any)."""
         known = model.get_params(deep=False)
         try:
             model.set_params(**{name: value for name, value in params.items() if name in known})
@@ -131,7 +116,6 @@ class _Entries:
             raise self.error(f"invalid estimator parameters in metadata{self.where}: {exc}") from exc
 
     def predictor(self, fields, prefix):
-        """The component stored under ``prefix`` (its metadata ``fields``)."""
         return _read_predictor(self.data, fields, self.prefix + prefix, self.n_questions, self.path,
                                self.format_version)
 
@@ -260,9 +244,11 @@ def _write_model_file(path, format_version, meta, arrays, notes, feature_names, 
 def _predictor_entries(model, prefix, notes, first_format=False):
     """``(metadata, arrays)`` of a fitted predictor of any kind, its array names prefixed with ``prefix``:
     its ``get_entries``, else its save pair (a predictor of your own; TypeError without it)."""
-    if not callable(getattr(model, "get_entries", None)):
-        return save_pair_entries(model, prefix, notes)
-    fields, arrays = model.get_entries(_Saver(prefix, notes, first_format))
+    saver = _Saver(prefix, notes, first_format)
+    if callable(getattr(model, "get_entries", None)):
+        fields, arrays = model.get_entries(saver)
+    else:  # a predictor of your own, through its save pair (TypeError without it)
+        fields, arrays = save_pair_entries(model, saver)
     return fields, {prefix + key: np.asarray(arr) for key, arr in arrays.items()}
 
 
@@ -281,9 +267,9 @@ def load_factor_model(path, *, allow_unchecked=False):
 
     Returns
     -------
-    LogisticFactorModel, GaussianProcessSurrogate, HistoryMixture or StackedPredictor
-        Fitted (a saved CV model's best estimator), predicting exactly as the saved one,
-        with its parameters (a Generator ``random_state`` comes back as None),
+    fitted predictor
+        Fitted, as saved (a CV model: its best estimator; an item response model: its factor-model view),
+        predicting exactly as the saved one, with its parameters (a Generator ``random_state`` comes back as None),
         ``question_ids_`` (for :func:`~faqstats.io.check_question_ids`) and ``metadata_`` (the JSON
         metadata; for a CV model ``metadata_["cv"]["cv_results"]`` is a dict of ndarrays).
 
@@ -441,10 +427,12 @@ def _read_predictor(data, meta, prefix, n, path, format_version):
         cls = predictor_class(kind)
     except ValueError:
         cls = None
-    if not callable(getattr(cls, "from_entries", None)):
-        return read_save_pair(data, meta, prefix, n, path, where, kind)  # registered, or an unknown estimator
-    if not isinstance(meta.get("params"), dict):
+    entries = _Entries(data, prefix, n, path, format_version)
+    if not callable(getattr(cls, "from_entries", None)):  # registered with a save pair, or an unknown estimator
+        model = read_save_pair(cls, entries, meta, kind)
+    elif not isinstance(meta.get("params"), dict):
         raise ValueError(f"{path}: metadata{where} 'params' must be a JSON object.")
-    model = cls.from_entries(_Entries(data, prefix, n, path, format_version), meta)
+    else:
+        model = cls.from_entries(entries, meta)
     model.n_features_in_ = n
     return model
