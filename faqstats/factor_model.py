@@ -208,6 +208,9 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         return fm
 
     # -- parameter checks -------------------------------------------------
+    get_entries = low_rank_entries  # how it is saved: faqstats.factor_entries
+    from_entries = classmethod(read_factor_model)
+
     def check_params(self):
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
         check_scalar(self.regularization, "regularization", low=0.0)
@@ -397,9 +400,6 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         H, fit_half, test_half = observed_halves(self, X)
         U = self._transform(np.where(fit_half, H, np.nan))
         return -log_loss_on_cells(H, U @ self.question_factors_.T, test_half)
-
-    get_entries = low_rank_entries  # how it is saved: faqstats.factor_entries
-    from_entries = classmethod(read_factor_model)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
