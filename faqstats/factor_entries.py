@@ -37,8 +37,8 @@ def low_rank_entries(self, saver):
             arrays[key] = saver.float(model, key + "_", bound=None if key == "loss_curve" else 1)
     fields = {"estimator": type(model).__name__, "params": saver.json(model.get_params(deep=False), "params"),
               "n_questions": int(V.shape[0]), "n_components": int(V.shape[1])}
-    if saver.first_format:
-        fields |= {"n_models": int(arrays["model_factors"].shape[0]) if "model_factors" in arrays else None,
+    if saver.first_format:  # save_factor_model's file: format version 1, as older faqstats read it
+        fields |= {"format_version": 1, "n_models": int(arrays["model_factors"].shape[0]) if "model_factors" in arrays else None,
                    "fitted_device": saver.json(getattr(model, "device_", None), "device_"), "cv": None}
     return fields, arrays
 

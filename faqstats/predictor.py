@@ -23,8 +23,8 @@ classmethod ``from_entries(entries, fields)``. :mod:`faqstats.io` hands ``saver`
 attr, bound=None)`` (the attribute as float64, refused unless finite and, with ``bound`` 1 or 2,
 within the value bound or its square), ``json(value, name)`` (JSON-safe, conversions noted),
 ``entries(component, prefix)`` (a component's ``(fields, arrays)``, its arrays under ``prefix``) and
-``first_format`` (True when :func:`~faqstats.save_factor_model` writes the file: the low-rank form,
-metadata ``n_components``, is then format version 1); and ``entries``: ``n_questions``,
+``first_format`` (True when :func:`~faqstats.save_factor_model` writes the file: the low-rank form
+then adds the field ``format_version`` 1); and ``entries``: ``n_questions``,
 ``format_version``, ``where``, ``name in entries``, ``key(name)``, ``array(name)``, ``float(name,
 shape, bound=None)`` (refused unless of ``shape``, finite and within the bound), ``require(*names)``,
 ``error(message)`` (a ``ValueError`` naming the file), ``set_params(model, params)`` (those it knows,

@@ -44,7 +44,7 @@ __all__ = ["save_factor_model", "load_factor_model", "load_model_file", "save_pr
 
 FORMAT_NAME = "faqstats.factor_model"
 FORMAT_VERSION = 1  # what low-rank predictors are written as (older faqstats read them)
-#: 2: a HistoryMixture, a StackedPredictor, no predictor (the sample mean) or a saved configuration
+#: 2: any other predictor, no predictor (the sample mean) or a saved configuration
 PREDICTOR_FORMAT_VERSION = 2
 
 METADATA_KEY = "metadata_json"
@@ -208,8 +208,9 @@ def _save(model, path, question_ids, reader, configuration, n_questions, first_f
         if step_weights is not None:
             extra[CONFIG_WEIGHTS] = step_weights
         meta["configuration"] = doc | {"sha256": json_sha256(doc)}
-    # the low-rank form (n_components) is what format version 1 holds: save_factor_model writes it so
-    version = FORMAT_VERSION if first_format and "n_components" in meta else PREDICTOR_FORMAT_VERSION
+    version = meta.pop("format_version", PREDICTOR_FORMAT_VERSION)  # 1: the low-rank form, in save_factor_model
+    if version not in ((FORMAT_VERSION, PREDICTOR_FORMAT_VERSION) if first_format else (PREDICTOR_FORMAT_VERSION,)):
+        raise ValueError(f"Refusing to save: {type(model).__name__}.get_entries gave format_version={version!r}.")
     return _write_model_file(path, version, meta, arrays, notes, getattr(model, "feature_names_in_", None),
                              question_ids, reader, extra)
 
