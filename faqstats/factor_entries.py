@@ -24,7 +24,7 @@ def low_rank_entries(self, saver):
     ----------
     saver : object
     """
-    model = self
+    model = self  # a LogisticFactorModel's or GaussianProcessSurrogate's method
     check_is_fitted(model, "question_factors_")
     V = saver.float(model, "question_factors_", bound=1)
     if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
@@ -38,8 +38,9 @@ def low_rank_entries(self, saver):
     fields = {"estimator": type(model).__name__, "params": saver.json(model.get_params(deep=False), "params"),
               "n_questions": int(V.shape[0]), "n_components": int(V.shape[1])}
     if saver.first_format:  # save_factor_model's file: format version 1, as older faqstats read it
-        fields |= {"format_version": 1, "n_models": int(arrays["model_factors"].shape[0]) if "model_factors" in arrays else None,
-                   "fitted_device": saver.json(getattr(model, "device_", None), "device_"), "cv": None}
+        n_models = int(arrays["model_factors"].shape[0]) if "model_factors" in arrays else None
+        fields |= {"format_version": 1, "n_models": n_models, "cv": None,
+                   "fitted_device": saver.json(getattr(model, "device_", None), "device_")}
     return fields, arrays
 
 

@@ -121,20 +121,8 @@ class LogisticFactorModel(TransformerMixin, Predictor):
     True
     """
 
-    def __init__(
-        self,
-        n_components=16,
-        regularization=0.1,
-        learning_rate=1e-2,
-        max_iter=2000,
-        solver="adamw",
-        tol=1e-4,
-        device="auto",
-        dtype="float32",
-        random_state=None,
-        verbose=False,
-        prior_scale=1.0,
-    ):
+    def __init__(self, n_components=16, regularization=0.1, learning_rate=1e-2, max_iter=2000, solver="adamw",
+                 tol=1e-4, device="auto", dtype="float32", random_state=None, verbose=False, prior_scale=1.0):
         self.n_components = n_components
         self.regularization = regularization
         self.learning_rate = learning_rate
