@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress_bar
 from ._validation import check_generator, check_scalar, observed_halves, validate_history
+from .factor_entries import best_estimator, cv_entries, low_rank_entries, read_factor_model
 from .posterior import FactorPosterior, laplace_update
 from .predictor import Predictor, register_predictor
 
@@ -120,20 +121,8 @@ class LogisticFactorModel(TransformerMixin, Predictor):
     True
     """
 
-    def __init__(
-        self,
-        n_components=16,
-        regularization=0.1,
-        learning_rate=1e-2,
-        max_iter=2000,
-        solver="adamw",
-        tol=1e-4,
-        device="auto",
-        dtype="float32",
-        random_state=None,
-        verbose=False,
-        prior_scale=1.0,
-    ):
+    def __init__(self, n_components=16, regularization=0.1, learning_rate=1e-2, max_iter=2000, solver="adamw",
+                 tol=1e-4, device="auto", dtype="float32", random_state=None, verbose=False, prior_scale=1.0):
         self.n_components = n_components
         self.regularization = regularization
         self.learning_rate = learning_rate
@@ -207,6 +196,9 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         return fm
 
     # -- parameter checks -------------------------------------------------
+    get_entries = low_rank_entries  # how it is saved: faqstats.factor_entries
+    from_entries = classmethod(read_factor_model)
+
     def check_params(self):
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
         check_scalar(self.regularization, "regularization", low=0.0)
@@ -466,22 +458,9 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
     ['n_components', 'regularization']
     """
 
-    def __init__(
-        self,
-        n_components_grid=(4, 8, 16, 32),
-        regularization_grid=(1e-3, 1e-2, 1e-1, 1.0),
-        cv=5,
-        scoring="log_loss",
-        one_standard_error=True,
-        learning_rate=1e-2,
-        max_iter=2000,
-        solver="adamw",
-        tol=1e-4,
-        device="auto",
-        dtype="float32",
-        random_state=None,
-        verbose=False,
-    ):
+    def __init__(self, n_components_grid=(4, 8, 16, 32), regularization_grid=(1e-3, 1e-2, 1e-1, 1.0), cv=5,
+                 scoring="log_loss", one_standard_error=True, learning_rate=1e-2, max_iter=2000, solver="adamw",
+                 tol=1e-4, device="auto", dtype="float32", random_state=None, verbose=False):
         self.n_components_grid = n_components_grid
         self.regularization_grid = regularization_grid
         self.cv = cv
@@ -556,6 +535,10 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
         self.best_params_ = {"n_components": int(k), "regularization": float(a)}
         self.best_estimator_ = self._model(k, a, seed).fit(H)
         return self
+
+    # saved as its best estimator, with the CV record in save_factor_model's file (faqstats.factor_entries)
+    get_entries, saved_predictor = cv_entries, best_estimator
+    from_entries = LogisticFactorModel.from_entries  # a file of format version 1 gives back its best estimator
 
     def __getattr__(self, name):
         # Expose the refitted model's learned attributes (question_factors_, ...)

@@ -259,6 +259,19 @@ class ItemResponseModel(TransformerMixin, Predictor):
         return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
                                predict_every=predict_every)
 
+    def get_entries(self, saver):
+        """The entries it is saved as: its factor-model view's (:meth:`as_factor_model`), loaded back as that.
+
+        Parameters
+        ----------
+        saver : object
+        """
+        return self.as_factor_model().get_entries(saver)
+
+    def saved_predictor(self):
+        """The predictor it is saved (and loaded back) as: :meth:`as_factor_model` (unfitted: itself)."""
+        return self.as_factor_model() if hasattr(self, "question_factors_") else self
+
     def as_factor_model(self):
         """The equivalent fitted :class:`~faqstats.LogisticFactorModel` (same predictions and
         posterior), e.g. to save it with :func:`~faqstats.save_factor_model`.

@@ -95,10 +95,7 @@ class HistoryMixture(TransformerMixin, Predictor):
         HistoryMixture
             The fitted mixture (``self``).
         """
-        check_scalar(self.smoothing, "smoothing", low=0.0, high=1.0, closed="right")
-        check_scalar(self.temperature, "temperature", low=0.0, closed="neither")
-        if self.target not in ("low-rank", "means"):
-            raise ValueError(f"target must be 'low-rank' or 'means', got {self.target!r}.")
+        self.check_params()
         H = validate_history(self, X, reset=True)
         observed = ~np.isnan(H)
         counts = observed.sum(0)
@@ -118,6 +115,47 @@ class HistoryMixture(TransformerMixin, Predictor):
         self.profiles_ = np.clip((1.0 - s) * filled + s * target, floor, 1.0 - floor)
         self.question_means_ = means
         return self
+
+    def check_params(self):
+        """Raise if a parameter is out of range (also what :func:`~faqstats.load_factor_model` checks)."""
+        check_scalar(self.smoothing, "smoothing", low=0.0, high=1.0, closed="right")
+        check_scalar(self.temperature, "temperature", low=0.0, closed="neither")
+        if self.target not in ("low-rank", "means"):
+            raise ValueError(f"target must be 'low-rank' or 'means', got {self.target!r}.")
+
+    def get_entries(self, saver):
+        """The entries it is saved as: ``profiles`` (n_models, N) and ``question_means`` (N,).
+
+        Parameters
+        ----------
+        saver : object
+        """
+        check_is_fitted(self, "profiles_")
+        profiles = saver.float(self, "profiles_")
+        return ({"estimator": type(self).__name__, "params": saver.json(self.get_params(deep=False), "params"),
+                 "n_questions": int(profiles.shape[1]), "n_models": int(profiles.shape[0])},
+                {"profiles": profiles, "question_means": saver.float(self, "question_means_")})
+
+    @classmethod
+    def from_entries(cls, entries, fields):
+        """The fitted mixture its stored entries hold: profiles in (0, 1), means in [0, 1].
+
+        Parameters
+        ----------
+        entries : object
+        fields : dict
+        """
+        entries.require("profiles", "question_means")
+        profiles = entries.float("profiles", (None, entries.n_questions))
+        if profiles.shape[0] < 1 or not np.all((profiles > 0) & (profiles < 1)):
+            raise entries.error(f"{entries.key('profiles')!r} must hold at least one row, every entry in (0, 1).")
+        means = entries.float("question_means", (entries.n_questions,))
+        if not np.all((means >= 0) & (means <= 1)):
+            raise entries.error(f"{entries.key('question_means')!r} must be in [0, 1].")
+        model = cls()
+        entries.set_params(model, fields["params"])
+        model.profiles_, model.question_means_ = profiles, means
+        return model
 
     def posterior(self, dtype="float64", predict_every=1):
         """A new model's :class:`MixturePosterior`: uniform weights over the history models.

@@ -15,6 +15,22 @@ without it :func:`faqstats.batched.simulate` drives one posterior per run side b
 is saved (:func:`~faqstats.save_factor_model`, a session's directory) through its save pair:
 ``get_arrays() -> (arrays, params)`` and the classmethod ``from_arrays(arrays, params)``, under
 the name it is registered with (:func:`register_predictor`); only registered classes are read back.
+
+The built-in predictors are saved through fuller entries, which a predictor of yours may define
+instead: ``get_entries(saver) -> (fields, arrays)`` (arrays named as the file stores them; ``fields``
+the metadata: ``estimator``, the registered name, ``params``, ``n_questions`` and its own) and the
+classmethod ``from_entries(entries, fields)``. :mod:`faqstats.io` hands ``saver``: ``float(self,
+attr, bound=None)`` (the attribute as float64, refused unless finite and, with ``bound`` 1 or 2,
+within the value bound or its square), ``json(value, name)`` (JSON-safe, conversions noted),
+``entries(component, prefix)`` (a component's ``(fields, arrays)``, its arrays under ``prefix``) and
+``first_format`` (True when :func:`~faqstats.save_factor_model` writes the file: the low-rank form
+then adds the field ``format_version`` 1); and ``entries``: ``n_questions``,
+``format_version``, ``where``, ``name in entries``, ``key(name)``, ``array(name)``, ``float(name,
+shape, bound=None)`` (refused unless of ``shape``, finite and within the bound), ``require(*names)``,
+``error(message)`` (a ``ValueError`` naming the file), ``set_params(model, params)`` (those it knows,
+checked by its ``check_params``) and ``predictor(fields, prefix)`` (a component). A predictor saved
+as another (the CV model as its best estimator, the item response model as its factor-model view)
+has ``saved_predictor()``: a session computes with that.
 """
 
 from __future__ import annotations
@@ -307,6 +323,8 @@ def saving_error(model):
     object cannot be saved: a predictor is saved through its save pair; define get_arrays(self) -> ...
     """
     kind = type(model).__name__
+    if callable(getattr(model, "get_entries", None)):  # a built-in's layout (the module docstring)
+        return None
     missing = [m for m in ("get_arrays", "from_arrays") if not callable(getattr(model, m, None))]
     if missing:
         return (f"{kind} cannot be saved: a predictor is saved through its save pair; define "

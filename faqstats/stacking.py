@@ -178,6 +178,74 @@ class StackedPredictor(Predictor):
         check_is_fitted(self, "weights_")
         return self.weights_[np.searchsorted(self.steps_, n_answers, side="right") - 1]
 
+    def get_entries(self, saver):
+        """The entries it is saved as: ``steps``, ``weights``, ``validation_mse`` and its components'
+        (metadata ``components``: each one's ``name`` and fields; its arrays under ``component<i>.``).
+
+        Parameters
+        ----------
+        saver : object
+        """
+        check_is_fitted(self, "weights_")
+        params = self.get_params(deep=False)
+        if params["estimators"] is not None:  # the components' classes and parameters are stored with them
+            params["estimators"] = [name for name, _ in params["estimators"]]
+        arrays = {"steps": np.asarray(self.steps_, dtype=np.int64), "weights": saver.float(self, "weights_"),
+                  "validation_mse": saver.float(self, "validation_mse_")}
+        components = []
+        for i, (name, part) in enumerate(zip(self.component_names(), self.estimators_)):
+            part_fields, part_arrays = saver.entries(part, f"component{i}.")
+            components.append({"name": name, **part_fields})
+            arrays |= part_arrays
+        n = {c["n_questions"] for c in components}
+        if len(n) != 1:
+            raise ValueError(f"Refusing to save: the stack's components have different numbers of questions {n}.")
+        return {"estimator": type(self).__name__, "params": saver.json(params, "params"), "n_questions": n.pop(),
+                "n_validation": int(getattr(self, "n_validation_", 0)), "components": components}, arrays
+
+    @classmethod
+    def from_entries(cls, entries, fields):
+        """The fitted stack its stored entries hold, its components read in turn, every entry checked.
+
+        Parameters
+        ----------
+        entries : object
+        fields : dict
+        """
+        entries.require("steps", "weights", "validation_mse")
+        steps, where = entries.array("steps"), entries.where
+        if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size < 1 or steps[0] != 0 or np.any(
+                np.diff(steps) <= 0):
+            raise entries.error(f"{entries.key('steps')!r} must be increasing integers starting at 0, got "
+                                f"{steps.dtype} {steps.shape}.")
+        components = fields.get("components")
+        if not isinstance(components, list) or not components:
+            raise entries.error(f"metadata{where} 'components' must be a non-empty list.")
+        weights = entries.float("weights", (steps.size, len(components)))
+        if np.any(weights < 0) or not np.allclose(weights.sum(1), 1.0, rtol=0, atol=1e-9):
+            raise entries.error(f"{entries.key('weights')!r} must be convex weights (non-negative, each row "
+                                "summing to 1).")
+        mse = entries.float("validation_mse", (steps.size, len(components) + 1))
+        parts = []
+        for i, part_fields in enumerate(components):
+            part = entries.predictor(part_fields, f"component{i}.")
+            if not isinstance(part_fields.get("name"), str):
+                raise entries.error(f"component {i} of{where or ' the file'} has no name.")
+            parts.append((part_fields["name"], part))
+        model, params = cls(), dict(fields["params"])
+        names = params.pop("estimators", None)
+        entries.set_params(model, params)
+        if names is not None:
+            if names != [name for name, _ in parts]:
+                raise entries.error(f"metadata{where} 'estimators' {names} are not its components' names.")
+            model.set_params(estimators=[(name, clone(part)) for name, part in parts])
+        n_validation = fields.get("n_validation", 0)
+        if isinstance(n_validation, bool) or not isinstance(n_validation, int) or n_validation < 0:
+            raise entries.error(f"metadata{where} 'n_validation' must be a non-negative integer.")
+        model.estimators_, model.steps_, model.weights_ = [part for _, part in parts], steps.astype(np.int64), weights
+        model.validation_mse_, model.n_validation_ = mse, n_validation
+        return model
+
     def posterior(self, dtype="float64", predict_every=1):
         """A new model's :class:`StackedPosterior`: every component at its prior.
 

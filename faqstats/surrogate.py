@@ -15,6 +15,7 @@ from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_generator, check_scalar, validate_history
+from .factor_entries import low_rank_entries, read_low_rank
 from .posterior import GaussianPosterior
 from .predictor import Predictor, register_predictor
 
@@ -154,6 +155,22 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         check_is_fitted(self, "question_factors_")
         return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
                                  self.noise_, dtype=dtype, predict_every=predict_every)
+
+    get_entries = low_rank_entries  # saved in the low-rank form, with its means and noise: faqstats.factor_entries
+
+    @classmethod
+    def from_entries(cls, entries, fields):
+        """The fitted surrogate its stored entries hold (:mod:`faqstats.factor_entries`), every one checked.
+
+        Parameters
+        ----------
+        entries : object
+        fields : dict
+        """
+        model = read_low_rank(cls(), entries, fields, extra=("question_means", "noise"))
+        if model.noise_.min() <= 0:
+            raise entries.error(f"{entries.key('noise')!r} must be positive.")
+        return model
 
     def transform(self, X):
         """Posterior mean of each row's latent ``u`` given its observed cells.

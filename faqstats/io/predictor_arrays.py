@@ -15,15 +15,10 @@ import json
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..predictor import predictor_class, predictor_name, saving_error
-from .checks import json_safe
-from .npz import read_array, require_entries
+from ..predictor import predictor_name, registered_predictors, saving_error
 
-__all__ = ["BUILT_IN_FORMATS", "read_save_pair", "save_pair_entries", "unsaved_reason"]
+__all__ = ["read_save_pair", "save_pair_entries", "unsaved_reason"]
 
-#: registered names whose file format :mod:`faqstats.io.models` writes itself
-BUILT_IN_FORMATS = ("LogisticFactorModel", "LogisticFactorModelCV", "GaussianProcessSurrogate", "ItemResponseModel",
-                    "HistoryMixture", "StackedPredictor")
 ARRAY_PREFIX = "arrays."
 
 
@@ -44,29 +39,15 @@ def unsaved_reason(model):
     >>> unsaved_reason(fq.LogisticFactorModel()) is None
     True
     """
-    if predictor_name(model) in BUILT_IN_FORMATS:
-        return None
     if not (callable(getattr(model, "fit", None)) and callable(getattr(model, "posterior", None))):
-        return ("model must be a LogisticFactorModel, LogisticFactorModelCV, GaussianProcessSurrogate, "
-                "ItemResponseModel, HistoryMixture, StackedPredictor or a registered faqstats.Predictor with "
-                f"get_arrays and from_arrays, got {type(model).__name__}.")
+        layouts = [name for name, cls in registered_predictors().items() if callable(getattr(cls, "get_entries", None))]
+        return (f"model must be a {', '.join(layouts)} or a registered faqstats.Predictor with get_arrays and "
+                f"from_arrays, got {type(model).__name__}.")
     return saving_error(model)
 
 
-def save_pair_entries(model, prefix, notes):
-    """``(metadata, arrays)`` of a predictor saved through its save pair, array names prefixed with ``prefix``.
-
-    Parameters
-    ----------
-    model : fitted predictor with ``get_arrays``
-    prefix : str
-    notes : list of str
-        Where conversions of its parameters to JSON are noted.
-
-    Returns
-    -------
-    tuple of (dict, dict)
-    """
+def save_pair_entries(model, saver):
+    """``(fields, arrays)`` of a predictor saved through its save pair (``saver``: as ``get_entries`` is handed)."""
     reason = saving_error(model)
     if reason is not None:
         raise TypeError(reason)
@@ -83,59 +64,36 @@ def save_pair_entries(model, prefix, notes):
         arr = np.asarray(value)
         if arr.dtype.hasobject:
             raise TypeError(f"{kind}.get_arrays(): array {key!r} has dtype object (it would need pickle).")
-        out[prefix + ARRAY_PREFIX + key] = arr
+        out[ARRAY_PREFIX + key] = arr
     try:
         params = json.loads(json.dumps(params, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{kind}.get_arrays(): params must be JSON (str keys; numbers, str, lists, dicts): "
                         f"{exc}") from exc
-    meta = {"estimator": predictor_name(model), "params": json_safe(model.get_params(deep=False), f"{prefix}params",
-                                                                    notes),
-            "n_questions": int(model.n_features_in_), "array_names": sorted(arrays), "array_params": params}
-    return meta, out
+    return {"estimator": predictor_name(model), "params": saver.json(model.get_params(deep=False), "params"),
+            "n_questions": int(model.n_features_in_), "array_names": sorted(arrays), "array_params": params}, out
 
 
-def read_save_pair(data, meta, prefix, n, path, where, kind):
-    """The predictor registered as ``kind``, rebuilt by its ``from_arrays`` from the entries under ``prefix``.
-
-    Parameters
-    ----------
-    data : numpy.lib.npyio.NpzFile
-    meta : dict
-        Its metadata (``array_names``, ``array_params``, ``params``).
-    prefix : str
-    n : int
-        The file's bank size.
-    path : pathlib.Path
-    where : str
-        Where in the file (for messages).
-    kind : str
-        The registered name.
-
-    Returns
-    -------
-    Predictor
-    """
-    try:
-        cls = None if kind in BUILT_IN_FORMATS else predictor_class(kind)
-    except ValueError:
-        cls = None
-    if cls is None or not callable(getattr(cls, "from_arrays", None)):
-        raise ValueError(f"{path}: metadata{where} names an unknown estimator {kind!r} (a predictor of your own "
-                         "must be registered with faqstats.register_predictor before loading).")
-    names, params = meta.get("array_names"), meta.get("array_params")
+def read_save_pair(cls, entries, fields, kind):
+    """The predictor registered as ``kind`` (its class ``cls``, or None), rebuilt by its ``from_arrays``
+    from its entries (``entries``: as ``from_entries`` is handed)."""
+    if not callable(getattr(cls, "from_arrays", None)):
+        raise entries.error(f"metadata{entries.where} names an unknown estimator {kind!r} (a predictor of your own "
+                            "must be registered with faqstats.register_predictor before loading).")
+    names, params = fields.get("array_names"), fields.get("array_params")
     if not isinstance(names, list) or not all(isinstance(k, str) for k in names) or not isinstance(params, dict):
-        raise ValueError(f"{path}: metadata{where} needs 'array_names' (a list of str) and 'array_params' (an object).")
-    require_entries(data, [ARRAY_PREFIX + k for k in names], prefix, path)
-    arrays = {k: read_array(data, prefix + ARRAY_PREFIX + k, path) for k in names}
+        raise entries.error(f"metadata{entries.where} needs 'array_names' (a list of str) and 'array_params' (an "
+                            "object).")
+    entries.require(*[ARRAY_PREFIX + k for k in names])
+    arrays = {k: entries.array(ARRAY_PREFIX + k) for k in names}
     try:
         model = cls.from_arrays(arrays, params)
         known = model.get_params(deep=False)
-        stored = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+        stored = fields.get("params") if isinstance(fields.get("params"), dict) else {}
         model.set_params(**{k: v for k, v in stored.items() if k in known})
     except (TypeError, ValueError, KeyError) as exc:
-        raise ValueError(f"{path}: {kind}.from_arrays refused the stored arrays{where}: {exc}") from exc
-    if getattr(model, "n_features_in_", n) != n:
-        raise ValueError(f"{path}:{where} {kind}.from_arrays gave n_features_in_={model.n_features_in_}, the file {n}.")
-    model.n_features_in_ = n
+        raise entries.error(f"{kind}.from_arrays refused the stored arrays{entries.where}: {exc}") from exc
+    if getattr(model, "n_features_in_", entries.n_questions) != entries.n_questions:
+        raise entries.error(f"{kind}.from_arrays gave n_features_in_={model.n_features_in_}{entries.where}, the "
+                            f"file {entries.n_questions}.")
     return model

@@ -13,9 +13,7 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ..factor_model import LogisticFactorModelCV
 from ..io import check_question_ids, load_factor_model, unsaved_reason
-from ..irt import ItemResponseModel
 from ..sampling import check_costs
 
 __all__ = ["bank_ids", "check_outcome", "check_question_clusters", "check_question_costs", "n_questions_of",
@@ -23,15 +21,12 @@ __all__ = ["bank_ids", "check_outcome", "check_question_clusters", "check_questi
 
 
 def session_predictor(factor_model):
-    """The predictor a session computes with and saves: loaded from a path, a CV model's best estimator,
-    an item response model's factor-model view (same predictions and posterior); others as given."""
+    """The predictor a session computes with and saves: loaded from a path; one saved as another (its
+    ``saved_predictor()``: a CV model's best estimator, an item response model's factor-model view) as that."""
     if isinstance(factor_model, (str, os.PathLike)):
         factor_model = load_factor_model(factor_model)
-    if isinstance(factor_model, LogisticFactorModelCV):  # its best estimator; unfitted, refused by n_questions_of
-        factor_model = getattr(factor_model, "best_estimator_", factor_model)
-    if isinstance(factor_model, ItemResponseModel) and hasattr(factor_model, "question_factors_"):
-        factor_model = factor_model.as_factor_model()
-    return factor_model
+    saved = getattr(factor_model, "saved_predictor", None)  # what its file gives back (unfitted: itself)
+    return factor_model if saved is None else saved()
 
 
 def n_questions_of(fm, question_ids):

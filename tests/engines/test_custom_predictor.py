@@ -3,6 +3,7 @@ everywhere a predictor is taken: the estimator, the paired estimator, the batche
 step weights, self-configuration; with its save pair also sessions and model files. The registry refuses a
 name clash; a predictor without the save pair is refused with an error saying what to add."""
 
+import json
 import warnings
 
 import numpy as np
@@ -11,6 +12,7 @@ from sklearn.base import clone
 
 import faqstats as fq
 from faqstats.batched import simulate
+from faqstats.io import array_sha256
 from faqstats.predictor import predictor_class, register_predictor
 from tests.exactness.test_unbiasedness import assert_exact_with_predictor
 
@@ -58,6 +60,29 @@ class SavedHistoryMeans(HistoryMeans):
         model = cls()
         model.means_ = np.asarray(arrays["means"], dtype=float)
         model.n_features_in_ = model.means_.size
+        return model
+
+
+@register_predictor(name="test-entries-logits")
+class EntriesLogits(HistoryMeans):
+    """The same saved through the fuller entries the built-ins use: its means as logits, within the value bound."""
+
+    def fit(self, X, y=None):
+        super().fit(X)
+        self.logits_ = np.log(self.means_ / (1.0 - self.means_))
+        return self
+
+    def get_entries(self, saver):
+        fields = {"estimator": "test-entries-logits", "params": saver.json(self.get_params(), "params"),
+                  "n_questions": self.n_features_in_}
+        return fields, {"logits": saver.float(self, "logits_", bound=1)}
+
+    @classmethod
+    def from_entries(cls, entries, fields):
+        model = cls()
+        entries.set_params(model, fields["params"])
+        model.logits_ = entries.float("logits", (entries.n_questions,), bound=1)
+        model.means_ = 1.0 / (1.0 + np.exp(-model.logits_))
         return model
 
 
@@ -141,6 +166,30 @@ def test_an_edited_saved_predictor_is_refused(bank, tmp_path):
     entries["arrays.means"] = entries["arrays.means"] * 0.5
     np.savez(path, **entries)
     with pytest.raises(ValueError, match="'arrays.means' differs from the SHA-256"):
+        fq.load_factor_model(path)
+
+
+def test_entries_of_your_own_are_saved_as_the_built_ins_are_inside_a_stack_and_bounded(bank, tmp_path):
+    parts = [("logits", EntriesLogits(step=0.3)), ("pair", SavedHistoryMeans())]
+    stack = fq.StackedPredictor(parts, n_paths=5).fit(bank.history)
+    path = fq.save_factor_model(stack, tmp_path / "stack")
+    loaded = fq.load_factor_model(path)
+    part = loaded.estimators_[0]
+    assert type(part) is EntriesLogits and part.step == 0.3 and type(loaded.estimators_[1]) is SavedHistoryMeans
+    np.testing.assert_allclose(part.means_, stack.estimators_[0].means_, rtol=1e-12)
+    with np.load(path) as data:
+        entries = {k: data[k] for k in data.files}
+    assert {"component0.logits", "component1.arrays.means"} <= set(entries)
+    far = EntriesLogits().fit(bank.history)
+    far.logits_[0] = 2e6  # beyond the value bound: refused on save, and on load when edited in by hand
+    with pytest.raises(ValueError, match=r"Refusing to save: logits_ has values beyond \+-1e\+06"):
+        fq.save_factor_model(far, tmp_path / "far")
+    entries["component0.logits"][0] = 2e6
+    meta = json.loads(entries["metadata_json"].tobytes())
+    meta["array_sha256"] = {k: array_sha256(v) for k, v in entries.items() if k != "metadata_json"}
+    entries["metadata_json"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    np.savez(path, **entries)
+    with pytest.raises(ValueError, match=r"stack\.npz: 'component0.logits' has 1 value\(s\) beyond \+-1e\+06"):
         fq.load_factor_model(path)
 
 
