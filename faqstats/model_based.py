@@ -269,8 +269,8 @@ class ModelBasedEstimator(BaseEstimator):
         An unfitted predictor (cloned for every fold); ``None``:
         ``GaussianProcessSurrogate(noise_floor=0.1)``.
     sampler : Sampler or None, default=None
-        The policy; ``None``: ``VarianceReductionSampler(tau=0.2, power=8)`` (without replacement:
-        nearly the most informative question each time, with a floor of 0.2 for PAI's check).
+        The policy; ``None``: ``VarianceReductionSampler(tau=0.35, power=8)`` (without replacement:
+        nearly the most informative question each time, with a floor of 0.35 for PAI's check).
     budget : int, default=20
         Questions asked of each model.
     n_folds : int or "auto", default="auto"
@@ -346,9 +346,9 @@ class ModelBasedEstimator(BaseEstimator):
     def _parts(self):
         # defaults chosen on held-out history models (calibration runs) of real banks: a noise floor
         # of 0.1 keeps the surrogate from trusting single answers too much; power 8 nearly greedy,
-        # with a floor of 0.2 that keeps PAI's check about as precise as the uniform sample mean
+        # with a floor of 0.35 that keeps PAI's check and fallback about as precise as the uniform sample mean
         predictor = GaussianProcessSurrogate(noise_floor=0.1, random_state=0) if self.predictor is None else self.predictor
-        sampler = VarianceReductionSampler(tau=0.2, power=8.0) if self.sampler is None else self.sampler
+        sampler = VarianceReductionSampler(tau=0.35, power=8.0) if self.sampler is None else self.sampler
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
         if not (isinstance(self.n_folds, str) and self.n_folds == "auto"):
