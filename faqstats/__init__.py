@@ -14,6 +14,9 @@ from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
 from .irt import ItemResponseModel
 from .predictor import Predictor, predictor_class, register_predictor
+from .history import add_sessions_to_history
+from .io.history import load_history, save_history
+from .io.tables import history_from_frame, read_history_table
 from .io import (load_configuration, load_factor_model, load_step_weights, save_configuration, save_factor_model,
                  save_step_weights)
 from .estimands import GroupResults
@@ -38,6 +41,11 @@ from .surrogate import GaussianProcessSurrogate
 
 __all__ = [
     "AccuracyResult",
+    "add_sessions_to_history",
+    "history_from_frame",
+    "read_history_table",
+    "save_history",
+    "load_history",
     "ActiveLearningSampler",
     "BernoulliAIPW",
     "ComparisonResult",
