@@ -164,7 +164,8 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
         if not name.strip():
             raise ValueError(f"{d}: the model name must not be empty.")
         if d.resolve() in seen_dirs:
-            raise ValueError(f"session {d} is given twice (also as {seen_dirs[d.resolve()]}).")
+            also = "" if str(seen_dirs[d.resolve()]) == str(d) else f" (also as {seen_dirs[d.resolve()]})"
+            raise ValueError(f"session {d} is given twice{also}.")
         if name in seen:
             raise ValueError(f"model {name!r} is given twice ({seen[name]} and {d}); add one row per model.")
         seen[name], seen_dirs[d.resolve()] = d, d

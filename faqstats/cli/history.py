@@ -1,0 +1,65 @@
+"""``faqstats history from-table|add``: a history file from a long table, and one that grows with
+every finished session (:func:`faqstats.add_sessions_to_history`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..history import add_sessions_to_history
+from ..io.history import load_history, save_history
+from .common import add_allow_unchecked, emit, finish
+from .tables import add_table_options, read_table_history
+
+
+def run_from_table(args):
+    outcomes, models, ids = read_table_history(args, args.table)
+    out = save_history(args.out, outcomes, models, ids)
+    observed = float(np.mean(~np.isnan(outcomes)))
+    payload = {"history": str(out), "n_models": len(models), "n_questions": len(ids), "observed_fraction": observed}
+    emit(args, payload, f"Read {len(models)} models x {len(ids)} questions ({100 * observed:.1f}% observed) from "
+         f"{args.table}; wrote {out}.\nNext: faqstats fit-history --data {out} --budget B --out MODEL.npz")
+
+
+def run_add(args):
+    if args.name is not None and len(args.name) != len(args.sessions):
+        raise ValueError(f"--name gives the model of each session, in order: {len(args.sessions)} session(s), "
+                         f"{len(args.name)} --name.")
+    out = add_sessions_to_history(args.history, args.sessions, names=args.name, replace=args.replace,
+                                  partial=args.partial, out=args.out, allow_unchecked=args.allow_unchecked)
+    outcomes, models, ids, metadata = load_history(out)
+    added = metadata["sources"][-len(args.sessions):]
+    payload = {"history": str(out), "n_models": len(models), "n_questions": len(ids), "added": added}
+    lines = [f"  {s['model']}: {s['n_answers']} answer(s) from {s['path']}"
+             + ("" if s["complete"] else " (not done: its answers so far)") for s in added]
+    emit(args, payload, f"Added {len(added)} model(s) to {out}, now {len(models)} models x {len(ids)} questions:\n"
+         + "\n".join(lines) + f"\nRefit: faqstats fit-history --data {out} --budget B --out MODEL.npz")
+
+
+def add_history_parser(sub):
+    history = sub.add_parser("history", help="a history file: from a long table (from-table); grown with finished "
+                                             "sessions' answers (add)")
+    hsub = history.add_subparsers(dest="history_command", required=True)
+
+    table = hsub.add_parser("from-table", help="write a history file (.npz, checksummed) from a long table, one row "
+                                               "per model x question")
+    table.add_argument("table", help="the table: CSV, TSV, Parquet or JSON Lines (.csv, .tsv, .parquet, .jsonl)")
+    table.add_argument("--out", required=True, help="the history file to write (.npz)")
+    add_table_options(table, required=True)
+    finish(table, run_from_table)
+
+    add = hsub.add_parser("add", help="append each finished session's answers to HISTORY as a row (NaN where not "
+                                      "asked) under its model's name, checksummed and written atomically")
+    add.add_argument("history", help="the history file (.npz: 'faqstats history from-table', or a response matrix "
+                                     "with 'models' and 'question_ids'/'items'); its question ids must be the "
+                                     "sessions' bank")
+    add.add_argument("sessions", nargs="+", metavar="SESSION_DIR", help="session directories ('faqstats session new')")
+    add.add_argument("--name", action="append", default=None, metavar="MODEL",
+                     help="the model of each session, in order (repeat for several; default: each session "
+                          "directory's name)")
+    add.add_argument("--replace", action="store_true",
+                     help="replace the row of a model already in the history (default: refuse it)")
+    add.add_argument("--partial", action="store_true",
+                     help="also add a session that is not done (the answers it holds so far; default: refuse it)")
+    add.add_argument("--out", default=None, help="write the grown history here instead of over HISTORY")
+    add_allow_unchecked(add)
+    finish(add, run_add)
