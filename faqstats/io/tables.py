@@ -143,7 +143,7 @@ def _scores(column, models, ids):
     if bad.any():
         i = int(np.argmax(bad))
         raise ValueError(f"row {column.index[i]} (model {models[i]!r}, question {ids[i]!r}): the score "
-                         f"{values[i]!r} (column {column.name!r}) is not a number in [0, 1].")
+                         f"{float(values[i])!r} (column {column.name!r}) is not a number in [0, 1].")
     return values
 
 

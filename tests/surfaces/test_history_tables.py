@@ -155,6 +155,7 @@ def test_mbpp_from_table_to_report_and_back_into_the_history(mbpp, tmp_path, cap
              if json.loads(line)["model"] == "deepseek-coder-33b-instruct"}
     d = tmp_path / "deepseek-new"
     assert main(["session", "new", str(d), "--model", str(model), "--seed", "0"]) == 0
+    capsys.readouterr()
     while True:
         assert main(["session", "next", str(d), "--json"]) == 0
         step = json.loads(capsys.readouterr().out)
