@@ -162,7 +162,7 @@ def test_mbpp_from_table_to_report_and_back_into_the_history(mbpp, tmp_path, cap
         if step["done"]:
             break
         assert main(["session", "record", str(d), *[x for q in step["ids"] for x in (q, str(truth[q]))]]) == 0
-    capsys.readouterr()
+        capsys.readouterr()
     assert main(["session", "report", str(d), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["n_draws"] == 38 and report["done"] and report["conf_int"][0] < report["estimate"]
