@@ -14,7 +14,7 @@ from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
 from .irt import ItemResponseModel
 from .predictor import Predictor, predictor_class, register_predictor
-from .history import add_sessions_to_history
+from .history import add_rows_to_history, add_sessions_to_history
 from .io.history import load_history, save_history
 from .io.tables import history_from_frame, read_history_table
 from .io import (load_configuration, load_factor_model, load_step_weights, save_configuration, save_factor_model,
@@ -41,6 +41,7 @@ from .surrogate import GaussianProcessSurrogate
 
 __all__ = [
     "AccuracyResult",
+    "add_rows_to_history",
     "add_sessions_to_history",
     "history_from_frame",
     "read_history_table",

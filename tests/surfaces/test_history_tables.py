@@ -180,3 +180,41 @@ def test_mbpp_from_table_to_report_and_back_into_the_history(mbpp, tmp_path, cap
     assert main(["fit-history", "--data", str(history), "--n-components", "2", "--max-iter", "50", "--device", "cpu",
                  "--out", str(tmp_path / "refit.npz"), "--json", "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["n_models"] == 60
+
+
+# -- history add with harness runs: their full rows --------------------------------------------
+def test_history_add_takes_the_full_rows_of_harness_runs(tmp_path, capsys):
+    from faqstats.integrations import read_lm_eval_samples
+    from tests.paths import DATA
+
+    runs = DATA / "lm_eval" / "history"
+    per_task = dict(metric={"faq_arith": "acc", "faq_count": "exact_match"},
+                    filter={"faq_arith": "none", "faq_count": "flexible-extract"})
+    old, old_models, ids = read_lm_eval_samples([runs / "mock-a", runs / "mock-b"], **per_task)
+    history = fq.save_history(tmp_path / "h.npz", old, old_models, ids)
+    options = ["--metric", "faq_count=exact_match", "--filter", "faq_count=flexible-extract"]
+    assert main(["history", "add", str(history), "--lm-eval", str(runs / "mock-d"), str(runs / "mock-e"), *options,
+                 "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [s["model"] for s in payload["added"]] == ["mock-d", "mock-e"]
+    assert payload["added"][0]["reader"]["options"]["metric"]["tasks"] == {"faq_count": "exact_match"}
+    new, new_models, new_ids = read_lm_eval_samples([runs / "mock-d", runs / "mock-e"], **per_task)
+    outcomes, models, stored_ids, _ = fq.load_history(history)
+    assert models == [*old_models, *new_models] and stored_ids == ids
+    # matched by id: mock-e ran part of the bank, NaN elsewhere
+    expected = np.full((2, len(ids)), np.nan)
+    expected[:, [ids.index(q) for q in new_ids]] = new
+    np.testing.assert_array_equal(outcomes[2:], expected)
+    assert np.isnan(outcomes[3]).any() and not np.isnan(outcomes[2]).any()
+    # one kind per command; a harness run's model already there
+    for argv, message in [
+        ([str(tmp_path), "--lm-eval", str(runs / "mock-c"), *options], "one kind per command"),
+        (["--lm-eval", str(runs / "mock-d"), *options], "h.npz already has a row for model 'mock-d'"),
+        (["--lm-eval", str(runs / "mock-c"), *options, "--name", "x"], "--name and --partial go with session"),
+    ]:
+        before = history.read_bytes()
+        assert main(["history", "add", str(history), *argv]) == 2
+        err = capsys.readouterr().err
+        assert message in err and history.read_bytes() == before, err
+    with pytest.raises(ValueError, match=r"1 question id\(s\) of the rows are not questions of .*h\.npz: 'other/1'"):
+        fq.add_rows_to_history(history, [[1.0]], ["m"], ["other/1"])
