@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ..io.tables import read_history_table
+import numpy as np
+
+from ..io.tables import read_history_table as read_table_history_file
+from .common import note
 
 # the columns' defaults: the names history_from_frame uses
 _COLUMNS = {"model_col": "model", "question_col": "question", "score_col": "score"}
@@ -32,9 +35,20 @@ def check_table_columns(args):
 
 
 def read_table_history(args, table=None):
-    """``(outcomes, models, question ids)`` of the table (``--table`` unless ``table``)."""
+    """``(outcomes, models, question ids)`` of the table (``--table`` unless ``table``); models without
+    any score are left out, with a note."""
     if getattr(args, "question_ids", None) is not None:
         raise ValueError("--question-ids goes with --data; a table's question ids are its --question-col.")
     columns = {name: getattr(args, name) or default for name, default in _COLUMNS.items()}
-    return read_history_table(args.table if table is None else table, columns["model_col"],
-                              columns["question_col"], columns["score_col"], duplicates=args.duplicates or "refuse")
+    path = args.table if table is None else table
+    outcomes, models, ids = read_table_history_file(path, columns["model_col"], columns["question_col"],
+                                                    columns["score_col"], duplicates=args.duplicates or "refuse")
+    empty = np.isnan(outcomes).all(axis=1)
+    if empty.all():
+        raise ValueError(f"{path}: no model has a score (column {columns['score_col']!r} is empty throughout).")
+    if empty.any():  # nothing to learn from, and a fit refuses them
+        dropped = [m for m, e in zip(models, empty) if e]
+        note(f"{path}: {len(dropped)} model(s) without any score are left out: "
+             f"{', '.join(map(repr, dropped[:5]))}{' ...' if len(dropped) > 5 else ''}.")
+        outcomes, models = outcomes[~empty], [m for m, e in zip(models, empty) if not e]
+    return outcomes, models, ids

@@ -22,6 +22,8 @@ TABLE_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parq
                   ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
 _COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".zip")
 _DUPLICATES = ("refuse", "mean")
+# a score written as one of these (any case) is missing: the cell is not observed
+_NA_TEXT = {"", "na", "n/a", "nan", "null", "none", "<na>"}
 
 
 def history_from_frame(frame, model="model", question="question", score="score", *, duplicates="refuse"):
@@ -34,7 +36,7 @@ def history_from_frame(frame, model="model", question="question", score="score",
     model, question, score : str, default="model", "question", "score"
         The columns holding the model's name, the question's id and the outcome: a number in
         [0, 1] (1 correct, 0 wrong, graded in between; booleans read as 1 and 0). A missing score
-        (NaN, null) leaves its cell unobserved.
+        (NaN, None, or a text ``""``, ``"NA"``, ``"NaN"``, ``"null"``) leaves its cell unobserved.
     duplicates : {"refuse", "mean"}, default="refuse"
         A (model, question) pair given on several rows: refused (naming the pair and its rows), or
         their mean taken as a graded outcome (repeated samples of one question).
@@ -132,9 +134,12 @@ def _scores(column, models, ids):
     if column.dtype == bool or column.dtype.kind in "iuf":
         values = column.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
-        values = pd.to_numeric(column.map(lambda v: float(v) if isinstance(v, bool) else v), errors="coerce")
+        missing = column.isna().to_numpy() | column.map(
+            lambda v: isinstance(v, str) and v.strip().lower() in _NA_TEXT).to_numpy(dtype=bool)
+        values = pd.to_numeric(column.map(lambda v: float(v) if isinstance(v, bool) else v).where(~missing),
+                               errors="coerce")
         values = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = np.isnan(values) & ~column.isna().to_numpy()
+        bad = np.isnan(values) & ~missing
         if bad.any():
             i = int(np.argmax(bad))
             raise ValueError(f"row {column.index[i]} (model {models[i]!r}, question {ids[i]!r}): the score "
@@ -187,7 +192,8 @@ def read_table(path, columns=None):
     as_text = {c: str for c in columns or ()}
     try:
         if kind in ("csv", "tsv"):
-            return pd.read_csv(path, sep="\t" if kind == "tsv" else ",", dtype=as_text, keep_default_na=True)
+            # no cell read as missing here: an id "NA" stays an id; a score's "NA" or "" is missing (_scores)
+            return pd.read_csv(path, sep="\t" if kind == "tsv" else ",", dtype=as_text, keep_default_na=False)
         if kind == "parquet":
             try:
                 return pd.read_parquet(path)

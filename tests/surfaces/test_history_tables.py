@@ -83,10 +83,20 @@ def test_every_table_format_reads_the_same_history(tmp_path, long_table, suffix)
 
 def test_ids_are_kept_as_written_not_read_as_numbers(tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("model,question,score\n007,01,1\n007,1.10,0\n8,1.1,1\n")
+    path.write_text("model,question,score\n007,01,1\n007,1.10,0\n8,1.1,1\nNA,null,\nNA,01,NA\n")
     outcomes, models, ids = fq.read_history_table(path)
-    assert models == ["007", "8"] and ids == ["01", "1.10", "1.1"]
-    np.testing.assert_array_equal(outcomes, [[1, 0, np.nan], [np.nan, np.nan, 1]])
+    assert models == ["007", "8", "NA"] and ids == ["01", "1.10", "1.1", "null"]  # "NA" is a name, "" no score
+    np.testing.assert_array_equal(outcomes, [[1, 0, np.nan, np.nan], [np.nan, np.nan, 1, np.nan], [np.nan] * 4])
+
+
+def test_the_shell_leaves_out_models_without_any_score(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text("model,question,score\na,q/1,1\na,q/2,0\nb,q/1,\nb,q/2,NA\nc,q/2,0.5\n")
+    assert main(["history", "from-table", str(path), "--out", str(tmp_path / "h.npz")]) == 0
+    assert "1 model(s) without any score are left out: 'b'" in capsys.readouterr().err
+    outcomes, models, ids, _ = fq.load_history(tmp_path / "h.npz")
+    assert models == ["a", "c"] and ids == ["q/1", "q/2"]
+    np.testing.assert_array_equal(outcomes, [[1, 0], [np.nan, 0.5]])
 
 
 def test_fit_history_table_and_history_from_table_from_the_shell(tmp_path, long_table, capsys):
