@@ -128,7 +128,7 @@ def _fit_configured(args, matrix, ids, reader, harness, models):
 
 
 def add_fit_history_parser(sub):
-    fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz, lm-eval or "
+    fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz, a table, lm-eval or "
                                              "inspect output) and save it; with --budget, configure the whole "
                                              "estimator from them (PAIEstimator.from_history) and save that")
     source = fit.add_mutually_exclusive_group(required=True)
