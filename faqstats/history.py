@@ -67,11 +67,10 @@ def session_row(session_dir, question_ids, *, partial=False, allow_unchecked=Fal
     extra = sorted(set(column) - set(bank))
     if missing or extra:
         shown = lambda ids: ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
+        parts = ([f"{len(missing)} id(s) not in the history ({shown(missing)})"] if missing else []) + (
+            [f"{len(extra)} history id(s) not in the session's bank ({shown(extra)})"] if extra else [])
         raise ValueError(f"{where}: the session's bank of {len(bank)} questions is not the history's "
-                         f"{len(column)}: " + "; ".join(
-                             part for part in (missing and f"{len(missing)} id(s) not in the history ({shown(missing)})",
-                                               extra and f"{len(extra)} history id(s) not in the session's bank "
-                                                         f"({shown(extra)})") if part) + ".")
+                         f"{len(column)}: {'; '.join(parts)}.")
     row = np.full(len(column), np.nan)
     for index, outcome in state["answers"]:
         row[column[bank[index]]] = outcome

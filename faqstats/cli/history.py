@@ -76,11 +76,12 @@ def add_history_parser(sub):
     add.add_argument("sessions", nargs="*", metavar="SESSION_DIR",
                      help="session directories ('faqstats session new'): their answers, NaN where not asked")
     add.add_argument("--lm-eval", nargs="+", action="extend", metavar="DIR",
-                     help="instead of sessions, other models' full rows: lm-eval --output_path directories (--log_samples), a model per "
-                          "directory, question ids '<task>/<doc_id>' (a question not run is NaN)")
+                     help="instead of sessions, other models' full rows: lm-eval --output_path directories "
+                          "(--log_samples), a model per directory, question ids '<task>/<doc_id>' (a question not "
+                          "run is NaN)")
     add.add_argument("--inspect", nargs="+", action="extend", metavar="LOGDIR",
-                     help="instead of sessions, other models' full rows: inspect-ai log directories or files, a model per eval.model, question "
-                          "ids '<task>/<sample id>'")
+                     help="instead of sessions, other models' full rows: inspect-ai log directories or files, a "
+                          "model per eval.model, question ids '<task>/<sample id>'")
     add.add_argument("--name", action="append", default=None, metavar="MODEL",
                      help="the model of each session, in order (repeat for several; default: each session "
                           "directory's name)")

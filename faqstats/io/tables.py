@@ -69,7 +69,7 @@ def history_from_frame(frame, model="model", question="question", score="score",
     >>> history_from_frame(df, "model", "example_id", "pass1")
     Traceback (most recent call last):
     ...
-    ValueError: model 'b', question 'Mbpp/3' has 2 rows (3, 4); pass duplicates='mean' to average repeated rows as a graded outcome.
+    ValueError: model 'b', question 'Mbpp/3' has 2 rows (3, 4); pass duplicates='mean' to average ...
     >>> outcomes, models, ids = history_from_frame(df, "model", "example_id", "pass1", duplicates="mean")
     >>> outcomes
     array([[1. , 0. ],
