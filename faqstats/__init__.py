@@ -15,6 +15,9 @@ from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_up
 from .irt import ItemResponseModel
 from .model_based import ModelBasedEstimator, ModelBasedResult
 from .predictor import Predictor, predictor_class, register_predictor
+from .history import add_rows_to_history, add_sessions_to_history
+from .io.history import load_history, save_history
+from .io.tables import history_from_frame, read_history_table
 from .io import (load_configuration, load_factor_model, load_step_weights, save_configuration, save_factor_model,
                  save_step_weights)
 from .estimands import GroupResults
@@ -39,6 +42,12 @@ from .surrogate import GaussianProcessSurrogate
 
 __all__ = [
     "AccuracyResult",
+    "add_rows_to_history",
+    "add_sessions_to_history",
+    "history_from_frame",
+    "read_history_table",
+    "save_history",
+    "load_history",
     "ActiveLearningSampler",
     "BernoulliAIPW",
     "ComparisonResult",

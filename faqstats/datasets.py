@@ -10,6 +10,8 @@ import numpy as np
 from scipy.special import expit
 
 from ._validation import check_generator
+from .io.history import METADATA_KEY as HISTORY_METADATA
+from .io.history import check_history_checksums
 from .io.npz import open_array_file, read_array
 
 __all__ = ["SyntheticBank", "make_synthetic_bank", "load_response_matrix"]
@@ -152,6 +154,9 @@ def draw_bank_from_factors(model_factors, question_factors, *, random_state=None
 def load_response_matrix(path):
     """Load a models x items matrix: an ``.npz`` with an ``outcomes`` array, or an ``.npy`` array.
 
+    A history file (:func:`~faqstats.save_history`, ``faqstats history add``) is checked against
+    the checksums it carries first.
+
     Parameters
     ----------
     path : str or os.PathLike
@@ -189,8 +194,11 @@ def load_response_matrix(path):
         with data:
             if "outcomes" not in data:
                 raise ValueError(f"{path} has no 'outcomes' array (found {sorted(data.files)}).")
+            if HISTORY_METADATA in data.files:  # a history file (faqstats history add): its checksums first
+                check_history_checksums(data, path)
             raw = read_array(data, "outcomes", path)
-            meta = {name: read_array(data, name, path) for name in data.files if name != "outcomes"}
+            meta = {name: read_array(data, name, path) for name in data.files if name not in ("outcomes",
+                                                                                              HISTORY_METADATA)}
     if raw.ndim != 2 or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_):
         raise ValueError(f"{path}: the outcomes must be a numeric models x questions matrix, got {raw.dtype} "
                          f"of shape {raw.shape}.")

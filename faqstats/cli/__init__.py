@@ -8,6 +8,7 @@ import sys
 
 from .experiment import add_demo_parser, add_draw_bank_parser, add_experiment_parser
 from .fit_history import add_fit_history_parser
+from .history import add_history_parser
 from .question_table import add_question_table_parser
 from .session import add_session_parser, run_record
 
@@ -31,6 +32,7 @@ def build_parser():
     add_experiment_parser(sub)
     add_draw_bank_parser(sub)
     add_fit_history_parser(sub)
+    add_history_parser(sub)
     add_session_parser(sub)
     add_question_table_parser(sub)
     return parser

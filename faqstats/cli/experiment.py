@@ -7,6 +7,7 @@ just to build the parser: it is imported when a command runs (or its help is sho
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -18,6 +19,8 @@ from ..datasets import draw_bank_from_factors, load_response_matrix
 from ..factor_model import LogisticFactorModelCV
 from ..io.npz import open_array_file, read_array
 from .common import given, matrix_question_ids, question_files
+
+_SCHEDULER_TIMEOUT = 30  # seconds to reach --scheduler
 
 
 def run_demo_command(args):
@@ -74,15 +77,21 @@ def run_experiment_command(args):
             raise ValueError(f"--cluster-size must be a positive number of questions, got {args.cluster_size}.")
         clusters = np.arange(matrix.shape[1]) // args.cluster_size
     factor_model = _factor_model(args)
-    result = run_experiment(
-        matrix, history_fraction=args.history_fraction, split_seed=args.split_seed, complete_rows=args.complete_rows,
-        n_full_obs=args.n_full_obs, p_obs=args.p_obs, max_models=args.max_models,
-        budgets=tuple(args.budgets or DEFAULT_BUDGETS),
-        seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
-        n_jobs=args.n_jobs, backend=args.backend, tuning={"seeds": args.tune_seeds},
-        step_weights=given(args, "weight_runs") and {"n_runs": args.weight_runs}, groups=groups, costs=costs,
-        clusters=clusters, verbose=not args.quiet,
-    )
+    if args.scheduler is not None and args.backend not in (None, "dask"):
+        raise ValueError(f"--scheduler runs the sweep on a dask cluster (joblib's dask backend): drop --backend "
+                         f"{args.backend}.")
+    # on a cluster: every worker of it (the seeds split into as many groups), unless --n-jobs says otherwise
+    n_jobs = args.n_jobs if args.n_jobs is not None else (-1 if args.scheduler is not None else 1)
+    with _on_cluster(args.scheduler):
+        result = run_experiment(
+            matrix, history_fraction=args.history_fraction, split_seed=args.split_seed,
+            complete_rows=args.complete_rows, n_full_obs=args.n_full_obs, p_obs=args.p_obs, max_models=args.max_models,
+            budgets=tuple(args.budgets or DEFAULT_BUDGETS),
+            seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
+            n_jobs=n_jobs, backend=None if args.scheduler is not None else args.backend,
+            tuning={"seeds": args.tune_seeds}, step_weights=given(args, "weight_runs") and {"n_runs": args.weight_runs},
+            groups=groups, costs=costs, clusters=clusters, verbose=not args.quiet,
+        )
     summary = summarize(result.records)
     models = per_model_coverage(result.records)
     out = Path(args.out)
@@ -127,6 +136,28 @@ def run_experiment_command(args):
               "groups covered at once):\n" + shown.to_string(index=False))
     names = ", ".join(p.name for p in files)
     print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
+
+
+@contextlib.contextmanager
+def _on_cluster(address):
+    """``--scheduler ADDRESS``: joblib's dask backend on a client of that dask scheduler, closed after
+    (the cluster itself is left running); nothing without an address."""
+    if address is None:
+        yield
+        return
+    try:
+        import joblib
+        from dask import distributed
+    except ImportError as exc:
+        raise ImportError(f"--scheduler needs dask.distributed ({exc}); install it with pip install "
+                          "\"dask[distributed]\".") from exc
+    try:
+        client = distributed.Client(address, timeout=_SCHEDULER_TIMEOUT, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ValueError(f"--scheduler {address}: no dask scheduler answered there within {_SCHEDULER_TIMEOUT} s "
+                         f"({type(exc).__name__}: {exc}).") from exc
+    with client, joblib.parallel_config(backend="dask", client=client):
+        yield
 
 
 def _write_step_weights(weights, out):
@@ -223,8 +254,13 @@ def add_experiment_parser(sub):
                           "is given; newton is much faster on large banks and reads --regularization as a prior "
                           "precision)")
     exp.add_argument("--seed", type=int, default=0, help="root seed of the runs (default 0)")
-    exp.add_argument("--n-jobs", type=int, default=1, help="joblib workers (default 1; -1: all cores)")
-    exp.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask once registered...)")
+    exp.add_argument("--n-jobs", type=int, default=None,
+                     help="joblib workers (default 1, with --scheduler all the cluster's; -1: all cores)")
+    exp.add_argument("--backend", default=None, help="joblib backend (loky, threading; for dask use --scheduler)")
+    exp.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="run the sweep on a dask cluster: the address of its scheduler (e.g. tcp://10.0.0.5:8786, "
+                          "as dask.distributed prints it); the results are those of a run on one machine. Needs "
+                          "dask[distributed], and faqstats installed on the workers")
     exp.add_argument("--cv-components", type=int, nargs="+", default=None,
                      help="choose the factor rank by cell cross-validation among these values")
     exp.add_argument("--cv-regularization", type=float, nargs="+", default=None,

@@ -17,6 +17,7 @@ from ..io import save_configuration, save_factor_model, save_step_weights
 from ..step_weights import learn_step_weights
 from .common import (add_reader_options, all_reader_options, check_option_tasks, count, emit, finish, given,
                      harness_of, matrix_question_ids, option_words, reader_kwargs, reader_options, reading_harness)
+from .tables import add_table_options, check_table_columns, read_table_history
 
 # the options of a plain factor model fit, which --budget chooses itself
 _FIT_OPTIONS = ("n_components", "regularization", "max_iter", "learning_rate", "prior_scale")
@@ -30,12 +31,16 @@ def run_fit_history(args):
     if harness is not None:  # earlier runs read straight from the harness output, ids "<task>/<sample id>"
         if args.question_ids is not None:
             raise ValueError(f"--question-ids goes with --data; with --{harness} the ids are the harness's.")
+        check_table_columns(args)
         # stored with the model: 'session record' reads the new model's runs the same way
         reader = {"harness": harness, "options": all_reader_options(harness, options)}
         with reading_harness(harness):
             matrix, models, ids = read_history(harness, paths, **reader_kwargs(reader["options"]))
         check_option_tasks(options, set(task_groups(ids)), f"the {harness} output read")
+    elif args.table is not None:  # a long table, one row per model x question: ids as the table gives them
+        matrix, models, ids = read_table_history(args)
     else:
+        check_table_columns(args)
         matrix, meta = load_response_matrix(args.data)
         ids = read_question_ids(args.question_ids) if args.question_ids is not None else matrix_question_ids(meta)
     if args.n_components is not None and args.n_components > matrix.shape[1]:
@@ -123,7 +128,7 @@ def _fit_configured(args, matrix, ids, reader, harness, models):
 
 
 def add_fit_history_parser(sub):
-    fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz, lm-eval or "
+    fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz, a table, lm-eval or "
                                              "inspect output) and save it; with --budget, configure the whole "
                                              "estimator from them (PAIEstimator.from_history) and save that")
     source = fit.add_mutually_exclusive_group(required=True)
@@ -134,6 +139,10 @@ def add_fit_history_parser(sub):
     source.add_argument("--inspect", nargs="+", action="extend", metavar="LOGDIR",
                         help="inspect-ai log directories or log files: question ids '<task>/<sample id>', "
                              "a model per eval.model")
+    source.add_argument("--table", metavar="FILE",
+                        help="a long table, one row per model x question (CSV, TSV, Parquet, JSON Lines: "
+                             "eval-arena, HELM-style per-instance exports, pandas' to_csv/to_parquet); "
+                             "question ids as the table gives them; see --model-col, --question-col, --score-col")
     fit.add_argument("--out", required=True, help="where to write the fitted model (.npz)")
     fit.add_argument("--budget", type=_budget_value, default=None, metavar="B",
                      help="configure for sessions of B queries (or a fraction of the bank in (0, 1), e.g. 0.1) as "
@@ -159,5 +168,6 @@ def add_fit_history_parser(sub):
     fit.add_argument("--device", default="auto", help="torch device (default auto)")
     fit.add_argument("--seed", type=int, default=0, help="seed of the initialisation (default 0)")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_table_options(fit)
     add_reader_options(fit)
     finish(fit, run_fit_history)

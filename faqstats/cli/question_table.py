@@ -1,5 +1,6 @@
 """``faqstats question-table``: a ``question_id,task,group,cost`` CSV from harness output, for
-``session new --groups-from``/``--costs-from`` (and ``--clusters-from``)."""
+``session new --groups-from``/``--costs-from`` (and ``--clusters-from``); without a cost for every
+question (logs without token counts) the file has no ``cost`` column."""
 
 from __future__ import annotations
 
@@ -59,28 +60,33 @@ def run_question_table(args):
         groups, costs, clusters, unit = _read_inspect(args, paths)
     ids = list(groups) + [q for q in costs if q not in groups]
     tasks = task_groups(ids)
+    no_cost = [q for q in ids if q not in costs]
+    # --costs-from needs a positive cost for every question: a column with gaps would be refused there
+    with_costs = not no_cost
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["question_id", "task", "group", "cost"] + ([] if clusters is None else ["cluster"]))
+        writer.writerow(["question_id", "task", "group"] + (["cost"] if with_costs else [])
+                        + ([] if clusters is None else ["cluster"]))
         for qid, task in zip(ids, tasks):
-            cost = costs.get(qid)
-            row = [qid, task, groups.get(qid, ""), "" if cost is None else f"{cost:.10g}"]
+            row = [qid, task, groups.get(qid, "")] + ([f"{costs[qid]:.10g}"] if with_costs else [])
             writer.writerow(row + ([] if clusters is None else [clusters.get(qid, "")]))
-    no_cost = [q for q in ids if q not in costs]
     if no_cost:
-        note(f"{len(no_cost)} question(s) have no token counts in the logs (no model_usage), their cost is left "
-             f"empty: {', '.join(map(repr, no_cost[:5]))}{' ...' if len(no_cost) > 5 else ''}.")
+        note(f"{len(no_cost)} question(s) have no token counts in the logs (no model_usage): {out} has no cost "
+             f"column (--costs-from needs a cost for every question): "
+             f"{', '.join(map(repr, no_cost[:5]))}{' ...' if len(no_cost) > 5 else ''}.")
     payload = {"out": str(out), "n_questions": len(ids), "n_groups": len(set(groups.values())),
-               "group": group, "cost": unit, "missing_costs": no_cost}
+               "group": group, "cost": unit if with_costs else None, "missing_costs": no_cost}
     also = ""
     if clusters is not None:
         payload["n_clusters"], payload["cluster_field"] = len(set(clusters.values())), args.cluster_field
         also = f", {payload['n_clusters']} clusters (metadata.{args.cluster_field})"
+    costs_from = f" --costs-from {out}" if with_costs else ""
     emit(args, payload, f"Wrote {out}: {len(ids)} questions, {payload['n_groups']} groups ({group}){also}, "
-         f"cost = {unit}.\nUse it with: faqstats session new DIR --model MODEL --groups-from {out} --costs-from {out} "
-         + ("..." if clusters is None else f"(or --clusters-from {out} --costs-from {out}) ..."))
+         + (f"cost = {unit}." if with_costs else "no costs.")
+         + f"\nUse it with: faqstats session new DIR --model MODEL --groups-from {out}{costs_from} "
+         + ("..." if clusters is None else f"(or --clusters-from {out}{costs_from}) ..."))
 
 
 def add_question_table_parser(sub):

@@ -4,7 +4,9 @@ checks the format name and version first.
 :mod:`~faqstats.io.models` (factor models and every predictor: ``.npz`` + JSON metadata),
 :mod:`~faqstats.io.configuration` (what ``configure_from_history`` chose, in the same kind of file),
 :mod:`~faqstats.io.step_weights` (JSON), :mod:`~faqstats.io.session_state` (a session's
-``session.json``), :mod:`~faqstats.io.samplers` (a sampler as JSON), :mod:`~faqstats.io.checks`
+``session.json``), :mod:`~faqstats.io.samplers` (a sampler as JSON), :mod:`~faqstats.io.history`
+(a history: outcomes, models' names and question ids, checksummed), :mod:`~faqstats.io.tables`
+(histories from long tables: CSV, TSV, Parquet, JSON Lines), :mod:`~faqstats.io.checks`
 (what they share: headers, hashes, JSON safety, question ids) and :mod:`~faqstats.io.npz` (checked
 reads of an ``.npz`` archive).
 """

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._atomic import atomic_write
 from .._version import __version__
-from .npz import check_regular_file
+from .npz import check_regular_file, read_array
 
 
 def utc_now():
@@ -71,6 +71,25 @@ def json_sha256(value):
     """SHA-256 of a JSON value in canonical form (sorted keys, no spaces)."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def changed_entries(data, stored, path, skip=()):
+    """The entries of an open archive whose bytes differ from their SHA-256 in ``stored``
+    (``{entry: hex digest}``), those missing from either side included, sorted; ``skip``: entries
+    not covered (the metadata that holds ``stored``).
+
+    Examples
+    --------
+    >>> import io
+    >>> buffer = io.BytesIO()
+    >>> np.savez(buffer, x=np.zeros(2), y=np.ones(2))
+    >>> _ = buffer.seek(0)
+    >>> with np.load(buffer) as data:
+    ...     changed_entries(data, {"x": array_sha256(np.zeros(2)), "y": "0" * 64}, "a.npz")
+    ['y']
+    """
+    return sorted(key for key in set(stored) | (set(data.files) - set(skip))
+                  if key not in data.files or stored.get(key) != array_sha256(read_array(data, key, path)))
 
 
 def json_safe(value, name, notes):

@@ -35,8 +35,8 @@ import numpy as np
 
 from .._atomic import atomic_write
 from ..predictor import predictor_class
-from .checks import (array_sha256, check_format_header, check_ids, check_reader_options, header, json_safe,
-                     json_sha256, question_ids_sha256, utc_now)
+from .checks import (array_sha256, changed_entries, check_format_header, check_ids, check_reader_options, header,
+                     json_safe, json_sha256, question_ids_sha256, utc_now)
 from .npz import npz_path, open_array_file, read_array, read_float, read_ids, require_entries
 from .predictor_arrays import read_save_pair, save_pair_entries, unsaved_reason
 
@@ -407,8 +407,7 @@ def _array_hash_error(data, meta, path, allow_unchecked):
                           "them reads with allow_unchecked=True).")
     if not isinstance(stored, dict):
         return ValueError(f"{path}: metadata 'array_sha256' must be a JSON object.")
-    changed = sorted(key for key in set(stored) | (set(data.files) - {METADATA_KEY})
-                     if key not in data.files or stored.get(key) != array_sha256(read_array(data, key, path)))
+    changed = changed_entries(data, stored, path, skip=(METADATA_KEY,))
     if not changed:
         return None
     what = f"entry {changed[0]!r} differs" if len(changed) == 1 else f"entries {changed} differ"

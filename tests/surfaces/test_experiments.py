@@ -296,6 +296,33 @@ def test_sweep_on_a_dask_local_cluster_matches_serial(matrix, fitted_fm):
     assert_frame_equal(serial, distributed_records)
 
 
+@pytest.mark.slow
+def test_experiment_cli_on_a_dask_scheduler_matches_serial(npz_file, tmp_path, capsys):
+    """``faqstats experiment --scheduler ADDRESS``: the sweep of the command line on a real dask.distributed
+    LocalCluster (2 worker processes), its tables those of the serial run."""
+    distributed = pytest.importorskip("dask.distributed")
+    argv = ["experiment", "--data", str(npz_file), "--budgets", "0.05", "0.25", "--seeds", "2", "--methods", "faq",
+            "uniform-fpc", "--max-models", "4", "--history-fraction", "0.5", "--n-components", "3", "--max-iter", "30",
+            "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "serial")]) == 0
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            client.get_task_stream()  # starts recording the scheduler's tasks, of every client
+            assert main([*argv, "--out", str(tmp_path / "cluster"), "--scheduler", cluster.scheduler_address]) == 0
+            assert len(client.get_task_stream()) > 0  # the work really ran on the cluster
+    capsys.readouterr()
+    for table, columns in (("records.csv", RECORD_COLUMNS), ("summary.csv", SUMMARY_COLUMNS)):
+        assert_frame_equal(read_csv(tmp_path / "serial" / table, columns),
+                           read_csv(tmp_path / "cluster" / table, columns))
+
+
+def test_experiment_scheduler_refusals(npz_file, tmp_path, capsys):
+    assert main(["experiment", "--data", str(npz_file), "--out", str(tmp_path / "x"), "--scheduler", "tcp://h:1",
+                 "--backend", "loky", "--methods", "uniform-fpc"]) == 2
+    err = capsys.readouterr().err
+    assert "--scheduler runs the sweep on a dask cluster (joblib's dask backend): drop --backend loky" in err
+
+
 def test_draw_bank_cli_writes_a_bank_the_experiment_reads(tmp_path, capsys):
     from faqstats.datasets import draw_bank_from_factors, load_response_matrix
 

@@ -288,7 +288,9 @@ def test_question_table_from_lm_eval_and_refusals(tmp_path, capsys):
         assert match in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_question_table_leaves_missing_token_counts_empty(tmp_path, capsys, monkeypatch):
+def test_question_table_without_every_cost_writes_no_cost_column_and_round_trips(tmp_path, capsys, monkeypatch):
+    """Logs without token counts for every question: no cost column (an empty cost would be refused by
+    --costs-from); the file still gives a session its groups, and --costs-from says what it lacks."""
     from faqstats.integrations import inspect_ai
 
     monkeypatch.setattr(inspect_ai, "inspect_reader", lambda reader: None)  # hand-written logs: the built-in reader
@@ -297,7 +299,26 @@ def test_question_table_leaves_missing_token_counts_empty(tmp_path, capsys, monk
     _json_log(logs, [{"id": 1, "epoch": 1, "metadata": {"s": "x"}, "model_usage": {"m": {"total_tokens": 9}}},
                      {"id": 2, "epoch": 1, "metadata": {"s": "y"}}])
     out = tmp_path / "t.csv"
+    assert main(["question-table", "--inspect", str(logs), "--group", "metadata.s", "--out", str(out), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "1 question(s) have no token counts" in captured.err and "has no cost column" in captured.err
+    assert json.loads(captured.out)["cost"] is None
+    assert _table(out) == [{"question_id": "quiz/1", "task": "quiz", "group": "x"},
+                           {"question_id": "quiz/2", "task": "quiz", "group": "y"}]
+    fm = fq.LogisticFactorModel.from_factors(np.eye(2), np.zeros(2), np.eye(2))
+    model = fq.save_factor_model(fm, tmp_path / "m.npz", question_ids=["quiz/1", "quiz/2"])
+    assert main(["session", "new", str(tmp_path / "s"), "--model", str(model), "--groups-from", str(out),
+                 "--budget", "2"]) == 0
+    assert EvaluationSession.load(tmp_path / "s").groups.tolist() == ["x", "y"]
+    capsys.readouterr()
+    assert main(["session", "new", str(tmp_path / "c"), "--model", str(model), "--costs-from", str(out),
+                 "--budget-cost", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "t.csv: its header ['question_id', 'task', 'group'] has no 'cost' column" in err, err
+    # every cost there: the column is written and read back exactly
+    _json_log(logs, [{"id": 1, "epoch": 1, "metadata": {"s": "x"}, "model_usage": {"m": {"total_tokens": 9}}},
+                     {"id": 2, "epoch": 1, "metadata": {"s": "y"}, "model_usage": {"m": {"total_tokens": 2.5}}}])
     assert main(["question-table", "--inspect", str(logs), "--group", "metadata.s", "--out", str(out)]) == 0
-    assert "1 question(s) have no token counts" in capsys.readouterr().err
-    assert [(r["question_id"], r["group"], r["cost"]) for r in _table(out)] == [("quiz/1", "x", "9"),
-                                                                                ("quiz/2", "y", "")]
+    assert main(["session", "new", str(tmp_path / "d"), "--model", str(model), "--costs-from", str(out),
+                 "--budget", "2"]) == 0
+    assert EvaluationSession.load(tmp_path / "d").costs.tolist() == [9.0, 2.5]
