@@ -67,6 +67,11 @@ MAX_VALIDATION_MODELS = 250
 #: larger histories are validated on a seeded subsample of this many models (the choice refitted on them all)
 MAX_HISTORY_MODELS = 2000
 
+#: histories of at most this many cells (models x questions) are configured with one thread (torch's and the
+#: BLAS'): their
+#: tensors are too small for a second to help, and on a busy machine its spin-waits cost many times the work
+ONE_THREAD_MAX_CELLS = 500_000
+
 #: the stack is tried while history models x questions is at most this (its mixtures' step is O(models x N))
 STACK_MAX_CELLS = 2_500_000
 
@@ -202,7 +207,7 @@ def _fpc_variance(Z, budget):
 
 
 def select_configuration(history, budget, *, candidates=None, policies=None, validation_fraction=0.25,
-                         n_runs=None, predict_every="auto", random_state=0, verbose=False, cache=None):
+                         n_runs=None, predict_every="auto", random_state=0, verbose=True, cache=None):
     """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
 
     Every predictor is validated with the first (default) policy; the other policies with the
@@ -229,8 +234,21 @@ verbose, cache
     >>> chosen.choice in [*chosen.table["candidate"], "sample-mean"], chosen.params["budget"]
     (True, 20)
     """
+    from threadpoolctl import threadpool_limits
+
+    from ._torch_backend import intra_op_threads
+
     start = time.perf_counter()
     H = check_history(history, name="history")
+    one = 1 if H.size <= ONE_THREAD_MAX_CELLS else None
+    with threadpool_limits(limits=one), intra_op_threads(one):
+        return _select(H, budget, candidates, policies, validation_fraction, n_runs, predict_every, random_state,
+                       verbose, cache, start)
+
+
+def _select(H, budget, candidates, policies, validation_fraction, n_runs, predict_every, random_state, verbose, cache,
+            start):
+    """:func:`select_configuration` on a checked history."""
     random_state = check_seed(random_state)
     budget = int(check_scalar(budget, "budget", kind=numbers.Integral, low=3, high=H.shape[1]))
     if predict_every == "auto":
