@@ -68,9 +68,9 @@ MAX_VALIDATION_MODELS = 250
 MAX_HISTORY_MODELS = 2000
 
 #: histories of at most this many cells (models x questions) are configured with one thread (torch's and the
-#: BLAS'): their
-#: tensors are too small for a second to help, and on a busy machine its spin-waits cost many times the work
-ONE_THREAD_MAX_CELLS = 500_000
+#: BLAS'): their tensors are too small for a second to help, and on a busy machine its spin-waits cost many
+#: times the work
+ONE_THREAD_MAX_CELLS = 2_000_000
 
 #: the stack is tried while history models x questions is at most this (its mixtures' step is O(models x N))
 STACK_MAX_CELLS = 2_500_000
