@@ -231,9 +231,9 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
         increments = runs.increments
         if cache is not None and (kept is None or kept[0] is not fm or kept[1] < budget):
             cache[key] = (fm, budget, increments)
-    # rows repeat each validation model equally often: its runs are consecutive
-    per_model = np.mean(((increments - truth[:, None]) ** 2).reshape(n_val, -1, budget), axis=1)
-    v = per_model.mean(axis=0)
+    squared = (increments - truth[:, None]) ** 2
+    v = np.mean(squared, axis=0)
+    per_model = np.mean(squared.reshape(n_val, -1, budget), axis=1)  # rows: each model's runs, consecutive
     w, smooth = inverse_variance_weights(v)
     lam = w / w.sum()
     ratio = float(np.sum(lam**2 * smooth) / (np.sum(smooth) / budget**2))
