@@ -268,7 +268,8 @@ def reference_tree(args, folder):
 
 def experiment_cli(tree, cfg, bank, out, methods=("auto", "uniform-fpc")):
     cmd = [sys.executable, "-c", "from faqstats.cli import main; main()", "experiment", "--data", str(bank), "--out",
-           str(out), "--methods", *methods, "--budgets", *map(str, cfg["budgets"]), "--seeds", str(cfg["seeds"]), "--quiet"]
+           str(out), "--methods", *methods, "--budgets", *map(str, cfg["budgets"]), "--seeds", str(cfg["seeds"]),
+           "--quiet"]
     env = dict(os.environ, PYTHONPATH=str(tree), OMP_NUM_THREADS=str(THREADS))
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
@@ -340,7 +341,8 @@ def main(argv=None):
             methods = args.b_methods
             wall, stdout = experiment_cli(ROOT, cfg, bank, Path(folder) / "out_new", methods)
             fit = [x for x in stdout.splitlines() if x.startswith("Factor model fit")]
-            print(f"\n(b) faqstats experiment --methods {' '.join(methods)} --budgets {' '.join(map(str, cfg['budgets']))} "
+            print(f"\n(b) faqstats experiment --methods {' '.join(methods)} "
+                  f"--budgets {' '.join(map(str, cfg['budgets']))} "
                   f"--seeds {cfg['seeds']} on {cfg['n_models']} x {cfg['n_questions']}; bank: {source}")
             print(f"    this tree: {_fmt_s(wall)} wall ({fit[0] if fit else 'no fit line'})")
             summary = [x for x in stdout.splitlines() if x.strip().startswith(tuple(methods))]

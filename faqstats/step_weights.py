@@ -219,8 +219,8 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
     n_val = Z.shape[0]
     rows = np.repeat(np.arange(n_val), max(1, math.ceil(n_runs / n_val)))
     truth = Z.mean(axis=1)[rows]
-    key = ("step weights", id(fm), type(sampler).__name__, tuple(sorted(sampler.get_params().items())), validation_fraction,
-           random_state, int(n_runs), device, dtype, int(predict_every), max_validation)
+    key = ("step weights", id(fm), type(sampler).__name__, tuple(sorted(sampler.get_params().items())),
+           validation_fraction, random_state, int(n_runs), device, dtype, int(predict_every), max_validation)
     kept = None if cache is None else cache.get(key)
     if kept is not None and kept[0] is fm and kept[1] >= budget and sampler.scores_follow_predictions:
         increments = kept[2][:, :budget]  # the first `budget` increments of longer runs
