@@ -122,10 +122,10 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
     n_runs : int or None, default=None
         Validation runs per candidate, every candidate validated in full. ``None``: sized to
         the bank and the budget (:func:`~faqstats.step_weights.default_runs`, at most
-        :data:`~faqstats.selection.MAX_SELECTION_RUNS`), in two rounds: every candidate with a
-        quarter of them, then the full runs for the best and those not clearly worse (two
-        standard errors, paired over the validation models; at most two), and another policy
-        only if not clearly short of its margin. At most
+        :data:`~faqstats.selection.MAX_SELECTION_RUNS`, 100 from 1,000 queries on), in two
+        rounds: every candidate with a quarter of them, then the full runs for the best and
+        those not clearly worse (two standard errors, paired over the validation models; at
+        most two), and another policy only if not clearly short of its margin. At most
         :data:`~faqstats.selection.MAX_VALIDATION_MODELS` validation models; a history of more
         than :data:`~faqstats.selection.MAX_HISTORY_MODELS` models is validated on a seeded
         subsample of them (the choice is refitted on them all).

@@ -61,6 +61,11 @@ SCREEN_FINALISTS = 2
 #: many (beyond it the spread between validation models, not the runs, sets the comparison's error)
 MAX_SELECTION_RUNS = 1000
 
+#: budgets of at least this many queries get at most :data:`LARGE_BUDGET_RUNS` full runs (weights from 100
+#: runs lose 0.1-0.2% of efficiency there: docs/performance.md, "What the shortcuts cost in efficiency")
+LARGE_BUDGET = 1000
+LARGE_BUDGET_RUNS = 100
+
 #: at most this many validation models (a seeded subset of the held-out complete rows; the rest train)
 MAX_VALIDATION_MODELS = 250
 
@@ -287,7 +292,8 @@ def _select(H, budget, candidates, policies, validation_fraction, n_runs, predic
     var_fpc = _fpc_variance(Z, budget)
     cache = {} if cache is None else cache
     default_policy = next(iter(policies))
-    full_runs = min(default_runs(Z.shape[1], budget), MAX_SELECTION_RUNS) if n_runs is None else n_runs
+    full_runs = min(default_runs(Z.shape[1], budget), MAX_SELECTION_RUNS,
+                    LARGE_BUDGET_RUNS if budget >= LARGE_BUDGET else MAX_SELECTION_RUNS) if n_runs is None else n_runs
     check_scalar(full_runs, "n_runs", kind=numbers.Integral, low=1)
     n_val = Z.shape[0]
     # n_runs=None: a first round with a share of the runs, then the full runs for those not clearly worse
