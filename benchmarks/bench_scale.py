@@ -5,8 +5,10 @@ Three targets on the 2-core CPU:
 (a) ``PAIEstimator.from_history(history, budget=...)`` on a 12,032-question x 29-model bank
     in <= 2 min (a thin history: the 23 history models of the experiment split, 5 of them
     observed on one block of the bank only; budget 10%, 1,203 queries);
-(b) ``faqstats experiment --methods faq uniform-fpc --budgets 0.025 0.05 0.1 --seeds 10`` on
-    an 82,756-question x 90-model bank in <= 5 min (68 history models, 22 new ones);
+(b) ``faqstats experiment --methods auto uniform-fpc --budgets 0.025 0.05 0.1 --seeds 10`` on
+    an 82,756-question x 90-model bank in <= 5 min (68 history models, 22 new ones): ``auto``, the
+    default method (configured from the history, as ``PAIEstimator.from_history``), unless
+    ``--b-methods faq uniform-fpc`` measures the factor model's method as before;
 (c) a live step (select + answer + update) at N = 100,000, k = 16 in <= 1 ms.
 
 The banks are semi-synthetic: ``z_ij ~ Bernoulli(sigmoid(u_i . v_j))`` from the seed paper's
@@ -24,11 +26,12 @@ from 100 of its 2,000 steps, its weights' validation runs, ``faq`` runs and ``un
 each scaled from one chunk at the 2.5% budget by runs and by queries (per-query cost taken as
 constant: it grows a little with the query index, so the extrapolation understates the
 reference; the AdamW steps are timed after a warm-up fit). ``--full-reference`` runs (a) in full
-instead. (c) runs in full in both trees.
+instead. (b)'s reference is extrapolated for ``faq`` only (with ``--b-methods faq uniform-fpc``).
+(c) runs in full in both trees.
 
     python benchmarks/bench_scale.py [--quick] [--no-reference] [--full-reference]
                                      [--reference-commit 78f7e3b] [--reference-tree DIR]
-                                     [--only a b c]
+                                     [--only a b c] [--b-methods auto uniform-fpc]
 """
 
 from __future__ import annotations
@@ -263,10 +266,10 @@ def reference_tree(args, folder):
     return target
 
 
-def experiment_cli(tree, cfg, bank, out):
+def experiment_cli(tree, cfg, bank, out, methods=("auto", "uniform-fpc")):
     cmd = [sys.executable, "-c", "from faqstats.cli import main; main()", "experiment", "--data", str(bank), "--out",
-           str(out), "--methods", "faq",
-           "uniform-fpc", "--budgets", *map(str, cfg["budgets"]), "--seeds", str(cfg["seeds"]), "--quiet"]
+           str(out), "--methods", *methods, "--budgets", *map(str, cfg["budgets"]), "--seeds", str(cfg["seeds"]),
+           "--quiet"]
     env = dict(os.environ, PYTHONPATH=str(tree), OMP_NUM_THREADS=str(THREADS))
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
@@ -291,6 +294,9 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1,
                     help="OMP_NUM_THREADS (torch and BLAS threads) of both trees' processes (default 1: the "
                          "2-core machine is shared; two threads under load mostly wait at barriers)")
+    ap.add_argument("--b-methods", nargs="+", default=["auto", "uniform-fpc"],
+                    help="(b)'s --methods (default: auto, the default method, and uniform-fpc; the reference is "
+                         "extrapolated only for faq)")
     ap.add_argument("--worker", choices=["a", "b", "c"], help=argparse.SUPPRESS)
     ap.add_argument("--extrapolate", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--bank", help=argparse.SUPPRESS)
@@ -332,22 +338,25 @@ def main(argv=None):
         if "b" in args.only:
             cfg = cfgs["b"]
             bank, source = write_bank_b(cfg, folder)
-            wall, stdout = experiment_cli(ROOT, cfg, bank, Path(folder) / "out_new")
+            methods = args.b_methods
+            wall, stdout = experiment_cli(ROOT, cfg, bank, Path(folder) / "out_new", methods)
             fit = [x for x in stdout.splitlines() if x.startswith("Factor model fit")]
-            print(f"\n(b) faqstats experiment --methods faq uniform-fpc --budgets {' '.join(map(str, cfg['budgets']))} "
+            print(f"\n(b) faqstats experiment --methods {' '.join(methods)} "
+                  f"--budgets {' '.join(map(str, cfg['budgets']))} "
                   f"--seeds {cfg['seeds']} on {cfg['n_models']} x {cfg['n_questions']}; bank: {source}")
             print(f"    this tree: {_fmt_s(wall)} wall ({fit[0] if fit else 'no fit line'})")
-            summary = [x for x in stdout.splitlines() if x.strip().startswith(("faq", "uniform"))]
+            summary = [x for x in stdout.splitlines() if x.strip().startswith(tuple(methods))]
             for line in summary:
                 print("      " + line.strip())
             refb = None
-            if ref is not None:
+            if ref is not None and "faq" in methods:
                 refb, _ = run_in(ref, ["--worker", "b", *quick, "--bank", str(bank)])
                 print(f"    reference: {_fmt_s(refb['seconds'])} (extrapolated from one chunk per piece at "
                       f"{refb['budget_measured']} queries, x{refb['steps_scale']:.1f} for all budgets' queries)")
                 for name, (measured, full) in refb["parts"].items():
                     print(f"      {name}: {measured:.1f} s measured -> {_fmt_s(full)}")
-            rows.append(("(b) experiment faq uniform-fpc, 82,756 x 90" if not args.quick else "(b) experiment (quick)",
+            rows.append((f"(b) experiment {' '.join(methods)}, 82,756 x 90" if not args.quick else
+                         "(b) experiment (quick)",
                          wall, refb and refb["seconds"], TARGETS["b"], "s"))
         if "c" in args.only:
             cfg = cfgs["c"]

@@ -4,6 +4,8 @@ AdamW (the paper's reference code) or alternating Newton; the objectives are in 
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -23,6 +25,24 @@ def resolve_device(device: str) -> str:
     if not (device == "cpu" or device.startswith("cuda") or device == "mps"):
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got {device!r}.")
     return device
+
+
+@contextlib.contextmanager
+def intra_op_threads(n):
+    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is), then restored.
+
+    Small tensors gain nothing from a second thread, and on a busy machine its spin-waits
+    cost many times the work (the configuration of a small bank: :mod:`faqstats.selection`).
+    """
+    if n is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def resolve_dtype(dtype: str) -> torch.dtype:

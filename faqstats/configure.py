@@ -48,7 +48,8 @@ class Configuration:
         name, with ``"/policy"`` when the policy is not the default), ``predictor``,
         ``policy``, ``predicted_ess`` (validation variance of the FPC sample mean / the
         candidate's), ``variance_ratio`` (as in :class:`~faqstats.step_weights.StepWeights`),
-        ``fit_seconds`` and ``validation_seconds``.
+        ``runs`` (the validation runs behind the row: fewer than the others' for a candidate left
+        at the first round), ``fit_seconds`` and ``validation_seconds``.
     budget, n_validation, n_runs : int
     seconds : float
     predict_every : int
@@ -79,6 +80,9 @@ class Configuration:
                  "Seconds:": f"{self.seconds:.1f}"}
         notes = ["ESS: validation variance of the FPC sample mean / that of the candidate's weighted PAI estimate.",
                  "Every predictor is validated with the default policy; the other policies with the best predictor."]
+        runs = self.table["runs"] if "runs" in self.table else None
+        if runs is not None and runs.nunique() > 1:
+            notes.append("Rows with fewer runs stayed at the first round: clearly worse than the best there.")
         if self.choice == "sample-mean":
             notes.append("No predictor beat the sample mean on the validation models: the sample mean is used.")
         return table_summary("faqstats configuration from the history", items=items, table=self.table, index=False,
@@ -89,7 +93,7 @@ class Configuration:
 
 
 def configure_from_history(history, budget, *, candidates=None, policies=None, validation_fraction=0.25,
-                           n_runs=None, predict_every="auto", random_state=0, verbose=False, cache=None):
+                           n_runs=None, predict_every="auto", random_state=0, verbose=True, cache=None):
     """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
 
     Every predictor is validated with the first (default) policy; the other policies with the
@@ -116,15 +120,23 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
     validation_fraction : float in (0, 1), default=0.25
         Share of the complete history rows held out as validation models.
     n_runs : int or None, default=None
-        Validation runs per candidate; ``None``: :func:`~faqstats.step_weights.default_runs`
-        (2,000 on small banks, down to 200 on large ones).
+        Validation runs per candidate, every candidate validated in full. ``None``: sized to
+        the bank and the budget (:func:`~faqstats.step_weights.default_runs`, at most
+        :data:`~faqstats.selection.MAX_SELECTION_RUNS`, 100 from 1,000 queries on), in two
+        rounds: every candidate with a quarter of them, then the full runs for the best and
+        those not clearly worse (two standard errors, paired over the validation models; at
+        most two), and another policy only if not clearly short of its margin. At most
+        :data:`~faqstats.selection.MAX_VALIDATION_MODELS` validation models; a history of more
+        than :data:`~faqstats.selection.MAX_HISTORY_MODELS` models is validated on a seeded
+        subsample of them (the choice is refitted on them all).
     predict_every : int or "auto", default="auto"
         The predictions' refresh schedule of the validation runs and of the returned estimator;
         ``"auto"``: :func:`default_predict_every` (every answer on banks of up to 4,095 questions).
     random_state : int, default=0
         Seeds the split, the fits and the runs.
-    verbose : bool, default=False
-        A progress bar over the candidates.
+    verbose : bool, default=True
+        A progress bar over the validations, shown once the configuration has taken two seconds
+        (``False``: none).
     cache : dict or None
         Filled with the candidates' fits and validation runs; pass the same dict to configure
         several budgets with one set of fits (same history, candidates, split and seed), the

@@ -9,6 +9,7 @@ chose.
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
 import warnings
@@ -22,7 +23,7 @@ from ._progress import progress_bar
 from ._validation import check_history, check_scalar, check_seed
 from .predictor import predictor_class
 from .sampling import HybridSampler, Sampler, UniformSampler
-from .step_weights import learn_step_weights, validation_split
+from .step_weights import default_runs, learn_step_weights, validation_split
 
 __all__ = ["Selection", "default_candidates", "default_policies", "default_predict_every", "select_configuration"]
 
@@ -50,6 +51,32 @@ POLICY_MARGIN = 0.03
 THIN_HISTORY = 100
 
 
+#: with ``n_runs=None``, the first round validates every candidate with this share of the runs; then the
+#: best and those not clearly worse (two standard errors, paired over the validation models), at most
+#: :data:`SCREEN_FINALISTS`, get the full runs, and another policy only if not clearly short of its margin
+SCREEN_SHARE = 0.25
+SCREEN_FINALISTS = 2
+
+#: with ``n_runs=None``, the full validation runs: :func:`~faqstats.step_weights.default_runs`, at most this
+#: many (beyond it the spread between validation models, not the runs, sets the comparison's error)
+MAX_SELECTION_RUNS = 1000
+
+#: budgets of at least this many queries get at most :data:`LARGE_BUDGET_RUNS` full runs (weights from 100
+#: runs lose 0.1-0.2% of efficiency there: docs/performance.md, "What the shortcuts cost in efficiency")
+LARGE_BUDGET = 1000
+LARGE_BUDGET_RUNS = 100
+
+#: at most this many validation models (a seeded subset of the held-out complete rows; the rest train)
+MAX_VALIDATION_MODELS = 250
+
+#: larger histories are validated on a seeded subsample of this many models (the choice refitted on them all)
+MAX_HISTORY_MODELS = 2000
+
+#: histories of at most this many cells (models x questions) are configured with one thread (torch's and the
+#: BLAS'): their tensors are too small for a second to help, and on a busy machine its spin-waits cost many
+#: times the work
+ONE_THREAD_MAX_CELLS = 2_000_000
+
 #: the stack is tried while history models x questions is at most this (its mixtures' step is O(models x N))
 STACK_MAX_CELLS = 2_500_000
 
@@ -57,7 +84,10 @@ STACK_MAX_CELLS = 2_500_000
 def default_candidates(n_models, random_state=0, n_questions=None):
     """The predictors tried by default: the logistic factor model and Gaussian-process surrogates.
 
-    ``"factor"``: :class:`~faqstats.LogisticFactorModel` of rank ``min(16, n_models - 1)``;
+    ``"factor"``: :class:`~faqstats.LogisticFactorModel` of rank ``min(16, n_models - 1)``, fitted
+    by the Newton solver (``regularization=3``, at most 10 sweeps, ``tol=1e-3``: the experiments'
+    factor model on large banks; on README's bank, openllm_v1 and the tests' banks it validates
+    better than 2,000 AdamW steps, in a small share of the time);
     ``"gp"``: :class:`~faqstats.GaussianProcessSurrogate` of rank 32; then, with at least
     :data:`THIN_HISTORY` models, ``"gp-16"`` and ``"gp-64"`` of ranks 16 and 64 and ``"stack"``
     (:class:`~faqstats.StackedPredictor`: the surrogate and two mixtures over the history's
@@ -99,7 +129,8 @@ def default_candidates(n_models, random_state=0, n_questions=None):
     factor, gp, stack = (predictor_class(name) for name in ("LogisticFactorModel", "GaussianProcessSurrogate",
                                                             "StackedPredictor"))
     rank = int(max(1, min(16, n_models - 1)))
-    candidates = {"factor": factor(n_components=rank, random_state=random_state),
+    candidates = {"factor": factor(n_components=rank, solver="newton", regularization=3.0, tol=1e-3, max_iter=10,
+                                   random_state=random_state),
                   "gp": gp(random_state=random_state)}
     if n_models >= THIN_HISTORY:
         for k in (16, 64):
@@ -181,7 +212,7 @@ def _fpc_variance(Z, budget):
 
 
 def select_configuration(history, budget, *, candidates=None, policies=None, validation_fraction=0.25,
-                         n_runs=None, predict_every="auto", random_state=0, verbose=False, cache=None):
+                         n_runs=None, predict_every="auto", random_state=0, verbose=True, cache=None):
     """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
 
     Every predictor is validated with the first (default) policy; the other policies with the
@@ -208,8 +239,21 @@ verbose, cache
     >>> chosen.choice in [*chosen.table["candidate"], "sample-mean"], chosen.params["budget"]
     (True, 20)
     """
+    from threadpoolctl import threadpool_limits
+
+    from ._torch_backend import intra_op_threads
+
     start = time.perf_counter()
     H = check_history(history, name="history")
+    one = 1 if H.size <= ONE_THREAD_MAX_CELLS else None
+    with threadpool_limits(limits=one), intra_op_threads(one):
+        return _select(H, budget, candidates, policies, validation_fraction, n_runs, predict_every, random_state,
+                       verbose, cache, start)
+
+
+def _select(H, budget, candidates, policies, validation_fraction, n_runs, predict_every, random_state, verbose, cache,
+            start):
+    """:func:`select_configuration` on a checked history."""
     random_state = check_seed(random_state)
     budget = int(check_scalar(budget, "budget", kind=numbers.Integral, low=3, high=H.shape[1]))
     if predict_every == "auto":
@@ -230,10 +274,15 @@ verbose, cache
         if not isinstance(policy, Sampler) or policy.design == "stream":
             raise ValueError(f"policies must be sequential faqstats Samplers; {name!r} is {type(policy).__name__}.")
         policy.check_params()
-    columns = ["candidate", "predictor", "policy", "predicted_ess", "variance_ratio", "fit_seconds",
+    columns = ["candidate", "predictor", "policy", "predicted_ess", "variance_ratio", "runs", "fit_seconds",
                "validation_seconds"]
+    if H.shape[0] > MAX_HISTORY_MODELS:  # validated on a seeded subsample of the models; refitted on them all
+        keep = np.random.default_rng([random_state, 5]).choice(H.shape[0], MAX_HISTORY_MODELS, replace=False)
+        V = H[np.sort(keep)]
+    else:
+        V = H
     try:
-        train, Z = validation_split(H, validation_fraction, random_state)
+        train, Z = validation_split(V, validation_fraction, random_state, max_validation=MAX_VALIDATION_MODELS)
     except ValueError as exc:  # too few complete rows to validate anything on: the safe choice
         warnings.warn(f"configure_from_history: the sample mean, since no predictor can be validated ({exc})",
                       RuntimeWarning, stacklevel=3)
@@ -242,46 +291,89 @@ verbose, cache
                          predict_every)
     var_fpc = _fpc_variance(Z, budget)
     cache = {} if cache is None else cache
-    rows, fitted, models = [], {}, {}
     default_policy = next(iter(policies))
+    full_runs = min(default_runs(Z.shape[1], budget), MAX_SELECTION_RUNS,
+                    LARGE_BUDGET_RUNS if budget >= LARGE_BUDGET else MAX_SELECTION_RUNS) if n_runs is None else n_runs
+    check_scalar(full_runs, "n_runs", kind=numbers.Integral, low=1)
+    n_val = Z.shape[0]
+    # n_runs=None: a first round with a share of the runs, then the full runs for those not clearly worse
+    screen_runs = max(1, int(round(SCREEN_SHARE * full_runs)))
+    screening = n_runs is None and math.ceil(screen_runs / n_val) < math.ceil(full_runs / n_val)
+    rows, results = {}, {}  # by label: the table's row, and (StepWeights, variance per validation model)
+    bar = progress_bar(len(candidates) + (len(policies) - 1) * (1 + screening) + screening * SCREEN_FINALISTS,
+                       "configuring", verbose, unit="validation", delay=2)
 
-    def validate(name, model, policy, fit_seconds):
+    def validate(name, model, policy, runs, fit_seconds):
         t1 = time.perf_counter()
-        sw = learn_step_weights(H, None, budget=budget, sampler=policies[policy],
-                                validation_fraction=validation_fraction, n_runs=n_runs, random_state=random_state,
-                                fitted_factor_model=model, predict_every=predict_every, cache=cache)
+        bar.set_postfix_str(f"{name}/{policy}, {runs} runs", refresh=False)
+        sw = learn_step_weights(V, None, budget=budget, sampler=policies[policy],
+                                validation_fraction=validation_fraction, n_runs=runs, random_state=random_state,
+                                fitted_factor_model=model, predict_every=predict_every, cache=cache,
+                                max_validation=MAX_VALIDATION_MODELS)
         lam = sw.weights / sw.weights.sum()
-        var = float(np.sum(lam**2 * sw.step_variance))  # the martingale's: increments are uncorrelated
+        per_model = sw.model_errors @ lam**2  # the martingale's variance: increments are uncorrelated
+        var = float(per_model.mean())
         label = name if policy == default_policy else f"{name}/{policy}"
-        rows.append({"candidate": label, "predictor": name, "policy": policy,
-                     "predicted_ess": var_fpc / var if var > 0 else np.inf, "variance_ratio": sw.variance_ratio,
-                     "fit_seconds": fit_seconds, "validation_seconds": time.perf_counter() - t1})
-        fitted[label] = sw
+        rows[label] = {"candidate": label, "predictor": name, "policy": policy,
+                       "predicted_ess": var_fpc / var if var > 0 else np.inf, "variance_ratio": sw.variance_ratio,
+                       "runs": sw.n_runs, "fit_seconds": fit_seconds, "validation_seconds": time.perf_counter() - t1}
+        results[label] = (sw, per_model)
         bar.update(1)
-        return sw
+        return label
 
-    bar = progress_bar(len(candidates) + len(policies) - 1, "candidates", verbose)
+    def not_clearly_worse(label, than, margin=0.0):
+        """Whether ``label``'s validation variance is within two standard errors (paired over the
+        validation models) of ``than``'s divided by ``1 + margin``."""
+        a, b = results[label][1], results[than][1]
+        if not (a.mean() > 0 and b.mean() > 0):
+            return True
+        d = a / a.mean() - b / b.mean()  # delta method for log(var_a / var_b)
+        se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else np.inf
+        return np.log(a.mean() / b.mean()) <= 2.0 * se - np.log1p(margin)
+
+    models, fits = {}, {}
     for name, candidate in candidates.items():  # every predictor with the default policy
         t0 = time.perf_counter()
         model = _cached_fit(cache, ("train", name), candidate, train)
         same = next((other for other, m in models.items() if _same_fit(m, model)), None)
-        models[name] = model
+        models[name], fits[name] = model, time.perf_counter() - t0
         if same is not None:  # e.g. a rank the history cannot support: nothing new to validate
             bar.update(1)
             continue
-        validate(name, model, default_policy, time.perf_counter() - t0)
-    best = max(rows, key=lambda r: r["predicted_ess"])["predictor"]
+        validate(name, model, default_policy, screen_runs if screening else full_runs, fits[name])
+    first = list(rows)
+    if screening:  # the full runs for the best and those not clearly worse
+        lead = max(first, key=lambda k: rows[k]["predicted_ess"])
+        close = sorted((k for k in first if k == lead or not_clearly_worse(k, lead)),
+                       key=lambda k: -rows[k]["predicted_ess"])[:SCREEN_FINALISTS]
+        screened = {k: results[k] for k in close}
+        for k in close:
+            validate(k, models[k], default_policy, full_runs, fits[k])
+        bar.total -= SCREEN_FINALISTS - len(close)
+    else:
+        screened = {}
+        bar.total -= SCREEN_FINALISTS * screening
+    best = max((k for k in first if rows[k]["runs"] == max(rows[j]["runs"] for j in first)),
+               key=lambda k: rows[k]["predicted_ess"])
     for policy in list(policies)[1:]:  # the other policies with the best predictor
-        validate(best, models[best], policy, 0.0)
+        if screening and best in screened:  # promoted unless clearly short of the margin the choice asks
+            results[f"{best}:screen"] = screened[best]
+            label = validate(best, models[best], policy, screen_runs, 0.0)
+            if not not_clearly_worse(label, f"{best}:screen", POLICY_MARGIN):
+                bar.total -= 1
+                continue
+        validate(best, models[best], policy, full_runs, 0.0)
     bar.close()
+    rows = list(rows.values())
     table = pd.DataFrame(rows, columns=columns)
     # another policy must beat the default with the same predictor by POLICY_MARGIN: a smaller tau
     # makes heavier-tailed increments (the t interval's coverage at small budgets), and the best of
     # several noisy validation figures is optimistic
     base = table.loc[(table["predictor"] == best) & (table["policy"] == default_policy), "predicted_ess"].iloc[0]
     eligible = (table["policy"] == default_policy) | (table["predicted_ess"] > (1.0 + POLICY_MARGIN) * base)
+    eligible &= table["runs"] == table["runs"].max()  # not left at the first round
     top = table.loc[table["predicted_ess"].where(eligible).idxmax()]
-    sw = fitted[top["candidate"]]
+    sw = results[top["candidate"]][0]
     if top["predicted_ess"] > 1.0:
         choice = str(top["candidate"])
         model = _cached_fit(cache, ("whole", top["predictor"]), candidates[top["predictor"]], H)

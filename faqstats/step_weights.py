@@ -36,6 +36,10 @@ class StepWeights:
         Its decreasing isotonic fit; ``weights`` are proportional to its inverse.
     n_validation, n_runs : int
         Validation models and runs behind the estimate.
+    model_errors : ndarray of shape (n_validation, budget) or None
+        Each validation model's mean squared error of ``phi_t`` over its runs (``step_variance``
+        is their mean): the spread between models that a comparison of two candidates'
+        validation figures needs (:func:`~faqstats.configure_from_history`'s early pruning).
     variance_ratio : float
         Predicted variance of the weighted mean relative to the plain mean (below 1: the weights help).
     seconds : float
@@ -64,6 +68,7 @@ class StepWeights:
     variance_ratio: float
     seconds: float
     factor_model: object = field(default=None, repr=False, compare=False)
+    model_errors: np.ndarray = field(default=None, repr=False, compare=False)
 
     @property
     def predictor(self):
@@ -142,7 +147,7 @@ def default_runs(n_questions, budget):
 
 def learn_step_weights(history, predictor=None, *, budget, sampler=None, validation_fraction=0.25, n_runs=None,
                        random_state=None, fitted_factor_model=None, device="cpu", dtype="float64", predict_every=1,
-                       cache=None, **deprecated):
+                       cache=None, max_validation=None, **deprecated):
     """Learn per-step increment weights for ``budget`` queries by cross-fitting on the history.
 
     Parameters
@@ -178,6 +183,8 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
         (``HybridSampler()``'s does not), the runs of a larger budget give every smaller
         budget's per-step variances (the first ``budget`` increments of a run are those of a
         run of ``budget`` queries), so learn the largest budget first.
+    max_validation : int or None, default=None
+        At most this many validation models (as in :func:`validation_split`).
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
@@ -204,7 +211,7 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
     random_state = check_seed(random_state)
     check_scalar(budget, "budget", kind=numbers.Integral, low=3)
     budget = int(budget)
-    train, Z = validation_split(history, validation_fraction, random_state)
+    train, Z = validation_split(history, validation_fraction, random_state, max_validation=max_validation)
     n_runs = default_runs(Z.shape[1], budget) if n_runs is None else n_runs
     check_scalar(n_runs, "n_runs", kind=numbers.Integral, low=1)
     fm = fitted_factor_model if fitted_factor_model is not None else clone(predictor).fit(train)
@@ -212,8 +219,8 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
     n_val = Z.shape[0]
     rows = np.repeat(np.arange(n_val), max(1, math.ceil(n_runs / n_val)))
     truth = Z.mean(axis=1)[rows]
-    key = ("step weights", type(sampler).__name__, tuple(sorted(sampler.get_params().items())), validation_fraction,
-           random_state, int(n_runs), device, dtype, int(predict_every))
+    key = ("step weights", id(fm), type(sampler).__name__, tuple(sorted(sampler.get_params().items())),
+           validation_fraction, random_state, int(n_runs), device, dtype, int(predict_every), max_validation)
     kept = None if cache is None else cache.get(key)
     if kept is not None and kept[0] is fm and kept[1] >= budget and sampler.scores_follow_predictions:
         increments = kept[2][:, :budget]  # the first `budget` increments of longer runs
@@ -224,22 +231,27 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
         increments = runs.increments
         if cache is not None and (kept is None or kept[0] is not fm or kept[1] < budget):
             cache[key] = (fm, budget, increments)
-    v = np.mean((increments - truth[:, None]) ** 2, axis=0)
+    squared = (increments - truth[:, None]) ** 2
+    v = np.mean(squared, axis=0)
+    per_model = np.mean(squared.reshape(n_val, -1, budget), axis=1)  # rows: each model's runs, consecutive
     w, smooth = inverse_variance_weights(v)
     lam = w / w.sum()
     ratio = float(np.sum(lam**2 * smooth) / (np.sum(smooth) / budget**2))
-    return StepWeights(w, v, smooth, n_val, rows.size, ratio, time.perf_counter() - start, fm)
+    return StepWeights(w, v, smooth, n_val, rows.size, ratio, time.perf_counter() - start, fm, per_model)
 
 
-def validation_split(history, validation_fraction=0.25, random_state=None):
+def validation_split(history, validation_fraction=0.25, random_state=None, max_validation=None):
     """``(training history, validation models)``: a share of the complete rows held out, seeded by
-    the int ``random_state`` only (``None``: a fresh seed)."""
+    the int ``random_state`` only (``None``: a fresh seed); at most ``max_validation`` of them
+    (``None``: no cap), the others staying in the training part."""
     random_state = check_seed(random_state)
     H = check_history(history, name="history")
     check_scalar(validation_fraction, "validation_fraction", low=0.0, high=1.0, closed="neither")
     complete = np.flatnonzero(~np.isnan(H).any(axis=1))
     rng = np.random.default_rng([random_state, 2])
     n_val = int(round(validation_fraction * complete.size))
+    if max_validation is not None:
+        n_val = min(n_val, int(check_scalar(max_validation, "max_validation", kind=numbers.Integral, low=1)))
     if n_val < 1 or complete.size - n_val < 2:
         raise ValueError(
             f"the history has {complete.size} complete rows; validation_fraction={validation_fraction} leaves "

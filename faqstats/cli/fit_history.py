@@ -150,8 +150,9 @@ def add_fit_history_parser(sub):
                           "predictor (factor model, surrogates, stack) or the sample mean, the policy and the "
                           "increment weights; all saved in --out, the validation table beside it (.validation.csv)")
     fit.add_argument("--runs", type=count, default=None, metavar="R",
-                     help="with --budget: validation runs per candidate (default: 2000 on small banks, fewer on "
-                          "large ones)")
+                     help="with --budget: validation runs per candidate, every candidate in full (default: sized "
+                          "to the bank and the budget, at most 1000, in two rounds: clearly worse candidates stop "
+                          "at a quarter)")
     fit.add_argument("--n-components", type=count, default=None, help="rank k (default 16)")
     fit.add_argument("--regularization", type=float, default=None,
                      help="regularization: AdamW's weight decay (default 0.1)")

@@ -199,7 +199,7 @@ def prepare_methods(methods, sizes, history, fitted, others, alpha, random_state
         cache = {}
         for b in largest_first:
             configurations[b] = configure_from_history(history, b, random_state=random_state, cache=cache,
-                                                       **weight_cfg)
+                                                       verbose=verbose, **weight_cfg)
         configurations = {int(b): configurations[int(b)] for b in sizes}
         for b, cfg in configurations.items():
             est = cfg.estimator

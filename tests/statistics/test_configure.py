@@ -127,3 +127,18 @@ def test_another_policy_needs_a_margin_over_the_default(bank, monkeypatch):
     assert np.allclose(pd_free["predicted_ess"], pd_kept["predicted_ess"])  # same runs
     assert free.choice == pd_free["predicted_ess"].idxmax() and kept.choice == "gp"
     assert kept.estimator.sampler.tau == 0.5
+
+
+def test_a_clearly_worse_candidate_is_left_at_the_first_round(bank, capsys):
+    """n_runs=None: every candidate gets a quarter of the runs first; a useless one stays there
+    (fewer runs in its row) and cannot be chosen; the best gets the full runs."""
+    candidates = {"gp": fq.GaussianProcessSurrogate(n_components=8), "contrarian": Contrarian(),
+                  "gp-2": fq.GaussianProcessSurrogate(n_components=2)}
+    cfg = configure_from_history(bank.history, 25, candidates=candidates, policies={"hybrid": fq.HybridSampler()},
+                                 random_state=0, verbose=False)
+    t = cfg.table.set_index("candidate")
+    assert t.loc["contrarian", "runs"] < t["runs"].max() == cfg.n_runs
+    assert t.loc["contrarian", "predicted_ess"] < 1 < min(t.loc["gp", "predicted_ess"], t.loc["gp-2", "predicted_ess"])
+    assert cfg.choice in ("gp", "gp-2") and t.loc[cfg.choice, "runs"] == t["runs"].max()
+    assert "first round" in str(cfg)
+    assert capsys.readouterr().err == ""  # verbose=False: no progress bar
