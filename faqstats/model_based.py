@@ -214,10 +214,14 @@ class ModelBasedResult:
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
+            One minus the level.
 
         Returns
         -------
-        low, high : float
+        low : float
+            The interval's lower end.
+        high : float
+            Its upper end.
         """
         half = conformal_quantile(self.calibration_scores, alpha) * self.scale
         return max(0.0, self.estimate - half), min(1.0, self.estimate + half)
@@ -225,11 +229,33 @@ class ModelBasedResult:
     confint = conf_int
 
     def recommended_interval(self, alpha=0.05):
-        """The model-based interval, or the design-based one when the check flags it."""
+        """The model-based interval, or the design-based one when the check flags it.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the level.
+
+        Returns
+        -------
+        tuple of float
+            ``(low, high)``.
+        """
         return self.design_based.conf_int(alpha) if self.flagged else self.conf_int(alpha)
 
     def summary(self, alpha=0.05):
-        """Both estimates, their intervals and the guarantee each carries (a statsmodels summary)."""
+        """Both estimates, their intervals and the guarantee each carries (a statsmodels summary).
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the level.
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary
+            The table.
+        """
         low, high = self.conf_int(alpha)
         d_low, d_high = self.design_based.conf_int(alpha)
         level = f"{100 * (1 - alpha):g}%"
@@ -410,6 +436,7 @@ class ModelBasedEstimator(BaseEstimator):
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
+            One minus the level of the intervals.
 
         Returns
         -------
@@ -441,12 +468,15 @@ class ModelBasedEstimator(BaseEstimator):
         Parameters
         ----------
         outcomes : array-like of shape (N,) or callable
+            The new model's outcomes in [0, 1] (only the asked ones are read), or a function
+            mapping question indices to their outcomes.
         y : None
             Ignored.
 
         Returns
         -------
         self
+            The fitted estimator (``result_``, ``estimate_``, ``scale_``, ``queries_``).
         """
         check_is_fitted(self, "calibration_")
         if not callable(outcomes):
@@ -462,14 +492,36 @@ class ModelBasedEstimator(BaseEstimator):
         return self
 
     def conf_int(self, alpha=0.05):
-        """The calibrated model-based interval (:meth:`ModelBasedResult.conf_int`)."""
+        """The calibrated model-based interval (:meth:`ModelBasedResult.conf_int`).
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the level.
+
+        Returns
+        -------
+        tuple of float
+            ``(low, high)``.
+        """
         check_is_fitted(self, "result_")
         return self.result_.conf_int(alpha)
 
     confint = conf_int
 
     def summary(self, alpha=0.05):
-        """:meth:`ModelBasedResult.summary` of the last fit."""
+        """:meth:`ModelBasedResult.summary` of the last fit.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the level.
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary
+            The table.
+        """
         check_is_fitted(self, "result_")
         return self.result_.summary(alpha)
 
