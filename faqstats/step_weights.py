@@ -36,16 +36,16 @@ class StepWeights:
         Its decreasing isotonic fit; ``weights`` are proportional to its inverse.
     n_validation, n_runs : int
         Validation models and runs behind the estimate.
-    model_errors : ndarray of shape (n_validation, budget) or None
-        Each validation model's mean squared error of ``phi_t`` over its runs (``step_variance``
-        is their mean): the spread between models that a comparison of two candidates'
-        validation figures needs (:func:`~faqstats.configure_from_history`'s early pruning).
     variance_ratio : float
         Predicted variance of the weighted mean relative to the plain mean (below 1: the weights help).
     seconds : float
     factor_model : fitted estimator or None
         The predictor refitted on the training part of the split (see ``fitted_factor_model``;
         also read as ``predictor``).
+    model_errors : ndarray of shape (n_validation, budget) or None
+        Each validation model's mean squared error of ``phi_t`` over its runs (``step_variance``
+        is their mean): the spread between models that a comparison of two candidates'
+        validation figures needs (:func:`~faqstats.configure_from_history`'s early pruning).
 
     Examples
     --------
