@@ -1,11 +1,11 @@
-"""Issue 15 clusters: PAI over clusters against the cluster sample mean (docs/results.md, "Clusters").
+"""Clusters: PAI over clusters against the cluster sample mean (docs/results.md, "Clusters").
 
 Usage, from the repository root (``PYTHONPATH=.``)::
 
     python docs/results/clusters/cluster_experiment.py openllm 100 3 0.1
     python docs/results/clusters/cluster_experiment.py synthetic 40 8 0.1
 
-openllm: openllm_v1 (``../shared/data``), complete rows, ``split_matrix(complete_rows=True,
+openllm: openllm_v1 (``FAQSTATS_DATA``, else the data folder beside the repository), complete rows, ``split_matrix(complete_rows=True,
 split_seed=0)``, k = 16, regularization 0.1, consecutive items in clusters of 4 (174 clusters, the
 last of 1 item); synthetic: the correlated-cluster bank of ``tests/exactness/test_clusters.py`` (40
 clusters of 8, a model-specific logit effect of sd 2.5 per cluster) with a fitted k = 2 factor
@@ -27,6 +27,7 @@ docs/results.md.
 """
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -43,7 +44,7 @@ t0 = time.time()
 if bank == "openllm":
     from faqstats.experiments import split_matrix
 
-    M, meta = fq.load_response_matrix(ROOT.parent / "shared/data/openllm_v1.npz")
+    M, meta = fq.load_response_matrix(os.environ.get("FAQSTATS_DATA", ROOT.parent / "shared/data/openllm_v1.npz"))
     history, new, rows = split_matrix(M, complete_rows=True, split_seed=0)
     cache = Path("openllm_v1_split0_k16.npz")  # the fitted model, reused by later runs in this directory
     if cache.exists():

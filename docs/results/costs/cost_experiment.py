@@ -1,5 +1,6 @@
-"""Issue 15 cost budgets on openllm_v1: PAI with costs vs the uniform sample mean per unit cost."""
-import json, sys, time
+"""Cost budgets on openllm_v1: PAI with costs vs the uniform sample mean per unit cost."""
+import json, os, sys, time
+from pathlib import Path
 import numpy as np
 import faqstats as fq
 from faqstats.experiments import split_matrix
@@ -9,7 +10,9 @@ from faqstats.experiments import split_matrix
 TOKENS = {"arc": 1300, "gsm8k": 1500, "mmlu": 600, "truthfulqa": 400, "winogrande": 200}
 n_models, n_seeds, frac = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 jitter = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
-M, meta = fq.load_response_matrix("../shared/data/openllm_v1.npz")
+# the response matrix: FAQSTATS_DATA, else the data folder beside the repository
+DATA = os.environ.get("FAQSTATS_DATA", Path(__file__).resolve().parents[4] / "shared" / "data" / "openllm_v1.npz")
+M, meta = fq.load_response_matrix(DATA)
 history, new, rows = split_matrix(M, complete_rows=True, split_seed=0)
 groups = np.asarray(meta["groups"])
 costs = np.array([TOKENS[g] for g in groups], dtype=float)

@@ -2,7 +2,7 @@
 PAI with the GP surrogate or a 2PL, the default policy or the randomised BQ one, default weights,
 on openllm_v1 (complete rows, split seed 0, 120 test models x 4 seeds), through the batched engine.
 
-    python docs/results/predictors/compare_policies.py   # needs ../shared/data beside the repository
+    python docs/results/predictors/compare_policies.py   # needs openllm_v1.npz in the data folder beside the repository
 """
 import time
 from pathlib import Path

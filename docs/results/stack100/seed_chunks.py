@@ -10,7 +10,7 @@ can share the seeds and a stopped run loses nothing:
     python seed_chunks.py run OUT 0 50 & python seed_chunks.py run OUT 50 100 &
     python seed_chunks.py summary OUT               # summary.csv, the CLI's summary of these records
 
-Data: ``../shared/data/openllm_v1.npz`` (or ``FAQSTATS_DATA``), complete rows, 75% history, split seed 0.
+Data: openllm_v1.npz (``FAQSTATS_DATA``, else the data folder beside the repository), complete rows, 75% history, split seed 0.
 """
 
 import os
