@@ -320,6 +320,12 @@ class VarianceReductionSampler(Sampler):
         super().__init__(tau=tau, replace=replace)
         self.power = power
 
+    def check_params(self):
+        super().check_params()
+        if not (isinstance(self.power, (int, float)) and self.power >= 1.0 and math.isfinite(self.power)):
+            raise ValueError(f"power must be a finite number >= 1, got {self.power!r}.")
+        return self
+
     def scores(self, state):
         if state.question_factors is None or state.posterior_cov is None:
             raise ValueError(f"{type(self).__name__} needs a fitted predictor with question factors and a posterior.")
@@ -328,8 +334,6 @@ class VarianceReductionSampler(Sampler):
                                       state.available, state.quadratic_forms(), noise)
         if self.power == 1.0:
             return s
-        if not (isinstance(self.power, (int, float)) and self.power >= 1.0 and math.isfinite(self.power)):
-            raise ValueError(f"power must be a finite number >= 1, got {self.power!r}.")
         top = s.max(-1, keepdims=True) if isinstance(s, np.ndarray) else s.amax(-1, keepdim=True)
         return (s / top.clip(min=1e-300)) ** self.power  # scaled first: no underflow of every score
 
