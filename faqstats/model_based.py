@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress_bar
-from ._validation import check_generator, check_outcome_values, check_scalar, validate_history
+from ._validation import check_generator, check_scalar, validate_history
 from .estimator import PAIEstimator
 from .predictor import engine_posterior
 from .results import AccuracyResult, table_summary
@@ -479,8 +479,6 @@ class ModelBasedEstimator(BaseEstimator):
             The fitted estimator (``result_``, ``estimate_``, ``scale_``, ``queries_``).
         """
         check_is_fitted(self, "calibration_")
-        if not callable(outcomes):
-            outcomes = check_outcome_values(outcomes, "outcomes", allow_nan=True)
         estimate, scale, pai = _procedure(self.predictor_, self.sampler_, self.budget, outcomes,
                                           check_generator(self.random_state))
         self.queries_ = pai.queries_
