@@ -1,18 +1,9 @@
 """Paired comparison of two models on actively chosen questions.
 
-The estimand is ``delta = theta_A - theta_B`` on the whole bank. Each step gives each model
-its own PAI increment ``phi^M_t`` and ``delta_hat`` is the mean of ``d_t = phi^A_t - phi^B_t``;
-whatever the joint law of the two draws, the ``d_t - delta`` are martingale differences, so the
-martingale variance is exactly unbiased. The design sets the joint law:
-
-* ``design="coupled"`` (default): each model draws from its own policy, the two draws from
-  the maximal coupling of ``q^A`` and ``q^B`` (:func:`maximal_coupling`);
-* ``design="shared"``: one question per step, asked to both;
-* a fully known reference (``fit(z_A, reference=z_R)``): a single-model run predicting
-  ``z^A_j`` by ``lambda z^R_j + (1 - lambda) p^A_j``.
-
-Derivations and measured gains: ``docs/statistics.md``, "Paired comparisons". Every design
-runs in the one query loop (:class:`faqstats._engine.QueryLoop`).
+The estimand is ``theta_A - theta_B``, estimated by the mean of ``d_t = phi^A_t - phi^B_t``, with
+the exactly unbiased martingale variance whatever the joint law of the two draws, which the design
+sets: coupled (:func:`maximal_coupling`), shared (one question asked to both), or a fully known
+reference (docs/statistics.md, "Paired comparisons").
 """
 
 from __future__ import annotations
@@ -33,19 +24,9 @@ from .sampling import HybridSampler, PolicyState, Sampler, UniformSampler, draw_
 
 __all__ = ["PairedPAIEstimator", "ComparisonResult", "compare", "maximal_coupling", "draw_coupled"]
 
-PAIRED_QUERY_DTYPE = np.dtype(
-    [
-        ("question", np.int64),  # model A's question (both models' in the shared and reference designs)
-        ("probability", np.float64),  # its draw probability q^A_t(question)
-        ("question_b", np.int64),  # model B's question (the reference's: = question)
-        ("probability_b", np.float64),  # its draw probability q^B_t(question_b)
-        ("outcome_a", np.float64),
-        ("outcome_b", np.float64),
-        ("increment_a", np.float64),
-        ("increment_b", np.float64),
-        ("increment", np.float64),
-    ]
-)
+PAIRED_QUERY_DTYPE = np.dtype([("question", np.int64), ("probability", np.float64), ("question_b", np.int64),
+                               ("probability_b", np.float64), ("outcome_a", np.float64), ("outcome_b", np.float64),
+                               ("increment_a", np.float64), ("increment_b", np.float64), ("increment", np.float64)])
 
 
 def maximal_coupling(q_a, q_b):
@@ -59,13 +40,12 @@ def maximal_coupling(q_a, q_b):
     Returns
     -------
     p_shared : float
-        Probability that both draws are the same question: ``w = sum_j min(q_a_j, q_b_j)``
-        (1 when the two vectors are equal, or when one residual vanishes by rounding).
+        Probability that both draws are the same question, ``w = sum_j min(q_a_j, q_b_j)``.
     shared : ndarray or None
         ``min(q_a, q_b) / w``, the law of the common question (None when ``w = 0``).
     residual_a, residual_b : ndarray or None
-        ``(q_a - q_b)_+`` and ``(q_b - q_a)_+``, each normalised: the laws of the two draws
-        when they differ (disjoint supports); None when ``p_shared == 1``.
+        ``(q_a - q_b)_+`` and ``(q_b - q_a)_+`` normalised, the laws of differing draws
+        (None when ``p_shared == 1``).
 
     Examples
     --------
@@ -87,9 +67,6 @@ def maximal_coupling(q_a, q_b):
 
 def draw_coupled(rng, q_a, q_b):
     """Draw ``(J_A, J_B)`` from the maximal coupling of ``q_a`` and ``q_b`` (:func:`maximal_coupling`).
-
-    The randomness it uses, in order, is listed in ``docs/statistics.md``, "Paired comparisons"
-    (when ``q_a == q_b``, one draw, as in the shared design).
 
     Examples
     --------
@@ -122,8 +99,7 @@ class _DifferenceView(PosteriorView):
 
 
 class _ReferencePredictions:
-    """The reference design's predictor of A's outcomes: ``lambda z^R + (1 - lambda) p^A``,
-    ``lambda`` fixed or refitted by least squares on the answers so far."""
+    """The reference design's predictor of A's outcomes, ``lambda z^R + (1 - lambda) p^A``."""
 
     def __init__(self, model, reference, weight, informative):
         self.model, self.reference, self.weight_param, self.informative = model, reference, weight, informative
@@ -164,8 +140,8 @@ class _ReferencePredictions:
 
 
 class PairedRun:
-    """State of one paired run: one :class:`~faqstats._engine.SequentialRun` per new model (one
-    in the reference design), drawn together by the design; tests deep-copy it to enumerate paths.
+    """State of one paired run: a :class:`~faqstats._engine.SequentialRun` per new model, drawn together.
+
     A draw's question, probability and outcome are pairs (A's, B's); :meth:`record` returns ``d_t``.
     """
 
@@ -249,39 +225,32 @@ class PairedRun:
 class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     """Estimate the accuracy difference of two models from the same actively chosen questions.
 
-    ``fit(outcomes_a, outcomes_b)`` compares two new models, ``fit(outcomes_a, reference=z_R)``
-    a new model with a reference whose outcomes on the whole bank are known; the designs are
-    described in the module docstring.
+    ``fit(outcomes_a, outcomes_b)`` compares two new models, ``fit(outcomes_a, reference=z_R)`` a new
+    model with a reference whose outcomes on the whole bank are known.
 
     Parameters
     ----------
     predictor : fitted Predictor or None
-        The predictor whose posterior each model gets (a :class:`~faqstats.LogisticFactorModel`'s
-        question factors and prior, any other built-in or your own :class:`~faqstats.Predictor`).
-        ``None``: no predictions; with the default uniform policy the result is the sample mean of
-        the differences with finite-population correction. ``factor_model=`` is its old name
-        (deprecated, with a ``FutureWarning``).
-    sampler : Sampler, default=HybridSampler() (UniformSampler() without a factor model)
-        Any sequential sampler, applied to each model (coupled), to the pair (shared: mean
-        prediction, the difference's oracle score) or to the reference-informed predictions.
+        As in :class:`~faqstats.PAIEstimator`; each model gets its own posterior. ``None``: with
+        the default uniform policy, the sample mean of the differences.
+    sampler : Sampler, default=HybridSampler() (UniformSampler() without a predictor)
+        Any sequential sampler, applied to each model (coupled), to the pair (shared) or to the
+        reference-informed predictions.
     budget : int, default=100
-        Steps, each asking one question to each new model (``2 * budget`` answers with two
-        new models). At least 2; at most N without replacement.
+        Steps, each asking one question to each new model. At least 2; at most N without replacement.
     design : {"coupled", "shared"}, default="coupled"
-        Two-model design only (ignored with a reference): each model draws from its own
-        policy, the draws maximally coupled, or one compromise question is asked to both.
+        Two-model design only: each model draws from its own policy, the draws maximally coupled,
+        or one compromise question is asked to both.
     reference_weight : "auto" or float in [0, 1], default="auto"
         Reference design only: ``lambda`` in the prediction ``lambda z^R + (1 - lambda) p^A``;
-        ``"auto"`` refits it each round by least squares on the answers so far (0.5 until two
-        answers). Without a factor model it is 1.
+        ``"auto"`` refits it each round by least squares (0.5 until two answers).
     batch_size : int, default=1
-        Steps drawn per round, as in :class:`~faqstats.PAIEstimator` (the coupled design
-        couples the two within-round laws draw by draw).
+        As in :class:`~faqstats.PAIEstimator`.
     interval : {"robust-t", "t", "normal"}, IntervalRule or a registered name, default="robust-t"
-        Quantile of ``conf_int``, as in :class:`~faqstats.PAIEstimator`.
+        As in :class:`~faqstats.PAIEstimator`.
     random_state : int, Generator or None, default=None
     **deprecated
-        ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
+        As in :class:`~faqstats.PAIEstimator`.
 
     Attributes
     ----------
@@ -292,12 +261,10 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     estimates_ : tuple of float
         ``(theta_A_hat, theta_B_hat)``.
     n_queries_ : int
-        Distinct questions asked (to at least one model in the coupled design).
+        Distinct questions asked (to at least one model).
     queries_ : structured ndarray
-        One row per step: A's ``question`` and ``probability``, B's ``question_b`` and
-        ``probability_b`` (equal to A's outside the coupled design), ``outcome_a``, ``outcome_b``
-        (the reference's in the reference design), ``increment_a``, ``increment_b`` and their
-        difference ``increment`` (``d_t``).
+        One row per step: ``question``, ``probability``, ``question_b``, ``probability_b``,
+        ``outcome_a``, ``outcome_b``, ``increment_a``, ``increment_b`` and ``increment`` (``d_t``).
     reference_weights_ : ndarray or None
         ``lambda`` used in each round (reference design).
 
@@ -344,15 +311,13 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         self.interval = interval
         self.random_state = random_state
 
-    # -- set-up ------------------------------------------------------------------
     def _validate(self, n_questions):
         sampler = self.sampler
         if sampler is None:
             sampler = UniformSampler() if self.predictor is None else HybridSampler()
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
-        sampler = check_design(sampler, self.predictor, n_questions, self.budget, self.batch_size,
-                               self.interval)
+        sampler = check_design(sampler, self.predictor, n_questions, self.budget, self.batch_size, self.interval)
         if not (isinstance(self.reference_weight, str) and self.reference_weight == "auto"):
             check_scalar(self.reference_weight, "reference_weight", low=0.0, high=1.0)
         return sampler
@@ -363,14 +328,13 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         Parameters
         ----------
         n_questions : int or None, default=None
-            The bank size (``None``: the factor model's).
+            The bank size (``None``: the predictor's).
         reference : array-like of shape (N,) or None, default=None
-            The reference's known outcomes (reference design), as in :meth:`fit`.
+            As in :meth:`fit`.
 
         Returns
         -------
         faqstats._engine.QueryLoop
-            The loop, before its first draw.
         """
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
         sampler = self._validate(n_questions)
@@ -379,29 +343,24 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         if reference is not None:
             ref = check_outcome_values(reference, "reference")  # no NaN: the reference is fully known
             if ref.ndim != 1 or ref.size != n_questions:
-                raise ValueError(
-                    f"reference must be a 1-D array with one outcome per question ({n_questions}), got shape "
-                    f"{ref.shape}."
-                )
+                raise ValueError(f"reference must be a 1-D array with one outcome per question ({n_questions}), "
+                                 f"got shape {ref.shape}.")
             predictor_a = _ReferencePredictions(predictor_a, ref, self.reference_weight, self.predictor is not None)
         predictor_b = None if ref is not None else predictor_for(self.predictor, n_questions)
         run = PairedRun(sampler, predictor_a, predictor_b, n_questions, self.budget, self.design, ref)
         return QueryLoop(run, batch_size=self.batch_size)
 
-    # -- fitting -------------------------------------------------------------------
     def fit(self, outcomes_a, outcomes_b=None, *, reference=None):
         """Ask the chosen questions and estimate ``theta_A - theta_B``.
 
         Parameters
         ----------
         outcomes_a : array-like of shape (N,) or callable
-            The first model's outcomes in [0, 1] (0/1 or graded; NaN where never
-            asked is fine), or a function mapping question indices to outcomes.
+            The first model's outcomes, as in :meth:`PAIEstimator.fit`.
         outcomes_b : array-like of shape (N,) or callable, optional
             The second new model's outcomes (two-model design).
         reference : array-like of shape (N,), keyword-only, optional
-            Fully known outcomes of a reference model (reference design). Give exactly
-            one of ``outcomes_b`` and ``reference``.
+            Fully known outcomes of a reference model. Give exactly one of ``outcomes_b`` and ``reference``.
 
         Returns
         -------
@@ -458,48 +417,31 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
                 else run.theta_reference
         self.queries_ = table
         self.n_queries_ = int(np.unique(np.r_[table["question"], table["question_b"]]).size)
-        self.estimate_ = float(estimate)
-        self.std_error_ = float(np.sqrt(var))
-        self.estimates_ = (est_a, est_b)
+        self.estimate_, self.std_error_, self.estimates_ = float(estimate), float(np.sqrt(var)), (est_a, est_b)
         self.reference_weights_ = None if run.reference is None else np.array(run.weights)
-        self.result_ = ComparisonResult(
-            estimate=self.estimate_,
-            std_error=self.std_error_,
-            estimate_a=est_a,
-            estimate_b=est_b,
-            n_queries=self.n_queries_,
-            n_questions=n_questions,
-            method=method,
-            variance_method=variance_method,
-            df=df,
-            interval_rule=self.interval,
-        )
+        self.result_ = ComparisonResult(self.estimate_, self.std_error_, est_a, est_b, self.n_queries_, n_questions,
+                                        method, variance_method, df=df, interval_rule=self.interval)
 
 
 def compare(outcomes_a, outcomes_b=None, *, reference=None, predictor=None, budget=100, **params):
-    """Compare two models on the same chosen questions; returns a :class:`ComparisonResult`.
-
-    Shorthand for ``PairedPAIEstimator(predictor, budget=budget, **params).fit(outcomes_a,
-    outcomes_b, reference=reference).result_``.
+    """Compare two models on the same chosen questions: ``PairedPAIEstimator(...).fit(...).result_``.
 
     Parameters
     ----------
     outcomes_a, outcomes_b : array-like of shape (N,) or callable
-        The two models' outcomes (``outcomes_b`` None with a ``reference``), as in
-        :meth:`PairedPAIEstimator.fit`.
+        As in :meth:`PairedPAIEstimator.fit`.
     reference : array-like of shape (N,), optional
-        Fully known outcomes of a reference model (reference design).
+        As in :meth:`PairedPAIEstimator.fit`.
     predictor : fitted Predictor or None, default=None
-        As in :class:`PairedPAIEstimator` (``factor_model=``, its old name, is passed on).
+        As in :class:`PairedPAIEstimator`.
     budget : int, default=100
-        Steps, each asking one question to each new model.
+        As in :class:`PairedPAIEstimator`.
     **params
         The other parameters of :class:`PairedPAIEstimator`.
 
     Returns
     -------
     ComparisonResult
-        The estimated difference ``theta_A - theta_B`` and its uncertainty.
 
     Examples
     --------

@@ -1,18 +1,13 @@
 """Estimands beyond the bank's mean: per-group accuracies, macro averages, weighted aggregates.
 
-A bank's questions often come in groups (MMLU's subjects, a suite's tasks). From the same
-draws PAI estimates, exactly unbiased, every group's accuracy and any weighted aggregate
-``theta_w = sum_j w_j z_j`` (``w`` summing to one; the macro average gives each group the
-same total weight): each is a linear functional of the outcomes, and the Des Raj increment
-of a linear functional is a martingale difference whatever the policy (user guide,
-"Groups and weighted estimands").
+Each is a linear functional ``theta_w = sum_j w_j z_j`` of the outcomes, so its Des Raj increments
+are martingale differences whatever the policy (user guide, "Groups and weighted estimands").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -47,10 +42,9 @@ def encode_groups(groups, n_questions):
 class Estimand:
     """What a run estimates: a linear functional ``theta_w = sum_j w_j z_j`` of the outcomes (``w`` sums to 1).
 
-    An estimand owns its question weights (so its Des Raj increments, row 0 of
-    :class:`EstimandTracker`), its inference from them, the shares of a stratified design's groups
-    and its census. ``estimand=`` takes one, or ``"micro"`` (:class:`BankMean`), ``"macro"``
-    (:class:`MacroAverage`) or an array of question weights (:class:`WeightedAverage`).
+    It owns its question weights, its inference, its strata shares and its census. ``estimand=``
+    takes one, or ``"micro"`` (:class:`BankMean`), ``"macro"`` (:class:`MacroAverage`) or question
+    weights (:class:`WeightedAverage`).
 
     Examples
     --------
@@ -60,7 +54,6 @@ class Estimand:
     True
     """
 
-    #: How sessions store it (a JSON value) and results name it.
     name = None
     #: ``AccuracyResult.method`` of its estimate, and of a stratified design's (None: not stratifiable).
     method = "pai-weighted"
@@ -68,12 +61,11 @@ class Estimand:
 
     @property
     def is_bank_mean(self):
-        """Whether it is the bank's mean, whose increments are the run's own (no tracker needed)."""
+        """Whether it is the bank's mean (its increments are the run's own)."""
         return False
 
     def question_weights(self, codes, n_questions):
-        """The weights ``w`` (summing to 1) over the ``n_questions`` questions; ``codes``: each
-        question's group (None without groups)."""
+        """The weights ``w`` (summing to 1); ``codes``: each question's group (None without groups)."""
         raise NotImplementedError
 
     def strata_shares(self, group_sizes, n_questions):
@@ -81,17 +73,16 @@ class Estimand:
         raise ValueError("stratify is for estimand='micro' or 'macro'.")
 
     def census(self, answers, codes):
-        """The estimand from every answer, exact to the rounding of the weights (a census reports it)."""
+        """The estimand from every answer (a census reports it)."""
         return math.fsum(self.question_weights(codes, answers.size) * answers)
 
     def inference(self, increments, *, interval, weights, n_questions, answers=None, codes=None):
-        """``(estimate, variance, df, variance method)`` from its increments (``pai_inference``);
-        ``answers``: every question's answer at a census (the estimate is then :meth:`census`)."""
+        """``(estimate, variance, df, variance method)`` (``pai_inference``; ``answers``: at a census)."""
         census = None if answers is None else self.census(answers, codes)
         return pai_inference(increments, interval=interval, weights=weights, n_questions=n_questions, census=census)
 
     def stored(self):
-        """The JSON value a session stores (``estimand`` in its config): ``"micro"``, ``"macro"`` or the weights."""
+        """The JSON value a session stores: ``"micro"``, ``"macro"`` or the weights."""
         if self.name in ("micro", "macro"):
             return self.name
         raise ValueError(f"a session stores its estimand as 'micro', 'macro' or question weights, not {self!r}: "
@@ -129,7 +120,7 @@ class BankMean(Estimand):
 
 
 class MacroAverage(Estimand):
-    """The mean of the groups' accuracies, ``w_j = 1 / (G N_g)`` (``estimand="macro"``, as MMLU's headline)."""
+    """The mean of the groups' accuracies, ``w_j = 1 / (G N_g)`` (``estimand="macro"``)."""
 
     name, method, stratified_method = "macro", "pai-macro", "pai-stratified-macro"
 
@@ -199,10 +190,6 @@ def as_estimand(estimand):
 def estimand_weights(estimand, codes, n_questions):
     """The question weights ``w`` (summing to 1) of ``estimand`` (:meth:`Estimand.question_weights`).
 
-    ``"micro"``: ``1 / N`` each (the bank's accuracy); ``"macro"``: ``1 / (G N_g)`` (each of the
-    ``G`` groups counts the same, as MMLU's headline does); an array: any non-negative weights,
-    normalised.
-
     >>> estimand_weights("macro", np.array([0, 0, 0, 1]), 4).tolist()
     [0.16666666666666666, 0.16666666666666666, 0.16666666666666666, 0.5]
     """
@@ -210,8 +197,7 @@ def estimand_weights(estimand, codes, n_questions):
 
 
 def group_census_means(answers, codes, n_groups):
-    """Every group's mean from its answers, ``math.fsum(z_g) / N_g`` (exact to one rounding):
-    what a census of the group reports (NaN for a group without questions).
+    """Every group's census mean, ``math.fsum(z_g) / N_g`` (NaN for a group without questions).
 
     >>> group_census_means(np.array([0.7, 0.1, 0.1, 0.1, 1.0]), np.array([0, 0, 0, 0, 1]), 2).tolist()
     [0.25, 1.0]
@@ -226,9 +212,8 @@ def group_census_means(answers, codes, n_groups):
 
 
 def stratified_allocation(sizes, budget, min_group_share=0.0, replace=False):
-    """Draws per group for a stratified design: proportional to the groups' sizes, with the share
-    ``min_group_share`` of the budget spread evenly, at least 2 per group (or the whole group when
-    it is smaller, without replacement), summing to ``budget``.
+    """Draws per group for a stratified design: proportional to size, ``min_group_share`` of the budget
+    spread evenly, at least 2 per group (or the whole group, if smaller), summing to ``budget``.
 
     >>> stratified_allocation(np.array([10, 30, 60]), 20).tolist()
     [2, 6, 12]
@@ -272,11 +257,9 @@ def _schedule(allocation):
 class EstimandTracker:
     """Increments of several linear estimands from one run's draws.
 
-    Row 0 is the headline estimand ``sum_j w_j z_j``; rows ``1..G`` the groups' accuracies.
-    Each row ``a`` has the Des Raj increment ``a . v + a_I (z_I - p_I) / q_t(I)``, where ``v``
-    holds the asked questions' outcomes and the others' predictions (with replacement: all
-    predictions). A step costs one pass over the bank, so runs without groups or weights
-    never build one.
+    Row 0 is the headline estimand ``sum_j w_j z_j``, rows ``1..G`` the groups' accuracies, each the
+    Des Raj increment ``a . v + a_I (z_I - p_I) / q_t(I)`` (``v``: the asked questions' outcomes,
+    the others' predictions).
 
     Parameters
     ----------
@@ -286,12 +269,10 @@ class EstimandTracker:
         Group codes (:func:`encode_groups`); ``None``: the headline only.
     replace : bool
     min_group_share : float in [0, 1)
-        Mix the policy with this share of a law that gives every group with askable
-        questions the same mass, spread uniformly inside it (a floor on each group's draws).
+        Mix the policy with this share of a law giving every open group the same mass.
     allocation : ndarray of shape (G,) or None
-        A stratified design's draws per group (:func:`stratified_allocation`): draw ``t`` then
-        comes from one group fixed in advance, with the policy's law restricted to it, and only
-        that group's increment is recorded (``strata``).
+        A stratified design's draws per group (:func:`stratified_allocation`); only the drawn
+        group's increment is recorded (``strata``).
     """
 
     def __init__(self, weights, codes, replace, min_group_share=0.0, allocation=None):
@@ -314,8 +295,7 @@ class EstimandTracker:
         return self.schedule is not None
 
     def restrict(self, q, available, index):
-        """A stratified design's law for draw ``index``: ``q`` on its group's askable questions
-        (uniform there if ``q`` gives them no mass); ``q`` itself otherwise."""
+        """A stratified design's law for draw ``index``: ``q`` on its group's askable questions."""
         if self.schedule is None:
             return q
         member = (self.codes == self.schedule[index]) & available
@@ -371,17 +351,15 @@ class GroupResults:
     labels : ndarray
         The group labels, sorted.
     estimate, std_error, df : ndarray of shape (G,)
-        Exactly unbiased estimates, their standard errors and the intervals' degrees of
-        freedom (``inf``: normal quantile).
+        Estimates, standard errors and degrees of freedom (``inf``: normal quantile).
     n_questions, n_asked : ndarray of shape (G,)
-        Questions in each group, and how many draws fell in it (with clusters: cluster draws).
+        Questions in each group, and the draws that fell in it.
     replace : bool
-        Whether the draws were with replacement (the simultaneous rule's finite-population factor).
+        Whether the draws were with replacement.
     n_units : ndarray of shape (G,) or None
-        With clusters: the clusters in each group (the finite-population factor's denominators);
-        None: draws are questions (``n_questions``).
+        With clusters: the clusters in each group.
     interval_rule : IntervalRule or str, default="robust-t"
-        The rule of the groups' own intervals (``faqstats.intervals``), the one that gave ``df``.
+        The rule of the groups' own intervals.
 
     Examples
     --------
@@ -412,13 +390,8 @@ class GroupResults:
     def simultaneous_std_error(self):
         """The standard errors the simultaneous intervals use: ``sqrt(V_g + (1 - f_g) / (6 n_g^2))``.
 
-        ``n_g`` is the group's number of draws and ``f_g = n_g / N_g`` (0 with replacement): one
-        pseudo-residual of variance 1/6 added to the group's ``n_g``, as Agresti and Coull's
-        pseudo-observations do for a binomial; 1/6 is ``E[p (1 - p)]`` for an accuracy ``p``
-        uniform on [0, 1], fixed before any data was seen. The Bonferroni level lies in the tail where a group
-        with a dozen draws, none of them surprising, has a variance estimate far below its
-        variance; a census of the group (``f_g = 1``) stays exact (user guide, "Groups and weighted
-        estimands"). ``inf`` for a group without draws.
+        One pseudo-residual of variance 1/6 added to the group's ``n_g`` draws (``f_g = n_g / N_g``,
+        0 with replacement; user guide, "Groups and weighted estimands"); ``inf`` without draws.
 
         Returns
         -------
@@ -438,10 +411,8 @@ class GroupResults:
         ----------
         alpha : float in (0, 1), default=0.05
         simultaneous : bool, default=False
-            ``True``: Bonferroni intervals, meant to hold for all groups at once with
-            probability at least ``1 - alpha``: each at level ``1 - alpha / G``, with the
-            standard errors of :meth:`simultaneous_std_error` and Student's t with
-            ``n_g - 1`` degrees of freedom (``n_g`` the group's draws; at least 1).
+            ``True``: Bonferroni intervals for all groups at once (:meth:`simultaneous_std_error`,
+            Student's t with ``n_g - 1`` degrees of freedom).
 
         Returns
         -------
@@ -478,50 +449,41 @@ class GroupResults:
 
 def group_results(increments, labels, sizes, asked_codes, *, interval, weights, n_questions, n_units=None,
                   census=None):
-    """:class:`GroupResults` from the ``(n, G)`` group increments (each column as :func:`pai_inference`);
-    with clusters ``asked_codes`` are the drawn clusters' groups and ``n_units`` each group's clusters.
-    ``census``: at a census of the bank, every group's :func:`group_census_means`."""
-    est, se, df = [], [], []
-    for g, column in enumerate(np.asarray(increments, dtype=float).T):
-        e, v, d, _ = pai_inference(column, interval=interval, weights=weights, n_questions=n_questions,
-                                   census=None if census is None else census[g])
-        est.append(e)
-        se.append(np.sqrt(v))
-        df.append(np.inf if d is None else d)
+    """:class:`GroupResults` from the ``(n, G)`` group increments (each column as :func:`pai_inference`)."""
+    fits = [pai_inference(column, interval=interval, weights=weights, n_questions=n_questions,
+                          census=None if census is None else census[g])
+            for g, column in enumerate(np.asarray(increments, dtype=float).T)]
     n_asked = np.bincount(asked_codes, minlength=labels.size)
-    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked,
-                        n_questions is None, n_units, interval)
+    return _group_results(labels, fits, sizes, n_asked, n_questions is None, n_units, interval)
+
+
+def _group_results(labels, fits, sizes, n_asked, replace, n_units, interval):
+    """:class:`GroupResults` from each group's ``(estimate, variance, df, ...)``."""
+    est, var, df = (np.array([f[i] for f in fits], dtype=float) for i in range(3))
+    return GroupResults(labels, est, np.sqrt(var), np.where(np.isnan(df), np.inf, df), np.asarray(sizes), n_asked,
+                        bool(replace), n_units, interval)
 
 
 def stratified_results(strata, labels, sizes, *, interval, replace, census=None):
-    """:class:`GroupResults` of a stratified design from its ``(group, increment)`` records: each
-    group's increments are a martingale of their own (the finite-population weights of its size).
-    ``census``: every group's :func:`group_census_means` of the answers so far, the estimate of a
-    group fully asked (without it, the group's last increment)."""
+    """:class:`GroupResults` of a stratified design from its ``(group, increment)`` records."""
     by_group = [[] for _ in labels]
     for g, phi in strata:
         by_group[g].append(phi)
-    est, se, df = [], [], []
+    fits = []
     for g, phis in enumerate(by_group):
         n_g = int(sizes[g])
         if not replace and len(phis) == n_g:  # a census of the group: exact
-            e, v, d = (phis[-1] if census is None else float(census[g])), 0.0, np.inf
+            fits.append((phis[-1] if census is None else float(census[g]), 0.0, np.inf))
         elif len(phis) < 2:
             raise ValueError(f"group {labels[g]!r} has {len(phis)} draw(s) so far; its variance needs two.")
         else:
-            e, v, d, _ = pai_inference(phis, interval=interval, n_questions=None if replace else n_g)
-        est.append(e)
-        se.append(np.sqrt(v))
-        df.append(np.inf if d is None else d)
+            fits.append(pai_inference(phis, interval=interval, n_questions=None if replace else n_g))
     n_asked = np.array([len(p) for p in by_group])
-    return GroupResults(labels, np.array(est), np.array(se), np.array(df), np.asarray(sizes), n_asked, bool(replace),
-                        interval_rule=interval)
+    return _group_results(labels, fits, sizes, n_asked, replace, None, interval)
 
 
 def combine_strata(results, shares):
-    """``(estimate, variance, df)`` of ``sum_g a_g theta_g`` from a stratified design's groups:
-    their estimates are uncorrelated (martingale differences of different draws), so the variances
-    add; Welch-Satterthwaite degrees of freedom (``inf``: normal)."""
+    """``(estimate, variance, df)`` of ``sum_g a_g theta_g``: uncorrelated groups, Welch-Satterthwaite df."""
     a = np.asarray(shares, dtype=float)
     parts = a**2 * results.std_error**2
     var = float(parts.sum())

@@ -1,9 +1,7 @@
 """Pro-Active Inference: estimate a new model's accuracy from an actively chosen set of queries.
 
-:class:`PAIEstimator` runs the query loop (:class:`faqstats._engine.QueryLoop`) against an
-array of outcomes or a callable and reports the mean of the increments with an exactly unbiased
-variance (:mod:`faqstats._inference`; ``docs/statistics.md``, "Increments"). The predictor (the
-new model's factor posterior) learns the answers after each round.
+:class:`PAIEstimator` runs the query loop against an array of outcomes or a callable and reports
+the mean of the increments with an exactly unbiased variance (``docs/statistics.md``, "Increments").
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ _UNSET = object()  # predictor= not given to set_params
 
 
 class PAIResultMixin:
-    """What both estimators share: the bank size, the predictor's old name, and ``conf_int`` and
-    ``summary`` of ``result_``."""
+    """What both estimators share: the bank size, the predictor's old name, ``conf_int`` and ``summary``."""
 
     def bank_size(self):
         """Questions of the predictor's bank, or ``None`` without a predictor."""
@@ -95,76 +92,56 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     Parameters
     ----------
     predictor : fitted Predictor or None
-        Supplies the new model's posterior (``posterior()``): a fitted
-        :class:`LogisticFactorModel` (or :class:`LogisticFactorModelCV`), any other built-in
-        predictor, or a :class:`~faqstats.Predictor` of your own. ``None``: zero predictions, so ``UniformSampler(replace=False)`` gives the FPC sample
-        mean and ``BernoulliAIPW(score="uniform")`` the paper's Horvitz-Thompson baseline.
+        Supplies the new model's posterior (``posterior()``), e.g. a fitted
+        :class:`LogisticFactorModel`. ``None``: zero predictions (with ``UniformSampler(replace=False)``
+        the FPC sample mean, with ``BernoulliAIPW(score="uniform")`` the Horvitz-Thompson baseline).
     sampler : Sampler or StreamSampler, default=HybridSampler()
         The sampling policy. ``sampler.replace`` chooses with/without replacement.
     budget : int, default=100
-        Number of queries (expected number of labels for ``BernoulliAIPW``; cluster draws
-        with ``fit(..., clusters=)``). At least 2; without replacement at most N (or the
-        number of clusters).
+        Number of queries (expected labels for ``BernoulliAIPW``; cluster draws with
+        ``fit(..., clusters=)``). At least 2; without replacement at most N.
     variance : {"martingale", "paper"}, default="martingale"
-        ``"martingale"``: the exactly unbiased estimator ``sum (phi - mean)^2 / (n (n-1))``, or its
-        weighted form for weighted increments (:func:`weighted_martingale`).
-        ``"paper"``: the paper's closed form (with replacement only).
+        The exactly unbiased martingale variance (weighted: :func:`weighted_martingale`), or the
+        paper's closed form (with replacement only).
     interval : {"robust-t", "t", "normal"}, IntervalRule or a registered name, default="robust-t"
-        Quantile ``c`` of the Wald-type interval ``estimate -/+ c se``: Student's t with the
-        kurtosis-adjusted degrees of freedom of :func:`faqstats._inference.effective_df`, with
-        ``n - 1``, or normal (user guide, "Intervals"), or a rule of your own
-        (:class:`~faqstats.IntervalRule`). Nature's-order AIPW always uses normal.
+        Quantile of the interval ``estimate -/+ c se`` (user guide, "Intervals"; a rule of your own:
+        :class:`~faqstats.IntervalRule`). Nature's-order AIPW always uses normal.
     batch_size : int, default=1
-        Questions drawn per round from one policy; the posterior learns between rounds only
-        (user guide, "Batches"). Ignored by ``BernoulliAIPW``.
+        Questions drawn per round; the posterior learns between rounds only. Ignored by ``BernoulliAIPW``.
     stop_when_width : float in (0, 1] or None, default=None
-        Stop after the first round at which the anytime-valid 95% confidence sequence is at
-        most this wide (``budget`` is then the maximum); the interval reported is the
-        sequence's, valid at this data-dependent stopping time.
+        Stop once the anytime-valid 95% confidence sequence is at most this wide (``budget`` is
+        then the maximum); the interval reported is the sequence's.
     confidence_sequence : bool or float, default=False
-        Also track a :class:`~faqstats.confseq.BettingConfidenceSequence` over the increments:
-        ``True`` for 95%, or a float ``alpha``. Implied by ``stop_when_width``. Not for ``BernoulliAIPW``.
+        Also track a :class:`~faqstats.confseq.BettingConfidenceSequence` (``True``: 95%, or a float
+        ``alpha``). Implied by ``stop_when_width``. Not for ``BernoulliAIPW``.
     step_weights : array-like of shape (>= budget,) or None, default=None
-        Increment weights fixed before the run (:func:`weighted_martingale`; user guide,
-        "Weighted increments"), e.g. from :func:`faqstats.step_weights.learn_step_weights`;
-        ``None``: without replacement the finite-population weights (the width falls to 0 as
-        ``budget`` reaches the bank; user guide, "Finite-population weights"), with replacement
-        equal. Not for ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
+        Increment weights fixed before the run (e.g. :func:`faqstats.step_weights.learn_step_weights`);
+        ``None``: the finite-population weights without replacement, equal with (user guide, "Weighted
+        increments"). Not for ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
     random_state : int, Generator or None, default=None
         Seeds every draw; the same seed and answers give the same queries.
     verbose : bool, default=False
         Show a progress bar over queries.
     dtype : {"float64", "float32"}, default="float64"
-        Precision of the predictions ``sigmoid(V m)`` recomputed after every answer.
-        ``"float32"`` roughly halves that pass on large banks; validity is untouched, the
-        draws differ from float64's now and then.
+        Precision of the predictions recomputed after every answer (float32: faster on large
+        banks, equally valid, the draws differ from float64's now and then).
     predict_every : int, default=1
         Recompute the predictions after every ``predict_every``-th answer only (the posterior
-        still learns every answer): on large banks that pass dominates a query's cost. Still
-        exactly unbiased (user guide, "Predictions refreshed on a schedule").
+        still learns every answer); still exactly unbiased.
     estimand : {"micro", "macro"}, array-like of shape (N,) or Estimand, default="micro"
-        What ``estimate_`` estimates: the bank's accuracy, the mean of the groups' accuracies
-        (``fit(..., groups=)``), or ``sum_j w_j z_j / sum_j w_j`` for question weights ``w``, or
-        an ``faqstats.estimands.Estimand`` (user guide, "Groups and weighted estimands").
+        The bank's accuracy, the mean of the groups' accuracies (``fit(..., groups=)``), a weighted
+        mean with question weights, or an :class:`~faqstats.estimands.Estimand`.
     min_group_share : float in [0, 1), default=0.0
-        With ``groups``: mix this share of a law giving every group the same mass into the
-        policy, so that no group goes without draws (still exactly unbiased). With
-        ``stratify``: the share of the budget split evenly between the groups.
+        With ``groups``: this share of the policy gives every group the same mass (no group goes
+        without draws). With ``stratify``: the share of the budget split evenly between the groups.
     stratify : bool, default=False
         With ``groups``: a stratified design, a fixed number of draws per group
-        (:func:`~faqstats.estimands.stratified_allocation`), the policy's law restricted to the
-        draw's group; every group's interval then rests on its own draws (user guide, "Groups
-        and weighted estimands"). For ``estimand`` "micro" or "macro"; the bank-wide
-        ``queries_["increment"]`` is then not an estimate (the groups' increments are).
+        (:func:`~faqstats.estimands.stratified_allocation`). For ``estimand`` "micro" or "macro".
     budget_cost : float > 0 or None, default=None
-        A budget in cost units (tokens, dollars) instead of questions; needs ``fit(...,
-        costs=)``. The number of draws is fixed before the run, ``n = floor(budget_cost /
-        E_q1[cost])`` for the policy's first law ``q1`` (at most N without replacement), and
-        ``budget`` is ignored; the spend is then random, ``budget_cost`` in expectation for a
-        law that does not move (docs/statistics.md, "Cost budgets").
+        A budget in cost units instead of questions (needs ``fit(..., costs=)``): the draws are fixed
+        to ``floor(budget_cost / E_q1[cost])`` and ``budget`` is ignored (docs/statistics.md, "Cost budgets").
     cluster_score : {"root-sum-square", "sum"}, default="root-sum-square"
-        With ``fit(..., clusters=)``: how a cluster's score is made from its questions' scores
-        (the root of their sum of squares, or their sum; docs/results.md compares the two).
+        With ``fit(..., clusters=)``: how a cluster's score is made from its questions' scores.
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
@@ -174,35 +151,23 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     estimate_ : float
     std_error_ : float
     group_results_ : GroupResults or None
-        With ``fit(..., groups=)``: every group's estimate, standard error and interval
-        (:meth:`~faqstats.estimands.GroupResults.conf_int`, ``simultaneous=True`` for all at once).
+        With ``fit(..., groups=)``: every group's estimate, standard error and interval.
     n_queries_ : int
-        Distinct questions answered (a question drawn again with replacement is asked once;
-        with clusters, every question of the distinct clusters drawn).
+        Distinct questions answered (with clusters, every question of the distinct clusters drawn).
     queries_ : structured ndarray
-        One row per draw with fields ``question``, ``probability`` (q_t(I_t), or pi_t),
-        ``outcome``, ``increment`` (phi_t), ``prediction`` (p_I before the answer) and
-        ``prediction_total`` (the sum of predictions the increment used). With
-        ``fit(..., clusters=)`` one row per cluster draw: ``cluster`` (an index into
-        ``cluster_labels_``), ``size``, ``probability`` (q_t(c)), ``outcome`` (the cluster's
-        summed outcomes Y_c), ``increment``, ``prediction`` (its summed predictions P_c) and
-        ``prediction_total``.
+        One row per draw: ``question``, ``probability``, ``outcome``, ``increment``, ``prediction``
+        and ``prediction_total``; with clusters one row per cluster draw, with ``cluster`` and ``size``.
     cluster_labels_ : ndarray or None
         With ``fit(..., clusters=)``: the sorted cluster ids (``queries_["cluster"]`` indexes them).
     posterior_mean_, posterior_cov_ : ndarray or None
         The new model's factor posterior after the last answer.
     confidence_sequence_ : ndarray of shape (n_rounds, 3) or None
-        ``(queries so far, low, high)`` of the running confidence sequence after each
-        round (theta in every row at once with probability ``>= 1 - alpha``).
+        ``(queries so far, low, high)`` of the running confidence sequence after each round.
     stop_reason_ : {"budget", "width"}
     cost_spent_ : float or None
-        With ``fit(..., costs=)``: the summed cost of the distinct questions asked (random).
+        With ``fit(..., costs=)``: the summed cost of the distinct questions asked.
     cost_per_draw_ : float or None
         With ``budget_cost``: the expected cost per draw ``E_q1[cost]`` that fixed the draws.
-
-    See Also
-    --------
-    LogisticFactorModel, HybridSampler, AccuracyResult
 
     Examples
     --------
@@ -260,10 +225,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
 
     @classmethod
     def from_history(cls, history, budget, *, random_state=0, **options):
-        """An estimator configured from the history alone, ready to ``fit`` a new model.
-
-        See :func:`faqstats.configure.configure_from_history` (call it directly for the report
-        of what was chosen and why).
+        """An estimator configured from the history alone (:func:`faqstats.configure_from_history`).
 
         Parameters
         ----------
@@ -272,9 +234,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         budget : int
             Queries the estimator will make.
         random_state : int, Generator or None, default=0
-            Seeds the validation split and runs, and is the returned estimator's
-            ``random_state`` (its draws): an int makes the whole path reproducible; ``None``
-            keeps the configuration seeded (0) and draws afresh at every ``fit``.
+            Seeds the configuration and is the estimator's ``random_state`` (``None`` or a
+            Generator: the configuration is seeded with 0).
         **options
             Keyword arguments of :func:`~faqstats.configure_from_history`.
 
@@ -302,30 +263,18 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         Parameters
         ----------
         outcomes : array-like of shape (N,) or callable
-            The new model's outcomes in [0, 1] (0/1 or graded: user guide, "Graded outcomes");
-            only the asked entries are read, NaN elsewhere is fine. Or a function mapping an
-            integer array of question indices to their outcomes (called once per round).
+            The new model's outcomes in [0, 1] (only the asked entries are read), or a function
+            mapping an integer array of question indices to their outcomes (called once per round).
         y : None
             Ignored (scikit-learn's signature).
         groups : array-like of shape (N,) or None
-            A label per question (a subject, a task): ``group_results_`` then holds every
-            group's estimate and interval, and ``estimand="macro"`` averages them.
+            A label per question: ``group_results_`` then holds every group's estimate and interval.
         costs : array-like of shape (N,) or None
-            A finite, positive cost per question (tokens, dollars): the policy weighs its scores
-            by ``1 / sqrt(cost)`` (the Neyman rule with costs), ``cost_spent_`` reports the spend,
-            and ``budget_cost`` fixes the draws from it (docs/statistics.md, "Cost budgets").
+            A positive cost per question: scores are weighed by ``1 / sqrt(cost)`` and
+            ``cost_spent_`` reports the spend (docs/statistics.md, "Cost budgets").
         clusters : array-like of shape (N,) or None
-            A cluster id per question (questions sharing a passage, an image, a prompt
-            template, or the repeats of a question when each repeat is a question of the bank):
-            every draw then asks a whole cluster, ``budget`` counts cluster draws, the estimand
-            stays the bank's per-question accuracy, and the variance is the martingale variance
-            of the cluster-level increments, so the interval allows for answers that move
-            together (docs/statistics.md, "Clusters and repeated samples"). ``queries_`` then has
-            one row per cluster draw and ``cluster_labels_`` the sorted ids. With ``costs`` a
-            cluster costs the sum of its questions' costs. With ``groups`` every cluster must lie
-            in one group (``group_results_`` from the cluster draws; ``n_asked`` counts cluster
-            draws). Not with a weighted ``estimand``, ``min_group_share``, ``stratify``,
-            ``variance="paper"`` or ``BernoulliAIPW``.
+            A cluster id per question: every draw asks a whole cluster and the interval allows for
+            answers that move together (docs/statistics.md, "Clusters and repeated samples").
 
         Returns
         -------
@@ -357,7 +306,6 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         loop = new_loop(self, n_questions, rng, groups=groups, costs=costs, clusters=clusters)
         run = loop.run
         total = n_questions if run.design == "stream" else run.budget
-        clustered = isinstance(run, ClusterRun)
         with progress_bar(total, "querying", self.verbose) as bar:
             try:
                 while not loop.done:
@@ -369,14 +317,10 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
                 raise
         self.result_ = result = result_of(self, loop)
         self.queries_ = run.table()
-        self.estimate_ = result.estimate
-        self.std_error_ = result.std_error
-        self.n_queries_ = result.n_queries
-        self.stop_reason_ = result.stop_reason
-        self.cost_spent_ = result.cost_spent
-        self.cost_per_draw_ = run.cost_per_draw
+        self.estimate_, self.std_error_, self.n_queries_ = result.estimate, result.std_error, result.n_queries
+        self.stop_reason_, self.cost_spent_, self.cost_per_draw_ = result.stop_reason, result.cost_spent, run.cost_per_draw
         self.group_results_ = group_results_of(self, loop)
-        self.cluster_labels_ = getattr(run, "labels", None) if clustered else None
+        self.cluster_labels_ = getattr(run, "labels", None) if isinstance(run, ClusterRun) else None
         self.confidence_sequence_ = confidence_rows(loop)
         self.posterior_mean_ = getattr(run.predictor, "mean", None)
         self.posterior_cov_ = getattr(run.predictor, "cov", None)
