@@ -11,10 +11,8 @@ from pathlib import Path
 def atomic_write(path, write):
     """Replace ``path`` so that a crash leaves either the old or the new file, never a mix.
 
-    ``write(fileobj)`` writes the new content to a temporary file in the same directory
-    (opened binary, exclusive); it is flushed and ``fsync``-ed, moved over ``path`` with
-    :func:`os.replace`, then the directory is ``fsync``-ed so the rename itself is durable.
-    On any failure the temporary file is removed and the old ``path`` is untouched.
+    ``write(fileobj)`` writes to a temporary binary file beside ``path``, which is ``fsync``-ed and moved
+    over ``path`` (:func:`os.replace`); on any failure the old ``path`` is untouched.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.txt"
@@ -59,15 +57,14 @@ def atomic_write(path, write):
 
 
 def _naming(exc, path):
-    """``exc`` as an OSError that names ``path`` (a failed write names no file, or the temporary one)."""
+    """``exc`` as an OSError that names ``path``."""
     if exc.errno is None:
         return OSError(f"{path} was not written (it is as it was): {exc}")
     return OSError(exc.errno, f"{exc.strerror or exc} (not written; the file is as it was)", str(path))
 
 
 def remove_stale_temporaries(path):
-    """Delete temporary files :func:`atomic_write` left next to ``path`` when killed mid-write
-    (only safe while holding the lock that serialises writers of ``path``; a link's are next to its target)."""
+    """Delete the temporary files a killed :func:`atomic_write` left (only while holding ``path``'s writers' lock)."""
     path = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
     for stale in path.parent.glob(f".{path.name}.*.tmp"):
         with contextlib.suppress(OSError):

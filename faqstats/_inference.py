@@ -1,10 +1,7 @@
 """Inference from increments: every variance estimator, degrees-of-freedom rule and interval.
 
-One module serves the estimator, the paired estimator, the session and the batched
-engine alike (cf. statsmodels' ``_zconfint_generic``): each function takes one run's
-increments, shape ``(n,)``, or many runs' at once, shape ``(R, n)``, and returns a float
-or an array of ``R`` values accordingly. Why each estimator is (exactly) unbiased:
-``docs/statistics.md``.
+Each function takes one run's increments, shape ``(n,)``, or many runs', shape ``(R, n)``, and
+returns a float or ``R`` values; why each estimator is unbiased: ``docs/statistics.md``.
 """
 
 from __future__ import annotations
@@ -13,26 +10,10 @@ import math
 
 import numpy as np
 
-from .intervals import KURTOSIS_INFLATION, effective_df, interval_rule, wald_interval
+from .intervals import effective_df, interval_rule, wald_interval
 
-__all__ = [  # effective_df, KURTOSIS_INFLATION and wald_interval live in faqstats.intervals
-    "INTERVALS",
-    "KURTOSIS_INFLATION",
-    "census_mean",
-    "check_interval",
-    "effective_df",
-    "finite_population_weights",
-    "fpc_mean",
-    "interval_df",
-    "martingale_variance",
-    "paper_variance",
-    "pai_inference",
-    "wald_interval",
-    "weighted_martingale",
-]
-
-#: The built-in interval rules' names (``faqstats.intervals``; others can be registered).
-INTERVALS = ("robust-t", "t", "normal")
+__all__ = ["census_mean", "check_interval", "effective_df", "finite_population_weights", "fpc_mean", "interval_df",
+           "martingale_variance", "paper_variance", "pai_inference", "wald_interval", "weighted_martingale"]
 
 
 def check_interval(interval):
@@ -42,8 +23,7 @@ def check_interval(interval):
 
 
 def _df_of(df, residuals):
-    """A rule's degrees of freedom as the inference reports them: one run's a float (``None`` for the
-    normal quantile), many runs' an array (``inf``: normal)."""
+    """One run's degrees of freedom as a float (``None``: normal), many runs' as an array (``inf``: normal)."""
     df = np.broadcast_to(np.asarray(df, dtype=float), residuals.shape[:-1])
     if residuals.ndim == 1:
         return None if np.isinf(df) else float(df)
@@ -51,7 +31,6 @@ def _df_of(df, residuals):
 
 
 def _rows(x):
-    """``(x as a 2-D float array, whether it was 1-D)``."""
     x = np.asarray(x, dtype=float)
     return np.atleast_2d(x), x.ndim == 1
 
@@ -71,7 +50,6 @@ def martingale_variance(increments):
     Returns
     -------
     float or ndarray of shape (R,)
-        The variance estimate of each run.
 
     Examples
     --------
@@ -91,9 +69,7 @@ def martingale_variance(increments):
 def weighted_martingale(increments, weights):
     """Estimate and exactly unbiased variance of ``sum_t lambda_t phi_t`` for fixed weights.
 
-    ``lambda_t = weights_t / sum_s weights_s`` over the ``n`` increments given (each below 1/2);
-    the variance estimator and its proof are in ``docs/statistics.md``, "Weighted increments".
-    For equal weights it is :func:`martingale_variance`.
+    ``lambda_t = weights_t / sum_s weights_s``, each below 1/2 (``docs/statistics.md``, "Weighted increments").
 
     Parameters
     ----------
@@ -140,8 +116,7 @@ def weighted_martingale(increments, weights):
 
 
 def weights_usable(weights, n):
-    """Whether ``n`` increments can be weighted (every normalised weight below 1/2; if not, as
-    for a session's first draws, the result is the plain mean)."""
+    """Whether ``n`` increments can be weighted (at least 3, every normalised weight below 1/2)."""
     if weights is None:
         return False
     w = np.asarray(weights, dtype=float)[:n]
@@ -151,12 +126,8 @@ def weights_usable(weights, n):
 def finite_population_weights(n_questions, n):
     """The default increment weights without replacement: ``w_t = (N / (N - t + 1))^(3/2)``, ``t = 1..n``.
 
-    Without replacement ``phi_t - theta`` is ``(N - t + 1) / N`` times an error about the
-    ``N - t + 1`` questions still unasked, so the inverse-variance weights would be the square
-    of ``N / (N - t + 1)``; the power 3/2 keeps the variance estimate resting on a dozen
-    increments or more near a census. Fixed before the run (exactly unbiased), nearly equal at
-    small budgets, and the width shrinks to 0 as ``n`` approaches ``N`` (user guide,
-    "Finite-population weights").
+    Fixed before the run (exactly unbiased); the width shrinks to 0 as ``n`` approaches ``N`` (user
+    guide, "Finite-population weights").
 
     Examples
     --------
@@ -170,9 +141,7 @@ def finite_population_weights(n_questions, n):
 def census_mean(answers, n_questions):
     """The bank's mean from a census: ``math.fsum(answers) / n_questions`` (each row for 2-D).
 
-    ``math.fsum`` is correctly rounded, so the result does not depend on the order the answers
-    came in, and it is the exact mean to one rounding of the division: a census reports it rather
-    than its last increment (theta too, but rounded through the run's arithmetic).
+    Correctly rounded, whatever the answers' order: a census reports it rather than its last increment.
 
     Parameters
     ----------
@@ -197,10 +166,7 @@ def census_mean(answers, n_questions):
 
 
 def fpc_mean(outcomes, n_questions):
-    """The sample mean of ``n`` outcomes drawn uniformly without replacement from
-    ``n_questions``, and its unbiased variance ``(1 - n / N) s^2 / n``.
-
-    A census (``n == n_questions``) gives :func:`census_mean` and variance 0.
+    """The mean of ``n`` outcomes drawn uniformly without replacement and its variance ``(1 - n / N) s^2 / n``.
 
     >>> fpc_mean([1.0, 0.0, 1.0, 1.0], 8)
     (0.75, 0.03125)
@@ -218,14 +184,12 @@ def fpc_mean(outcomes, n_questions):
 def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_questions):
     """The seed paper's closed-form variance of ``theta_hat`` (Appendix A.2.2), i.e. ``sigma_hat^2 / n``.
 
-    ``sigma^2 = [sum_t (z - p)^2 / q^2 - sum_t (S - P_t)^2] / (n N^2)`` with
-    ``S = mean_s z_s / q_s`` and ``P_t = sum_j p_j^{(t-1)}``; biased downward, kept for comparison.
+    Biased downward, kept for comparison.
 
     Parameters
     ----------
     outcomes, predictions, probabilities, prediction_totals : array-like of shape (n,)
-        Per draw ``t``: the outcome ``z``, its prediction ``p`` before the answer, its draw
-        probability ``q`` and ``P_t`` (the fields of :attr:`PAIEstimator.queries_`).
+        Per draw: the fields of :attr:`PAIEstimator.queries_`.
     n_questions : int
         The bank size ``N``.
 
@@ -257,9 +221,7 @@ def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_qu
 def interval_df(interval, residuals, weights=None):
     """Degrees of freedom of the quantile for ``interval`` (``None``: the normal quantile).
 
-    The rule's :meth:`~faqstats.IntervalRule.degrees_of_freedom`: ``"robust-t"``,
-    :func:`effective_df` of the residuals; ``"t"``: ``n - 1``; ``"normal"``: ``None``. For 2-D
-    residuals an array, ``inf`` meaning normal.
+    The rule's :meth:`~faqstats.IntervalRule.degrees_of_freedom` (2-D residuals: an array, ``inf`` normal).
 
     >>> interval_df("t", [0.2, 0.4, 0.9]), interval_df("normal", [0.2, 0.4, 0.9])
     (2.0, None)
@@ -271,13 +233,10 @@ def interval_df(interval, residuals, weights=None):
 def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=None, census=None):
     """Estimate, variance, degrees of freedom and the variance method's name from PAI increments.
 
-    ``n_questions`` is the bank size when the draws were without replacement (``None``: with
-    replacement). Without replacement and without ``weights`` the increments get
-    :func:`finite_population_weights`; ``n == n_questions`` is a census, with variance 0 and
-    the estimate ``census`` (the answers' :func:`census_mean`; without it the last increment,
-    theta up to rounding) (user guide, "Increments"). With weights (and enough increments to
-    weight, see :func:`weights_usable`) the weighted estimate of :func:`weighted_martingale`, else
-    the mean and :func:`martingale_variance`.
+    ``n_questions``: the bank size without replacement (``None``: with), where the default weights
+    are :func:`finite_population_weights` and ``n == n_questions`` is a census (variance 0, estimate
+    ``census`` or the last increment). Weighted (:func:`weighted_martingale`) when
+    :func:`weights_usable`, else the mean and :func:`martingale_variance`.
 
     >>> est, var, df, method = pai_inference([0.2, 0.4, 0.9], interval="t")
     >>> round(est, 4), df, method
@@ -297,8 +256,7 @@ def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=
     else:
         est, var, resid = phi.mean(axis=-1), martingale_variance(phi), phi
         method = "martingale"
-    # the rule sees the weights of a weighted estimate (the built-in t rules bound their degrees of
-    # freedom by Kish's effective number of increments, user guide, "Weighted increments")
+    # the rule sees the weights of a weighted estimate (the t rules' Kish bound)
     used = np.asarray(weights, dtype=float)[:n] if method == "weighted martingale" else None
     df = interval_df(interval, resid, used)
     if phi.ndim == 1:

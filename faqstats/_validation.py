@@ -1,7 +1,4 @@
-"""Input and parameter checks shared by every public entry point (scikit-learn's own are private).
-
-Every check raises a ``ValueError``/``TypeError`` naming the argument and what was expected.
-"""
+"""Input and parameter checks shared by every public entry point: errors name the argument and what was expected."""
 
 from __future__ import annotations
 
@@ -22,17 +19,8 @@ except ImportError:  # pragma: no cover - older scikit-learn
 # check_array renamed force_all_finite to ensure_all_finite in scikit-learn 1.6.
 _FINITE_KW = "ensure_all_finite" if "ensure_all_finite" in inspect.signature(check_array).parameters else "force_all_finite"
 
-__all__ = [
-    "validate_history",
-    "check_history",
-    "check_binary_values",
-    "check_outcome_values",
-    "check_alpha",
-    "check_scalar",
-    "check_generator",
-    "check_seed",
-    "observed_halves",
-]
+__all__ = ["validate_history", "check_history", "check_binary_values", "check_outcome_values", "check_alpha",
+           "check_scalar", "check_generator", "check_seed", "observed_halves"]
 
 
 def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None, closed="both"):
@@ -44,14 +32,11 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None, closed=
         raise TypeError(f"{name} must be {kind_name}, got {value!r} ({type(value).__name__}).")
     if isinstance(value, numbers.Real) and not np.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}.")
-    left_ok = low is None or (value >= low if closed in ("both", "left") else value > low)
-    right_ok = high is None or (value <= high if closed in ("both", "right") else value < high)
-    if not (left_ok and right_ok):
-        lb = "[" if closed in ("both", "left") else "("
-        rb = "]" if closed in ("both", "right") else ")"
-        lo = "-inf" if low is None else low
-        hi = "inf" if high is None else high
-        raise ValueError(f"{name} must be in {lb}{lo}, {hi}{rb}, got {value!r}.")
+    left, right = closed in ("both", "left"), closed in ("both", "right")
+    if not ((low is None or (value >= low if left else value > low))
+            and (high is None or (value <= high if right else value < high))):
+        raise ValueError(f"{name} must be in {'[' if left else '('}{'-inf' if low is None else low}, "
+                         f"{'inf' if high is None else high}{']' if right else ')'}, got {value!r}.")
     return value
 
 
@@ -61,10 +46,7 @@ def check_alpha(alpha):
 
 
 def check_outcome_values(values, name, *, allow_nan=False, allow_graded=True):
-    """Raise unless every entry of ``values`` is an outcome in [0, 1] (NaN too when ``allow_nan``).
-
-    ``allow_graded=False`` insists on 0/1. The ``ValueError`` names the first offending
-    position; non-numeric input raises ``TypeError``. Returns a float64 array.
+    """``values`` as a float64 array, if every entry is an outcome in [0, 1] (0/1 without ``allow_graded``).
 
     Examples
     --------
@@ -91,28 +73,25 @@ def check_outcome_values(values, name, *, allow_nan=False, allow_graded=True):
     if np.any(bad):
         first = np.flatnonzero(bad.ravel())[0]
         where = tuple(int(i) for i in np.unravel_index(first, arr.shape)) if arr.ndim > 1 else int(first)
-        raise ValueError(
-            f"{name} must be {what}{', NaN for not observed' if allow_nan else ''}); "
-            f"found {float(arr.ravel()[first])!r} at position {where} ({int(bad.sum())} such entries)."
-        )
+        raise ValueError(f"{name} must be {what}{', NaN for not observed' if allow_nan else ''}); "
+                         f"found {float(arr.ravel()[first])!r} at position {where} ({int(bad.sum())} such entries).")
     return arr
 
 
 def check_binary_values(values, name, *, allow_nan=False):
-    """:func:`check_outcome_values` with ``allow_graded=False``: only 0, 1 (and NaN when ``allow_nan``)."""
+    """:func:`check_outcome_values` with ``allow_graded=False``."""
     return check_outcome_values(values, name, allow_nan=allow_nan, allow_graded=False)
 
 
 def _is_non_numeric(values):
-    """Whether ``values`` is not real numbers (complex ones included: their imaginary part would be dropped)."""
+    """Whether ``values`` is not real numbers (complex ones would lose their imaginary part)."""
     dtype = np.asarray(values).dtype
     return np.issubdtype(dtype, np.complexfloating) or not (
         np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_))
 
 
 def check_history(H, *, name="H", n_questions=None, allow_graded=True):
-    """Validate a models x questions history of outcomes in [0, 1] (NaN = not observed, 0/1 only
-    with ``allow_graded=False``; no all-NaN rows); returns a float64 copy."""
+    """A float64 copy of a models x questions history of outcomes in [0, 1] (NaN: not observed), checked."""
     if hasattr(H, "to_numpy"):  # pandas without importing it
         H = H.to_numpy(dtype=float, na_value=np.nan)
     if _is_non_numeric(H):
@@ -123,9 +102,7 @@ def check_history(H, *, name="H", n_questions=None, allow_graded=True):
     if H.shape[0] < 1 or H.shape[1] < 1:
         raise ValueError(f"{name} must have at least one model and one question, got shape {H.shape}.")
     if n_questions is not None and H.shape[1] != n_questions:
-        raise ValueError(
-            f"{name} has {H.shape[1]} questions (columns) but the factor model was fitted on {n_questions}."
-        )
+        raise ValueError(f"{name} has {H.shape[1]} questions (columns) but the factor model was fitted on {n_questions}.")
     if np.isinf(H).any():
         raise ValueError(f"{name} contains infinite values; use NaN for 'not observed'.")
     check_outcome_values(H, name, allow_nan=True, allow_graded=allow_graded)
@@ -134,24 +111,17 @@ def check_history(H, *, name="H", n_questions=None, allow_graded=True):
 
 
 def check_no_empty_rows(H, name):
-    """Refuse rows (models) with no observed outcome: they carry no information."""
+    """Refuse rows (models) with no observed outcome."""
     empty_rows = np.flatnonzero(np.isnan(H).all(axis=1))
     if empty_rows.size:
         shown = ", ".join(map(str, empty_rows[:10])) + (" ..." if empty_rows.size > 10 else "")
-        raise ValueError(
-            f"{name} has {empty_rows.size} row(s) with no observed outcome (all NaN): rows {shown}. "
-            "Drop them before fitting."
-        )
+        raise ValueError(f"{name} has {empty_rows.size} row(s) with no observed outcome (all NaN): rows {shown}. "
+                         "Drop them before fitting.")
 
 
 def validate_history(estimator, X, *, reset, allow_empty_rows=False, allow_graded=True):
-    """Validate the outcome matrix ``X`` given to an estimator's fit (``reset=True``)
-    or transform/score (``reset=False``); returns a float64 copy.
-
-    scikit-learn's ``validate_data`` does the conversion and its conventions
-    (``n_features_in_`` set on fit, checked afterwards); on top of it, the checks of
-    :func:`check_history`, empty rows allowed with ``allow_empty_rows``.
-    """
+    """A float64 copy of the outcome matrix ``X`` given to an estimator's fit (``reset=True``) or
+    score, through scikit-learn's ``validate_data``, with :func:`check_history`'s checks."""
     if hasattr(X, "to_numpy") and hasattr(X, "columns"):
         # pandas nullable columns (pd.NA) become NaN, the "not observed" marker
         X = X.astype("float64")
@@ -160,10 +130,9 @@ def validate_history(estimator, X, *, reset, allow_empty_rows=False, allow_grade
         negative = H < 0
     if negative.any():
         first = np.unravel_index(np.flatnonzero(negative)[0], H.shape)
-        raise ValueError(
-            f"Negative values in data passed to X: outcomes must be in [0, 1] (0 wrong, 1 correct, "
-            f"or a graded score), NaN for not observed; found {float(H[first])!r} at position {tuple(map(int, first))}."
-        )
+        raise ValueError(f"Negative values in data passed to X: outcomes must be in [0, 1] (0 wrong, 1 correct, "
+                         f"or a graded score), NaN for not observed; found {float(H[first])!r} at position "
+                         f"{tuple(map(int, first))}.")
     check_outcome_values(H, "X", allow_nan=True, allow_graded=allow_graded)
     if not allow_empty_rows:
         check_no_empty_rows(H, "X")
@@ -171,8 +140,7 @@ def validate_history(estimator, X, *, reset, allow_empty_rows=False, allow_grade
 
 
 def check_generator(random_state):
-    """Turn ``None``, an int, a sequence of ints, a ``SeedSequence``, a Generator or a
-    ``RandomState`` into a ``np.random.Generator`` (a Generator is used as is)."""
+    """A ``np.random.Generator`` from ``None``, an int, ints, a ``SeedSequence``, a Generator or a ``RandomState``."""
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, (bool, np.bool_)):  # an int to numpy, but never meant as a seed
@@ -187,24 +155,20 @@ def check_generator(random_state):
         isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, bool) and x >= 0 for x in random_state
     ):
         return np.random.default_rng(list(random_state))
-    raise TypeError(
-        "random_state must be None, a non-negative int (or a list of them), a SeedSequence or a numpy "
-        f"Generator, got {type(random_state).__name__}."
-    )
+    raise TypeError("random_state must be None, a non-negative int (or a list of them), a SeedSequence or a numpy "
+                    f"Generator, got {type(random_state).__name__}.")
 
 
 def check_seed(random_state):
-    """An int seed from ``random_state``: an int as is, a fresh one for ``None``, one drawn
-    from a Generator (for functions whose seeds must be ints, e.g. to be stored or combined)."""
+    """An int seed from ``random_state``: an int as is, else drawn (``None``: fresh)."""
     if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
         return int(check_scalar(int(random_state), "random_state", kind=numbers.Integral, low=0))
     return int(check_generator(random_state).integers(2**31 - 1))
 
 
 def observed_halves(estimator, X):
-    """``(H, fit_half, test_half)`` for a held-out ``score``: ``X`` validated against the fitted
-    ``estimator``, and each row's observed cells split in two random halves, seeded by the
-    estimator's int ``random_state`` (0 otherwise) so that the score is reproducible."""
+    """``(H, fit_half, test_half)`` for a held-out ``score``: each row's observed cells split in two halves,
+    seeded by the estimator's int ``random_state`` (0 otherwise)."""
     H = validate_history(estimator, X, reset=False, allow_empty_rows=True)
     seed = getattr(estimator, "random_state", None)
     seed = seed if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else 0

@@ -1,14 +1,9 @@
-"""Self-configuration from the history: which predictor, which weights, and what to expect.
-
-:func:`configure_from_history` chooses between PAI's predictors and the sample mean by
-cross-fitting on the history alone (docs/results.md, "self-configuration"): the choice is
-:func:`faqstats.selection.select_configuration`'s, and :class:`Configuration` holds the estimator
-it chose with the report.
-"""
+"""Self-configuration from the history: the estimator :func:`faqstats.selection.select_configuration` chose,
+with its report (docs/results.md, "self-configuration")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import pandas as pd
 
@@ -26,10 +21,7 @@ from .selection import (
 )
 
 __all__ = ["Configuration", "configure_from_history", "default_candidates", "default_policies",
-           "default_predict_every"]
-
-# the choice's constants, importable from here as before
-__all__ += ["POLICY_MARGIN", "PREDICT_EVERY_QUESTIONS", "STACK_MAX_CELLS", "THIN_HISTORY"]
+           "default_predict_every", "POLICY_MARGIN", "PREDICT_EVERY_QUESTIONS", "STACK_MAX_CELLS", "THIN_HISTORY"]
 
 
 @dataclass(frozen=True)
@@ -39,17 +31,14 @@ class Configuration:
     Attributes
     ----------
     estimator : PAIEstimator
-        Ready to ``fit(outcomes)`` a new model: the chosen predictor refitted on the whole
-        history with its learned increment weights, or the FPC sample mean.
+        Ready to ``fit(outcomes)``: the chosen predictor refitted on the whole history with its
+        learned step weights, or the FPC sample mean.
     choice : str
         The chosen candidate's label (a row of ``table``), or ``"sample-mean"``.
     table : pandas.DataFrame
-        One row per (predictor, policy) validated: ``candidate`` (the label: the predictor's
-        name, with ``"/policy"`` when the policy is not the default), ``predictor``,
-        ``policy``, ``predicted_ess`` (validation variance of the FPC sample mean / the
-        candidate's), ``variance_ratio`` (as in :class:`~faqstats.step_weights.StepWeights`),
-        ``runs`` (the validation runs behind the row: fewer than the others' for a candidate left
-        at the first round), ``fit_seconds`` and ``validation_seconds``.
+        One row per (predictor, policy) validated: ``candidate``, ``predictor``, ``policy``,
+        ``predicted_ess`` (FPC sample mean's validation variance / the candidate's),
+        ``variance_ratio``, ``runs``, ``fit_seconds`` and ``validation_seconds``.
     budget, n_validation, n_runs : int
     seconds : float
     predict_every : int
@@ -67,7 +56,7 @@ class Configuration:
 
     @property
     def predicted_ess(self):
-        """The chosen configuration's predicted ESS against the FPC sample mean (1 for the sample mean)."""
+        """The choice's predicted ESS against the FPC sample mean (1 for the sample mean)."""
         rows = self.table[self.table["candidate"] == self.choice]
         return 1.0 if rows.empty else float(rows["predicted_ess"].iloc[0])
 
@@ -96,12 +85,9 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
                            n_runs=None, predict_every="auto", random_state=0, verbose=True, cache=None):
     """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
 
-    Every predictor is validated with the first (default) policy; the other policies with the
-    predictor that did best. The (predictor, policy) with the largest validation ESS against
-    the FPC sample mean wins, or the sample mean itself when none beats it; another policy than
-    the default must beat the default's ESS with the same predictor by :data:`POLICY_MARGIN`
-    (3%: a smaller tau makes heavier-tailed increments, and the best of several noisy
-    validation figures is optimistic).
+    Every predictor is validated with the first (default) policy, the other policies with the best
+    predictor; the largest validation ESS against the FPC sample mean wins (or the sample mean), another
+    policy only by a margin of :data:`POLICY_MARGIN` over the default's.
 
     Parameters
     ----------
@@ -110,37 +96,23 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
     budget : int
         Queries the new model will be asked (at least 3, at most N).
     candidates : dict or None
-        ``{name: unfitted estimator with posterior()}``; ``None`` is :func:`default_candidates`.
-        A candidate whose fit on the training part equals an earlier one's (e.g. a rank the
-        history cannot support) is validated once.
+        ``{name: unfitted predictor}``; ``None`` is :func:`default_candidates`.
     policies : dict or None
         ``{name: unfitted Sampler}``, the default first; ``None`` is :func:`default_policies`.
-        Their laws should not depend on the budget (as ``HybridSampler``'s with ``rho = gamma = 0``)
-        for ``cache`` to share runs across budgets.
     validation_fraction : float in (0, 1), default=0.25
         Share of the complete history rows held out as validation models.
     n_runs : int or None, default=None
-        Validation runs per candidate, every candidate validated in full. ``None``: sized to
-        the bank and the budget (:func:`~faqstats.step_weights.default_runs`, at most
-        :data:`~faqstats.selection.MAX_SELECTION_RUNS`, 100 from 1,000 queries on), in two
-        rounds: every candidate with a quarter of them, then the full runs for the best and
-        those not clearly worse (two standard errors, paired over the validation models; at
-        most two), and another policy only if not clearly short of its margin. At most
-        :data:`~faqstats.selection.MAX_VALIDATION_MODELS` validation models; a history of more
-        than :data:`~faqstats.selection.MAX_HISTORY_MODELS` models is validated on a seeded
-        subsample of them (the choice is refitted on them all).
+        Validation runs per candidate. ``None``: sized to the bank and budget, in two rounds (a
+        quarter of the runs for every candidate, then the full runs for the best ones).
     predict_every : int or "auto", default="auto"
-        The predictions' refresh schedule of the validation runs and of the returned estimator;
-        ``"auto"``: :func:`default_predict_every` (every answer on banks of up to 4,095 questions).
+        Of the validation runs and the estimator; ``"auto"``: :func:`default_predict_every`.
     random_state : int, default=0
         Seeds the split, the fits and the runs.
     verbose : bool, default=True
-        A progress bar over the validations, shown once the configuration has taken two seconds
-        (``False``: none).
+        A progress bar over the validations, shown after two seconds.
     cache : dict or None
-        Filled with the candidates' fits and validation runs; pass the same dict to configure
-        several budgets with one set of fits (same history, candidates, split and seed), the
-        largest budget first: its validation runs then serve the smaller budgets too.
+        Filled with the fits and validation runs: pass the same dict to configure several budgets
+        (the largest first) with one set of fits.
 
     Returns
     -------
@@ -161,5 +133,4 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
                                   validation_fraction=validation_fraction, n_runs=n_runs,
                                   predict_every=predict_every, random_state=random_state, verbose=verbose,
                                   cache=cache)
-    return Configuration(PAIEstimator(**chosen.params), chosen.choice, chosen.table, chosen.budget,
-                         chosen.n_validation, chosen.n_runs, chosen.seconds, chosen.predict_every)
+    return Configuration(PAIEstimator(**chosen.params), *(getattr(chosen, f.name) for f in fields(chosen)[1:]))

@@ -1,13 +1,8 @@
 """Interval rules: how a Wald-type interval ``estimate -/+ c std_error`` chooses its quantile ``c``.
 
-An :class:`IntervalRule` owns the step of the inference that turns a run's increments into an
-interval, as catsim's selectors and stoppers own theirs: from the increments' residuals (and their
-weights, when weighted) it gives the degrees of freedom, and from those, ``alpha`` and the
-alternative its quantile and interval. The built-in rules are registered by name, so the
-strings ``"robust-t"``, ``"t"`` and ``"normal"`` keep working wherever ``interval=`` is taken; a
-rule of your own runs unchanged through the estimators and the batched engine, and a session,
-which stores its rule by name, runs it once it is registered (:func:`register_interval_rule`).
-Why the default is the robust t: user guide, "Intervals".
+An :class:`IntervalRule` gives the degrees of freedom from a run's residuals, and from them the
+quantile and interval. Rules are registered by name (``"robust-t"``, ``"t"``, ``"normal"`` and
+yours, :func:`register_interval_rule`), which is how sessions store them (user guide, "Intervals").
 """
 
 from __future__ import annotations
@@ -17,34 +12,21 @@ from scipy import stats
 
 from ._validation import check_alpha
 
-__all__ = [
-    "KURTOSIS_INFLATION",
-    "IntervalRule",
-    "NormalRule",
-    "RobustTRule",
-    "StudentTRule",
-    "effective_df",
-    "interval_rule",
-    "interval_rule_name",
-    "register_interval_rule",
-    "registered_interval_rules",
-    "wald_interval",
-]
+__all__ = ["KURTOSIS_INFLATION", "IntervalRule", "NormalRule", "RobustTRule", "StudentTRule", "effective_df",
+           "interval_rule", "interval_rule_name", "register_interval_rule", "registered_interval_rules",
+           "wald_interval"]
 
 ALTERNATIVES = ("two-sided", "larger", "smaller")
 
-#: Inflation of the excess kurtosis in the degrees of freedom: sample kurtosis is biased low for
-#: heavy-tailed increments at small n (user guide, "Intervals").
+#: Inflation of the excess kurtosis in the degrees of freedom (sample kurtosis is biased low at small n).
 KURTOSIS_INFLATION = 1.5
 
 
 def effective_df(increments):
     """Degrees of freedom of a variance estimated from ``increments``, allowing for heavy tails.
 
-    Satterthwaite's ``df = 2 / (2 / (n - 1) + max(kappa, 0) / n)``, ``kappa`` the small-sample
-    corrected kurtosis ``G2`` times :data:`KURTOSIS_INFLATION` (user guide, "Intervals"): ``n - 1``
-    for light tails, fewer when a few inverse-probability weights dominate. 1-D ``increments``
-    give a float, 2-D (one row per run) an array.
+    Satterthwaite's ``df = 2 / (2 / (n - 1) + max(kappa, 0) / n)``, ``kappa`` the corrected kurtosis
+    ``G2`` times :data:`KURTOSIS_INFLATION` (user guide, "Intervals").
 
     Parameters
     ----------
@@ -84,9 +66,7 @@ def effective_df(increments):
 
 
 def _kish_bound(df, weights):
-    """``df`` at most Kish's effective number of increments less one, ``1 / sum lambda^2 - 1``:
-    it bounds a weighted variance estimate's degrees of freedom as ``n`` does for equal weights
-    (user guide, "Weighted increments"); ``inf`` (normal) stays."""
+    """``df`` at most Kish's effective number of increments less one, ``1 / sum lambda^2 - 1`` (``inf`` stays)."""
     if weights is None:
         return df
     lam = np.asarray(weights, dtype=float)
@@ -98,12 +78,9 @@ def _kish_bound(df, weights):
 class IntervalRule:
     """Base of the interval rules: degrees of freedom from the increments, the quantile, the interval.
 
-    A rule gives an estimate and its standard error the interval ``estimate -/+ c std_error``,
-    clipped to the parameter's bounds. Subclasses override :meth:`degrees_of_freedom` (from the
-    run's residuals; ``inf`` means the normal quantile) and/or :meth:`critical_value` (the
-    quantile ``c``; by default Student's t with the degrees of freedom, normal for ``inf``).
-    ``name`` is the name the rule is stored and looked up under (:func:`register_interval_rule`).
-    Two rules are equal when they are of the same class with the same attributes.
+    Subclasses override :meth:`degrees_of_freedom` (``inf``: the normal quantile) and/or
+    :meth:`critical_value`; ``name`` is what the rule is registered and stored under. Two rules are
+    equal when they are of the same class with the same attributes.
 
     Examples
     --------
@@ -120,7 +97,6 @@ class IntervalRule:
     [0.2648, 0.7352]
     """
 
-    #: The name the rule is registered and stored under.
     name = None
 
     def degrees_of_freedom(self, residuals, weights=None):
@@ -129,20 +105,18 @@ class IntervalRule:
         Parameters
         ----------
         residuals : ndarray of shape (n,) or (R, n)
-            One run's increments (their scaled residuals when weighted), or one row per run.
+            One run's increments (scaled residuals when weighted), or one row per run.
         weights : ndarray of shape (n,) or None
-            The increments' weights when the estimate weighs them (None: equal weights).
+            The increments' weights (None: equal weights).
 
         Returns
         -------
         float or ndarray of shape (R,)
-            A float (for every run) or one value per run. The base class: ``inf``.
         """
         return np.inf
 
     def critical_value(self, alpha, alternative="two-sided", df=np.inf):
-        """The quantile ``c``: Student's t with ``df`` degrees of freedom at the tail ``alpha / 2``
-        (two-sided) or ``alpha`` (one-sided), the normal quantile where ``df`` is ``inf``.
+        """The quantile ``c``: Student's t with ``df`` degrees of freedom (normal where ``inf``).
 
         Parameters
         ----------
@@ -167,20 +141,15 @@ class IntervalRule:
         ----------
         estimate, std_error : float or ndarray of shape (R,)
         alpha : float in (0, 1), default=0.05
-            One minus the confidence level.
         alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
             ``"larger"``: ``[low, upper bound]``; ``"smaller"``: ``[lower bound, high]``.
         df : float, ndarray or None, default=None
-            The degrees of freedom (:meth:`degrees_of_freedom`; ``None`` or ``inf``: normal).
+            ``None`` or ``inf``: normal.
         bounds : tuple of float, default=(0.0, 1.0)
-            The parameter's range.
 
         Returns
         -------
-        low : float or ndarray of shape (R,)
-            The lower end (one per run for arrays).
-        high : float or ndarray of shape (R,)
-            The upper end.
+        low, high : float or ndarray of shape (R,)
         """
         alpha = check_alpha(alpha)
         if alternative not in ALTERNATIVES:
@@ -224,8 +193,7 @@ class NormalRule(IntervalRule):
 
 
 class StudentTRule(IntervalRule):
-    """Student's t with ``n - 1`` degrees of freedom (``interval="t"``), at most Kish's effective
-    number of increments less one when they are weighted.
+    """Student's t with ``n - 1`` degrees of freedom (``interval="t"``; weighted: Kish's bound).
 
     Examples
     --------
@@ -242,9 +210,7 @@ class StudentTRule(IntervalRule):
 
 
 class RobustTRule(IntervalRule):
-    """Student's t with the heavy-tail degrees of freedom of :func:`effective_df`
-    (``interval="robust-t"``, the default), at most Kish's effective number of increments less
-    one when they are weighted.
+    """Student's t with :func:`effective_df` degrees of freedom (``interval="robust-t"``; weighted: Kish's bound).
 
     Examples
     --------
@@ -268,14 +234,13 @@ def register_interval_rule(rule, *, replace=False):
     Parameters
     ----------
     rule : IntervalRule
-        An instance with a ``name`` (a non-empty string).
+        An instance with a non-empty ``name``.
     replace : bool, default=False
         Replace a different rule registered under the same name (the built-ins excepted).
 
     Returns
     -------
     IntervalRule
-        ``rule``.
 
     Examples
     --------
@@ -319,8 +284,7 @@ def interval_rule(interval):
     Parameters
     ----------
     interval : str or IntervalRule
-        A registered name (``"robust-t"``, ``"t"``, ``"normal"`` or one given to
-        :func:`register_interval_rule`), or a rule.
+        A registered name, or a rule.
 
     Returns
     -------
@@ -346,10 +310,7 @@ def interval_rule(interval):
 
 
 def interval_rule_name(interval):
-    """The name a session stores for ``interval``: its registered name.
-
-    A rule that is not registered (or another rule holds its name) cannot be stored by name, and
-    a session could not load it: the error says to register it.
+    """The name a session stores for ``interval``: its registered name (an error if it is not registered).
 
     Parameters
     ----------
@@ -376,10 +337,7 @@ def interval_rule_name(interval):
 def wald_interval(estimate, std_error, alpha=0.05, alternative="two-sided", bounds=(0.0, 1.0), df=None):
     """Wald-type interval ``estimate -/+ c std_error``, clipped to ``bounds``.
 
-    ``c`` is the normal quantile, or Student's t with ``df`` degrees of freedom (``inf``
-    entries mean normal): :meth:`IntervalRule.interval` of the base rule. Scalars give a tuple
-    of floats, arrays (many runs) a tuple of arrays. ``alternative="larger"`` gives
-    ``[low, upper bound]``, ``"smaller"`` ``[lower bound, high]``.
+    :meth:`IntervalRule.interval` of the base rule: ``c`` normal, or Student's t with ``df``.
 
     Examples
     --------

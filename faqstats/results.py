@@ -1,9 +1,4 @@
-"""Result objects of an evaluation or a comparison, and the one table renderer.
-
-Results are small frozen objects with ``conf_int()`` and ``summary()``, a statsmodels summary
-table (``print`` it, or let a notebook render its HTML) made by :func:`table_summary`, which
-renders the experiments' pandas tables too (as does :func:`markdown_table`).
-"""
+"""Result objects of an evaluation or a comparison (``conf_int()``, ``summary()``), and the table renderers."""
 
 from __future__ import annotations
 
@@ -20,9 +15,7 @@ __all__ = ["AccuracyResult", "ComparisonResult", "markdown_table", "table_summar
 
 
 def table_summary(title, table=None, items=None, float_format="%.4f", notes=(), index=True):
-    """A statsmodels :class:`~statsmodels.iolib.summary2.Summary`: ``title``, then the
-    ``items`` (a dict, two columns of name/value pairs) and/or ``table`` (a pandas
-    DataFrame, its index shown unless ``index=False``), then ``notes`` (lines of text)."""
+    """A statsmodels ``Summary``: ``title``, the ``items`` (a dict, two columns), ``table`` (a DataFrame), ``notes``."""
     from statsmodels.iolib.summary2 import Summary
 
     summary = Summary()
@@ -57,7 +50,37 @@ def markdown_table(table, float_format="{:.4f}"):
 
 
 class _Result:
-    """What both result classes share: JSON, ``str`` as the summary's text, the design rows."""
+    """What both result classes share: the interval, JSON, ``str`` as the summary's text, the design rows."""
+
+    _bounds = (0.0, 1.0)
+
+    def conf_int(self, alpha=0.05, alternative="two-sided"):
+        """Wald-type interval at level ``1 - alpha`` (t quantile when ``df`` is set), clipped to the bounds.
+
+        After stopping on width (``stop_reason == "width"``) only the anytime-valid interval is returned.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the confidence level.
+        alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
+            ``"larger"``: the one-sided ``[low, upper bound]``; ``"smaller"``: ``[lower bound, high]``.
+
+        Returns
+        -------
+        low, high : float
+        """
+        if getattr(self, "stop_reason", None) == "width":  # stopped on width: only the anytime interval is valid
+            if alternative != "two-sided" or abs(alpha - self.anytime_alpha) > 1e-12:
+                raise ValueError(
+                    "Querying stopped at a data-dependent time (stop_when_width): only the anytime-valid "
+                    f"two-sided interval at alpha={self.anytime_alpha} is valid."
+                )
+            return self.anytime_interval
+        return self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative,
+                                           df=self.df, bounds=self._bounds)
+
+    confint = conf_int
 
     def _design_items(self, method_label, queries_label):
         return {
@@ -92,11 +115,9 @@ class AccuracyResult(_Result):
     estimate : float
         Point estimate of theta, the model's mean outcome over the whole bank.
     std_error : float
-        Estimated standard error of ``estimate``.
     n_queries : int
-        Questions asked (answers observed).
+        Questions asked.
     n_questions : int
-        Size of the bank, N.
     method : str
         ``"pai"``, ``"sample_mean"`` (FPC, uniform without replacement) or ``"aipw"`` (Bernoulli).
     variance_method : str
@@ -115,8 +136,7 @@ class AccuracyResult(_Result):
     cost_budget : float or None
         The cost budget that fixed the number of draws, if one did.
     interval_rule : IntervalRule or str, default="robust-t"
-        The rule of :meth:`conf_int` (``faqstats.intervals``; a name is looked up), the one
-        that gave ``df``.
+        The rule of :meth:`conf_int` (a name is looked up).
 
     Examples
     --------
@@ -144,38 +164,6 @@ class AccuracyResult(_Result):
     cost_budget: float | None = None
     interval_rule: IntervalRule | str = "robust-t"
 
-    def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Wald-type interval at level ``1 - alpha`` (t quantile when ``df`` is set), clipped to [0, 1].
-
-        After stopping early on width (``stop_reason == "width"``) only the anytime-valid
-        interval is valid: it is returned, and other intervals are refused.
-
-        Parameters
-        ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the confidence level.
-        alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
-            ``"larger"``: the one-sided ``[low, 1]``; ``"smaller"``: ``[0, high]``.
-
-        Returns
-        -------
-        low : float
-            The interval's lower end.
-        high : float
-            Its upper end.
-        """
-        if self.stop_reason == "width":
-            if alternative != "two-sided" or abs(alpha - self.anytime_alpha) > 1e-12:
-                raise ValueError(
-                    "Querying stopped at a data-dependent time (stop_when_width): only the anytime-valid "
-                    f"two-sided interval at alpha={self.anytime_alpha} is valid."
-                )
-            return self.anytime_interval
-        return self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative,
-                                           df=self.df)
-
-    confint = conf_int
-
     def summary(self, alpha=0.05):
         """The result as a statsmodels summary table (text with ``print``, HTML in notebooks).
 
@@ -187,7 +175,6 @@ class AccuracyResult(_Result):
         Returns
         -------
         statsmodels.iolib.summary2.Summary
-            The table.
         """
         low, high = self.conf_int(alpha)
         items = self._design_items("Method:", "Queries used:") | {
@@ -221,13 +208,12 @@ class ComparisonResult(_Result):
         Distinct questions asked (to at least one model).
     n_questions : int
     method : {"coupled", "paired", "reference", "paired_sample_mean", "reference_sample_mean"}
-        The design (``"paired"``: shared); ``"*_sample_mean"``: no factor model, uniform
-        without replacement (the designs coincide).
+        The design (``"paired"``: shared; ``"*_sample_mean"``: no predictor, uniform draws).
     variance_method : {"martingale", "finite-population"}
     df : float or None
         Degrees of freedom of the t quantile (``None``: normal quantile).
     interval_rule : IntervalRule or str, default="robust-t"
-        The rule of :meth:`conf_int` (``faqstats.intervals``).
+        The rule of :meth:`conf_int`.
 
     Examples
     --------
@@ -251,28 +237,7 @@ class ComparisonResult(_Result):
     df: float | None = None
     interval_rule: IntervalRule | str = "robust-t"
 
-    def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Wald-type interval for the difference (t quantile when ``df`` is set), clipped to [-1, 1].
-
-        Parameters
-        ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the confidence level.
-        alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
-            ``"larger"``: the one-sided ``[low, 1]``; ``"smaller"``: ``[-1, high]``.
-
-        Returns
-        -------
-        low : float
-            The interval's lower end.
-        high : float
-            Its upper end.
-        """
-        return self.interval_rule.interval(
-            self.estimate, self.std_error, alpha=alpha, alternative=alternative, df=self.df, bounds=(-1.0, 1.0)
-        )
-
-    confint = conf_int
+    _bounds = (-1.0, 1.0)
 
     def pvalue(self, null=0.0, alternative="two-sided"):
         """P-value of ``H0: delta = null``.
@@ -312,7 +277,6 @@ class ComparisonResult(_Result):
         Returns
         -------
         statsmodels.iolib.summary2.Summary
-            The table.
         """
         low, high = self.conf_int(alpha)
         known = " (known)" if self.method.startswith("reference") else ""

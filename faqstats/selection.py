@@ -1,10 +1,7 @@
 """The choice of a configuration from the history: which predictor, which policy, which weights.
 
-:func:`select_configuration` validates the candidate predictors and policies on held-out
-models of the history alone and chooses between them and the sample mean (docs/results.md,
-"self-configuration"); :func:`faqstats.configure_from_history` and
-:meth:`PAIEstimator.from_history <faqstats.PAIEstimator.from_history>` build the estimator it
-chose.
+:func:`select_configuration` validates candidate predictors and policies on held-out models of the
+history and chooses between them and the sample mean (docs/results.md, "self-configuration").
 """
 
 from __future__ import annotations
@@ -27,16 +24,12 @@ from .step_weights import default_runs, learn_step_weights, validation_split
 
 __all__ = ["Selection", "default_candidates", "default_policies", "default_predict_every", "select_configuration"]
 
-#: questions per prediction refresh interval step of :func:`default_predict_every`
 PREDICT_EVERY_QUESTIONS = 2048
 
 
 def default_predict_every(n_questions):
-    """The predictions' refresh schedule (``PAIEstimator(predict_every=...)``) chosen for a bank of
-    ``n_questions`` by :func:`~faqstats.configure_from_history` and the experiments: every answer up to
-    4,095 questions, then every ``N // 2048``-th (so a refresh costs about what 2,048 questions'
-    predictions cost per answer; 40 at N = 82,756). Exactly unbiased whatever the schedule; the
-    efficiency it costs is measured in docs/performance.md, "Scale targets".
+    """The ``predict_every`` chosen for a bank of ``n_questions``: every answer up to 4,095 questions,
+    then every ``N // 2048``-th (its cost in efficiency: docs/performance.md, "Scale targets").
 
     >>> default_predict_every(693), default_predict_every(12032), default_predict_every(100000)
     (1, 5, 48)
@@ -51,54 +44,37 @@ POLICY_MARGIN = 0.03
 THIN_HISTORY = 100
 
 
-#: with ``n_runs=None``, the first round validates every candidate with this share of the runs; then the
-#: best and those not clearly worse (two standard errors, paired over the validation models), at most
-#: :data:`SCREEN_FINALISTS`, get the full runs, and another policy only if not clearly short of its margin
+#: with ``n_runs=None``: a first round with this share of the runs, then the full runs for at most
+#: :data:`SCREEN_FINALISTS` (the best and those not clearly worse)
 SCREEN_SHARE = 0.25
 SCREEN_FINALISTS = 2
 
-#: with ``n_runs=None``, the full validation runs: :func:`~faqstats.step_weights.default_runs`, at most this
-#: many (beyond it the spread between validation models, not the runs, sets the comparison's error)
+#: with ``n_runs=None``, at most this many full runs (beyond it the validation models set the error)
 MAX_SELECTION_RUNS = 1000
 
-#: budgets of at least this many queries get at most :data:`LARGE_BUDGET_RUNS` full runs (weights from 100
-#: runs lose 0.1-0.2% of efficiency there: docs/performance.md, "What the shortcuts cost in efficiency")
+#: budgets of at least this many queries get at most :data:`LARGE_BUDGET_RUNS` full runs
+#: (docs/performance.md, "What the shortcuts cost in efficiency")
 LARGE_BUDGET = 1000
 LARGE_BUDGET_RUNS = 100
 
-#: at most this many validation models (a seeded subset of the held-out complete rows; the rest train)
+#: at most this many validation models; larger histories are validated on a seeded subsample
 MAX_VALIDATION_MODELS = 250
-
-#: larger histories are validated on a seeded subsample of this many models (the choice refitted on them all)
 MAX_HISTORY_MODELS = 2000
 
-#: histories of at most this many cells (models x questions) are configured with one thread (torch's and the
-#: BLAS'): their tensors are too small for a second to help, and on a busy machine its spin-waits cost many
-#: times the work
+#: histories of at most this many cells run on one thread (a second only adds spin-waits)
 ONE_THREAD_MAX_CELLS = 2_000_000
 
-#: the stack is tried while history models x questions is at most this (its mixtures' step is O(models x N))
+#: the stack is tried while history models x questions is at most this (its step is O(models x N))
 STACK_MAX_CELLS = 2_500_000
 
 
 def default_candidates(n_models, random_state=0, n_questions=None):
     """The predictors tried by default: the logistic factor model and Gaussian-process surrogates.
 
-    ``"factor"``: :class:`~faqstats.LogisticFactorModel` of rank ``min(16, n_models - 1)``, fitted
-    by the Newton solver (``regularization=3``, at most 10 sweeps, ``tol=1e-3``: the experiments'
-    factor model on large banks; on README's bank, openllm_v1 and the tests' banks it validates
-    better than 2,000 AdamW steps, in a small share of the time);
-    ``"gp"``: :class:`~faqstats.GaussianProcessSurrogate` of rank 32; then, with at least
-    :data:`THIN_HISTORY` models, ``"gp-16"`` and ``"gp-64"`` of ranks 16 and 64 and ``"stack"``
-    (:class:`~faqstats.StackedPredictor`: the surrogate and two mixtures over the history's
-    models, combined with weights by answer count learned on its own validation models; while
-    ``n_models x n_questions`` is at most :data:`STACK_MAX_CELLS`, since a mixture's step costs
-    ``O(n_models x n_questions)``), and with fewer
-    (where the rank is capped by the models anyway) ``"gp-shrink-0.5"`` and ``"gp-shrink-0.8"``
-    (rank 32 with ``shrinkage`` 0.5 and 0.8: that share of the low-rank covariance moved to
-    the noise, so that the predictions trust a thin history's correlations less and stay
-    nearer its question means). A candidate whose fit equals an earlier one's (a rank the
-    training part cannot support) is validated once by :func:`~faqstats.configure_from_history`.
+    ``"factor"`` (:class:`~faqstats.LogisticFactorModel` of rank ``min(16, n_models - 1)``, Newton
+    solver) and ``"gp"`` (:class:`~faqstats.GaussianProcessSurrogate`); with at least
+    :data:`THIN_HISTORY` models also ranks 16 and 64 and ``"stack"`` (:class:`~faqstats.StackedPredictor`,
+    up to :data:`STACK_MAX_CELLS` cells), with fewer ``"gp-shrink-0.5"`` and ``"gp-shrink-0.8"``.
 
     Parameters
     ----------
@@ -112,7 +88,7 @@ def default_candidates(n_models, random_state=0, n_questions=None):
     Returns
     -------
     dict
-        ``{name: unfitted estimator}``, in the order they are validated.
+        ``{name: unfitted predictor}``, in the order they are validated.
 
     Examples
     --------
@@ -146,12 +122,7 @@ def default_candidates(n_models, random_state=0, n_questions=None):
 def default_policies():
     """The policies tried by default with the best predictor: ``HybridSampler`` with tau 0.5, 0.25 and 1.
 
-    The first, ``"hybrid"`` (tau 0.5), is the package default and the one every predictor is
-    validated with; ``"tau-0.25"`` halves the uniform floor (more weight on the predictions'
-    oracle scores: it pays where they are good, e.g. the factor model's late in larger budgets);
-    ``"tau-1"`` samples uniformly without replacement and uses the predictions as a control
-    variate only (it pays where their oracle scores mislead, e.g. on a thin history;
-    docs/results.md, "Ceiling and realised share").
+    The first (the package default) is the one every predictor is validated with.
 
     Returns
     -------
@@ -168,20 +139,18 @@ def default_policies():
 
 @dataclass(frozen=True)
 class Selection:
-    """What :func:`select_configuration` chose (:class:`~faqstats.configure.Configuration` without the estimator).
+    """What :func:`select_configuration` chose: :class:`~faqstats.configure.Configuration`'s fields,
+    with the estimator's keyword arguments.
 
     Attributes
     ----------
     params : dict
         Keyword arguments of the chosen :class:`~faqstats.PAIEstimator`.
     choice : str
-        The chosen candidate's label (a row of ``table``), or ``"sample-mean"``.
     table : pandas.DataFrame
-        One row per (predictor, policy) validated (see :class:`~faqstats.configure.Configuration`).
     budget, n_validation, n_runs : int
     seconds : float
     predict_every : int
-        The predictions' refresh schedule of the validation runs and of the estimator.
     """
 
     params: dict
@@ -195,7 +164,7 @@ class Selection:
 
 
 def _sample_mean(budget):
-    """The FPC sample mean: PAI without a predictor, sampling uniformly without replacement."""
+    """The FPC sample mean's parameters."""
     return {"predictor": None, "sampler": UniformSampler(replace=False), "budget": budget}
 
 
@@ -206,7 +175,7 @@ def _cached_fit(cache, key, candidate, data):
 
 
 def _fpc_variance(Z, budget):
-    """Mean variance of the sample mean of ``budget`` of the N outcomes, without replacement, over rows of ``Z``."""
+    """Mean over the rows of ``Z`` of the FPC sample mean's variance."""
     N = Z.shape[1]
     return float(np.mean((1.0 - budget / N) * Z.var(axis=1, ddof=1) / budget))
 
@@ -214,11 +183,6 @@ def _fpc_variance(Z, budget):
 def select_configuration(history, budget, *, candidates=None, policies=None, validation_fraction=0.25,
                          n_runs=None, predict_every="auto", random_state=0, verbose=True, cache=None):
     """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
-
-    Every predictor is validated with the first (default) policy; the other policies with the
-    predictor that did best. The (predictor, policy) with the largest validation ESS against
-    the FPC sample mean wins, or the sample mean itself when none beats it; another policy than
-    the default must beat the default's ESS with the same predictor by :data:`POLICY_MARGIN`.
 
     Parameters
     ----------
@@ -253,7 +217,6 @@ verbose, cache
 
 def _select(H, budget, candidates, policies, validation_fraction, n_runs, predict_every, random_state, verbose, cache,
             start):
-    """:func:`select_configuration` on a checked history."""
     random_state = check_seed(random_state)
     budget = int(check_scalar(budget, "budget", kind=numbers.Integral, low=3, high=H.shape[1]))
     if predict_every == "auto":
@@ -322,8 +285,7 @@ def _select(H, budget, candidates, policies, validation_fraction, n_runs, predic
         return label
 
     def not_clearly_worse(label, than, margin=0.0):
-        """Whether ``label``'s validation variance is within two standard errors (paired over the
-        validation models) of ``than``'s divided by ``1 + margin``."""
+        """Whether ``label``'s validation variance is within two paired standard errors of ``than``'s / (1 + margin)."""
         a, b = results[label][1], results[than][1]
         if not (a.mean() > 0 and b.mean() > 0):
             return True
@@ -386,8 +348,7 @@ def _select(H, budget, candidates, policies, validation_fraction, n_runs, predic
 
 
 def _same_fit(a, b):
-    """Whether two fitted predictors are the same (same class and fitted arrays): e.g. two
-    surrogate ranks both capped by a thin history."""
+    """Whether two fitted predictors are the same (e.g. two surrogate ranks both capped by a thin history)."""
     if type(a) is not type(b) or getattr(a, "question_factors_", None) is None:
         return False  # predictors without the low-rank form (a stack, a mixture) are never merged
     names = ("question_factors_", "question_means_", "noise_", "prior_mean_", "prior_cov_")
