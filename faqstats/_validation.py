@@ -102,7 +102,8 @@ def check_history(H, *, name="H", n_questions=None, allow_graded=True):
     if H.shape[0] < 1 or H.shape[1] < 1:
         raise ValueError(f"{name} must have at least one model and one question, got shape {H.shape}.")
     if n_questions is not None and H.shape[1] != n_questions:
-        raise ValueError(f"{name} has {H.shape[1]} questions (columns) but the factor model was fitted on {n_questions}.")
+        raise ValueError(f"{name} has {H.shape[1]} questions (columns) but the factor model was fitted on "
+                         f"{n_questions}.")
     if np.isinf(H).any():
         raise ValueError(f"{name} contains infinite values; use NaN for 'not observed'.")
     check_outcome_values(H, name, allow_nan=True, allow_graded=allow_graded)

@@ -35,7 +35,7 @@ def maximal_coupling(q_a, q_b):
     Parameters
     ----------
     q_a, q_b : ndarray of shape (N,)
-        Probability vectors (non-negative, summing to 1).
+        Probability vectors.
 
     Returns
     -------
@@ -50,9 +50,9 @@ def maximal_coupling(q_a, q_b):
     Examples
     --------
     >>> import numpy as np
-    >>> p, shared, ra, rb = maximal_coupling(np.array([.5, .3, .2, 0.]), np.array([.2, .3, .2, .3]))
-    >>> round(p, 3), shared.round(3), ra.round(3), rb.round(3)
-    (0.7, array([0.286, 0.429, 0.286, 0.   ]), array([1., 0., 0., 0.]), array([0., 0., 0., 1.]))
+    >>> p, shared, ra, rb = maximal_coupling(np.array([.5, .5, 0.]), np.array([0., .5, .5]))
+    >>> p, shared, ra, rb
+    (0.5, array([0., 1., 0.]), array([1., 0., 0.]), array([0., 0., 1.]))
     """
     q_a = np.asarray(q_a, dtype=float)
     q_b = np.asarray(q_b, dtype=float)
@@ -231,16 +231,13 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     Parameters
     ----------
     predictor : fitted Predictor or None
-        As in :class:`~faqstats.PAIEstimator`; each model gets its own posterior. ``None``: with
-        the default uniform policy, the sample mean of the differences.
+        As in :class:`~faqstats.PAIEstimator`; each model gets its own posterior.
     sampler : Sampler, default=HybridSampler() (UniformSampler() without a predictor)
-        Any sequential sampler, applied to each model (coupled), to the pair (shared) or to the
-        reference-informed predictions.
+        Any sequential sampler, applied to each model (coupled), to the pair (shared) or the reference design.
     budget : int, default=100
-        Steps, each asking one question to each new model. At least 2; at most N without replacement.
+        Steps, each asking one question to each new model.
     design : {"coupled", "shared"}, default="coupled"
-        Two-model design only: each model draws from its own policy, the draws maximally coupled,
-        or one compromise question is asked to both.
+        Two-model design only: maximally coupled draws from each model's policy, or one question for both.
     reference_weight : "auto" or float in [0, 1], default="auto"
         Reference design only: ``lambda`` in the prediction ``lambda z^R + (1 - lambda) p^A``;
         ``"auto"`` refits it each round by least squares (0.5 until two answers).
@@ -255,13 +252,12 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     Attributes
     ----------
     result_ : ComparisonResult
-    estimate_ : float
-        Estimated ``theta_A - theta_B``.
-    std_error_ : float
+    estimate_, std_error_ : float
+        Estimated ``theta_A - theta_B`` and its standard error.
     estimates_ : tuple of float
         ``(theta_A_hat, theta_B_hat)``.
     n_queries_ : int
-        Distinct questions asked (to at least one model).
+        Distinct questions asked.
     queries_ : structured ndarray
         One row per step: ``question``, ``probability``, ``question_b``, ``probability_b``,
         ``outcome_a``, ``outcome_b``, ``increment_a``, ``increment_b`` and ``increment`` (``d_t``).
@@ -271,37 +267,20 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     Examples
     --------
     >>> import faqstats as fq
-    >>> from faqstats.compare import PairedPAIEstimator
     >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=200, n_components=3, random_state=0)
     >>> fm = fq.LogisticFactorModel(n_components=3, max_iter=200, random_state=0).fit(bank.history)
     >>> z_a, z_b = bank.new_outcomes[0], bank.new_outcomes[1]
     >>> est = PairedPAIEstimator(fm, budget=40, random_state=0).fit(z_a, z_b)
     >>> low, high = est.conf_int()
-    >>> bool(-1 <= low <= est.estimate_ <= high <= 1), est.result_.method
+    >>> bool(low <= est.estimate_ <= high), est.result_.method
     (True, 'coupled')
-    >>> q = est.queries_  # the steps where the coupling gave both models the same question
-    >>> 0 < int((q["question"] == q["question_b"]).sum()) <= 40
-    True
-    >>> shared = PairedPAIEstimator(fm, budget=40, design="shared", random_state=0).fit(z_a, z_b)
-    >>> bool((shared.queries_["question"] == shared.queries_["question_b"]).all())
-    True
     >>> ref = PairedPAIEstimator(fm, budget=40, random_state=0).fit(z_a, reference=z_b)
     >>> bool(ref.estimates_[1] == z_b.mean())
     True
     """
 
-    def __init__(
-        self,
-        predictor=None,
-        sampler=None,
-        budget=100,
-        design="coupled",
-        reference_weight="auto",
-        batch_size=1,
-        interval="robust-t",
-        random_state=None,
-        **deprecated,
-    ):
+    def __init__(self, predictor=None, sampler=None, budget=100, design="coupled", reference_weight="auto",
+                 batch_size=1, interval="robust-t", random_state=None, **deprecated):
         self.predictor = resolve_predictor_keyword(predictor, deprecated, "PairedPAIEstimator")
         self.sampler = sampler
         self.budget = budget

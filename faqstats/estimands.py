@@ -19,8 +19,7 @@ from .intervals import IntervalRule, interval_rule, wald_interval
 __all__ = ["BankMean", "Estimand", "EstimandTracker", "GroupResults", "MacroAverage", "WeightedAverage", "as_estimand",
            "encode_groups", "estimand_weights", "group_census_means", "stratified_allocation"]
 
-#: 1 / (the pseudo-residual's variance) in the simultaneous intervals: 1/6 = E[p(1-p)] for p ~ U(0, 1)
-PSEUDO_RESIDUAL_INVERSE = 6.0
+PSEUDO_RESIDUAL_INVERSE = 6.0  # 1 / the simultaneous intervals' pseudo-residual variance, E[p(1-p)] for p ~ U(0, 1)
 
 
 def encode_groups(groups, n_questions):
@@ -42,14 +41,11 @@ def encode_groups(groups, n_questions):
 class Estimand:
     """What a run estimates: a linear functional ``theta_w = sum_j w_j z_j`` of the outcomes (``w`` sums to 1).
 
-    It owns its question weights, its inference, its strata shares and its census. ``estimand=``
-    takes one, or ``"micro"`` (:class:`BankMean`), ``"macro"`` (:class:`MacroAverage`) or question
-    weights (:class:`WeightedAverage`).
+    ``estimand=`` takes one, or ``"micro"`` (:class:`BankMean`), ``"macro"`` (:class:`MacroAverage`) or
+    question weights (:class:`WeightedAverage`).
 
     Examples
     --------
-    >>> as_estimand("macro").question_weights(np.array([0, 0, 0, 1]), 4).tolist()
-    [0.16666666666666666, 0.16666666666666666, 0.16666666666666666, 0.5]
     >>> as_estimand([1, 1, 2, 0]) == WeightedAverage([0.25, 0.25, 0.5, 0.0])
     True
     """
@@ -58,11 +54,8 @@ class Estimand:
     #: ``AccuracyResult.method`` of its estimate, and of a stratified design's (None: not stratifiable).
     method = "pai-weighted"
     stratified_method = None
-
-    @property
-    def is_bank_mean(self):
-        """Whether it is the bank's mean (its increments are the run's own)."""
-        return False
+    #: Whether it is the bank's mean (its increments are the run's own).
+    is_bank_mean = False
 
     def question_weights(self, codes, n_questions):
         """The weights ``w`` (summing to 1); ``codes``: each question's group (None without groups)."""
@@ -103,11 +96,7 @@ class Estimand:
 class BankMean(Estimand):
     """The bank's accuracy, ``w_j = 1 / N`` (``estimand="micro"``)."""
 
-    name, method, stratified_method = "micro", "pai", "pai-stratified"
-
-    @property
-    def is_bank_mean(self):
-        return True
+    name, method, stratified_method, is_bank_mean = "micro", "pai", "pai-stratified", True
 
     def question_weights(self, codes, n_questions):
         return np.full(n_questions, 1.0 / n_questions)
@@ -320,19 +309,14 @@ class EstimandTracker:
         residual = (outcome - p[question]) / probability
         if self.stratified:  # the drawn group's Des Raj increment over its own questions
             g = self.codes[question]
-            member = self.codes == g
-            self.strata.append((g, (v[member].sum() + residual) / self.sizes[g]))
-            if not self.replace:
-                self.asked[question] = True
-                self.values[question] = outcome
-            return
-        head = self.weights @ v + self.weights[question] * residual
-        row = [head]
-        if self.codes is not None:
-            groups = np.bincount(self.codes, weights=v, minlength=self.n_groups)
-            groups[self.codes[question]] += residual
-            row.extend(groups / self.sizes)
-        self.rows.append(row)
+            self.strata.append((g, (v[self.codes == g].sum() + residual) / self.sizes[g]))
+        else:
+            row = [self.weights @ v + self.weights[question] * residual]
+            if self.codes is not None:
+                groups = np.bincount(self.codes, weights=v, minlength=self.n_groups)
+                groups[self.codes[question]] += residual
+                row.extend(groups / self.sizes)
+            self.rows.append(row)
         if not self.replace:
             self.asked[question] = True
             self.values[question] = outcome

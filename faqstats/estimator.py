@@ -20,13 +20,7 @@ from .predictor import resolve_predictor_keyword
 from .run_results import confidence_rows, group_results_of, result_of
 from .selection import select_configuration
 
-__all__ = [
-    "PAIEstimator",
-    "martingale_variance",
-    "paper_variance",
-    "resolve_bank_size",
-    "weighted_martingale",
-]
+__all__ = ["PAIEstimator", "martingale_variance", "paper_variance", "resolve_bank_size", "weighted_martingale"]
 
 
 _UNSET = object()  # predictor= not given to set_params
@@ -74,7 +68,7 @@ class PAIResultMixin:
         return tags
 
     def conf_int(self, alpha=0.05, alternative="two-sided"):
-        """Confidence interval ``(low, high)`` at level ``1 - alpha``: the ``result_``'s ``conf_int``."""
+        """The ``result_``'s ``conf_int``."""
         check_is_fitted(self, "result_")
         return self.result_.conf_int(alpha=alpha, alternative=alternative)
 
@@ -92,54 +86,44 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     Parameters
     ----------
     predictor : fitted Predictor or None
-        Supplies the new model's posterior (``posterior()``), e.g. a fitted
-        :class:`LogisticFactorModel`. ``None``: zero predictions (with ``UniformSampler(replace=False)``
-        the FPC sample mean, with ``BernoulliAIPW(score="uniform")`` the Horvitz-Thompson baseline).
+        Supplies the new model's posterior, e.g. a fitted :class:`LogisticFactorModel`. ``None``: zero
+        predictions (with ``UniformSampler(replace=False)``, the FPC sample mean).
     sampler : Sampler or StreamSampler, default=HybridSampler()
         The sampling policy. ``sampler.replace`` chooses with/without replacement.
     budget : int, default=100
-        Number of queries (expected labels for ``BernoulliAIPW``; cluster draws with
-        ``fit(..., clusters=)``). At least 2; without replacement at most N.
+        Number of queries (expected labels for ``BernoulliAIPW``; with clusters, cluster draws).
     variance : {"martingale", "paper"}, default="martingale"
-        The exactly unbiased martingale variance (weighted: :func:`weighted_martingale`), or the
-        paper's closed form (with replacement only).
+        The exactly unbiased martingale variance, or the paper's closed form (with replacement only).
     interval : {"robust-t", "t", "normal"}, IntervalRule or a registered name, default="robust-t"
-        Quantile of the interval ``estimate -/+ c se`` (user guide, "Intervals"; a rule of your own:
-        :class:`~faqstats.IntervalRule`). Nature's-order AIPW always uses normal.
+        Quantile of the interval ``estimate -/+ c se`` (user guide, "Intervals").
     batch_size : int, default=1
         Questions drawn per round; the posterior learns between rounds only. Ignored by ``BernoulliAIPW``.
     stop_when_width : float in (0, 1] or None, default=None
-        Stop once the anytime-valid 95% confidence sequence is at most this wide (``budget`` is
-        then the maximum); the interval reported is the sequence's.
+        Stop once the anytime-valid 95% confidence sequence is at most this wide (and report its interval).
     confidence_sequence : bool or float, default=False
-        Also track a :class:`~faqstats.confseq.BettingConfidenceSequence` (``True``: 95%, or a float
-        ``alpha``). Implied by ``stop_when_width``. Not for ``BernoulliAIPW``.
+        Also track a :class:`~faqstats.confseq.BettingConfidenceSequence` (``True``: 95%, or ``alpha``).
     step_weights : array-like of shape (>= budget,) or None, default=None
-        Increment weights fixed before the run (e.g. :func:`faqstats.step_weights.learn_step_weights`);
-        ``None``: the finite-population weights without replacement, equal with (user guide, "Weighted
-        increments"). Not for ``BernoulliAIPW``, the plain sample mean or ``variance="paper"``.
+        Increment weights fixed before the run (:func:`~faqstats.learn_step_weights`); ``None``: the
+        finite-population weights without replacement, equal with (user guide, "Weighted increments").
     random_state : int, Generator or None, default=None
-        Seeds every draw; the same seed and answers give the same queries.
+        Seeds every draw.
     verbose : bool, default=False
         Show a progress bar over queries.
     dtype : {"float64", "float32"}, default="float64"
-        Precision of the predictions recomputed after every answer (float32: faster on large
-        banks, equally valid, the draws differ from float64's now and then).
+        Precision of the predictions recomputed after every answer (float32: faster on large banks).
     predict_every : int, default=1
-        Recompute the predictions after every ``predict_every``-th answer only (the posterior
-        still learns every answer); still exactly unbiased.
+        Recompute the predictions after every ``predict_every``-th answer only (still exactly unbiased).
     estimand : {"micro", "macro"}, array-like of shape (N,) or Estimand, default="micro"
-        The bank's accuracy, the mean of the groups' accuracies (``fit(..., groups=)``), a weighted
-        mean with question weights, or an :class:`~faqstats.estimands.Estimand`.
+        The bank's accuracy, the mean of the groups' accuracies, a weighted mean with question weights,
+        or an :class:`~faqstats.estimands.Estimand` (user guide, "Groups and weighted estimands").
     min_group_share : float in [0, 1), default=0.0
-        With ``groups``: this share of the policy gives every group the same mass (no group goes
-        without draws). With ``stratify``: the share of the budget split evenly between the groups.
+        With ``groups``: this share of the policy gives every group the same mass (with ``stratify``:
+        this share of the budget is split evenly).
     stratify : bool, default=False
-        With ``groups``: a stratified design, a fixed number of draws per group
-        (:func:`~faqstats.estimands.stratified_allocation`). For ``estimand`` "micro" or "macro".
+        With ``groups``: a fixed number of draws per group (:func:`~faqstats.estimands.stratified_allocation`).
     budget_cost : float > 0 or None, default=None
-        A budget in cost units instead of questions (needs ``fit(..., costs=)``): the draws are fixed
-        to ``floor(budget_cost / E_q1[cost])`` and ``budget`` is ignored (docs/statistics.md, "Cost budgets").
+        A budget in cost units (needs ``fit(..., costs=)``), fixing the draws to ``floor(budget_cost /
+        E_q1[cost])`` instead of ``budget`` (docs/statistics.md, "Cost budgets").
     cluster_score : {"root-sum-square", "sum"}, default="root-sum-square"
         With ``fit(..., clusters=)``: how a cluster's score is made from its questions' scores.
     **deprecated
@@ -148,26 +132,22 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     Attributes
     ----------
     result_ : AccuracyResult
-    estimate_ : float
-    std_error_ : float
+    estimate_, std_error_ : float
     group_results_ : GroupResults or None
         With ``fit(..., groups=)``: every group's estimate, standard error and interval.
     n_queries_ : int
-        Distinct questions answered (with clusters, every question of the distinct clusters drawn).
+        Distinct questions answered.
     queries_ : structured ndarray
-        One row per draw: ``question``, ``probability``, ``outcome``, ``increment``, ``prediction``
-        and ``prediction_total``; with clusters one row per cluster draw, with ``cluster`` and ``size``.
+        One row per draw (with clusters, per cluster draw): question, probability, outcome, increment, ...
     cluster_labels_ : ndarray or None
         With ``fit(..., clusters=)``: the sorted cluster ids (``queries_["cluster"]`` indexes them).
     posterior_mean_, posterior_cov_ : ndarray or None
         The new model's factor posterior after the last answer.
     confidence_sequence_ : ndarray of shape (n_rounds, 3) or None
-        ``(queries so far, low, high)`` of the running confidence sequence after each round.
+        ``(queries so far, low, high)`` after each round.
     stop_reason_ : {"budget", "width"}
-    cost_spent_ : float or None
-        With ``fit(..., costs=)``: the summed cost of the distinct questions asked.
-    cost_per_draw_ : float or None
-        With ``budget_cost``: the expected cost per draw ``E_q1[cost]`` that fixed the draws.
+    cost_spent_, cost_per_draw_ : float or None
+        With costs: the summed cost of the questions asked, and ``E_q1[cost]`` with ``budget_cost``.
 
     Examples
     --------
@@ -175,35 +155,16 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=200, n_components=3, random_state=0)
     >>> fm = fq.LogisticFactorModel(n_components=3, max_iter=300, random_state=0).fit(bank.history)
-    >>> z = bank.new_outcomes[0]
-    >>> est = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.25), budget=40, random_state=0).fit(z)
+    >>> est = fq.PAIEstimator(fm, fq.HybridSampler(tau=0.25), budget=40, random_state=0).fit(bank.new_outcomes[0])
     >>> low, high = est.confint(alpha=0.05)
     >>> 0 <= low <= est.estimate_ <= high <= 1
     True
     """
 
-    def __init__(
-        self,
-        predictor=None,
-        sampler=None,
-        budget=100,
-        variance="martingale",
-        interval="robust-t",
-        batch_size=1,
-        stop_when_width=None,
-        confidence_sequence=False,
-        step_weights=None,
-        random_state=None,
-        verbose=False,
-        dtype="float64",
-        predict_every=1,
-        estimand="micro",
-        min_group_share=0.0,
-        stratify=False,
-        budget_cost=None,
-        cluster_score="root-sum-square",
-        **deprecated,
-    ):
+    def __init__(self, predictor=None, sampler=None, budget=100, variance="martingale", interval="robust-t",
+                 batch_size=1, stop_when_width=None, confidence_sequence=False, step_weights=None, random_state=None,
+                 verbose=False, dtype="float64", predict_every=1, estimand="micro", min_group_share=0.0,
+                 stratify=False, budget_cost=None, cluster_score="root-sum-square", **deprecated):
         self.predictor = resolve_predictor_keyword(predictor, deprecated, "PAIEstimator")
         self.sampler = sampler
         self.budget = budget
@@ -256,7 +217,6 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         params = select_configuration(history, budget, random_state=seed, **options).params
         return cls(**params).set_params(random_state=random_state)
 
-    # -- fitting ---------------------------------------------------------------
     def fit(self, outcomes, y=None, *, groups=None, costs=None, clusters=None):
         """Run the query loop against ``outcomes`` and estimate the accuracy.
 
@@ -288,13 +248,9 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         >>> import faqstats as fq
         >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=200, n_components=3, random_state=0)
         >>> fm = fq.LogisticFactorModel(n_components=3, max_iter=300, random_state=0).fit(bank.history)
-        >>> passages = np.arange(200) // 4
-        >>> est = fq.PAIEstimator(fm, budget=10, random_state=0).fit(bank.new_outcomes[0], clusters=passages)
+        >>> est = fq.PAIEstimator(fm, budget=10, random_state=0).fit(bank.new_outcomes[0], clusters=np.arange(200) // 4)
         >>> est.n_queries_, len(est.queries_), est.result_.method  # 10 passages of 4 questions
         (40, 10, 'pai-cluster')
-        >>> low, high = est.conf_int()
-        >>> bool(low <= est.estimate_ <= high)
-        True
         """
         n_questions = self.bank_size()
         if n_questions is None:
@@ -318,7 +274,8 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         self.result_ = result = result_of(self, loop)
         self.queries_ = run.table()
         self.estimate_, self.std_error_, self.n_queries_ = result.estimate, result.std_error, result.n_queries
-        self.stop_reason_, self.cost_spent_, self.cost_per_draw_ = result.stop_reason, result.cost_spent, run.cost_per_draw
+        self.stop_reason_, self.cost_spent_ = result.stop_reason, result.cost_spent
+        self.cost_per_draw_ = run.cost_per_draw
         self.group_results_ = group_results_of(self, loop)
         self.cluster_labels_ = getattr(run, "labels", None) if isinstance(run, ClusterRun) else None
         self.confidence_sequence_ = confidence_rows(loop)

@@ -19,24 +19,21 @@ def evaluate(fn, session, *, concurrency=8, chunk_size=1, transient=(TimeoutErro
              backoff=1.0, max_backoff=60.0, progress=True):
     """Ask ``fn`` the session's questions until the budget is spent or the interval is narrow enough.
 
-    Each round is split into chunks of ``chunk_size`` questions, one call ``fn(ids)`` each, run on
-    ``concurrency`` threads; answers are recorded (and saved) as each call returns, so an interruption
-    loses only the calls in flight (resume with :meth:`EvaluationSession.load`). A round waits for the
-    previous one's answers, so use a ``batch_size`` of at least ``concurrency``; the result depends on
-    neither (docs/tutorials/python_callable.md).
+    Each round is split into calls ``fn(ids)`` of ``chunk_size`` questions on ``concurrency`` threads;
+    answers are recorded as each call returns (an interruption loses only the calls in flight). Use a
+    ``batch_size`` of at least ``concurrency`` (docs/tutorials/python_callable.md).
 
     Parameters
     ----------
     fn : callable
-        ``fn(ids) -> outcomes``: one outcome in [0, 1] per id of the list (at most ``chunk_size``),
-        in order. Called from worker threads, possibly several at once; must be safe to retry.
+        ``fn(ids) -> outcomes``, one in [0, 1] per id; called from worker threads, must be safe to retry.
     session : EvaluationSession
     concurrency : int, default=8
         Worker threads.
     chunk_size : int, default=1
-        Questions per call of ``fn`` (larger for functions that batch requests).
+        Questions per call of ``fn``.
     transient : tuple of exception types, default=(TimeoutError, ConnectionError)
-        Failures worth retrying; any other, or a transient one ``max_retries`` times, stops it.
+        Failures worth retrying.
     max_retries : int, default=5
         Retries per call after a transient failure.
     backoff : float or callable, default=1.0
@@ -53,8 +50,7 @@ def evaluate(fn, session, *, concurrency=8, chunk_size=1, transient=(TimeoutErro
     Raises
     ------
     Exception
-        The first failure of ``fn`` (or an invalid outcome), once the running calls' answers are
-        recorded, with a note on how many answers the session holds and how to resume.
+        The first failure of ``fn``, once the running calls' answers are recorded, with a note on resuming.
 
     Examples
     --------
@@ -121,7 +117,7 @@ def _call(fn, ids, transient, max_retries, delay):
 
 
 def _collect(futures, session, bar):
-    """Record each call's answers as it completes; on a failure, keep what the others return, then raise."""
+    """Record each call's answers as it completes; on a failure, keep the others', then raise."""
     failure = None
     try:
         for future in cf.as_completed(futures):

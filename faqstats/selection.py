@@ -39,31 +39,23 @@ def default_predict_every(n_questions):
 
 #: relative validation gain in ESS another policy needs over the default's (same predictor) to be chosen
 POLICY_MARGIN = 0.03
-
 #: histories with fewer models than this also try a shrunk surrogate (:func:`default_candidates`)
 THIN_HISTORY = 100
-
-
 #: with ``n_runs=None``: a first round with this share of the runs, then the full runs for at most
 #: :data:`SCREEN_FINALISTS` (the best and those not clearly worse)
 SCREEN_SHARE = 0.25
 SCREEN_FINALISTS = 2
-
 #: with ``n_runs=None``, at most this many full runs (beyond it the validation models set the error)
 MAX_SELECTION_RUNS = 1000
-
 #: budgets of at least this many queries get at most :data:`LARGE_BUDGET_RUNS` full runs
 #: (docs/performance.md, "What the shortcuts cost in efficiency")
 LARGE_BUDGET = 1000
 LARGE_BUDGET_RUNS = 100
-
 #: at most this many validation models; larger histories are validated on a seeded subsample
 MAX_VALIDATION_MODELS = 250
 MAX_HISTORY_MODELS = 2000
-
 #: histories of at most this many cells run on one thread (a second only adds spin-waits)
 ONE_THREAD_MAX_CELLS = 2_000_000
-
 #: the stack is tried while history models x questions is at most this (its step is O(models x N))
 STACK_MAX_CELLS = 2_500_000
 
@@ -174,12 +166,6 @@ def _cached_fit(cache, key, candidate, data):
     return cache[key]
 
 
-def _fpc_variance(Z, budget):
-    """Mean over the rows of ``Z`` of the FPC sample mean's variance."""
-    N = Z.shape[1]
-    return float(np.mean((1.0 - budget / N) * Z.var(axis=1, ddof=1) / budget))
-
-
 def select_configuration(history, budget, *, candidates=None, policies=None, validation_fraction=0.25,
                          n_runs=None, predict_every="auto", random_state=0, verbose=True, cache=None):
     """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
@@ -193,7 +179,6 @@ verbose, cache
     Returns
     -------
     Selection
-        The chosen estimator's parameters and the validation report.
 
     Examples
     --------
@@ -239,11 +224,9 @@ def _select(H, budget, candidates, policies, validation_fraction, n_runs, predic
         policy.check_params()
     columns = ["candidate", "predictor", "policy", "predicted_ess", "variance_ratio", "runs", "fit_seconds",
                "validation_seconds"]
+    V = H
     if H.shape[0] > MAX_HISTORY_MODELS:  # validated on a seeded subsample of the models; refitted on them all
-        keep = np.random.default_rng([random_state, 5]).choice(H.shape[0], MAX_HISTORY_MODELS, replace=False)
-        V = H[np.sort(keep)]
-    else:
-        V = H
+        V = H[np.sort(np.random.default_rng([random_state, 5]).choice(H.shape[0], MAX_HISTORY_MODELS, replace=False))]
     try:
         train, Z = validation_split(V, validation_fraction, random_state, max_validation=MAX_VALIDATION_MODELS)
     except ValueError as exc:  # too few complete rows to validate anything on: the safe choice
@@ -252,7 +235,7 @@ def _select(H, budget, candidates, policies, validation_fraction, n_runs, predic
         seconds = time.perf_counter() - start
         return Selection(_sample_mean(budget), "sample-mean", pd.DataFrame(columns=columns), budget, 0, 0, seconds,
                          predict_every)
-    var_fpc = _fpc_variance(Z, budget)
+    var_fpc = float(np.mean((1.0 - budget / Z.shape[1]) * Z.var(axis=1, ddof=1) / budget))  # the FPC sample mean's
     cache = {} if cache is None else cache
     default_policy = next(iter(policies))
     full_runs = min(default_runs(Z.shape[1], budget), MAX_SELECTION_RUNS,

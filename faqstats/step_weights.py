@@ -1,9 +1,5 @@
-"""Weights for the increments, learned from the history: later answers count more.
-
-Weights ``lambda_t`` proportional to ``1 / Var(phi_t)``, fixed before the run, keep the
-estimate exactly unbiased and lower its variance; :func:`learn_step_weights` measures
-``Var(phi_t)`` by cross-fitting on the history (docs/statistics.md, "Weighted increments").
-"""
+"""Increment weights ``lambda_t ~ 1 / Var(phi_t)`` learned by cross-fitting on the history (fixed before the run,
+so still exactly unbiased; docs/statistics.md, "Weighted increments")."""
 
 from __future__ import annotations
 
@@ -35,17 +31,13 @@ class StepWeights:
     smoothed_variance : ndarray of shape (budget,)
         Its decreasing isotonic fit; ``weights`` are proportional to its inverse.
     n_validation, n_runs : int
-        Validation models and runs behind the estimate.
     variance_ratio : float
-        Predicted variance of the weighted mean relative to the plain mean (below 1: the weights help).
+        Predicted variance of the weighted mean relative to the plain mean.
     seconds : float
     factor_model : fitted estimator or None
-        The predictor refitted on the training part of the split (see ``fitted_factor_model``;
-        also read as ``predictor``).
+        The predictor refitted on the training part of the split (also read as ``predictor``).
     model_errors : ndarray of shape (n_validation, budget) or None
-        Each validation model's mean squared error of ``phi_t`` over its runs (``step_variance``
-        is their mean): the spread between models that a comparison of two candidates'
-        validation figures needs (:func:`~faqstats.configure_from_history`'s early pruning).
+        Each validation model's ``step_variance``.
 
     Examples
     --------
@@ -81,12 +73,11 @@ class StepWeights:
         Parameters
         ----------
         ax : matplotlib.axes.Axes or None, default=None
-            Where to draw (``None``: a new :class:`~matplotlib.figure.Figure`, no pyplot).
+            Where to draw (``None``: a new :class:`~matplotlib.figure.Figure`).
 
         Returns
         -------
         matplotlib.axes.Axes
-            The axes drawn on (the weights on a twin axis).
         """
         if ax is None:
             from matplotlib.figure import Figure
@@ -106,9 +97,7 @@ class StepWeights:
 
 
 def inverse_variance_weights(step_variance, counts=None):
-    """Weights proportional to ``1 / v_t`` of a decreasing isotonic fit of ``step_variance``.
-
-    Returns ``(weights scaled to mean 1, smoothed variance)``.
+    """``(weights of mean 1, smoothed variance)``: ``1 / v_t`` of a decreasing isotonic fit of ``step_variance``.
 
     >>> import numpy as np
     >>> w, v = inverse_variance_weights([4.0, 3.0, 3.5, 1.0])
@@ -126,18 +115,14 @@ def inverse_variance_weights(step_variance, counts=None):
     return w / w.mean(), smooth
 
 
-#: validation runs per budget on small banks; fewer (down to :data:`MIN_RUNS`) as ``budget x N`` grows
+#: validation runs per budget: MAX_RUNS on small banks, fewer (down to MIN_RUNS) as ``budget x N`` grows
 MAX_RUNS = 2000
 MIN_RUNS = 200
-#: ``budget x N`` work of :data:`MAX_RUNS` runs (openllm_v1 at 25%: 173 x 693 x 2000)
-_RUN_WORK = 2.4e8
+_RUN_WORK = 2.4e8  # budget x N x runs of MAX_RUNS at openllm_v1's 25% (173 x 693)
 
 
 def default_runs(n_questions, budget):
-    """Validation runs per budget when ``n_runs=None``: :data:`MAX_RUNS` while ``budget x N`` is at
-    most openllm_v1's at 25% (173 x 693), fewer on larger banks and budgets, at least
-    :data:`MIN_RUNS` (the isotonic fit pools neighbouring steps; docs/performance.md, "Scale
-    targets", measures the weights' error against the number of runs).
+    """Validation runs per budget when ``n_runs=None`` (docs/performance.md, "Scale targets").
 
     >>> default_runs(693, 173), default_runs(12032, 1203)
     (2000, 200)
@@ -155,36 +140,28 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
     history : array-like of shape (n_models, N)
         Earlier models' outcomes (NaN = not observed).
     predictor : unfitted predictor or None
-        Cloned and fitted on the history without the validation models (unless ``fitted_factor_model``
-        is given; then ``None``). ``factor_model=`` is its old name (deprecated, with a ``FutureWarning``).
+        Cloned and fitted on the history without the validation models (``None`` with
+        ``fitted_factor_model``).
     budget : int
         Queries of the run to weight.
     sampler : Sampler or None
         The policy the weights are for (``None``: ``HybridSampler()``).
     validation_fraction : float in (0, 1)
     n_runs : int or None, default=None
-        Validation runs per budget (spread over the validation models, at least one each);
-        ``None``: :func:`default_runs` (2,000 on small banks, down to 200 on large ones; a
-        few hundred leave visible noise in the measured curve, little in the fitted one).
+        Validation runs (at least one per validation model); ``None``: :func:`default_runs`.
     random_state : int or None, default=None
-        Seeds the split (as :func:`~faqstats.experiments.tuning.tune_policy`'s) and the runs.
+        Seeds the split and the runs.
     fitted_factor_model : fitted estimator or None
-        A predictor already fitted on the training part of this split (an earlier
-        call's ``predictor``): several budgets then share one refit.
+        A predictor already fitted on the training part of this split (an earlier call's ``predictor``).
     device, dtype : str
-        Of the batched engine (:func:`faqstats.batched.simulate`) that runs the validation
-        runs; on large banks lower ``n_runs`` or use a GPU.
+        Of the batched engine (:func:`faqstats.batched.simulate`) that runs the validation runs.
     predict_every : int, default=1
-        The predictions' refresh schedule of the runs the weights are for (as in
-        :class:`~faqstats.PAIEstimator`): the validation runs use it too.
+        As in :class:`~faqstats.PAIEstimator`.
     cache : dict or None
-        Validation runs kept for later calls with the same history, factor model, sampler,
-        split, seed and settings: when the policy's law does not depend on the budget
-        (``HybridSampler()``'s does not), the runs of a larger budget give every smaller
-        budget's per-step variances (the first ``budget`` increments of a run are those of a
-        run of ``budget`` queries), so learn the largest budget first.
+        Validation runs kept for later calls: a larger budget's runs serve every smaller budget
+        when the policy's law does not depend on the budget, so learn the largest budget first.
     max_validation : int or None, default=None
-        At most this many validation models (as in :func:`validation_split`).
+        At most this many validation models.
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
@@ -241,9 +218,7 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
 
 
 def validation_split(history, validation_fraction=0.25, random_state=None, max_validation=None):
-    """``(training history, validation models)``: a share of the complete rows held out, seeded by
-    the int ``random_state`` only (``None``: a fresh seed); at most ``max_validation`` of them
-    (``None``: no cap), the others staying in the training part."""
+    """``(training history, validation models)``: a seeded share of the complete rows (at most ``max_validation``)."""
     random_state = check_seed(random_state)
     H = check_history(history, name="history")
     check_scalar(validation_fraction, "validation_fraction", low=0.0, high=1.0, closed="neither")
@@ -253,9 +228,7 @@ def validation_split(history, validation_fraction=0.25, random_state=None, max_v
     if max_validation is not None:
         n_val = min(n_val, int(check_scalar(max_validation, "max_validation", kind=numbers.Integral, low=1)))
     if n_val < 1 or complete.size - n_val < 2:
-        raise ValueError(
-            f"the history has {complete.size} complete rows; validation_fraction={validation_fraction} leaves "
-            f"{n_val} validation models. Cross-fitting needs complete history rows to validate on."
-        )
+        raise ValueError(f"the history has {complete.size} complete rows; validation_fraction={validation_fraction} "
+                         f"leaves {n_val} validation models. Cross-fitting needs complete history rows to validate on.")
     val_rows = np.sort(rng.choice(complete, n_val, replace=False))
     return np.delete(H, val_rows, axis=0), H[val_rows]
