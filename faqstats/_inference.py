@@ -1,7 +1,6 @@
-"""Inference from increments: every variance estimator, degrees-of-freedom rule and interval.
+"""Inference from increments, one run's (shape ``(n,)``: floats) or many runs' (``(R, n)``: arrays).
 
-Each function takes one run's increments, shape ``(n,)``, or many runs', shape ``(R, n)``, and
-returns a float or ``R`` values; why each estimator is unbiased: ``docs/statistics.md``.
+Every variance estimator, degrees-of-freedom rule and interval; why each is unbiased: ``docs/statistics.md``.
 """
 
 from __future__ import annotations
@@ -25,9 +24,9 @@ def check_interval(interval):
 def _df_of(df, residuals):
     """One run's degrees of freedom as a float (``None``: normal), many runs' as an array (``inf``: normal)."""
     df = np.broadcast_to(np.asarray(df, dtype=float), residuals.shape[:-1])
-    if residuals.ndim == 1:
-        return None if np.isinf(df) else float(df)
-    return np.array(df)
+    if residuals.ndim > 1:
+        return np.array(df)
+    return None if np.isinf(df) else float(df)
 
 
 def _rows(x):
@@ -53,8 +52,6 @@ def martingale_variance(increments):
 
     Examples
     --------
-    >>> round(martingale_variance([0.2, 0.4, 0.9]), 6)
-    0.043333
     >>> martingale_variance([[0.2, 0.4, 0.9], [0.0, 1.0, 0.0]]).round(6)
     array([0.043333, 0.111111])
     """
@@ -81,14 +78,12 @@ def weighted_martingale(increments, weights):
     -------
     estimate, variance : float or ndarray of shape (R,)
     scaled_residuals : ndarray like ``increments``
-        ``n lambda_t (phi_t - theta_hat)``, whose tails give the interval's degrees of freedom.
+        ``n lambda_t (phi_t - theta_hat)``, for the interval's degrees of freedom.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> phi = np.array([0.2, 0.9, 0.4, 0.7])
-    >>> est, var, _ = weighted_martingale(phi, np.ones(4))
-    >>> bool(np.isclose(est, phi.mean()) and np.isclose(var, martingale_variance(phi)))
+    >>> est, var, _ = weighted_martingale([0.2, 0.9, 0.4, 0.7], [1, 1, 1, 1])
+    >>> bool(np.isclose(var, martingale_variance([0.2, 0.9, 0.4, 0.7])))
     True
     """
     phi = np.asarray(increments, dtype=float)
@@ -103,10 +98,8 @@ def weighted_martingale(increments, weights):
         raise ValueError("weights must be finite and positive.")
     lam = w / w.sum()
     if lam.max() >= 0.5:
-        raise ValueError(
-            f"one increment would carry {lam.max():.0%} of the weight; the variance estimate needs every "
-            "normalised weight below 1/2 (use more queries or flatter weights)."
-        )
+        raise ValueError(f"one increment would carry {lam.max():.0%} of the weight; the variance estimate needs every "
+                         "normalised weight below 1/2 (use more queries or flatter weights).")
     est = phi @ lam
     resid = phi - np.expand_dims(est, -1)
     K = np.sum(lam**2 / (1.0 - 2.0 * lam))
@@ -117,17 +110,14 @@ def weighted_martingale(increments, weights):
 
 def weights_usable(weights, n):
     """Whether ``n`` increments can be weighted (at least 3, every normalised weight below 1/2)."""
-    if weights is None:
-        return False
-    w = np.asarray(weights, dtype=float)[:n]
-    return n >= 3 and w.max() < 0.5 * w.sum()
+    w = None if weights is None else np.asarray(weights, dtype=float)[:n]
+    return w is not None and n >= 3 and w.max() < 0.5 * w.sum()
 
 
 def finite_population_weights(n_questions, n):
     """The default increment weights without replacement: ``w_t = (N / (N - t + 1))^(3/2)``, ``t = 1..n``.
 
-    Fixed before the run (exactly unbiased); the width shrinks to 0 as ``n`` approaches ``N`` (user
-    guide, "Finite-population weights").
+    The width shrinks to 0 as ``n`` approaches ``N`` (user guide, "Finite-population weights").
 
     Examples
     --------
@@ -156,7 +146,6 @@ def census_mean(answers, n_questions):
 
     Examples
     --------
-    >>> import numpy as np
     >>> census_mean([0.7, 0.1, 0.1, 0.1], 4), float(np.mean([0.7, 0.1, 0.1, 0.1]))
     (0.25, 0.24999999999999997)
     """
@@ -182,9 +171,7 @@ def fpc_mean(outcomes, n_questions):
 
 
 def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_questions):
-    """The seed paper's closed-form variance of ``theta_hat`` (Appendix A.2.2), i.e. ``sigma_hat^2 / n``.
-
-    Biased downward, kept for comparison.
+    """The seed paper's closed-form variance of ``theta_hat`` (Appendix A.2.2; biased downward, for comparison).
 
     Parameters
     ----------
@@ -196,20 +183,12 @@ def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_qu
     Returns
     -------
     float
-        The variance estimate (it can be negative).
+        It can be negative.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=30, n_questions=100, n_new=1, random_state=0)
-    >>> fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
-    >>> est = fq.PAIEstimator(fm, fq.HybridSampler(replace=True), budget=30, variance="paper",
-    ...                       random_state=0).fit(bank.new_outcomes[0])
-    >>> q = est.queries_
-    >>> v = paper_variance(q["outcome"], q["prediction"], q["probability"], q["prediction_total"], 100)
-    >>> bool(np.isclose(np.sqrt(v), est.std_error_))
-    True
+    >>> paper_variance([1, 0], [0.5, 0.5], [0.5, 0.5], [1.0, 1.0], n_questions=2)
+    0.125
     """
     z, p, q, P = (np.asarray(a, dtype=float) for a in (outcomes, predictions, probabilities, prediction_totals))
     n = z.size
@@ -248,14 +227,11 @@ def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=
         weights = finite_population_weights(n_questions, n)
     if n_questions is not None and n == n_questions:
         est = phi[..., -1] if census is None else np.asarray(census, dtype=float)
-        var, resid = np.zeros(phi.shape[:-1]), phi
-        method = "census"
+        var, resid, method = np.zeros(phi.shape[:-1]), phi, "census"
     elif weights_usable(weights, n):
-        est, var, resid = weighted_martingale(phi, weights)
-        method = "weighted martingale"
+        (est, var, resid), method = weighted_martingale(phi, weights), "weighted martingale"
     else:
-        est, var, resid = phi.mean(axis=-1), martingale_variance(phi), phi
-        method = "martingale"
+        est, var, resid, method = phi.mean(axis=-1), martingale_variance(phi), phi, "martingale"
     # the rule sees the weights of a weighted estimate (the t rules' Kish bound)
     used = np.asarray(weights, dtype=float)[:n] if method == "weighted martingale" else None
     df = interval_df(interval, resid, used)

@@ -44,8 +44,7 @@ def effective_df(increments):
     True
     """
     x = np.asarray(increments, dtype=float)
-    one = x.ndim == 1
-    x = np.atleast_2d(x)
+    one, x = x.ndim == 1, np.atleast_2d(x)
     n = x.shape[1]
     if n < 2:
         raise ValueError("At least two increments are needed.")
@@ -55,13 +54,11 @@ def effective_df(increments):
     d = d / np.where(scale > 0, scale, 1.0)
     m2 = np.mean(d**2, axis=1)
     spread = m2 > 0
-    safe_m2 = np.where(spread, m2, 1.0)
-    g2 = np.mean(d**4, axis=1) / safe_m2**2 - 3.0
+    g2 = np.mean(d**4, axis=1) / np.where(spread, m2, 1.0) ** 2 - 3.0
     if n > 3:  # G2, the kurtosis estimator that is unbiased under normality
         g2 = ((n + 1) * g2 + 6.0) * (n - 1) / ((n - 2) * (n - 3))
     kappa = KURTOSIS_INFLATION * np.maximum(g2, 0.0)
-    df = np.minimum(n - 1, np.maximum(1.0, 2.0 / (2.0 / (n - 1) + kappa / n)))
-    df = np.where(spread, df, float(n - 1))
+    df = np.where(spread, np.minimum(n - 1, np.maximum(1.0, 2.0 / (2.0 / (n - 1) + kappa / n))), float(n - 1))
     return float(df[0]) if one else df
 
 
@@ -69,8 +66,7 @@ def _kish_bound(df, weights):
     """``df`` at most Kish's effective number of increments less one, ``1 / sum lambda^2 - 1`` (``inf`` stays)."""
     if weights is None:
         return df
-    lam = np.asarray(weights, dtype=float)
-    lam = lam / lam.sum()
+    lam = np.asarray(weights, dtype=float) / np.sum(weights)
     df = np.asarray(df, dtype=float)
     return np.where(np.isinf(df), df, np.minimum(df, 1.0 / np.sum(lam**2) - 1.0))
 
@@ -84,8 +80,6 @@ class IntervalRule:
 
     Examples
     --------
-    A Wald interval whose normal quantile is inflated by a fixed factor:
-
     >>> import faqstats as fq
     >>> class InflatedWald(fq.IntervalRule):
     ...     name = "inflated-wald"
@@ -107,7 +101,6 @@ class IntervalRule:
         residuals : ndarray of shape (n,) or (R, n)
             One run's increments (scaled residuals when weighted), or one row per run.
         weights : ndarray of shape (n,) or None
-            The increments' weights (None: equal weights).
 
         Returns
         -------
@@ -160,9 +153,7 @@ class IntervalRule:
         low = est - crit * se if alternative != "smaller" else np.full_like(est, lo_bound)
         high = est + crit * se if alternative != "larger" else np.full_like(est, hi_bound)
         low, high = np.clip(low, lo_bound, hi_bound), np.clip(high, lo_bound, hi_bound)
-        if low.ndim == 0:
-            return float(low), float(high)
-        return low, high
+        return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
     def __eq__(self, other):
         return type(self) is type(other) and _state(self) == _state(other)
@@ -244,13 +235,11 @@ def register_interval_rule(rule, *, replace=False):
 
     Examples
     --------
-    >>> import faqstats as fq
-    >>> class WideNormal(fq.IntervalRule):
+    >>> class WideNormal(NormalRule):
     ...     name = "wide-normal"
     ...     def critical_value(self, alpha, alternative="two-sided", df=float("inf")):
-    ...         return 1.5 * super().critical_value(alpha, alternative, float("inf"))
-    >>> rule = fq.register_interval_rule(WideNormal())
-    >>> interval_rule("wide-normal") == rule
+    ...         return 1.5 * super().critical_value(alpha, alternative, df)
+    >>> register_interval_rule(WideNormal()) == interval_rule("wide-normal")
     True
     """
     if not isinstance(rule, IntervalRule):

@@ -38,11 +38,11 @@ def markdown_table(table, float_format="{:.4f}"):
     |---|---:|
     | faq | 0.9500 |
     """
-    cols = list(table.columns)
     from pandas.api.types import is_numeric_dtype
 
-    numeric = [is_numeric_dtype(table[c]) for c in cols]
-    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    numeric = [is_numeric_dtype(table[c]) for c in table.columns]
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |",
+             "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     for row in table.itertuples(index=False):
         cells = [float_format.format(v) if isinstance(v, float) else str(v) for v in row]
         lines.append("| " + " | ".join(cells) + " |")
@@ -72,10 +72,8 @@ class _Result:
         """
         if getattr(self, "stop_reason", None) == "width":  # stopped on width: only the anytime interval is valid
             if alternative != "two-sided" or abs(alpha - self.anytime_alpha) > 1e-12:
-                raise ValueError(
-                    "Querying stopped at a data-dependent time (stop_when_width): only the anytime-valid "
-                    f"two-sided interval at alpha={self.anytime_alpha} is valid."
-                )
+                raise ValueError("Querying stopped at a data-dependent time (stop_when_width): only the anytime-valid "
+                                 f"two-sided interval at alpha={self.anytime_alpha} is valid.")
             return self.anytime_interval
         return self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative,
                                            df=self.df, bounds=self._bounds)
@@ -83,13 +81,10 @@ class _Result:
     confint = conf_int
 
     def _design_items(self, method_label, queries_label):
-        return {
-            method_label: self.method,
-            "Variance estimator:": self.variance_method,
-            "Interval quantile:": "normal" if self.df is None else f"t, {self.df:g} df",
-            "Questions in bank:": self.n_questions,
-            queries_label: f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)",
-        }
+        return {method_label: self.method, "Variance estimator:": self.variance_method,
+                "Interval quantile:": "normal" if self.df is None else f"t, {self.df:g} df",
+                "Questions in bank:": self.n_questions,
+                queries_label: f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)"}
 
     def __post_init__(self):  # the rule itself, whether given by name or as a rule
         object.__setattr__(self, "interval_rule", interval_rule(self.interval_rule))
@@ -119,9 +114,8 @@ class AccuracyResult(_Result):
         Questions asked.
     n_questions : int
     method : str
-        ``"pai"``, ``"sample_mean"`` (FPC, uniform without replacement) or ``"aipw"`` (Bernoulli).
+        ``"pai"``, ``"sample_mean"``, ``"aipw"``, ...
     variance_method : str
-        How ``std_error`` was estimated.
     df : float or None
         Degrees of freedom of the t quantile of :meth:`conf_int` (``None``: normal quantile).
     stop_reason : {"budget", "width"} or None
@@ -130,11 +124,9 @@ class AccuracyResult(_Result):
         The confidence sequence's final interval (level ``1 - anytime_alpha``), if one was tracked.
     anytime_alpha : float or None
     design : str or None
-        The predictor, policy and increment weights that produced it (shown by :meth:`summary`).
-    cost_spent : float or None
-        With costs per question: the summed cost of the questions asked.
-    cost_budget : float or None
-        The cost budget that fixed the number of draws, if one did.
+        The predictor, policy and increment weights that produced it.
+    cost_spent, cost_budget : float or None
+        With costs: the summed cost of the questions asked, and the cost budget (if one fixed the draws).
     interval_rule : IntervalRule or str, default="robust-t"
         The rule of :meth:`conf_int` (a name is looked up).
 
@@ -165,7 +157,7 @@ class AccuracyResult(_Result):
     interval_rule: IntervalRule | str = "robust-t"
 
     def summary(self, alpha=0.05):
-        """The result as a statsmodels summary table (text with ``print``, HTML in notebooks).
+        """The result as a statsmodels summary table.
 
         Parameters
         ----------
@@ -245,14 +237,12 @@ class ComparisonResult(_Result):
         Parameters
         ----------
         null : float in [-1, 1], default=0.0
-            The difference under the null hypothesis.
         alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
-            The alternative: ``delta != null``, ``delta > null`` or ``delta < null``.
+            ``delta != null``, ``delta > null`` or ``delta < null``.
 
         Returns
         -------
         float
-            The p-value (normal or t quantile, as :meth:`conf_int`).
         """
         check_scalar(null, "null", low=-1.0, high=1.0)
         if alternative not in ("two-sided", "larger", "smaller"):
