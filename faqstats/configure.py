@@ -31,18 +31,14 @@ class Configuration:
     Attributes
     ----------
     estimator : PAIEstimator
-        Ready to ``fit(outcomes)``: the chosen predictor refitted on the whole history with its
-        learned step weights, or the FPC sample mean.
+        Ready to ``fit(outcomes)``: the chosen predictor (refitted on the whole history) and step weights.
     choice : str
         The chosen candidate's label (a row of ``table``), or ``"sample-mean"``.
     table : pandas.DataFrame
-        One row per (predictor, policy) validated: ``candidate``, ``predictor``, ``policy``,
-        ``predicted_ess`` (FPC sample mean's validation variance / the candidate's),
-        ``variance_ratio``, ``runs``, ``fit_seconds`` and ``validation_seconds``.
+        One row per (predictor, policy) validated, with its ``predicted_ess`` (against the FPC sample mean).
     budget, n_validation, n_runs : int
     seconds : float
     predict_every : int
-        The predictions' refresh schedule of the validation runs and of ``estimator``.
     """
 
     estimator: PAIEstimator
@@ -61,7 +57,7 @@ class Configuration:
         return 1.0 if rows.empty else float(rows["predicted_ess"].iloc[0])
 
     def summary(self):
-        """The choice and the candidates' validation results as a statsmodels summary table."""
+        """The choice and the validation results as a statsmodels summary table."""
         items = {"Budget:": self.budget, "Chosen (predictor/policy):": self.choice,
                  "Predicted ESS vs FPC mean:": f"{self.predicted_ess:.2f}",
                  "Validation models / runs:": f"{self.n_validation} / {self.n_runs}",
@@ -94,7 +90,7 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
     history : array-like of shape (n_models, N)
         Earlier models' outcomes in [0, 1], NaN for not observed.
     budget : int
-        Queries the new model will be asked (at least 3, at most N).
+        Queries the new model will be asked.
     candidates : dict or None
         ``{name: unfitted predictor}``; ``None`` is :func:`default_candidates`.
     policies : dict or None
@@ -102,8 +98,7 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
     validation_fraction : float in (0, 1), default=0.25
         Share of the complete history rows held out as validation models.
     n_runs : int or None, default=None
-        Validation runs per candidate. ``None``: sized to the bank and budget, in two rounds (a
-        quarter of the runs for every candidate, then the full runs for the best ones).
+        Validation runs per candidate (``None``: sized to the bank and budget, in two rounds).
     predict_every : int or "auto", default="auto"
         Of the validation runs and the estimator; ``"auto"``: :func:`default_predict_every`.
     random_state : int, default=0
@@ -111,8 +106,7 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
     verbose : bool, default=True
         A progress bar over the validations, shown after two seconds.
     cache : dict or None
-        Filled with the fits and validation runs: pass the same dict to configure several budgets
-        (the largest first) with one set of fits.
+        Fits and validation runs, shared by calls for several budgets (the largest first).
 
     Returns
     -------
@@ -125,9 +119,6 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
     >>> cfg = configure_from_history(bank.history, 20, n_runs=100, random_state=0)
     >>> cfg.choice in [*cfg.table["candidate"], "sample-mean"], cfg.estimator.budget
     (True, 20)
-    >>> cfg.table.columns.tolist()[:3]
-    ['candidate', 'predictor', 'policy']
-    >>> est = cfg.estimator.fit(bank.new_outcomes[0])
     """
     chosen = select_configuration(history, budget, candidates=candidates, policies=policies,
                                   validation_fraction=validation_fraction, n_runs=n_runs,

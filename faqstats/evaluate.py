@@ -35,17 +35,15 @@ def evaluate(fn, session, *, concurrency=8, chunk_size=1, transient=(TimeoutErro
     transient : tuple of exception types, default=(TimeoutError, ConnectionError)
         Failures worth retrying.
     max_retries : int, default=5
-        Retries per call after a transient failure.
     backoff : float or callable, default=1.0
         Seconds before retry ``r``: ``min(max_backoff, backoff * 2**r)``, or ``backoff(r)``.
     max_backoff : float, default=60.0
     progress : bool, default=True
-        Show a tqdm progress bar over the budget's draws.
+        Show a progress bar.
 
     Returns
     -------
     AccuracyResult
-        ``session.result()`` once the session is done.
 
     Raises
     ------

@@ -80,6 +80,21 @@ class _Result:
 
     confint = conf_int
 
+    def summary(self, alpha=0.05):
+        """The result as a statsmodels summary table.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the level of the interval shown.
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary
+        """
+        title, items, notes = self._summary_rows(alpha, *self.conf_int(alpha))
+        return table_summary(title, items=items, notes=notes)
+
     def _design_items(self, method_label, queries_label):
         return {method_label: self.method, "Variance estimator:": self.variance_method,
                 "Interval quantile:": "normal" if self.df is None else f"t, {self.df:g} df",
@@ -156,19 +171,7 @@ class AccuracyResult(_Result):
     cost_budget: float | None = None
     interval_rule: IntervalRule | str = "robust-t"
 
-    def summary(self, alpha=0.05):
-        """The result as a statsmodels summary table.
-
-        Parameters
-        ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the level of the interval shown.
-
-        Returns
-        -------
-        statsmodels.iolib.summary2.Summary
-        """
-        low, high = self.conf_int(alpha)
+    def _summary_rows(self, alpha, low, high):
         items = self._design_items("Method:", "Queries used:") | {
             "Stopped because of:": "(still running)" if self.stop_reason is None else self.stop_reason,
             "Estimated accuracy:": f"{self.estimate:.4f}",
@@ -181,8 +184,7 @@ class AccuracyResult(_Result):
         if self.cost_spent is not None:
             budget = "" if self.cost_budget is None else f" (budget {self.cost_budget:.6g})"
             items["Cost spent:"] = f"{self.cost_spent:.6g}{budget}"
-        notes = [] if self.design is None else [f"Design: {self.design}"]
-        return table_summary("faqstats accuracy estimate", items=items, notes=notes)
+        return "faqstats accuracy estimate", items, [] if self.design is None else [f"Design: {self.design}"]
 
 
 @dataclass(frozen=True)
@@ -256,19 +258,7 @@ class ComparisonResult(_Result):
             return float(2 * dist.sf(abs(stat)))
         return float(dist.sf(stat) if alternative == "larger" else dist.cdf(stat))
 
-    def summary(self, alpha=0.05):
-        """The comparison as a statsmodels summary table.
-
-        Parameters
-        ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the level of the interval shown.
-
-        Returns
-        -------
-        statsmodels.iolib.summary2.Summary
-        """
-        low, high = self.conf_int(alpha)
+    def _summary_rows(self, alpha, low, high):
         known = " (known)" if self.method.startswith("reference") else ""
         items = self._design_items("Design:", "Questions asked:") | {
             "Accuracy A:": f"{self.estimate_a:.4f}",
@@ -278,4 +268,4 @@ class ComparisonResult(_Result):
             f"{100 * (1 - alpha):g}% CI:": f"[{low:+.4f}, {high:+.4f}]",
             "p-value (no difference):": f"{self.pvalue():.4g}",
         }
-        return table_summary("faqstats paired comparison", items=items)
+        return "faqstats paired comparison", items, ()

@@ -71,9 +71,7 @@ def default_candidates(n_models, random_state=0, n_questions=None):
     Parameters
     ----------
     n_models : int
-        Models in the history.
     random_state : int, default=0
-        Seeds the fits.
     n_questions : int or None, default=None
         Questions in the bank (``None``: the stack's size limit is not applied).
 
@@ -84,14 +82,8 @@ def default_candidates(n_models, random_state=0, n_questions=None):
 
     Examples
     --------
-    >>> list(default_candidates(1846, n_questions=693))
-    ['factor', 'gp', 'gp-16', 'gp-64', 'stack']
-    >>> "stack" in default_candidates(5715, n_questions=693)
-    False
-    >>> list(default_candidates(16))
-    ['factor', 'gp', 'gp-shrink-0.5', 'gp-shrink-0.8']
-    >>> default_candidates(16)["factor"].n_components
-    15
+    >>> list(default_candidates(1846, n_questions=693)), list(default_candidates(16))
+    (['factor', 'gp', 'gp-16', 'gp-64', 'stack'], ['factor', 'gp', 'gp-shrink-0.5', 'gp-shrink-0.8'])
     """
     # the built-in predictors, by their registered names (faqstats.predictor)
     factor, gp, stack = (predictor_class(name) for name in ("LogisticFactorModel", "GaussianProcessSurrogate",
@@ -112,9 +104,7 @@ def default_candidates(n_models, random_state=0, n_questions=None):
 
 
 def default_policies():
-    """The policies tried by default with the best predictor: ``HybridSampler`` with tau 0.5, 0.25 and 1.
-
-    The first (the package default) is the one every predictor is validated with.
+    """The policies tried by default, the first (every predictor's) the package default.
 
     Returns
     -------
@@ -131,8 +121,7 @@ def default_policies():
 
 @dataclass(frozen=True)
 class Selection:
-    """What :func:`select_configuration` chose: :class:`~faqstats.configure.Configuration`'s fields,
-    with the estimator's keyword arguments.
+    """What :func:`select_configuration` chose: a :class:`~faqstats.configure.Configuration` with ``params``.
 
     Attributes
     ----------
