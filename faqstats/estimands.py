@@ -347,15 +347,10 @@ class GroupResults:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=60, n_components=2, random_state=0)
-    >>> fm = fq.LogisticFactorModel(n_components=2, max_iter=100, random_state=0).fit(bank.history)
-    >>> groups = np.repeat(["arc", "gsm8k", "mmlu"], 20)
-    >>> est = fq.PAIEstimator(fm, budget=30, min_group_share=0.3, random_state=0)
-    >>> est = est.fit(bank.new_outcomes[0], groups=groups)
-    >>> est.group_results_.conf_int(simultaneous=True).columns.tolist()
-    ['lower', 'upper']
+    >>> gr = GroupResults(np.array(["arc", "mmlu"]), np.array([.6, .8]), np.array([.05, .04]), np.array([20., 20.]),
+    ...                   np.array([50, 50]), np.array([21, 21]))
+    >>> gr.conf_int(simultaneous=True).round(3).to_numpy().tolist()
+    [[0.474, 0.726], [0.697, 0.903]]
     """
 
     labels: np.ndarray
@@ -404,9 +399,8 @@ class GroupResults:
         """
         alpha = check_alpha(alpha)
         if simultaneous:
-            df = np.maximum(self.n_asked - 1.0, 1.0)
             low, high = wald_interval(self.estimate, self.simultaneous_std_error(), alpha=alpha / self.labels.size,
-                                      df=df)
+                                      df=np.maximum(self.n_asked - 1.0, 1.0))
             low, high = np.where(self.n_asked > 0, low, 0.0), np.where(self.n_asked > 0, high, 1.0)
         else:
             low, high = self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, df=self.df)

@@ -48,7 +48,6 @@ class PAIResultMixin:
         Parameters
         ----------
         **params
-            The estimator's parameters.
 
         Returns
         -------
@@ -195,15 +194,14 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         budget : int
             Queries the estimator will make.
         random_state : int, Generator or None, default=0
-            Seeds the configuration and is the estimator's ``random_state`` (``None`` or a
-            Generator: the configuration is seeded with 0).
+            Seeds the configuration (0 for ``None`` or a Generator) and the estimator.
         **options
             Keyword arguments of :func:`~faqstats.configure_from_history`.
 
         Returns
         -------
         PAIEstimator
-            Unfitted: the chosen predictor (fitted) and step weights, or the sample mean.
+            Unfitted.
 
         Examples
         --------

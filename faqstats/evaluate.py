@@ -48,16 +48,15 @@ def evaluate(fn, session, *, concurrency=8, chunk_size=1, transient=(TimeoutErro
     Raises
     ------
     Exception
-        The first failure of ``fn``, once the running calls' answers are recorded, with a note on resuming.
+        The first failure of ``fn``, once the running calls' answers are recorded.
 
     Examples
     --------
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=40, n_questions=60, n_components=3, random_state=0)
     >>> fm = fq.LogisticFactorModel.from_factors(bank.question_factors, model_factors=bank.model_factors)
-    >>> z = dict(zip(range(60), bank.new_outcomes[0].tolist()))
     >>> session = fq.EvaluationSession(fm, budget=12, batch_size=4, random_state=0)
-    >>> result = evaluate(lambda ids: [z[i] for i in ids], session, concurrency=4, progress=False)
+    >>> result = evaluate(lambda ids: bank.new_outcomes[0][ids], session, concurrency=4, progress=False)
     >>> result.n_queries, session.done
     (12, True)
     """
@@ -137,11 +136,7 @@ def _collect(futures, session, bar):
     except BaseException as exc:  # also KeyboardInterrupt: stop waiting, keep what is recorded
         for other in futures:
             other.cancel()
-        _note(exc, session)
+        where = ("the session object holds them; evaluate(fn, session) resumes" if session.directory is None
+                 else f"EvaluationSession.load({str(session.directory)!r}) resumes it")
+        exc.add_note(f"faqstats: {session.n_answers} answer(s) recorded in the session before the failure; {where}.")
         raise
-
-
-def _note(exc, session):
-    where = ("the session object holds them; evaluate(fn, session) resumes" if session.directory is None
-             else f"EvaluationSession.load({str(session.directory)!r}) resumes it")
-    exc.add_note(f"faqstats: {session.n_answers} answer(s) recorded in the session before the failure; {where}.")

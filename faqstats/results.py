@@ -62,7 +62,6 @@ class _Result:
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the confidence level.
         alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
             ``"larger"``: the one-sided ``[low, upper bound]``; ``"smaller"``: ``[lower bound, high]``.
 
@@ -86,7 +85,6 @@ class _Result:
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the level of the interval shown.
 
         Returns
         -------
@@ -123,11 +121,10 @@ class AccuracyResult(_Result):
     Attributes
     ----------
     estimate : float
-        Point estimate of theta, the model's mean outcome over the whole bank.
+        Estimate of theta, the model's mean outcome over the whole bank.
     std_error : float
-    n_queries : int
-        Questions asked.
-    n_questions : int
+    n_queries, n_questions : int
+        Questions asked, and in the bank.
     method : str
         ``"pai"``, ``"sample_mean"``, ``"aipw"``, ...
     variance_method : str
@@ -193,19 +190,15 @@ class ComparisonResult(_Result):
 
     Attributes
     ----------
-    estimate : float
-        Estimate of ``delta = theta_A - theta_B``.
-    std_error : float
+    estimate, std_error : float
+        Estimate of ``delta = theta_A - theta_B``, and its standard error.
     estimate_a, estimate_b : float
-        The two accuracies (each unbiased; ``estimate_b`` exact in the reference design).
-    n_queries : int
-        Distinct questions asked (to at least one model).
-    n_questions : int
+        The two accuracies (``estimate_b`` exact in the reference design).
+    n_queries, n_questions : int
     method : {"coupled", "paired", "reference", "paired_sample_mean", "reference_sample_mean"}
         The design (``"paired"``: shared; ``"*_sample_mean"``: no predictor, uniform draws).
     variance_method : {"martingale", "finite-population"}
     df : float or None
-        Degrees of freedom of the t quantile (``None``: normal quantile).
     interval_rule : IntervalRule or str, default="robust-t"
         The rule of :meth:`conf_int`.
 
