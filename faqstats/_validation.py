@@ -90,7 +90,7 @@ def _is_non_numeric(values):
         np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_))
 
 
-def check_history(H, *, name="H", n_questions=None, allow_graded=True):
+def check_history(H, *, name="H", allow_graded=True):
     """A float64 copy of a models x questions history of outcomes in [0, 1] (NaN: not observed), checked."""
     if hasattr(H, "to_numpy"):  # pandas without importing it
         H = H.to_numpy(dtype=float, na_value=np.nan)
@@ -101,9 +101,6 @@ def check_history(H, *, name="H", n_questions=None, allow_graded=True):
         raise ValueError(f"{name} must be 2-D (models x questions), got an array with {H.ndim} dimension(s).")
     if H.shape[0] < 1 or H.shape[1] < 1:
         raise ValueError(f"{name} must have at least one model and one question, got shape {H.shape}.")
-    if n_questions is not None and H.shape[1] != n_questions:
-        raise ValueError(f"{name} has {H.shape[1]} questions (columns) but the factor model was fitted on "
-                         f"{n_questions}.")
     if np.isinf(H).any():
         raise ValueError(f"{name} contains infinite values; use NaN for 'not observed'.")
     check_outcome_values(H, name, allow_nan=True, allow_graded=allow_graded)
@@ -120,7 +117,7 @@ def check_no_empty_rows(H, name):
                          "Drop them before fitting.")
 
 
-def validate_history(estimator, X, *, reset, allow_empty_rows=False, allow_graded=True):
+def validate_history(estimator, X, *, reset, allow_empty_rows=False):
     """A float64 copy of the outcome matrix ``X`` given to an estimator's fit (``reset=True``) or
     score, through scikit-learn's ``validate_data``, with :func:`check_history`'s checks."""
     if hasattr(X, "to_numpy") and hasattr(X, "columns"):
@@ -134,7 +131,7 @@ def validate_history(estimator, X, *, reset, allow_empty_rows=False, allow_grade
         raise ValueError(f"Negative values in data passed to X: outcomes must be in [0, 1] (0 wrong, 1 correct, "
                          f"or a graded score), NaN for not observed; found {float(H[first])!r} at position "
                          f"{tuple(map(int, first))}.")
-    check_outcome_values(H, "X", allow_nan=True, allow_graded=allow_graded)
+    check_outcome_values(H, "X", allow_nan=True)
     if not allow_empty_rows:
         check_no_empty_rows(H, "X")
     return H

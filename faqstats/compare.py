@@ -285,17 +285,6 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         self.interval = interval
         self.random_state = random_state
 
-    def _validate(self, n_questions):
-        sampler = self.sampler
-        if sampler is None:
-            sampler = UniformSampler() if self.predictor is None else HybridSampler()
-        if not isinstance(sampler, Sampler):
-            raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
-        sampler = check_design(sampler, self.predictor, n_questions, self.budget, self.batch_size, self.interval)
-        if not (isinstance(self.reference_weight, str) and self.reference_weight == "auto"):
-            check_scalar(self.reference_weight, "reference_weight", low=0.0, high=1.0)
-        return sampler
-
     def new_loop(self, n_questions=None, reference=None):
         """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`PairedRun` (for ``fit`` and tests).
 
@@ -311,7 +300,14 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         faqstats._engine.QueryLoop
         """
         n_questions = resolve_bank_size(self.bank_size(), n_questions)
-        sampler = self._validate(n_questions)
+        sampler = self.sampler
+        if sampler is None:
+            sampler = UniformSampler() if self.predictor is None else HybridSampler()
+        if not isinstance(sampler, Sampler):
+            raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
+        sampler = check_design(sampler, self.predictor, n_questions, self.budget, self.batch_size, self.interval)
+        if not (isinstance(self.reference_weight, str) and self.reference_weight == "auto"):
+            check_scalar(self.reference_weight, "reference_weight", low=0.0, high=1.0)
         predictor_a = predictor_for(self.predictor, n_questions)
         ref = None
         if reference is not None:

@@ -9,16 +9,8 @@ import pandas as pd
 
 from .estimator import PAIEstimator
 from .results import table_summary
-from .selection import (
-    POLICY_MARGIN,
-    PREDICT_EVERY_QUESTIONS,
-    STACK_MAX_CELLS,
-    THIN_HISTORY,
-    default_candidates,
-    default_policies,
-    default_predict_every,
-    select_configuration,
-)
+from .selection import (POLICY_MARGIN, PREDICT_EVERY_QUESTIONS, STACK_MAX_CELLS, THIN_HISTORY, default_candidates,
+                        default_policies, default_predict_every, select_configuration)
 
 __all__ = ["Configuration", "configure_from_history", "default_candidates", "default_policies",
            "default_predict_every", "POLICY_MARGIN", "PREDICT_EVERY_QUESTIONS", "STACK_MAX_CELLS", "THIN_HISTORY"]

@@ -150,7 +150,6 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
 
     Examples
     --------
-    >>> import numpy as np
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=80, n_questions=200, n_components=3, random_state=0)
     >>> fm = fq.LogisticFactorModel(n_components=3, max_iter=300, random_state=0).fit(bank.history)

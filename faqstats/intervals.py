@@ -31,7 +31,7 @@ def effective_df(increments):
     Parameters
     ----------
     increments : array-like of shape (n,) or (R, n)
-        One run's increments (or residuals), or one row per run (``n >= 2``).
+        One run's increments, or one row per run (``n >= 2``).
 
     Returns
     -------
@@ -39,7 +39,6 @@ def effective_df(increments):
 
     Examples
     --------
-    >>> import numpy as np
     >>> effective_df(np.r_[np.zeros(30), 5.0]) < 5 < effective_df(np.linspace(0, 1, 31)) == 30
     True
     """
@@ -142,7 +141,8 @@ class IntervalRule:
 
         Returns
         -------
-        low, high : float or ndarray of shape (R,)
+        low : float or ndarray of shape (R,)
+        high : float or ndarray of shape (R,)
         """
         alpha = check_alpha(alpha)
         if alternative not in ALTERNATIVES:

@@ -171,10 +171,8 @@ class AccuracyResult(_Result):
     def _summary_rows(self, alpha, low, high):
         items = self._design_items("Method:", "Queries used:") | {
             "Stopped because of:": "(still running)" if self.stop_reason is None else self.stop_reason,
-            "Estimated accuracy:": f"{self.estimate:.4f}",
-            "Standard error:": f"{self.std_error:.4f}",
-            f"{100 * (1 - alpha):g}% CI:": f"[{low:.4f}, {high:.4f}]",
-        }
+            "Estimated accuracy:": f"{self.estimate:.4f}", "Standard error:": f"{self.std_error:.4f}",
+            f"{100 * (1 - alpha):g}% CI:": f"[{low:.4f}, {high:.4f}]"}
         if self.anytime_interval is not None:
             a_low, a_high = self.anytime_interval
             items[f"{100 * (1 - self.anytime_alpha):g}% anytime CS:"] = f"[{a_low:.4f}, {a_high:.4f}]"

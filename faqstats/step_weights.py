@@ -60,7 +60,7 @@ class StepWeights:
 
     @property
     def predictor(self):
-        """The predictor refitted on the training part of the split (``factor_model``)."""
+        """``factor_model``."""
         return self.factor_model
 
     def plot(self, ax=None):
@@ -82,13 +82,11 @@ class StepWeights:
         t = np.arange(1, self.weights.size + 1)
         ax.plot(t, self.step_variance, ".", ms=3, color="0.6", label="validation MSE of phi_t")
         ax.plot(t, self.smoothed_variance, color="C0", label="decreasing fit")
-        ax.set_xlabel("query t")
-        ax.set_ylabel("Var(phi_t)")
+        ax.set(xlabel="query t", ylabel="Var(phi_t)", title=f"step weights: predicted variance x{self.variance_ratio:.2f}")
         twin = ax.twinx()
         twin.plot(t, self.weights, color="C1", label="weight")
         twin.set_ylabel("weight (mean 1)")
         ax.legend(loc="upper right", fontsize=8)
-        ax.set_title(f"step weights: predicted variance x{self.variance_ratio:.2f}")
         return ax
 
 
@@ -153,8 +151,7 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
     predict_every : int, default=1
         As in :class:`~faqstats.PAIEstimator`.
     cache : dict or None
-        Validation runs kept for later calls: a larger budget's runs serve every smaller budget
-        when the policy's law does not depend on the budget, so learn the largest budget first.
+        Validation runs kept for later calls (a larger budget's serve smaller ones: learn it first).
     max_validation : int or None, default=None
         At most this many validation models.
     **deprecated
@@ -180,8 +177,7 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
         raise ValueError("learn_step_weights needs a predictor (unfitted) or fitted_factor_model.")
     start = time.perf_counter()
     random_state = check_seed(random_state)
-    check_scalar(budget, "budget", kind=numbers.Integral, low=3)
-    budget = int(budget)
+    budget = int(check_scalar(budget, "budget", kind=numbers.Integral, low=3))
     train, Z = validation_split(history, validation_fraction, random_state, max_validation=max_validation)
     n_runs = default_runs(Z.shape[1], budget) if n_runs is None else n_runs
     check_scalar(n_runs, "n_runs", kind=numbers.Integral, low=1)
@@ -197,17 +193,15 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
         increments = kept[2][:, :budget]  # the first `budget` increments of longer runs
     else:
         gens = [np.random.default_rng([random_state, 4, budget, r]) for r in range(rows.size)]
-        runs = simulate(Z, gens, predictor=fm, sampler=sampler, budget=budget, rows=rows, keep_increments=True,
-                        keep_ranges=False, device=device, dtype=dtype, predict_every=predict_every)
-        increments = runs.increments
+        increments = simulate(Z, gens, predictor=fm, sampler=sampler, budget=budget, rows=rows, keep_increments=True,
+                              keep_ranges=False, device=device, dtype=dtype, predict_every=predict_every).increments
         if cache is not None and (kept is None or kept[0] is not fm or kept[1] < budget):
             cache[key] = (fm, budget, increments)
     squared = (increments - truth[:, None]) ** 2
     v = np.mean(squared, axis=0)
     per_model = np.mean(squared.reshape(n_val, -1, budget), axis=1)  # rows: each model's runs, consecutive
     w, smooth = inverse_variance_weights(v)
-    lam = w / w.sum()
-    ratio = float(np.sum(lam**2 * smooth) / (np.sum(smooth) / budget**2))
+    ratio = float(np.sum((w / w.sum()) ** 2 * smooth) / (np.sum(smooth) / budget**2))
     return StepWeights(w, v, smooth, n_val, rows.size, ratio, time.perf_counter() - start, fm, per_model)
 
 
