@@ -21,14 +21,6 @@ def check_interval(interval):
     return interval
 
 
-def _df_of(df, residuals):
-    """One run's degrees of freedom as a float (``None``: normal), many runs' as an array (``inf``: normal)."""
-    df = np.broadcast_to(np.asarray(df, dtype=float), residuals.shape[:-1])
-    if residuals.ndim > 1:
-        return np.array(df)
-    return None if np.isinf(df) else float(df)
-
-
 def _rows(x):
     x = np.asarray(x, dtype=float)
     return np.atleast_2d(x), x.ndim == 1
@@ -200,13 +192,16 @@ def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_qu
 def interval_df(interval, residuals, weights=None):
     """Degrees of freedom of the quantile for ``interval`` (``None``: the normal quantile).
 
-    The rule's :meth:`~faqstats.IntervalRule.degrees_of_freedom` (2-D residuals: an array, ``inf`` normal).
+    The rule's :meth:`~faqstats.IntervalRule.degrees_of_freedom`; for 2-D residuals an array (``inf``: normal).
 
     >>> interval_df("t", [0.2, 0.4, 0.9]), interval_df("normal", [0.2, 0.4, 0.9])
     (2.0, None)
     """
     x = np.asarray(residuals, dtype=float)
-    return _df_of(interval_rule(interval).degrees_of_freedom(x, weights), x)
+    df = np.broadcast_to(np.asarray(interval_rule(interval).degrees_of_freedom(x, weights), dtype=float), x.shape[:-1])
+    if x.ndim > 1:
+        return np.array(df)
+    return None if np.isinf(df) else float(df)
 
 
 def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=None, census=None):

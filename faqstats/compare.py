@@ -338,13 +338,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         """
         if (outcomes_b is None) == (reference is None):
             raise ValueError("Give exactly one of outcomes_b (a second new model) and reference (known outcomes).")
-        n_questions = None
-        if self.predictor is None:
-            sized = [x for x in (outcomes_a, outcomes_b, reference) if x is not None and not callable(x)]
-            if not sized:
-                raise ValueError("Without a factor model the bank size is unknown: pass outcomes as arrays.")
-            n_questions = int(np.size(sized[0]))
-        loop = self.new_loop(n_questions, reference=reference)
+        loop = self.new_loop(self._bank_size_of(outcomes_a, outcomes_b, reference), reference=reference)
         run = loop.run
         oracle_a = Oracle(outcomes_a, run.n_questions)
         oracle_b = None if outcomes_b is None else Oracle(outcomes_b, run.n_questions)

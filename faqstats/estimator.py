@@ -33,6 +33,13 @@ class PAIResultMixin:
         """Questions of the predictor's bank, or ``None`` without a predictor."""
         return bank_size(self.predictor)
 
+    def _bank_size_of(self, *outcomes):
+        """The predictor's bank size, or without one the size of the first array among ``outcomes``."""
+        sized = [x for x in outcomes if x is not None and not callable(x)]
+        if self.predictor is None and not sized:
+            raise ValueError("Without a predictor the bank size is unknown: pass outcomes as arrays.")
+        return int(np.size(sized[0])) if self.predictor is None else self.bank_size()
+
     @property
     def factor_model(self):
         """The ``predictor`` (its old name)."""
@@ -249,11 +256,7 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
         >>> est.n_queries_, len(est.queries_), est.result_.method  # 10 passages of 4 questions
         (40, 10, 'pai-cluster')
         """
-        n_questions = self.bank_size()
-        if n_questions is None:
-            if callable(outcomes):
-                raise ValueError("Without a predictor the bank size is unknown: pass outcomes as an array.")
-            n_questions = int(np.size(outcomes))
+        n_questions = self._bank_size_of(outcomes)
         oracle = Oracle(outcomes, n_questions)
         rng = check_generator(self.random_state)
         loop = new_loop(self, n_questions, rng, groups=groups, costs=costs, clusters=clusters)
