@@ -82,7 +82,8 @@ class StepWeights:
         t = np.arange(1, self.weights.size + 1)
         ax.plot(t, self.step_variance, ".", ms=3, color="0.6", label="validation MSE of phi_t")
         ax.plot(t, self.smoothed_variance, color="C0", label="decreasing fit")
-        ax.set(xlabel="query t", ylabel="Var(phi_t)", title=f"step weights: predicted variance x{self.variance_ratio:.2f}")
+        ax.set(xlabel="query t", ylabel="Var(phi_t)",
+               title=f"step weights: predicted variance x{self.variance_ratio:.2f}")
         twin = ax.twinx()
         twin.plot(t, self.weights, color="C1", label="weight")
         twin.set_ylabel("weight (mean 1)")
@@ -165,7 +166,8 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
     --------
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
-    >>> sw = learn_step_weights(bank.history, fq.LogisticFactorModel(n_components=2, max_iter=100), budget=20, n_runs=60)
+    >>> fm = fq.LogisticFactorModel(n_components=2, max_iter=100, random_state=0)
+    >>> sw = learn_step_weights(bank.history, fm, budget=20, n_runs=60)
     >>> sw.weights.shape, bool(sw.weights[-1] >= sw.weights[0])
     ((20,), True)
     """
