@@ -37,7 +37,8 @@ def _samples_files(path, name):
     for f in files:
         match = _SAMPLES_RE.match(f.name)
         if match is None:
-            raise ValueError(f"{name}: {f} is not named like an lm-eval samples file (samples_<task>_<timestamp>.jsonl).")
+            raise ValueError(f"{name}: {f} is not named like an lm-eval samples file "
+                             "(samples_<task>_<timestamp>.jsonl).")
         # the model is the directory lm-eval made for it under --output_path
         found.append((f.parent.name, match["task"], match["stamp"] or "", f))
     return found
@@ -63,7 +64,7 @@ def _task_set(task):
 
 
 def _records(path):
-    """``(where, line number, parsed JSON)`` of a samples file's non-blank lines (the file checked to be UTF-8)."""
+    """``(where, line number, parsed JSON)`` of a samples file's non-blank lines (the file must be UTF-8)."""
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")
