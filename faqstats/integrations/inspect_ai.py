@@ -101,31 +101,28 @@ def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
     scorer : str, mapping task -> str, or None, default=None
         The scorer whose value to read; ``None`` works for logs with a single scorer.
     value_map : mapping or callable, optional
-        Merged over :data:`DEFAULT_VALUE_MAP` (``{"P": 0.0}``), or a function from the raw value to [0, 1].
+        Merged over :data:`DEFAULT_VALUE_MAP`, or a function from the raw value to [0, 1].
     reader : {"auto", "inspect", "builtin"}, default="auto"
         ``"auto"`` uses inspect-ai's ``read_eval_log`` when it is installed.
 
     Returns
     -------
     matrix : ndarray of shape (n_models, n_questions)
-        Values in [0, 1], averaged over epochs (the latest log wins); NaN where unscored.
+        Values in [0, 1] averaged over epochs (the latest log wins); NaN where unscored.
     model_names : list of str
         In the order first seen.
     question_ids : list of str
-        ``"<task>/<sample id>"``, sorted by task then sample id (integers numerically).
+        Sorted by task then sample id.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_logs
-    >>> tmp = pathlib.Path(tempfile.mkdtemp())
-    >>> for model, values in {"mockllm/a": "CIP", "mockllm/b": "CC"}.items():
-    ...     samples = [{"id": i, "epoch": 1, "scores": {"match": {"value": v}}} for i, v in enumerate(values, 1)]
-    ...     log = {"eval": {"model": model, "task": "quiz", "created": "2025-01-01"}, "samples": samples}
-    ...     _ = (tmp / f"{model[-1]}.json").write_text(json.dumps(log))
-    >>> read_inspect_logs(tmp, reader="builtin")
-    (array([[1. , 0. , 0.5],
-           [1. , 1. , nan]]), ['mockllm/a', 'mockllm/b'], ['quiz/1', 'quiz/2', 'quiz/3'])
+    >>> samples = [{"id": i, "epoch": 1, "scores": {"match": {"value": v}}} for i, v in enumerate("CIP", 1)]
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
+    >>> read_inspect_logs(path, reader="builtin")
+    (array([[1. , 0. , 0.5]]), ['mockllm/a'], ['quiz/1', 'quiz/2', 'quiz/3'])
     """
     records = _collect(paths, scorer, value_map, reader, "paths")
     return records.history("No scored samples in the inspect logs given in paths.")
@@ -146,16 +143,15 @@ def read_inspect_outcomes(log_path, question_ids, *, scorer=None, value_map=None
     Returns
     -------
     ndarray of shape (len(question_ids),)
+        The values, in the order of ``question_ids``.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_outcomes
-    >>> log = {"eval": {"model": "mockllm/new", "task": "quiz", "created": "2025-01-01"},
-    ...        "samples": [{"id": 4, "epoch": 1, "scores": {"match": {"value": "I"}}},
-    ...                    {"id": 9, "epoch": 1, "scores": {"match": {"value": "C"}}}]}
+    >>> samples = [{"id": i, "epoch": 1, "scores": {"match": {"value": v}}} for i, v in [(4, "I"), (9, "C")]]
     >>> path = pathlib.Path(tempfile.mkdtemp(), "run.json")
-    >>> _ = path.write_text(json.dumps(log))
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/new", "task": "quiz"}, "samples": samples}))
     >>> read_inspect_outcomes(path, ["quiz/9", "quiz/4"], reader="builtin")
     array([1., 0.])
     """
@@ -183,7 +179,6 @@ def _each_log(paths, reader, name):
 
 
 def _each_sample(paths, reader, name):
-    """``(model, task, created, log path, sample)`` for every sample of the logs at ``paths``."""
     for model, task, stamp, path, samples in _each_log(paths, reader, name):
         for sample in samples:
             yield model, task, stamp, path, sample
@@ -195,10 +190,9 @@ def read_inspect_groups(paths, field=None, *, reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        Log files or directories, as in :func:`read_inspect_logs` (e.g. the history's).
+        Log files or directories, as in :func:`read_inspect_logs`.
     field : str or None, default=None
-        The key of the samples' ``metadata`` whose value (a string or an integer) is the group;
-        ``None``: the task. Every sample must have it, with one value.
+        The ``metadata`` key whose value (a string or an integer) is the group; ``None``: the task.
     reader : {"auto", "inspect", "builtin"}, default="auto"
         As in :func:`read_inspect_logs`.
 
@@ -212,9 +206,8 @@ def read_inspect_groups(paths, field=None, *, reader="auto"):
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_groups
     >>> samples = [{"id": i, "epoch": 1, "metadata": {"level": lvl}} for i, lvl in [(1, "easy"), (2, "hard")]]
-    >>> log = {"eval": {"model": "mockllm/a", "task": "quiz", "created": "2025-01-01"}, "samples": samples}
     >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
-    >>> _ = path.write_text(json.dumps(log))
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
     >>> read_inspect_groups(path, "level", reader="builtin")
     {'quiz/1': 'easy', 'quiz/2': 'hard'}
     """
@@ -231,7 +224,7 @@ def read_inspect_clusters(paths, field, *, reader="auto"):
     paths : path, sequence of paths, or mapping
         Log files or directories, as in :func:`read_inspect_logs`.
     field : str
-        The key of the samples' ``metadata`` whose value (a string or an integer) is the cluster id.
+        The ``metadata`` key whose value (a string or an integer) is the cluster id.
     reader : {"auto", "inspect", "builtin"}, default="auto"
         As in :func:`read_inspect_logs`.
 
@@ -245,9 +238,8 @@ def read_inspect_clusters(paths, field, *, reader="auto"):
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_clusters
     >>> samples = [{"id": i, "epoch": 1, "metadata": {"passage": p}} for i, p in [(1, 7), (2, 7), (3, 8)]]
-    >>> log = {"eval": {"model": "mockllm/a", "task": "quiz", "created": "2025-01-01"}, "samples": samples}
     >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
-    >>> _ = path.write_text(json.dumps(log))
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
     >>> read_inspect_clusters(path, "passage", reader="builtin")
     {'quiz/1': 'quiz/7', 'quiz/2': 'quiz/7', 'quiz/3': 'quiz/8'}
     """
@@ -317,7 +309,7 @@ def read_inspect_costs(paths, *, tokens="total", reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        Log files or directories, as in :func:`read_inspect_logs` (e.g. the history's runs).
+        Log files or directories, as in :func:`read_inspect_logs`.
     tokens : {"total", "input", "output"}, default="total"
         ``total_tokens`` (else input + output), or the input or output tokens, over every model called.
     reader : {"auto", "inspect", "builtin"}, default="auto"
@@ -333,12 +325,10 @@ def read_inspect_costs(paths, *, tokens="total", reader="auto"):
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_costs
-    >>> usage = lambda n_in, n_out: {"mockllm/a": {"input_tokens": n_in, "output_tokens": n_out}}
-    >>> samples = [{"id": 1, "epoch": 1, "model_usage": usage(90, 10)},
-    ...            {"id": 1, "epoch": 2, "model_usage": usage(90, 30)}]
-    >>> log = {"eval": {"model": "mockllm/a", "task": "quiz", "created": "2025-01-01"}, "samples": samples}
+    >>> usage = [{"mockllm/a": {"input_tokens": 90, "output_tokens": n}} for n in (10, 30)]
+    >>> samples = [{"id": 1, "epoch": e, "model_usage": u} for e, u in enumerate(usage, 1)]
     >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
-    >>> _ = path.write_text(json.dumps(log))
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
     >>> read_inspect_costs(path, reader="builtin"), read_inspect_costs(path, tokens="output", reader="builtin")
     ({'quiz/1': 110.0}, {'quiz/1': 20.0})
     """
@@ -370,8 +360,7 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix=True):
     path : path or None, default=None
         When given, the value is also written there (``--sample-id "$(cat PATH)"``).
     task_prefix : {True, "auto", False}, default=True
-        Write ``<task>:<id>`` selectors (inspect-ai 0.3.2xx and later); ``"auto"``: only when the ids
-        span several tasks.
+        Write ``<task>:<id>`` selectors (inspect-ai 0.3.2xx on); ``"auto"``: when the ids span several tasks.
 
     Returns
     -------
@@ -381,10 +370,8 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix=True):
     Examples
     --------
     >>> from faqstats.integrations import inspect_sample_id_arg
-    >>> inspect_sample_id_arg(["arith/3", "words/w-kiwi"])
-    'arith:3,words:w-kiwi'
-    >>> inspect_sample_id_arg(["gpqa/12", "gpqa/rec7*"], task_prefix="auto")
-    '12,rec7[*]'
+    >>> inspect_sample_id_arg(["arith/3", "words/w-kiwi"]), inspect_sample_id_arg(["gpqa/rec7*"], task_prefix=False)
+    ('arith:3,words:w-kiwi', 'rec7[*]')
     """
     ids = check_question_id_list(question_ids, empty="inspect would run every sample")
     if task_prefix not in ("auto", True, False):
