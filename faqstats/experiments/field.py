@@ -37,9 +37,7 @@ class FieldRun:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> run = FieldRun(0.5, np.nan, np.nan, np.nan, np.array([3, 1]))
-    >>> run.n_queries
+    >>> FieldRun(0.5, np.nan, np.nan, np.nan, np.array([3, 1])).n_queries
     2
     """
 
@@ -65,9 +63,8 @@ class FieldMethod(BaseEstimator):
     >>> import faqstats as fq
     >>> from faqstats.experiments.field_irt import IRTFisher
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> method = IRTFisher().fit(bank.history)
-    >>> isinstance(method, FieldMethod), method.run(bank.new_outcomes[0], budget=8).n_queries
-    (True, 8)
+    >>> IRTFisher().fit(bank.history).run(bank.new_outcomes[0], budget=8).n_queries
+    8
     """
 
     def check_params(self):
@@ -86,7 +83,6 @@ class FieldMethod(BaseEstimator):
         Returns
         -------
         self
-            The fitted method.
         """
         self.check_params()
         H = check_history(history, name="history", allow_graded=False)
@@ -125,7 +121,6 @@ class FieldMethod(BaseEstimator):
         Returns
         -------
         FieldRun
-            The estimate, interval and queries.
         """
         y = self._check_run(outcomes, budget, alpha)
         return self._run(y, int(budget), check_seed(random_state), float(alpha))
@@ -155,7 +150,7 @@ class FieldMethod(BaseEstimator):
 
         Examples
         --------
-        >>> import numpy as np, faqstats as fq
+        >>> import faqstats as fq
         >>> from faqstats.experiments.field_irt import IRTFisher
         >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=2, n_components=2, random_state=0)
         >>> records = IRTFisher().fit(bank.history).run_records(
@@ -203,7 +198,6 @@ def normal_interval(estimate, sd, alpha):
     Returns
     -------
     low, high : float
-        The bounds.
 
     Examples
     --------
@@ -224,9 +218,9 @@ class ProEvalBQ(FieldMethod):
     Parameters
     ----------
     noise_variance : float, default=0.3
-        ProEval's GP observation noise (its default).
+        ProEval's GP observation noise.
     n_init : int, default=0
-        ProEval's random initial queries before the acquisition (its default).
+        ProEval's random initial queries before the acquisition.
     max_history : int, default=300
         At most this many history models as GP features.
 
@@ -239,16 +233,14 @@ class ProEvalBQ(FieldMethod):
 
     References
     ----------
-    Google DeepMind, "ProEval: active evaluation with Bayesian quadrature" (2026),
-    https://github.com/google-deepmind/proeval (``proeval.sampler.bq.BQPriorSampler``).
+    Google DeepMind, "ProEval: active evaluation with Bayesian quadrature" (2026), https://github.com/google-deepmind/proeval.
 
     Examples
     --------
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> run = ProEvalBQ().fit(bank.history).run(bank.new_outcomes[0], budget=8)  # doctest: +SKIP
-    >>> run.n_queries, run.low < run.estimate < run.high  # doctest: +SKIP
-    (8, True)
+    >>> ProEvalBQ().fit(bank.history).run(bank.new_outcomes[0], budget=8).n_queries  # doctest: +SKIP
+    8
     """
 
     def __init__(self, noise_variance=0.3, n_init=0, max_history=300):

@@ -20,8 +20,7 @@ def fit_irt(history, n_dims=1, *, item_regularization=0.1, max_iter=100, tol=1e-
     """Fit a (multidimensional) two-parameter logistic IRT model by MAP on the observed cells.
 
     ``P(model i answers question j) = sigmoid(theta_i . a_j + c_j)``, ``theta_i ~ N(0, I)``, ``a_j, c_j ~
-    N(0, 1 / item_regularization)``; the abilities are then standardised over the history (the items
-    transformed to keep the probabilities), which puts a new model's N(0, I) prior on the history's scale.
+    N(0, 1 / item_regularization)``; the abilities are then standardised over the history.
 
     Parameters
     ----------
@@ -47,7 +46,6 @@ def fit_irt(history, n_dims=1, *, item_regularization=0.1, max_iter=100, tol=1e-
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> theta, a, b = rng.normal(size=300), rng.uniform(0.5, 2, 40), rng.normal(size=40)
     >>> H = (rng.random((300, 40)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(float)
@@ -125,15 +123,13 @@ class IRTFisher(FieldMethod):
 
     References
     ----------
-    V. Hofmann et al., "Fluid Language Model Benchmarking" (AI2, 2025),
-    https://github.com/allenai/fluid-benchmarking (``fluid_benchmarking/engine.py``).
+    V. Hofmann et al., "Fluid Language Model Benchmarking" (AI2, 2025), https://github.com/allenai/fluid-benchmarking.
 
     Examples
     --------
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> method = IRTFisher().fit(bank.history)
-    >>> run = method.run(bank.new_outcomes[0], budget=10)
+    >>> run = IRTFisher().fit(bank.history).run(bank.new_outcomes[0], budget=10)
     >>> run.n_queries, bool(run.low <= run.estimate <= run.high)
     (10, True)
     """
@@ -239,8 +235,7 @@ class TinyBenchmarks(FieldMethod):
     ----------
     n_dims_ : int
         The chosen dimension.
-    discrimination_ : ndarray of shape (n_questions, n_dims_)
-    intercept_ : ndarray of shape (n_questions,)
+    discrimination_, intercept_ : ndarray
         The fitted item parameters (on the whole history).
     validation_errors_ : dict
         ``{dimension: mean absolute error of the predicted accuracy}`` on the validation models.
@@ -251,15 +246,13 @@ class TinyBenchmarks(FieldMethod):
 
     References
     ----------
-    F. M. Polo, L. Weber, L. Choshen, Y. Sun, G. Xu and M. Yurochkin, "tinyBenchmarks: evaluating
-    LLMs with fewer examples", ICML 2024 (https://github.com/felipemaiapolo/tinyBenchmarks).
+    F. M. Polo et al., "tinyBenchmarks: evaluating LLMs with fewer examples", ICML 2024.
 
     Examples
     --------
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> method = TinyBenchmarks(n_dims_grid=(1, 2)).fit(bank.history)
-    >>> run = method.run(bank.new_outcomes[0], budget=8, random_state=0)
+    >>> run = TinyBenchmarks(n_dims_grid=(1, 2)).fit(bank.history).run(bank.new_outcomes[0], budget=8, random_state=0)
     >>> run.n_queries, run.low
     (8, nan)
     """

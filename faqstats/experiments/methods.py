@@ -35,8 +35,7 @@ class MethodSpec:
 
     Examples
     --------
-    >>> spec = MethodSpec("uniform-fpc", UniformSampler, predictor=None)
-    >>> spec("a fitted factor model")  # no predictor: the sample mean
+    >>> MethodSpec("uniform-fpc", UniformSampler, predictor=None)("a fitted factor model")
     (None, UniformSampler())
     """
 
@@ -47,18 +46,7 @@ class MethodSpec:
     ceiling: bool = False
 
     def __call__(self, predictor):
-        """``(predictor or None, a new sampler)``: the predictor when the method takes one.
-
-        Parameters
-        ----------
-        predictor : object
-            The method's fitted predictor.
-
-        Returns
-        -------
-        tuple
-            The predictor or None, and a new sampler.
-        """
+        """``(predictor or None, a new sampler)``: the predictor when the method takes one."""
         return (predictor if self.predictor else None), self.make_sampler()
 
 
@@ -204,7 +192,7 @@ def method_spec(name):
 
 
 def predictor_kind(name):
-    """The kind in :data:`PREDICTORS` of a method's predictor.
+    """The kind in :data:`PREDICTORS` of a method's predictor (``None``: the factor model or none).
 
     Parameters
     ----------
@@ -214,7 +202,6 @@ def predictor_kind(name):
     Returns
     -------
     str or None
-        ``None`` for the factor model or no predictor.
 
     Examples
     --------

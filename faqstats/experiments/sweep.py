@@ -82,7 +82,6 @@ class MethodRuns:
         Returns
         -------
         pandas.DataFrame
-            One row per (method, budget).
         """
         return summarize(self.records, **kwargs)
 
@@ -215,7 +214,8 @@ def _group_rows(base, per_group, groups, new, models, alpha):
 
 def _run_columns(factor_model, sampler, step_weights, budget, gens, models, sweep):
     """The ``(estimate, std_error, low, high, n_queries, cost_spent)`` columns of the runs ``gens`` on the new
-    models ``models``, and each run's :class:`~faqstats.GroupResults` (or None)."""
+    models ``models``, and each run's :class:`~faqstats.GroupResults` (or None).
+    """
     if sweep.engine != "sequential":
         with _torch_threads(sweep.threads):  # the seeds in lockstep too: one query's fixed cost for all
             runs = simulate(sweep.new, gens, predictor=factor_model, sampler=sampler, budget=int(budget),
@@ -282,12 +282,12 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
         Names in :data:`METHODS`; :func:`summarize`'s ESS columns need the baselines among them.
     factor_model : None, dict or estimator
-        ``None``: the experiments' default factor model; a dict overrides some of its parameters; an
-        estimator is cloned and fitted on the history, or used as is if already fitted.
+        ``None``: the default factor model; a dict sets some of its parameters; an estimator is cloned
+        and fitted, or used as is if already fitted.
     budget_fractions : sequence of float or None
-        Fractions of the bank the budgets stand for, for the records; ``None`` is ``budgets / N``.
+        Fractions of the bank the budgets stand for; ``None`` is ``budgets / N``.
     new_rows : sequence of int or None
-        Row labels of the new models for the records; ``None`` is ``0 .. n_new - 1``.
+        Row labels of the new models; ``None`` is ``0 .. n_new - 1``.
     alpha : float, default=0.05
         Significance level of the intervals.
     random_state : int, default=0
@@ -295,33 +295,29 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     n_jobs, backend : int, str or None
         Workers and backend of :class:`joblib.Parallel`; results do not depend on them.
     engine : {"auto", "batched", "sequential"}, default="auto"
-        :func:`faqstats.batched.simulate`, or ``"sequential"``: the estimator, run after run (for checks).
+        :func:`faqstats.batched.simulate`, or ``"sequential"``: the estimator, run after run.
     device, dtype : str
         Torch device and precision of the batched engine.
     torch_threads : int, None or "auto", default="auto"
-        Torch threads per worker in the batched engine; ``"auto"`` is 1 when ``n_jobs`` is not 1.
+        Torch threads per worker; ``"auto"`` is 1 when ``n_jobs`` is not 1.
     tuning : dict or None
         Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` for "faq-tuned".
     step_weights : dict or None
-        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` for the methods with
-        learned increment weights and for "auto".
+        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` (learned weights, "auto").
     predict_every : int or "auto", default="auto"
-        The predictions' refresh schedule of every run; ``"auto"``: :func:`faqstats.configure.default_predict_every`.
+        The predictions' refresh schedule; ``"auto"``: :func:`faqstats.configure.default_predict_every`.
     groups : array-like of shape (N,) or None, default=None
-        A group label per question: every run also estimates every group's accuracy, in
-        :attr:`MethodRuns.group_records`.
+        A group label per question: every run also estimates every group's accuracy.
     costs : array-like of shape (N,) or None, default=None
-        A positive cost per question (``PAIEstimator.fit(costs=)``); the records gain a ``cost_spent``
-        column. Methods must take them (as ``groups`` and ``clusters``): not ``ht-uniform``, ``aipw-*``, the field.
+        A positive cost per question (``PAIEstimator.fit(costs=)``); the records gain ``cost_spent``.
     clusters : array-like of shape (N,) or None, default=None
-        A cluster id per question: every run is the cluster design and ``budgets`` count cluster draws.
+        A cluster id per question: the cluster design, ``budgets`` counting cluster draws.
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 
     Returns
     -------
     MethodRuns
-        The records and what was fitted for them.
 
     Examples
     --------
@@ -439,7 +435,6 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
     Returns
     -------
     ExperimentResult
-        The records, the split and the settings.
 
     Examples
     --------
