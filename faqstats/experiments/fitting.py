@@ -57,8 +57,7 @@ def fit_factor_model(spec, history, verbose):
     --------
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_components=2, random_state=0)
-    >>> fm, seconds = fit_factor_model({"n_components": 2, "max_iter": 50}, bank.history, False)
-    >>> fm.question_factors_.shape
+    >>> fit_factor_model({"n_components": 2, "max_iter": 50}, bank.history, False)[0].question_factors_.shape
     (40, 2)
     """
     if hasattr(spec, "question_factors_") or hasattr(spec, "best_estimator_"):  # already fitted
@@ -94,11 +93,10 @@ def oracle_predictor(predictor, outcomes):
     Returns
     -------
     LogisticFactorModel or GaussianProcessSurrogate, or a list of them
-        A shallow copy whose prior is the point mass at the model's factor; one per row for 2-D ``outcomes``.
+        A shallow copy whose prior is the point mass at the model's factor; one per row of 2-D ``outcomes``.
 
     Examples
     --------
-    >>> import numpy as np
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
     >>> fm = fq.LogisticFactorModel(n_components=2, max_iter=100, random_state=0).fit(bank.history)
@@ -160,7 +158,7 @@ def prepare_methods(methods, sizes, history, fitted, others, alpha, random_state
     specs : dict
         ``{(method, budget): (predictor, sampler, step weights or None)}``.
     tuning_results, weight_results, configurations : dict
-        As :class:`~faqstats.experiments.MethodRuns`' ``tuning``, ``step_weights`` and ``configurations``.
+        :class:`~faqstats.experiments.MethodRuns`' ``tuning``, ``step_weights`` and ``configurations``.
 
     Examples
     --------

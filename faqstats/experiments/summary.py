@@ -1,5 +1,4 @@
-"""Summaries of the experiments' records: coverage, width, RMSE and ESS per (method, budget), per
-group and per model, and the summary as text or Markdown."""
+"""Summaries of the experiments' records: per (method, budget), per group and per model, as tables or text."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ def _in_order(table, records, *then):
 
 
 def _ess(records, baseline):
-    """(mean baseline variance) / (mean method variance) over the (model, seed) runs both have, per (method, budget)."""
+    """Mean baseline variance / mean method variance over the runs both have, per (method, budget)."""
     keys = ["budget", "model", "seed"]
     base = records.loc[records["method"] == baseline, keys + ["variance"]]
     pairs = records[["method", *keys, "variance"]].merge(base, on=keys, suffixes=("", "_base"))
@@ -120,11 +119,10 @@ def summarize_groups(group_records):
     >>> import numpy as np, faqstats as fq
     >>> from faqstats.experiments import run_methods
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
-    >>> groups = np.repeat(["a", "b"], 20)
     >>> runs = run_methods(bank.history, bank.new_outcomes, [12], seeds=2, methods=["uniform-fpc"],
-    ...                    groups=groups, verbose=False)
-    >>> summarize_groups(runs)[["method", "budget", "group", "n_runs"]].values.tolist()
-    [['uniform-fpc', 12, 'a', 6], ['uniform-fpc', 12, 'b', 6]]
+    ...                    groups=np.repeat(["a", "b"], 20), verbose=False)
+    >>> summarize_groups(runs)[["group", "n_runs"]].values.tolist()
+    [['a', 6], ['b', 6]]
     """
     if not isinstance(group_records, pd.DataFrame) and hasattr(group_records, "group_records"):  # MethodRuns
         if group_records.group_records is None:

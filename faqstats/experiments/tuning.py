@@ -71,12 +71,11 @@ class TuningResult:
     template: object = None
 
     def sampler(self):
-        """The tuned sampler: a clone of the template with :attr:`best_params`.
+        """The tuned sampler: an unfitted clone of the template with :attr:`best_params`.
 
         Returns
         -------
         Sampler
-            Unfitted.
         """
         return clone(self.template if self.template is not None else HybridSampler()).set_params(**self.best_params)
 
@@ -116,7 +115,6 @@ def tune_policy(history, factor_model, *, budget, sampler=None, grid=None, valid
     Returns
     -------
     TuningResult
-        The winner and the grid's table.
 
     Examples
     --------
