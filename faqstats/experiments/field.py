@@ -233,7 +233,8 @@ class ProEvalBQ(FieldMethod):
 
     References
     ----------
-    Google DeepMind, "ProEval: active evaluation with Bayesian quadrature" (2026), https://github.com/google-deepmind/proeval.
+    Google DeepMind, "ProEval: active evaluation with Bayesian quadrature" (2026),
+    https://github.com/google-deepmind/proeval.
 
     Examples
     --------

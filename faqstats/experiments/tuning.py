@@ -19,12 +19,7 @@ from ..step_weights import validation_split
 
 __all__ = ["PAPER_GRID", "TuningResult", "tune_policy"]
 
-PAPER_GRID = {
-    "beta0": (0.5, 1.0),
-    "rho": (0.0, 0.5),
-    "gamma": (0.0, 0.5),
-    "tau": (0.05, 0.25, 0.5),
-}
+PAPER_GRID = {"beta0": (0.5, 1.0), "rho": (0.0, 0.5), "gamma": (0.0, 0.5), "tau": (0.05, 0.25, 0.5)}
 """The seed paper's grid over the hybrid policy's parameters, plus tau 0.5: :func:`tune_policy`'s default.
 
 Examples

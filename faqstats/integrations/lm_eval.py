@@ -63,6 +63,13 @@ def _task_set(task):
     return None if task is None else {task} if isinstance(task, str) else set(task)
 
 
+def _task_files(paths_or_dirs, task):
+    """:func:`_samples_files` of the tasks ``task`` names (all when None)."""
+    tasks = _task_set(task)
+    return [(model, name, stamp, path) for model, name, stamp, path in
+            expand_paths(paths_or_dirs, "paths_or_dirs", _samples_files) if tasks is None or name in tasks]
+
+
 def _records(path):
     """``(where, line number, parsed JSON)`` of a samples file's non-blank lines (the file must be UTF-8)."""
     raw = path.read_bytes()
@@ -363,11 +370,8 @@ def read_lm_eval_costs(paths_or_dirs, *, task=None, key="doc_id", tokenizer=None
     count = len if tokenizer is None else tokenizer
     if not callable(count):
         raise TypeError(f"tokenizer must be a function from a string to its number of tokens, got {tokenizer!r}.")
-    tasks = _task_set(task)
     records = HarnessRecords()
-    for model, task_name, stamp, path in expand_paths(paths_or_dirs, "paths_or_dirs", _samples_files):
-        if tasks is not None and task_name not in tasks:
-            continue
+    for model, task_name, stamp, path in _task_files(paths_or_dirs, task):
         seen = set()
         for where, _, rec in _records(path):
             if not isinstance(rec, dict) or key not in rec or "arguments" not in rec:
@@ -453,7 +457,6 @@ def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id")
     if level not in _LEVELS:
         raise ValueError(f"level must be one of {_LEVELS}, got {level!r}.")
     _check_key(key)
-    tasks = _task_set(task)
     parents = {} if level == "task" else _group_subtasks(paths_or_dirs)
 
     def label(name):
@@ -468,9 +471,7 @@ def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id")
         return name
 
     labels = {}
-    for _, task_name, _, path in expand_paths(paths_or_dirs, "paths_or_dirs", _samples_files):
-        if tasks is not None and task_name not in tasks:
-            continue
+    for _, task_name, _, path in _task_files(paths_or_dirs, task):
         group = label(task_name)
         for where, _, rec in _records(path):
             if not isinstance(rec, dict) or key not in rec:
