@@ -8,24 +8,6 @@ from .summary import format_summary, per_model_coverage, summarize, summarize_gr
 from .sweep import ExperimentResult, MethodRuns, run_experiment, run_methods
 from .tuning import PAPER_GRID, TuningResult, tune_policy
 
-__all__ = [
-    "DEFAULT_BUDGETS",
-    "DemoResult",
-    "ExperimentResult",
-    "METHODS",
-    "MethodRuns",
-    "PAPER_GRID",
-    "TuningResult",
-    "budget_sizes",
-    "format_summary",
-    "per_model_coverage",
-    "read_csv",
-    "run_demo",
-    "run_experiment",
-    "run_methods",
-    "split_matrix",
-    "summarize",
-    "summarize_groups",
-    "tune_policy",
-    "write_csv",
-]
+__all__ = ["DEFAULT_BUDGETS", "DemoResult", "ExperimentResult", "METHODS", "MethodRuns", "PAPER_GRID", "TuningResult",
+           "budget_sizes", "format_summary", "per_model_coverage", "read_csv", "run_demo", "run_experiment",
+           "run_methods", "split_matrix", "summarize", "summarize_groups", "tune_policy", "write_csv"]

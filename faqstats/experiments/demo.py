@@ -1,6 +1,4 @@
-"""The embedded demo: the :data:`DEMO_METHODS` of :func:`~faqstats.experiments.run_methods`
-on a synthetic bank (:func:`faqstats.make_synthetic_bank`); the tables and the plot are the runner's.
-"""
+"""The embedded demo (``faqstats demo``): the :data:`DEMO_METHODS` on a synthetic bank."""
 
 from __future__ import annotations
 
@@ -32,19 +30,17 @@ class DemoResult:
     Attributes
     ----------
     records : pandas.DataFrame
-        One row per (method, budget, new model, seed), as in :func:`~faqstats.experiments.run_experiment`.
+        One row per (method, budget, new model, seed).
     factor_model : fitted LogisticFactorModel
+        The demo's factor model.
     bank : SyntheticBank
+        The synthetic bank.
 
     Examples
     --------
     >>> demo = run_demo(budgets=(10,), n_models=40, n_questions=60, n_new=2, seeds=1, verbose=False)
-    >>> demo.records.shape, demo.bank.history.shape
-    ((4, 13), (40, 60))
     >>> print(demo.examples(10))  # doctest: +ELLIPSIS
     Budget 10 queries, seed 0, all 2 new models: estimate [95% CI]
-    ...
-    model truth       faq-equal           uniform-fpc...
     ...
     * = the interval missed the true accuracy
     """
@@ -69,7 +65,7 @@ class DemoResult:
         Parameters
         ----------
         budget : int
-            The budget (queries), one of the demo's.
+            One of the demo's budgets.
         seed : int, default=0
             Which seed's runs.
         max_models : int, default=5
@@ -117,8 +113,7 @@ def run_demo(budgets=(25, 50, 100), n_models=200, n_questions=500, n_new=10, see
     budgets : sequence of int, default=(25, 50, 100)
         Budgets in queries.
     n_models, n_questions, n_new : int, default=200, 500, 10
-        The synthetic bank's history models, questions and new models
-        (:func:`~faqstats.make_synthetic_bank`, 30% of the history missing).
+        The synthetic bank's history models (30% of cells missing), questions and new models.
     seeds : int, default=5
         Runs per (method, budget, new model).
     random_state : int, default=0

@@ -1,18 +1,9 @@
-"""The unguaranteed field as experiment methods: their base, :class:`FieldMethod`, and ProEval's
-Bayesian quadrature (the IRT adaptive test with maximum Fisher information of Fluid Benchmarking and
-tinyBenchmarks' gp-IRT are in field_irt.py).
+"""The unguaranteed field as experiment methods, side by side with PAI (docs/results.md): their base
+:class:`FieldMethod` and ProEval's Bayesian quadrature (the IRT methods are in field_irt.py).
 
-None of them has a coverage guarantee; they run here so that :func:`~faqstats.experiments.run_methods`
-(and ``faqstats experiment``) can put them side by side with PAI on the same splits and seeds
-(docs/results.md, "The field side by side"). Each is a :class:`FieldMethod`: ``fit(history)``
-once, then ``run(outcomes, budget)`` per new model, which queries ``budget`` distinct entries of
-``outcomes`` and returns a :class:`FieldRun`.
-
-Reproducibility: these methods fix their design before the new model answers (ProEval's plan is
-target-free, tinyBenchmarks' anchors are fixed, the Fisher test is deterministic), so in the
-experiments a design is drawn per seed and shared by every new model and budget of that seed:
-``random_state`` of :meth:`FieldMethod.run` is
-``np.random.default_rng([random_state, method_key(method), seed])``'s first integer.
+A design is fixed before the new model answers, so it is drawn per seed and shared by every new model:
+:meth:`FieldMethod.run`'s ``random_state`` is ``np.random.default_rng([random_state, method_key(method), seed])``'s
+first integer.
 """
 
 from __future__ import annotations
@@ -42,13 +33,11 @@ class FieldRun:
     std_error, low, high : float
         The method's own standard error and ``1 - alpha`` interval (NaN when it has none).
     queried : ndarray of int
-        The queried questions, in query order (distinct).
+        The queried questions, in query order.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> run = FieldRun(0.5, np.nan, np.nan, np.nan, np.array([3, 1]))
-    >>> run.n_queries
+    >>> FieldRun(0.5, np.nan, np.nan, np.nan, np.array([3, 1])).n_queries
     2
     """
 
@@ -67,36 +56,29 @@ class FieldRun:
 class FieldMethod(BaseEstimator):
     """Base of the field's methods: fit on the history, then :meth:`run` on a new model.
 
-    Subclasses implement ``_fit(H)``, ``_run(y, budget, seed, alpha)`` and, when their design
-    does not depend on the seed, ``_design_key``.
+    Subclasses implement ``_fit(H)``, ``_run(y, budget, seed, alpha)`` and maybe ``_design_key``.
 
     Examples
     --------
     >>> import faqstats as fq
     >>> from faqstats.experiments.field_irt import IRTFisher
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> method = IRTFisher().fit(bank.history)
-    >>> isinstance(method, FieldMethod), method.run(bank.new_outcomes[0], budget=8).n_queries
-    (True, 8)
+    >>> IRTFisher().fit(bank.history).run(bank.new_outcomes[0], budget=8).n_queries
+    8
     """
 
     def check_params(self):
-        """Check the parameters (a ValueError names the bad one); subclasses add theirs.
-
-        Returns
-        -------
-        None
-        """
+        """Check the parameters (a ValueError names the bad one); subclasses add theirs."""
 
     def fit(self, history, y=None):
-        """Fit the method on the history (earlier models' outcomes, NaN = not observed).
+        """Fit the method on the history.
 
         Parameters
         ----------
         history : array-like of shape (n_models, n_questions)
-            0/1 outcomes.
+            0/1 outcomes, NaN = not observed.
         y : None
-            Ignored (scikit-learn convention).
+            Ignored.
 
         Returns
         -------
@@ -134,8 +116,7 @@ class FieldMethod(BaseEstimator):
         alpha : float, default=0.05
             Level of the method's own interval, where it has one.
         random_state : int, Generator or None
-            Seeds the design where the method has randomness (ProEval's history subsample,
-            tinyBenchmarks' k-means); the same seed gives the same design for every model.
+            Seeds the design; the same seed gives the same design for every model.
 
         Returns
         -------
@@ -145,7 +126,7 @@ class FieldMethod(BaseEstimator):
         return self._run(y, int(budget), check_seed(random_state), float(alpha))
 
     def _design_key(self, seed):
-        """What a design depends on: the seed (a method without randomness returns a constant)."""
+        """What a design depends on: the seed, or a constant for a method without randomness."""
         return seed
 
     def run_records(self, name, fraction, budget, seeds, new, truths, rows, random_state, alpha):
@@ -154,23 +135,22 @@ class FieldMethod(BaseEstimator):
         Parameters
         ----------
         name, fraction, budget : str, float, int
-            The method's name (in the records and in its seeds), the budget as a fraction of the bank and in queries.
+            The method's name, the budget as a fraction of the bank and in queries.
         seeds : sequence of int
             The seeds: each draws one design, shared by every new model.
         new, truths, rows : ndarray
             The new models' complete outcomes, their accuracies and their row labels.
         random_state, alpha : int, float
-            Root of the designs' seeds (module docstring) and level of the method's own intervals.
+            Root of the designs' seeds and level of the method's own intervals.
 
         Returns
         -------
         pandas.DataFrame
-            One row per (seed, new model), columns :data:`~faqstats.experiments.records.RECORD_COLUMNS`;
-            ``covered`` is NaN where the method gives no interval.
+            One row per (seed, new model); ``covered`` is NaN where the method gives no interval.
 
         Examples
         --------
-        >>> import numpy as np, faqstats as fq
+        >>> import faqstats as fq
         >>> from faqstats.experiments.field_irt import IRTFisher
         >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=2, n_components=2, random_state=0)
         >>> records = IRTFisher().fit(bank.history).run_records(
@@ -228,29 +208,19 @@ def normal_interval(estimate, sd, alpha):
     return estimate - z * sd, estimate + z * sd
 
 
-# ---------------------------------------------------------------- ProEval
 class ProEvalBQ(FieldMethod):
     """ProEval's Bayesian-quadrature sampler (``BQPriorSampler``), with ProEval's own code.
 
-    A Gaussian process over the questions whose prior mean is each question's mean over the
-    history models and whose covariance is the history's question-by-question covariance
-    (a linear kernel on the centred history scores), with ProEval's deterministic
-    variance-reduction acquisition (``BQPriorSampler.plan``, no random initial points by
-    default). The estimate is the posterior mean of the bank's accuracy; its interval is
-    ``estimate +- z_{1-alpha/2} * sd``, the posterior sd of that mean (ProEval's
-    ``integral_variance``), which carries no coverage guarantee.
-
-    Needs ``pip install faqstats[field]`` (``proeval==0.1.1``). Only the history's complete rows
-    are used (ProEval takes complete source scores). The plan costs ``O(N k^2)`` per query for
-    ``k`` history models, so more than ``max_history`` are subsampled without replacement,
-    seeded by ``random_state`` (the experiments: per seed).
+    A Gaussian process over the questions, prior mean and covariance from the history's complete
+    rows (at most ``max_history``, subsampled by seed), with ProEval's variance-reduction plan; the
+    interval is the normal one of the posterior sd of the accuracy. Needs ``pip install faqstats[field]``.
 
     Parameters
     ----------
     noise_variance : float, default=0.3
-        ProEval's GP observation noise (its default).
+        ProEval's GP observation noise.
     n_init : int, default=0
-        ProEval's random initial queries before the acquisition (its default).
+        ProEval's random initial queries before the acquisition.
     max_history : int, default=300
         At most this many history models as GP features.
 
@@ -264,15 +234,14 @@ class ProEvalBQ(FieldMethod):
     References
     ----------
     Google DeepMind, "ProEval: active evaluation with Bayesian quadrature" (2026),
-    https://github.com/google-deepmind/proeval (``proeval.sampler.bq.BQPriorSampler``).
+    https://github.com/google-deepmind/proeval.
 
     Examples
     --------
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> run = ProEvalBQ().fit(bank.history).run(bank.new_outcomes[0], budget=8)  # doctest: +SKIP
-    >>> run.n_queries, run.low < run.estimate < run.high  # doctest: +SKIP
-    (8, True)
+    >>> ProEvalBQ().fit(bank.history).run(bank.new_outcomes[0], budget=8).n_queries  # doctest: +SKIP
+    8
     """
 
     def __init__(self, noise_variance=0.3, n_init=0, max_history=300):
@@ -286,7 +255,7 @@ class ProEvalBQ(FieldMethod):
         check_scalar(self.max_history, "max_history", kind=numbers.Integral, low=2)
 
     @staticmethod
-    def _sampler_class():
+    def _sampler_class():  # ProEval's, imported when needed
         try:
             from proeval.sampler import BQPriorSampler
         except ImportError as exc:
@@ -306,7 +275,7 @@ class ProEvalBQ(FieldMethod):
         return seed if subsampled or self.n_init > 0 else 0
 
     def _plan(self, budget, seed):
-        """ProEval's plan for ``seed`` (the greedy plan of a larger budget starts with a smaller one's)."""
+        """ProEval's plan for ``seed`` (a larger budget's greedy plan starts with a smaller one's)."""
         key = self._design_key(seed)
         cached = self._designs.get(key)
         if cached is None or len(cached.indices) < budget:
@@ -329,15 +298,8 @@ class ProEvalBQ(FieldMethod):
 
 
 def _proeval_posterior(get_posterior, plan, idx, answers):
-    """ProEval's own posterior (``BQPriorSampler.get_posterior``) after the first ``len(idx)`` queries of a
-    ``SamplingPlan``, as in ``SamplingPlan.estimate``'s last step: the posterior mean at every question and
-    the posterior variance of their mean.
-
-    Adapter to ProEval's internals: proeval 0.1.1 offers only ``SamplingPlan.estimate(scores)``, which
-    needs the answers to the whole plan and recomputes every step; the plans here are cached at the
-    largest budget and read up to each budget, so this reads the plan's private GP inputs (features,
-    prior mean, noise variance) instead. Only here.
-    """
+    """ProEval's posterior after a plan's first ``len(idx)`` queries: the mean at every question, the variance of
+    their mean. It reads the plan's private GP inputs: ``SamplingPlan.estimate`` needs the whole plan's answers."""
     test_x, u, noise_variance = plan._test_x, plan._prior_mean, plan._noise_variance
     mu_x = np.mean(test_x, axis=1, keepdims=True)
     mean, _ = get_posterior(test_x[:, idx], answers, test_x, noise_variance, idx, u)

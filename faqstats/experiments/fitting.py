@@ -1,6 +1,5 @@
-"""What the experiments learn from the history before the sweep: the factor model, each
-(method, budget)'s sampler and increment weights (tuned, learned or configured on the history),
-and the ceilings' oracle predictors."""
+"""What the experiments learn from the history before the sweep: the factor model, each (method, budget)'s
+sampler and increment weights, and the ceilings' oracle predictors."""
 
 from __future__ import annotations
 
@@ -20,15 +19,13 @@ from .methods import build_method, method_spec, predictor_kind
 
 __all__ = ["NEWTON_MIN_QUESTIONS", "fit_factor_model", "oracle_predictor", "OraclePredictors", "prepare_methods"]
 
-#: banks of at least this many questions get the alternating Newton solver by default, regularization
-#: 3, at most 10 sweeps (AdamW's 2,000 passes over the history cost minutes there;
-#: docs/performance.md, "Scale targets")
+#: banks of at least this many questions get the Newton solver by default (AdamW costs minutes there)
 NEWTON_MIN_QUESTIONS = 20000
 
 
 def _default_factor_model(verbose, n_questions=0, spec=None):
-    """The experiments' factor model: AdamW as in the paper, or on large banks (unless ``spec``
-    names the solver, the regularization or the iterations, whose meaning depends on it) the Newton solver."""
+    """The experiments' factor model: AdamW as in the paper, or on large banks the Newton solver (unless
+    ``spec`` sets the solver, regularization or iterations)."""
     fm = LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0, verbose=verbose)
     if n_questions >= NEWTON_MIN_QUESTIONS and not {"solver", "regularization", "max_iter"} & set(spec or {}):
         # ten sweeps: as good as converged (41 sweeps) in validation there, a quarter of the time
@@ -42,9 +39,8 @@ def fit_factor_model(spec, history, verbose):
     Parameters
     ----------
     spec : None, dict or estimator
-        ``None`` or a dict: the experiments' default (``n_components=16``, AdamW; the Newton solver from
-        :data:`NEWTON_MIN_QUESTIONS` questions on) with the dict's parameters; an estimator is cloned
-        and fitted, or taken as is when already fitted.
+        ``None`` or a dict: the experiments' default with the dict's parameters; an estimator is
+        cloned and fitted, or taken as is when already fitted.
     history : ndarray of shape (n_history, N)
         The history (NaN = not observed).
     verbose : bool
@@ -53,6 +49,7 @@ def fit_factor_model(spec, history, verbose):
     Returns
     -------
     model : fitted estimator
+        The factor model.
     seconds : float
         The fit's duration (0 for an already fitted model).
 
@@ -60,8 +57,7 @@ def fit_factor_model(spec, history, verbose):
     --------
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_components=2, random_state=0)
-    >>> fm, seconds = fit_factor_model({"n_components": 2, "max_iter": 50}, bank.history, False)
-    >>> fm.question_factors_.shape
+    >>> fit_factor_model({"n_components": 2, "max_iter": 50}, bank.history, False)[0].question_factors_.shape
     (40, 2)
     """
     if hasattr(spec, "question_factors_") or hasattr(spec, "best_estimator_"):  # already fitted
@@ -84,35 +80,27 @@ def fit_factor_model(spec, history, verbose):
 def oracle_predictor(predictor, outcomes):
     """The ceiling's predictor for one new model: ``predictor`` with the model's factor known.
 
-    The factor (the surrogate's latent) is fixed at ``predictor.transform`` of all the model's
-    ``outcomes`` and its covariance at zero, so no answer moves the predictions: they are those
-    of the model's own fit, fixed before the first draw, and PAI with them stays exactly
-    unbiased. Not an estimator one can run (it reads every answer): the ``ceiling`` methods
-    (:data:`CEILING_METHODS`) use it to measure the headroom of a predictor class
-    (docs/results.md, "Ceiling and realised share").
+    The factor is fixed at ``predictor.transform`` of all the model's answers and its covariance at
+    zero, so no answer moves the predictions (docs/results.md, "Ceiling and realised share").
 
     Parameters
     ----------
     predictor : fitted LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate
         Fitted on the history; it is not modified.
     outcomes : array-like of shape (N,) or (n_models, N)
-        The new model's answers to every question, in [0, 1]; or several models' rows (one
-        ``transform`` for all: each row is still solved on its own, to the solver's tolerance).
+        The new model's answers to every question, or several models' rows.
 
     Returns
     -------
     LogisticFactorModel or GaussianProcessSurrogate, or a list of them
-        A shallow copy (sharing the fitted question factors) whose prior is the point mass at
-        the model's factor; one per row for 2-D ``outcomes``.
+        A shallow copy whose prior is the point mass at the model's factor; one per row of 2-D ``outcomes``.
 
     Examples
     --------
-    >>> import numpy as np
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
     >>> fm = fq.LogisticFactorModel(n_components=2, max_iter=100, random_state=0).fit(bank.history)
-    >>> oracle = oracle_predictor(fm, bank.new_outcomes[0])
-    >>> post = oracle.posterior()
+    >>> post = oracle_predictor(fm, bank.new_outcomes[0]).posterior()
     >>> before = post.predictions.copy()
     >>> post.update(0, 1.0 - bank.new_outcomes[0, 0])  # even a surprising answer moves nothing
     >>> bool(np.array_equal(before, post.predictions))
@@ -148,8 +136,6 @@ class OraclePredictors:
     predictors: list
 
 
-
-
 def prepare_methods(methods, sizes, history, fitted, others, alpha, random_state, tuning, step_weights, verbose,
                     predict_every=1):
     """Every (method, budget)'s predictor, sampler and increment weights, tuned and learned on the history.
@@ -157,22 +143,22 @@ def prepare_methods(methods, sizes, history, fitted, others, alpha, random_state
     Parameters
     ----------
     methods, sizes : list of str, ndarray of int
-        Checked method names (:func:`~faqstats.experiments.methods.check_methods`) and the budgets.
+        Checked method names and the budgets.
     history : ndarray of shape (n_history, N)
+        The history.
     fitted : fitted estimator or None
         The experiment's factor model.
     others : dict
         The fitted predictors of :data:`~faqstats.experiments.methods.PREDICTORS`, by kind.
     alpha, random_state, tuning, step_weights, verbose, predict_every
-        As in :func:`~faqstats.experiments.run_methods` (``predict_every`` resolved to an int).
+        As in :func:`~faqstats.experiments.run_methods` (``predict_every`` an int).
 
     Returns
     -------
     specs : dict
         ``{(method, budget): (predictor, sampler, step weights or None)}``.
     tuning_results, weight_results, configurations : dict
-        ``{budget: TuningResult}`` ("faq-tuned"), ``{(method, budget): StepWeights}`` (learned
-        weights) and ``{budget: Configuration}`` ("auto").
+        :class:`~faqstats.experiments.MethodRuns`' ``tuning``, ``step_weights`` and ``configurations``.
 
     Examples
     --------
@@ -181,8 +167,7 @@ def prepare_methods(methods, sizes, history, fitted, others, alpha, random_state
     >>> prepare_methods(["uniform-fpc"], [8], bank.history, None, {}, 0.05, 0, None, None, False)[0]
     {('uniform-fpc', 8): (None, UniformSampler(), None)}
     """
-    # "-equal" methods: literally equal weights, the plain mean of the increments (not the default's
-    # finite-population weights), so that their results stay comparable with earlier runs
+    # "-equal" methods: the plain mean of the increments, not the default's finite-population weights
     specs = {(m, int(b)): (*build_method(m, fitted, others),
                            np.ones(int(b)) if method_spec(m).weights == "equal" else None)
              for m in methods for b in sizes}

@@ -25,21 +25,17 @@ class MethodSpec:
     name : str
         The method's name in :data:`METHODS` and in the records.
     make_sampler : callable
-        ``make_sampler()`` is a new, unfitted sampler (or a field method, field.py).
+        Makes a new, unfitted sampler (or a field method).
     predictor : {"factor", "gp", "irt", "stack"} or None, default="factor"
-        The experiment's fitted factor model, a predictor of :data:`PREDICTORS` fitted on the
-        history, or none (the method's estimate needs no prediction).
+        The experiment's factor model, a predictor of :data:`PREDICTORS`, or none.
     weights : {"default", "learned", "equal"}, default="default"
-        The increments' weights: the estimator's default, learned from the history
-        (:func:`faqstats.step_weights.learn_step_weights`), or equal (their plain mean).
+        The increments' weights: the estimator's default, learned from the history, or equal.
     ceiling : bool, default=False
-        An oracle diagnostic, not an estimator one can run: each new model's predictor is
-        fitted to all its answers (:func:`~faqstats.experiments.fitting.oracle_predictor`).
+        An oracle diagnostic: each new model's predictor is fitted to all its answers.
 
     Examples
     --------
-    >>> spec = MethodSpec("uniform-fpc", UniformSampler, predictor=None)
-    >>> spec("a fitted factor model")  # no predictor: the sample mean
+    >>> MethodSpec("uniform-fpc", UniformSampler, predictor=None)("a fitted factor model")
     (None, UniformSampler())
     """
 
@@ -50,27 +46,8 @@ class MethodSpec:
     ceiling: bool = False
 
     def __call__(self, predictor):
-        """``(predictor or None, a new sampler)``: the predictor when the method takes one.
-
-        Parameters
-        ----------
-        predictor : object
-            The method's fitted predictor.
-
-        Returns
-        -------
-        tuple
-            The predictor (``None`` when :attr:`predictor` is None) and a new sampler.
-        """
+        """``(predictor or None, a new sampler)``: the predictor when the method takes one."""
         return (predictor if self.predictor else None), self.make_sampler()
-
-
-def _uniform():
-    return UniformSampler(replace=False)
-
-
-def _ceiling_sampler():
-    return NeymanSampler(tau=0.5, replace=True)
 
 
 METHODS = {spec.name: spec for spec in (
@@ -79,7 +56,7 @@ METHODS = {spec.name: spec for spec in (
     MethodSpec("faq-paper", lambda: HybridSampler(tau=0.05, replace=True)),  # the seed paper's policy
     MethodSpec("neyman", NeymanSampler),
     MethodSpec("active", ActiveLearningSampler),
-    MethodSpec("uniform-fpc", _uniform, predictor=None),  # sample mean with FPC
+    MethodSpec("uniform-fpc", lambda: UniformSampler(replace=False), predictor=None),  # sample mean with FPC
     MethodSpec("ht-uniform", lambda: BernoulliAIPW(score="uniform"), predictor=None),  # the paper's baseline
     MethodSpec("aipw-neyman", lambda: BernoulliAIPW(score="neyman")),
     MethodSpec("aipw-min", lambda: BernoulliAIPW(score="min")),
@@ -91,7 +68,7 @@ METHODS = {spec.name: spec for spec in (
     MethodSpec("irt-equal", HybridSampler, predictor="irt", weights="equal"),
     MethodSpec("stack", HybridSampler, predictor="stack", weights="learned"),  # surrogate + history mixtures
     MethodSpec("stack-equal", HybridSampler, predictor="stack", weights="equal"),
-    MethodSpec("auto", _uniform, predictor=None),
+    MethodSpec("auto", lambda: UniformSampler(replace=False), predictor=None),
     # the unguaranteed field (field.py, field_irt.py): their own estimators, fitted on the history, no PAI
     MethodSpec("proeval", ProEvalBQ, predictor=None),  # ProEval's Bayesian quadrature (extra "field")
     MethodSpec("irt-fisher", IRTFisher, predictor=None),  # IRT adaptive test, max Fisher information
@@ -99,40 +76,28 @@ METHODS = {spec.name: spec for spec in (
     # answers asked + predictions for the rest, its interval calibrated on held-out history models
     MethodSpec("model-based", ModelBased, predictor=None),
     # diagnostics, not estimators one can run: the predictions given all of the new model's answers (issue 16)
-    MethodSpec("ceiling", _ceiling_sampler, ceiling=True),
-    MethodSpec("ceiling-gp", _ceiling_sampler, predictor="gp", ceiling=True),
+    MethodSpec("ceiling", lambda: NeymanSampler(tau=0.5, replace=True), ceiling=True),
+    MethodSpec("ceiling-gp", lambda: NeymanSampler(tau=0.5, replace=True), predictor="gp", ceiling=True),
 )}
-"""Named methods: ``name -> MethodSpec``, callable as ``spec(factor_model) -> (factor_model or None, sampler)``.
-
-A method uses its predictor exactly when its spec returns it. Described in
-docs/results.md; :func:`run_methods` takes their names.
+"""Named methods (docs/results.md): ``name -> MethodSpec``, ``spec(factor_model) -> (factor_model or None, sampler)``.
 
 Examples
 --------
->>> sorted(METHODS)[:4]
-['active', 'aipw-min', 'aipw-neyman', 'auto']
->>> METHODS["uniform-fpc"](None)  # no factor model: the sample mean
-(None, UniformSampler())
->>> fm, sampler = METHODS["faq-paper"]("a fitted factor model")
->>> fm, sampler
+>>> METHODS["faq-paper"]("a fitted factor model")
 ('a fitted factor model', HybridSampler(replace=True, tau=0.05))
 """
 
-#: Oracle diagnostics: each new model's predictor is the experiment's fitted factor model (or
-#: surrogate) with that model's factor fixed at its fit to all its answers.
+#: Oracle diagnostics: each new model's factor fixed at its fit to all its answers.
 CEILING_METHODS = tuple(name for name, spec in METHODS.items() if spec.ceiling)
 
-#: The predictors other than the factor model, unfitted (``kind -> callable(random_state)``),
-#: each fitted once on the history; the classes by their registered names (faqstats.predictor).
+#: The predictors other than the factor model, unfitted: ``kind -> callable(random_state)``.
 PREDICTORS = {"gp": lambda seed: predictor_class("GaussianProcessSurrogate")(random_state=seed),
               "irt": lambda seed: predictor_class("ItemResponseModel")(),
               "stack": lambda seed: predictor_class("StackedPredictor")(random_state=seed)}
 
 
 def parse_method(name):
-    """``"base:key=value,..."`` -> ``(base, {key: value})``: a named method with other sampler parameters.
-
-    Values are read as bool (``true``/``false``), int or float.
+    """``"base:key=value,..."`` -> ``(base, {key: value})``, values read as bool, int, float or string.
 
     Parameters
     ----------
@@ -142,14 +107,14 @@ def parse_method(name):
     Returns
     -------
     base : str
+        The method's name in :data:`METHODS`.
     params : dict
+        The sampler parameters.
 
     Examples
     --------
     >>> parse_method("aipw-min:tau=0.05,order=natural")
     ('aipw-min', {'tau': 0.05, 'order': 'natural'})
-    >>> parse_method("faq")
-    ('faq', {})
     """
     base, _, rest = str(name).partition(":")
     params = {}
@@ -187,7 +152,7 @@ def build_method(name, fitted, others=None):
     Returns
     -------
     tuple
-        The method's predictor (``None`` when it takes none) and a new sampler with the parameters set.
+        The method's predictor (or None) and a new sampler with the parameters set.
 
     Examples
     --------
@@ -227,7 +192,7 @@ def method_spec(name):
 
 
 def predictor_kind(name):
-    """The kind in :data:`PREDICTORS` of a method's predictor.
+    """The kind in :data:`PREDICTORS` of a method's predictor (``None``: the factor model or none).
 
     Parameters
     ----------
@@ -237,7 +202,6 @@ def predictor_kind(name):
     Returns
     -------
     str or None
-        ``None`` for the factor model or no predictor.
 
     Examples
     --------

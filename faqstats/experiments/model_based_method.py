@@ -1,9 +1,5 @@
-"""The model-based estimate (:class:`~faqstats.ModelBasedEstimator`) as an experiment method.
-
-``fit(history)`` keeps the split's history; the first run at a budget calibrates an estimator for
-that budget on the history alone (held-out history models, cross-fitted), and every new model's
-run at that budget uses it. No new model's answers reach the calibration.
-"""
+"""The model-based estimate (:class:`~faqstats.ModelBasedEstimator`) as an experiment method, calibrated
+per budget on the history alone."""
 
 from __future__ import annotations
 

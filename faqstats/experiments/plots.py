@@ -59,8 +59,19 @@ def _budget_axis(ax, label="budget (% of the bank)"):
     ax.grid(alpha=0.3)
 
 
+def _finish(fig, ax, path, ylabel, title, xlabel="budget (% of the bank)", nominal=None):
+    """Label, grid, legend and save a one-panel figure, with a dashed line at the ``nominal`` coverage."""
+    if nominal is not None:
+        ax.axhline(nominal, color="k", ls="--", lw=1, label=f"nominal {nominal:g}")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    _budget_axis(ax, xlabel)
+    _legend(ax)
+    return _save(fig, path)
+
+
 def plot_ess(summary, path, title=None):
-    """ESS vs budget: against the FPC sample mean (left) and the paper's HT uniform (right)."""
+    """ESS vs budget against the FPC sample mean (left) and the paper's HT uniform (right); returns the path."""
     summary = pd.DataFrame(summary)
     panels = [(col, ref) for col, ref in (("ess_fpc", "uniform sample mean (FPC)"), ("ess_ht", "HT uniform (paper)"))
               if not np.all(np.isnan(summary[col]))]  # a baseline that did not run gets no empty panel
@@ -96,12 +107,7 @@ def plot_coverage(summary, path, nominal=0.95, title=None):
         cov = s["coverage"]
         yerr = np.vstack([np.minimum(se2, cov), np.minimum(se2, 1.0 - cov)])  # coverage lies in [0, 1]
         ax.errorbar(100 * s["budget_fraction"] + offsets[i], cov, yerr=yerr, capsize=3, label=m, **_style(i))
-    ax.axhline(nominal, color="k", ls="--", lw=1, label=f"nominal {nominal:g}")
-    ax.set_ylabel("coverage (mean +/- 2 se)")
-    ax.set_title(title or "coverage of the intervals", fontsize=10)
-    _budget_axis(ax)
-    _legend(ax)
-    return _save(fig, path)
+    return _finish(fig, ax, path, "coverage (mean +/- 2 se)", title or "coverage of the intervals", nominal=nominal)
 
 
 def plot_width(summary, path, title=None, x="budget_fraction"):
@@ -111,19 +117,13 @@ def plot_width(summary, path, title=None, x="budget_fraction"):
     scale = 100 if x == "budget_fraction" else 1
     for i, m, s in _by_method(summary):
         ax.plot(scale * s[x], s["mean_width"], label=m, **_style(i))
-    ax.set_ylabel("mean interval width")
     _log_y(ax)
-    ax.set_title(title or "interval width", fontsize=10)
-    _budget_axis(ax, "budget (queries)" if x == "budget" else "budget (% of the bank)")
-    _legend(ax)
-    return _save(fig, path)
+    return _finish(fig, ax, path, "mean interval width", title or "interval width",
+                   "budget (queries)" if x == "budget" else "budget (% of the bank)")
 
 
 def plot_model_coverage(model_table, path, nominal=0.95, n_bins=8, title=None):
-    """Per-model coverage (pooled over budgets and seeds) vs the model's true accuracy.
-
-    Dots: one per (method, model); lines: mean coverage within equal-count bins of true accuracy.
-    """
+    """Per-model coverage (dots) vs the model's true accuracy, and its mean in equal-count bins (lines)."""
     model_table = pd.DataFrame(model_table)
     fig, (ax,) = _figure()
     rng = np.random.default_rng(0)  # jitter only
@@ -140,13 +140,9 @@ def plot_model_coverage(model_table, path, nominal=0.95, n_bins=8, title=None):
         centers = [truth[which == b].mean() for b in range(n_b) if np.any(which == b)]
         means = [hits[which == b].sum() / runs[which == b].sum() for b in range(n_b) if np.any(which == b)]
         ax.plot(centers, means, label=m, **style)
-    ax.axhline(nominal, color="k", ls="--", lw=1, label=f"nominal {nominal:g}")
-    ax.set_xlabel("true accuracy of the new model")
-    ax.set_ylabel("coverage (pooled over budgets, seeds)")
-    ax.set_title(title or "per-model coverage (dots) and binned mean (lines)", fontsize=10)
-    ax.grid(alpha=0.3)
-    _legend(ax)
-    return _save(fig, path)
+    return _finish(fig, ax, path, "coverage (pooled over budgets, seeds)",
+                   title or "per-model coverage (dots) and binned mean (lines)", "true accuracy of the new model",
+                   nominal)
 
 
 def plot_step_weights(weights, path):

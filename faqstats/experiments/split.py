@@ -16,8 +16,6 @@ DEFAULT_BUDGETS = tuple(float(f) for f in np.round(np.linspace(0.025, 0.25, 10),
 
 Examples
 --------
->>> DEFAULT_BUDGETS[:3], len(DEFAULT_BUDGETS)
-((0.025, 0.05, 0.075), 10)
 >>> budget_sizes(DEFAULT_BUDGETS, 200)[1]  # queries on a bank of 200 questions
 array([ 5, 10, 15, 20, 25, 30, 35, 40, 45, 50])
 """
@@ -27,16 +25,17 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
                  p_obs=None, max_models=None):
     """Split a response matrix into a history and fully observed new models.
 
-    Only complete rows can be new models (their truth must be known). They are permuted
-    with ``np.random.default_rng(split_seed)``, or taken in ``order``; the first
-    ``round(history_fraction * n)`` go to the history, the rest are the new models.
+    The complete rows, permuted by ``split_seed`` or in ``order``: the first ``round(history_fraction * n)``
+    go to the history, the rest are the new models.
 
     Parameters
     ----------
     matrix : array-like of shape (n_models, n_questions)
         0/1 outcomes, NaN for not observed.
     history_fraction : float in (0, 1)
+        The history's share of the complete rows.
     split_seed : int
+        Seeds the permutation and ``p_obs``' mask.
     order : sequence of int or None
         Complete rows in the order to use instead of the seeded permutation (e.g. by release date).
     complete_rows : bool
@@ -44,16 +43,19 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
     n_full_obs : int or None
         History rows (in split order) that ``p_obs`` leaves as they are.
     p_obs : float in (0, 1] or None
-        Keep every other history cell with this probability, completely at random (seeded by
-        ``[split_seed, 1]``; every row keeps one cell); ``None`` keeps the data's own missingness.
+        Keep every other history cell with this probability (every row keeps one cell); ``None``:
+        the data's own missingness.
     max_models : int or None
         Keep only the first ``max_models`` new models.
 
     Returns
     -------
     history : ndarray of shape (n_history, n_questions)
-    new : ndarray of shape (n_new, n_questions), no NaN
-    new_rows : ndarray of int, rows of ``matrix`` behind ``new``
+        The history.
+    new : ndarray of shape (n_new, n_questions)
+        The new models' complete outcomes.
+    new_rows : ndarray of int
+        The rows of ``matrix`` behind ``new``.
 
     Examples
     --------
@@ -123,7 +125,7 @@ def budget_sizes(fractions, n_questions):
     Returns
     -------
     fractions : ndarray of float
-        The fractions kept: those mapping to an already used size are dropped with a warning.
+        The fractions kept (one giving an earlier size is dropped with a warning).
     sizes : ndarray of int
         Their numbers of queries.
 

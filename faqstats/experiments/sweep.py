@@ -1,12 +1,7 @@
-"""The experiments' sweep: methods x budgets x new models x seeds on a history and new models
-(:func:`run_methods`), or on a split response matrix (:func:`run_experiment`), as tidy records;
-no statistics of their own (docs/architecture.md, 'Experiments').
+"""The experiments' sweep: methods x budgets x new models x seeds, as tidy records.
 
-Reproducibility: run (method, budget, model, seed) draws from
-``np.random.default_rng([random_state, method_key(method), budget, model, seed])``
-(``budget`` in queries), so its numbers do not depend on ``n_jobs``, the joblib backend,
-nor the other methods and budgets run alongside it. Chunks of (method, budget, seed) go
-through :class:`joblib.Parallel` (``backend=`` or an enclosing ``joblib.parallel_config``).
+Run (method, budget, model, seed) draws from ``np.random.default_rng([random_state, method_key(method),
+budget, model, seed])``, so its numbers do not depend on ``n_jobs``, the backend, nor the other runs.
 """
 
 from __future__ import annotations
@@ -37,7 +32,6 @@ from .summary import summarize
 __all__ = ["MethodRuns", "ExperimentResult", "run_methods", "run_experiment"]
 
 
-
 @dataclass(frozen=True)
 class MethodRuns:
     """What :func:`run_methods` returns.
@@ -47,29 +41,25 @@ class MethodRuns:
     records : pandas.DataFrame
         One row per (method, budget, model, seed), columns :data:`RECORD_COLUMNS`.
     factor_model, fit_seconds : fitted LogisticFactorModel or None, float
-        The factor model (``None`` when no method needed one) and the seconds its fit took.
+        The factor model (``None`` when no method needed one) and its fit's seconds.
     tuning : dict
-        ``{budget (queries): TuningResult}`` when "faq-tuned" ran.
+        ``{budget: TuningResult}`` when "faq-tuned" ran.
     step_weights : dict
-        ``{(method, budget): StepWeights}`` for the methods with learned increment weights.
+        ``{(method, budget): StepWeights}`` of the methods with learned increment weights.
     surrogate : fitted GaussianProcessSurrogate or None
-        The Gaussian-process surrogate of the ``gp`` methods, when one ran.
+        The ``gp`` methods' surrogate.
     configurations : dict
-        ``{budget (queries): Configuration}`` when "auto" ran (:func:`faqstats.configure_from_history`).
+        ``{budget: Configuration}`` when "auto" ran.
     group_records : pandas.DataFrame or None
-        With ``groups``: one row per (method, budget, model, seed, group), columns
-        :data:`GROUP_RECORD_COLUMNS` (:func:`summarize_groups`).
+        With ``groups``: one row per run and group, columns :data:`GROUP_RECORD_COLUMNS`.
 
     Examples
     --------
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
-    >>> runs = run_methods(bank.history, bank.new_outcomes, [8, 16], seeds=2,
-    ...                    methods=["uniform-fpc", "ht-uniform"], verbose=False)
-    >>> runs.records.shape, runs.factor_model is None  # the two baselines need no factor model
-    ((24, 13), True)
+    >>> runs = run_methods(bank.history, bank.new_outcomes, [8, 16], seeds=2, methods=["uniform-fpc"], verbose=False)
     >>> runs.summary()[["method", "budget", "n_runs"]].values.tolist()
-    [['uniform-fpc', 8, 6], ['uniform-fpc', 16, 6], ['ht-uniform', 8, 6], ['ht-uniform', 16, 6]]
+    [['uniform-fpc', 8, 6], ['uniform-fpc', 16, 6]]
     """
 
     records: pd.DataFrame
@@ -92,7 +82,6 @@ class MethodRuns:
         Returns
         -------
         pandas.DataFrame
-            One row per (method, budget).
         """
         return summarize(self.records, **kwargs)
 
@@ -106,11 +95,11 @@ class ExperimentResult(MethodRuns):
     history_shape, history_observed : tuple of int, float
         Shape and fraction of observed cells of the history after masking.
     new_rows : ndarray of int
-        Rows of the input matrix evaluated as new models, in model order.
+        Rows of the input matrix evaluated as new models.
     budgets : ndarray of float
-        The budget fractions actually run (after merging duplicates).
+        The budget fractions run (duplicates merged).
     elapsed : float
-        Seconds for the whole experiment (factor fit included).
+        Seconds for the whole experiment.
     config : dict
         The experiment's settings.
 
@@ -119,10 +108,8 @@ class ExperimentResult(MethodRuns):
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_components=2, random_state=0)
     >>> out = run_experiment(bank.history, budgets=[0.2], seeds=1, methods=["uniform-fpc"], verbose=False)
-    >>> out.history_shape, out.new_rows.size, out.budgets.tolist(), out.config["methods"]
-    ((45, 40), 15, [0.2], ['uniform-fpc'])
-    >>> out.summary()[["method", "budget", "n_runs"]].values.tolist()
-    [['uniform-fpc', 8, 15]]
+    >>> out.history_shape, out.new_rows.size, out.budgets.tolist()
+    ((45, 40), 15, [0.2])
     """
 
     history_shape: tuple
@@ -143,10 +130,9 @@ def _check_seeds(seeds):
     return seeds
 
 
-# ---------------------------------------------------------------- the sweep
 @dataclass(frozen=True)
 class _Sweep:
-    """What every chunk of a sweep shares: the new models and the run settings (checked)."""
+    """What every chunk of a sweep shares: the new models and the checked run settings."""
 
     new: np.ndarray  # the new models' complete outcomes
     truths: np.ndarray  # their accuracies
@@ -164,8 +150,7 @@ class _Sweep:
 
 
 def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seeds, sweep):
-    """Every new model for one (method, budget) and some seeds: a block of records, seed by seed, and
-    the block's group records (None without ``groups``)."""
+    """One (method, budget) and some seeds, every new model: records and group records (or None)."""
     if isinstance(sampler, FieldMethod):  # the field (field.py): its own runs, designs shared per seed
         return sampler.run_records(name, fraction, budget, seeds, sweep.new, sweep.truths, sweep.rows,
                                    sweep.random_state, sweep.alpha), None
@@ -204,7 +189,7 @@ def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed
 
 
 def _group_rows(base, per_group, groups, new, models, alpha):
-    """The group records of a block: a row per run and group (:data:`GROUP_RECORD_COLUMNS`)."""
+    """A block's group records: a row per run and group."""
     from ..estimands import encode_groups
 
     codes, labels = encode_groups(groups, new.shape[1])
@@ -228,8 +213,9 @@ def _group_rows(base, per_group, groups, new, models, alpha):
 
 
 def _run_columns(factor_model, sampler, step_weights, budget, gens, models, sweep):
-    """``(estimate, std_error, low, high, n_queries, cost_spent)`` of the runs ``gens`` on the rows ``models``
-    of the new models, and each run's :class:`~faqstats.GroupResults` (None without ``groups``)."""
+    """The ``(estimate, std_error, low, high, n_queries, cost_spent)`` columns of the runs ``gens`` on the new
+    models ``models``, and each run's :class:`~faqstats.GroupResults` (or None).
+    """
     if sweep.engine != "sequential":
         with _torch_threads(sweep.threads):  # the seeds in lockstep too: one query's fixed cost for all
             runs = simulate(sweep.new, gens, predictor=factor_model, sampler=sampler, budget=int(budget),
@@ -253,8 +239,7 @@ def _run_columns(factor_model, sampler, step_weights, budget, gens, models, swee
 
 
 def _seed_groups(seeds, n_jobs, n_settings):
-    """The seeds in consecutive groups: one group, or enough groups for ``n_jobs`` workers to share
-    ``n_settings`` (method, budget) pairs evenly."""
+    """The seeds in consecutive groups, enough for ``n_jobs`` workers to share ``n_settings`` tasks evenly."""
     from joblib import effective_n_jobs
 
     workers = effective_n_jobs(n_jobs) if n_jobs not in (None, 1) else 1
@@ -264,7 +249,7 @@ def _seed_groups(seeds, n_jobs, n_settings):
 
 @contextlib.contextmanager
 def _torch_threads(n):
-    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is; docs/performance.md)."""
+    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is)."""
     if n is None:
         yield
         return
@@ -284,8 +269,6 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
                 predict_every="auto", groups=None, costs=None, clusters=None, verbose=True):
     """Run methods x budgets x new models x seeds, given a history and the new models apart.
 
-    :func:`run_experiment` splits a matrix and calls this.
-
     Parameters
     ----------
     history : array-like of shape (n_history, N)
@@ -295,64 +278,40 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     budgets : sequence of int
         Numbers of queries (at least 2, distinct).
     seeds : int or sequence of int, default=3
-        Repeats per (method, budget, model): a count (``range(seeds)``) or explicit seeds.
+        Repeats per (method, budget, model): a count or explicit seeds.
     methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
         Names in :data:`METHODS`; :func:`summarize`'s ESS columns need the baselines among them.
     factor_model : None, dict or estimator
-        ``None``: ``LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0)``;
-        a dict overrides some of those; an estimator is cloned and fitted on the history when some
-        method needs it, or used as is if already fitted (on this split's history: unchecked).
+        ``None``: the default factor model; a dict sets some of its parameters; an estimator is cloned
+        and fitted, or used as is if already fitted.
     budget_fractions : sequence of float or None
-        Fractions of the bank the budgets stand for, for the records; ``None`` is ``budgets / N``.
+        Fractions of the bank the budgets stand for; ``None`` is ``budgets / N``.
     new_rows : sequence of int or None
-        Row labels of the new models for the records; ``None`` is ``0 .. n_new - 1``.
+        Row labels of the new models; ``None`` is ``0 .. n_new - 1``.
     alpha : float, default=0.05
         Significance level of the intervals.
     random_state : int, default=0
-        Root of every run's seed (see the module docstring).
+        Root of every run's seed.
     n_jobs, backend : int, str or None
-        Workers and backend of :class:`joblib.Parallel`; ``None`` defers to an enclosing
-        ``joblib.parallel_config``. Results do not depend on them.
+        Workers and backend of :class:`joblib.Parallel`; results do not depend on them.
     engine : {"auto", "batched", "sequential"}, default="auto"
-        ``"auto"``/``"batched"``: :func:`faqstats.batched.simulate` (every policy; with ``groups``,
-        ``costs`` or ``clusters`` it runs each run's own estimator loop, rounds in lockstep);
-        ``"sequential"``: always the estimator, one run after another (for checks).
+        :func:`faqstats.batched.simulate`, or ``"sequential"``: the estimator, run after run.
     device, dtype : str
         Torch device and precision of the batched engine.
     torch_threads : int, None or "auto", default="auto"
-        Torch threads per worker in the batched engine; ``"auto"`` is 1 when ``n_jobs`` is not 1.
+        Torch threads per worker; ``"auto"`` is 1 when ``n_jobs`` is not 1.
     tuning : dict or None
-        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` for "faq-tuned",
-        tuned at every budget on validation models from the history.
+        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` for "faq-tuned".
     step_weights : dict or None
-        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` for the methods with
-        learned increment weights (``faq``, ``faq-tuned``, ``gp``, ``irt``, ``stack``: learned per budget
-        by cross-fitting on the history; equal weights, with a warning, when it has too few complete
-        rows) and for "auto".
+        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` (learned weights, "auto").
     predict_every : int or "auto", default="auto"
-        The predictions' refresh schedule of every run (``PAIEstimator(predict_every=...)``)
-        and of the validation runs behind the learned weights; ``"auto"``:
-        :func:`faqstats.configure.default_predict_every` of the bank (every answer up to
-        4,095 questions).
+        The predictions' refresh schedule; ``"auto"``: :func:`faqstats.configure.default_predict_every`.
     groups : array-like of shape (N,) or None, default=None
-        A group label per question: every run also estimates every group's accuracy
-        (``PAIEstimator.fit(groups=)``), in :attr:`MethodRuns.group_records`
-        (:func:`summarize_groups`: per-group and simultaneous coverage). The policy is unchanged.
+        A group label per question: every run also estimates every group's accuracy.
     costs : array-like of shape (N,) or None, default=None
-        A positive cost per question: every run's policy weighs its scores by ``1 / sqrt(cost)``
-        (``PAIEstimator.fit(costs=)``), and the records gain a ``cost_spent`` column (the summary
-        a ``mean_cost`` one). The budgets stay numbers of queries.
-        With ``groups``, ``costs`` or ``clusters`` every run is a :class:`~faqstats.PAIEstimator`
-        (slower than the batched engine), and every method must take them: not the nature's-order
-        designs (``ht-uniform``, ``aipw-*``) nor the field's methods.
+        A positive cost per question (``PAIEstimator.fit(costs=)``); the records gain ``cost_spent``.
     clusters : array-like of shape (N,) or None, default=None
-        A cluster id per question: every run is the cluster design (``PAIEstimator.fit(clusters=)``:
-        a draw asks a whole cluster), ``budgets`` count cluster draws (at most the number of
-        clusters), ``n_queries`` in the records the questions asked, and ``uniform-fpc`` is the
-        cluster sample mean (its ESS baseline). With ``groups`` every cluster must lie in one group
-        (``n_asked`` in the group records counts cluster draws). The learned increment weights
-        of those methods are learned on question draws (any fixed weights keep the
-        estimate unbiased; prefer ``faq-equal`` for a clean comparison).
+        A cluster id per question: the cluster design, ``budgets`` counting cluster draws.
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 
@@ -365,7 +324,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     >>> import faqstats as fq
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
     >>> runs = run_methods(bank.history, bank.new_outcomes, [8], seeds=2, methods=["uniform-fpc"], verbose=False)
-    >>> runs.records.shape, runs.factor_model is None
+    >>> runs.records.shape, runs.factor_model is None  # the baseline needs no factor model
     ((6, 13), True)
     """
     from joblib import Parallel, delayed, parallel_config
@@ -387,12 +346,8 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     if np.isnan(new).any() or new.shape[1] != history.shape[1]:
         raise ValueError(f"new must be complete (no NaN) with the history's {history.shape[1]} questions.")
     sizes = np.asarray(budgets, dtype=np.int64).ravel()
-    units, what = new.shape[1], "queries"
-    if clusters is not None:
-        from .._engine import encode_clusters
-
-        clusters = np.asarray(clusters)
-        units, what = encode_clusters(clusters, new.shape[1])[1].size, "cluster draws"  # checked here, once
+    clusters = None if clusters is None else np.asarray(clusters)
+    units, what = _n_units(clusters, new.shape[1]), "queries" if clusters is None else "cluster draws"
     if sizes.size == 0 or sizes.min() < 2 or sizes.max() > units or np.unique(sizes).size != sizes.size:
         raise ValueError(f"budgets must be distinct numbers of {what} in [2, {units}], got {sizes.tolist()}.")
     fractions = sizes / new.shape[1] if budget_fractions is None else np.asarray(budget_fractions, dtype=float)
@@ -445,8 +400,17 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
                       group_records)
 
 
+def _n_units(clusters, n_questions):
+    """What a budget counts: the questions, or the clusters (checked here, once)."""
+    if clusters is None:
+        return n_questions
+    from .._engine import encode_clusters
+
+    return encode_clusters(np.asarray(clusters), n_questions)[1].size
+
+
 def _check_group_methods(specs, what):
-    """Refuse methods that cannot take groups or costs (nature's order, the field), by name."""
+    """Refuse by name the methods that cannot take groups, costs or clusters (nature's order, the field)."""
     for (name, _), (_, sampler, _) in specs.items():
         if isinstance(sampler, FieldMethod) or not isinstance(sampler, Sampler):
             raise ValueError(f"method {name!r} cannot take {what}: its design is not a sequential policy over the "
@@ -455,19 +419,18 @@ def _check_group_methods(specs, what):
 
 def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
                    p_obs=None, max_models=None, budgets=DEFAULT_BUDGETS, **options):
-    """Split a response matrix, then run methods x budgets x new models x seeds on it; return tidy records.
+    """Split a response matrix, then run methods x budgets x new models x seeds on it.
 
     Parameters
     ----------
     matrix : array-like of shape (n_models, n_questions)
-        0/1 outcomes, NaN for not observed (see :func:`faqstats.load_response_matrix`).
+        0/1 outcomes, NaN for not observed.
     history_fraction, split_seed, order, complete_rows, n_full_obs, p_obs, max_models
-        The history/new-model split and the history's missingness: see :func:`split_matrix`.
+        The split and the history's missingness: see :func:`split_matrix`.
     budgets : sequence of float in (0, 1], default=2.5%, 5%, ..., 25%
-        Budgets as fractions of the bank; each becomes ``max(2, round(f * N))`` queries (with
-        ``clusters``: ``max(2, round(f * C))`` draws of the ``C`` clusters).
+        Fractions of the bank (with ``clusters``: of the clusters), see :func:`budget_sizes`.
     **options
-        The sweep's settings: :func:`run_methods`' keyword arguments but ``budget_fractions``, ``new_rows``.
+        :func:`run_methods`' keyword arguments but ``budget_fractions``, ``new_rows``.
 
     Returns
     -------
@@ -488,14 +451,7 @@ def run_experiment(matrix, *, history_fraction=0.75, split_seed=0, order=None, c
     split = dict(history_fraction=history_fraction, split_seed=split_seed, complete_rows=complete_rows,
                  n_full_obs=n_full_obs, p_obs=p_obs, max_models=max_models)
     history, new, new_rows = split_matrix(matrix, order=order, **split)
-    clusters = options.get("clusters")
-    if clusters is not None:  # budgets are fractions of the clusters
-        from .._engine import encode_clusters
-
-        units = encode_clusters(np.asarray(clusters), new.shape[1])[1].size
-    else:
-        units = new.shape[1]
-    fractions, sizes = budget_sizes(budgets, units)
+    fractions, sizes = budget_sizes(budgets, _n_units(options.get("clusters"), new.shape[1]))
     runs = run_methods(history, new, sizes, budget_fractions=fractions, new_rows=new_rows, **options)
     settings = _RUN_DEFAULTS | options
     return ExperimentResult(

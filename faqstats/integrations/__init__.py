@@ -1,17 +1,8 @@
 """Evaluation harnesses: past runs as a history, a session's questions as harness arguments.
 
-* :mod:`faqstats.integrations.lm_eval`: EleutherAI lm-evaluation-harness
-  (``--log_samples`` output in, ``--samples`` JSON out).
-* :mod:`faqstats.integrations.inspect_ai`: inspect-ai eval logs in, ``--sample-id`` out.
-
-The harnesses need not be installed (each module says how it reads their files).
-Question ids are ``"<task>/<id>"`` strings, the columns of the history matrix; pass them
-to :func:`faqstats.save_factor_model` so that a later session can check the bank's order.
-The command line does the same without Python: ``faqstats fit-history --lm-eval|--inspect``,
-``faqstats session next --format lm-eval|inspect``, ``faqstats session record --lm-eval|--inspect``.
-
-* :mod:`faqstats.integrations.question_files`: per-question values from CSV/JSON files
-  (question ids, group and cluster labels, costs, outcomes), as the command line reads them.
+lm-evaluation-harness (:mod:`~faqstats.integrations.lm_eval`) and inspect-ai (:mod:`~faqstats.integrations.inspect_ai`),
+neither needed installed; per-question CSV/JSON files (:mod:`~faqstats.integrations.question_files`). Question ids
+are ``"<task>/<id>"``, the history's columns: pass them to :func:`faqstats.save_factor_model`.
 """
 
 from ._common import task_groups

@@ -15,15 +15,13 @@ __all__ = ["HarnessRecords", "check_question_id_list", "make_question_id", "spli
 
 
 def id_sort_key(question_id):
-    """Sort ids by task, then numerically when the sample id is an integer (2 before 10; ``007``
-    before ``7``, whatever order the files were read in)."""
+    """Sort by task, then sample id, numerically when it is an integer (2 before 10, ``007`` before ``7``)."""
     task, sample = split_question_id(question_id)
     return (task, 0, int(sample), sample) if sample.isdigit() else (task, 1, 0, sample)
 
 
 def make_question_id(task, sample):
-    """``"<task>/<sample id>"`` with ``%`` and ``/`` of the sample id percent-encoded, so that
-    the id splits back unambiguously at its last slash, whatever either part holds.
+    """``"<task>/<sample id>"``, the sample id's ``%`` and ``/`` percent-encoded (it splits back at the last slash).
 
     >>> make_question_id("openai/humaneval", "HumanEval/0")
     'openai/humaneval/HumanEval%2F0'
@@ -34,8 +32,7 @@ def make_question_id(task, sample):
 
 
 def split_question_id(question_id, name="question_ids"):
-    """``"<task>/<sample id>"`` -> ``(task, sample id)``: split at the last slash, the sample id
-    decoded (:func:`make_question_id`); the task may hold slashes."""
+    """``"<task>/<sample id>"`` -> ``(task, sample id)``, the inverse of :func:`make_question_id`."""
     if not isinstance(question_id, str):
         raise TypeError(f"{name} must hold strings '<task>/<id>', got {question_id!r} ({type(question_id).__name__}).")
     task, sep, sample = question_id.rpartition("/")
@@ -47,15 +44,12 @@ def split_question_id(question_id, name="question_ids"):
 def task_groups(question_ids):
     """The task of each harness question id ``"<task>/<sample id>"``, as group labels.
 
-    lm-eval writes a samples file per subtask (``mmlu_anatomy``, ...), inspect-ai a log per
-    task: either way the task part of the id is the subtask, ready for ``groups=`` of
-    :class:`~faqstats.PAIEstimator` (``fit``) and :class:`~faqstats.EvaluationSession`
-    (``faqstats session new --groups-from tasks``).
+    For ``groups=`` of :class:`~faqstats.PAIEstimator` (``fit``) and :class:`~faqstats.EvaluationSession`.
 
     Parameters
     ----------
     question_ids : sequence of str
-        Ids ``"<task>/<sample id>"`` (as the readers return them).
+        Ids ``"<task>/<sample id>"``.
 
     Returns
     -------
@@ -80,11 +74,9 @@ def check_question_id_list(question_ids, name="question_ids", empty=None):
     ids = list(question_ids)
     for qid in ids:
         split_question_id(qid, name)
-    seen = set()
-    for qid in ids:
-        if qid in seen:
-            raise ValueError(f"{name} must be unique; {qid!r} appears more than once.")
-        seen.add(qid)
+    if len(set(ids)) != len(ids):
+        qid = next(q for k, q in enumerate(ids) if q in ids[:k])
+        raise ValueError(f"{name} must be unique; {qid!r} appears more than once.")
     if empty is not None and not ids:
         raise ValueError(f"{name} is empty; {empty}.")
     return ids
@@ -122,8 +114,7 @@ def as_paths(paths, name):
 
 
 def expand_paths(paths, name, expand):
-    """The tuples ``expand(path, name)`` gives for each of ``paths``, each led by its model name;
-    a mapping ``{model name: path(s)}`` puts its own model names in the lead."""
+    """``expand(path, name)``'s tuples for each path, led by the model name a mapping ``{model: paths}`` gives."""
     if isinstance(paths, Mapping):
         return [(str(model), *rest) for model, sub in paths.items() for _, *rest in expand_paths(sub, name, expand)]
     return [item for path in as_paths(paths, name) for item in expand(path, name)]
@@ -136,8 +127,7 @@ def write_arg(path, text):
 
 
 class HarnessRecords:
-    """Scores keyed by model and question id: a later stamp replaces an earlier one (a re-run wins);
-    values with the same stamp (epochs) are averaged."""
+    """Scores by model and question id: a later stamp replaces an earlier one, equal stamps (epochs) average."""
 
     def __init__(self):
         self._scores = {}  # model -> qid -> (stamp, [values])
@@ -158,7 +148,6 @@ class HarnessRecords:
             old[1].append(value)
 
     def _warn_merged(self):
-        """Say which models' runs were merged: a re-run replaced their earlier scores."""
         for model, stamps in self._merged.items():
             warnings.warn(
                 f"model {model!r}: {len(stamps)} runs ({', '.join(sorted(map(repr, stamps)))}) scored the same "
@@ -181,8 +170,7 @@ class HarnessRecords:
         return np.array([[self.value(m, q) for q in ids] for m in self.models], dtype=float), list(self.models), ids
 
     def outcomes(self, question_ids, source):
-        """Scores of ``question_ids`` (all of them must be present) from a single model, and the
-        ids of the scored samples that were read past because they were not asked (sorted)."""
+        """One model's scores of ``question_ids`` (all present) and the sorted ids of scored samples not asked."""
         if len(self.models) > 1:
             found = ", ".join(map(repr, self.models))
             raise ValueError(f"{source} must hold the run of exactly one model; found models {found}.")
@@ -197,3 +185,13 @@ class HarnessRecords:
             shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
             raise ValueError(f"{source} has no score for {len(missing)} of the asked question ids: {shown}.")
         return values, sorted(self.ignored, key=id_sort_key)
+
+    def mean_costs(self):
+        """``{question id: cost}``: each model's latest run, averaged over the models."""
+        with warnings.catch_warnings():  # several runs of a model: the latest's, as the scores
+            warnings.simplefilter("ignore", UserWarning)
+            matrix, _, ids = self.history("")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            costs = np.nanmean(matrix, axis=0)
+        return {qid: float(c) for qid, c in zip(ids, costs)}

@@ -1,8 +1,5 @@
-"""The harnesses behind one interface, for the command line (``faqstats fit-history --lm-eval``,
-``faqstats session next --format``, ``faqstats session record --inspect``): read earlier runs as a
-history, write a round's harness arguments, read a round's outcomes. Only dispatch: the work is
-in :mod:`.lm_eval` and :mod:`.inspect_ai`.
-"""
+"""The harnesses behind one interface, for the command line: read earlier runs as a history, write a
+round's harness arguments, read a round's outcomes (dispatch to :mod:`.lm_eval` and :mod:`.inspect_ai`)."""
 
 from __future__ import annotations
 
@@ -46,17 +43,14 @@ def _check(harness):
 
 
 def read_history(harness, paths, **options):
-    """``(matrix, model names, question ids)`` of earlier runs: :func:`.read_lm_eval_samples` or
-    :func:`.read_inspect_logs` with ``options``."""
+    """``(matrix, model names, question ids)`` of earlier runs, read with ``options``."""
     _check(harness)
     read = lm_eval.read_lm_eval_samples if harness == "lm-eval" else inspect_ai.read_inspect_logs
     return read(paths, **options)
 
 
 def round_arguments(harness, question_ids):
-    """What to pass to the harness to run ``question_ids``: ``{"tasks": [...], "samples": {task:
-    [doc ids]}}`` for lm-eval (``--tasks``, ``--samples``), ``{"tasks": [...], "sample_id": str}``
-    for inspect (``--sample-id``, ``<task>:<id>`` selectors)."""
+    """The harness arguments that run ``question_ids``: ``{"tasks", "samples"}`` or ``{"tasks", "sample_id"}``."""
     _check(harness)
     ids = check_question_id_list(question_ids, "the session's question ids", empty="nothing is pending")
     if harness == "lm-eval":
@@ -67,9 +61,7 @@ def round_arguments(harness, question_ids):
 
 
 def read_round(harness, paths, question_ids, **options):
-    """``(outcomes of question_ids, ids of the other scored samples read past)`` from one model's
-    harness output: :func:`.read_lm_eval_outcomes` or :func:`.read_inspect_outcomes` with ``options``;
-    a ``ValueError`` names the path and the ids without a score."""
+    """``(outcomes of question_ids, ids of the other scored samples read past)`` from one model's output."""
     _check(harness)
     ids = check_question_id_list(question_ids, "the session's question ids", empty="nothing is pending")
     read = lm_eval.read_lm_eval_round if harness == "lm-eval" else inspect_ai.read_inspect_round

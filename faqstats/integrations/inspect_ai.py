@@ -1,39 +1,27 @@
 """inspect-ai: eval logs as a history, ``--sample-id`` for a session's questions.
 
-Logs are read with inspect-ai's ``read_eval_log`` when it is installed, else with :mod:`zipfile`
-and :mod:`json` (zstd ``.eval`` entries then need Python >= 3.14 or ``zstandard``). A question id
-is ``"<task>/<sample id>"``; its value is the scorer's, mapped by :data:`DEFAULT_VALUE_MAP` and
-averaged over epochs, NaN when errored or unscored (docs/tutorials/inspect_ai.md).
+A question id is ``"<task>/<sample id>"``; its value is the scorer's, mapped by :data:`DEFAULT_VALUE_MAP`
+and averaged over epochs, NaN when errored or unscored (docs/tutorials/inspect_ai.md).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
-
-import numpy as np
 
 from ._common import (HarnessRecords, id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,
                       split_question_id, write_arg)
 from .inspect_log import inspect_reader, read_log
 
 __all__ = ["read_inspect_logs", "read_inspect_outcomes", "read_inspect_groups", "read_inspect_clusters",
-           "read_inspect_costs",
-           "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
+           "read_inspect_costs", "inspect_sample_id_arg", "DEFAULT_VALUE_MAP"]
 
 DEFAULT_VALUE_MAP = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
-"""inspect's letter scores (CORRECT, INCORRECT, PARTIAL, NOANSWER) as numbers.
-
-A mapping ``value_map`` given to :func:`read_inspect_logs` or :func:`read_inspect_outcomes` is
-merged over these (a function replaces them).
+"""inspect's letter scores (CORRECT, INCORRECT, PARTIAL, NOANSWER) as numbers; a ``value_map`` merges over them.
 
 Examples
 --------
 >>> [DEFAULT_VALUE_MAP[letter] for letter in "CIPN"]
 [1.0, 0.0, 0.5, 0.0]
->>> strict = {**DEFAULT_VALUE_MAP, "P": 0.0}  # what value_map={"P": 0.0} reads with: no partial credit
->>> strict["P"], strict["C"]
-(0.0, 1.0)
 """
 
 # -- values and collection -------------------------------------------------------------------
@@ -55,7 +43,7 @@ def _to_float(value, value_map, where):
 
 
 def _log_paths(path, name):
-    """(model override: None, log file, explicit) for every log at ``path``."""
+    """``(None, log file, given explicitly)`` for every log at ``path``."""
     if not path.is_dir():
         return [(None, path, True)]
     found = sorted(p for p in path.rglob("*") if p.suffix in (".eval", ".json"))
@@ -72,18 +60,10 @@ def _collect(paths, scorer, value_map, reader, name, wanted=None):
         value_map = {**DEFAULT_VALUE_MAP, **(value_map or {})}
     elif not callable(value_map):
         raise TypeError(f"value_map must be a mapping or a function, got {type(value_map).__name__}.")
-    read_eval_log = inspect_reader(reader)
     records = HarnessRecords()
-    for model, path, explicit in expand_paths(paths, name, _log_paths):
-        log = read_log(path, read_eval_log, explicit)
-        if log is None:
-            continue  # some other JSON file in a log directory (e.g. the viewer's logs.json)
-        ev, samples = log
-        model = model or ev.get("model") or path.stem
-        task = ev.get("task") or "task"
+    for model, task, stamp, path, samples in _each_log(paths, reader, name):
         if wanted is not None and not any(qid.startswith(f"{task}/") for qid in wanted):
             continue  # a log of a task not asked about: its scorers do not matter
-        stamp = str(ev.get("created") or "")
         task_scorer = scorer.get(task) if isinstance(scorer, Mapping) else scorer
         names = sorted({k for s in samples for k in (s.get("scores") or {})})
         if task_scorer is None:
@@ -117,46 +97,32 @@ def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        Log files or directories (searched recursively); the model is the log's ``eval.model``,
-        unless a mapping ``{model name: path(s)}`` names it.
+        Log files or directories (searched recursively), or a mapping ``{model name: path(s)}``.
     scorer : str, mapping task -> str, or None, default=None
         The scorer whose value to read; ``None`` works for logs with a single scorer.
     value_map : mapping or callable, optional
-        Mappings on top of :data:`DEFAULT_VALUE_MAP` (``{"P": 0.0}``: partial credit is
-        wrong), or a function from the raw value to a number in [0, 1] (for dict values).
+        Merged over :data:`DEFAULT_VALUE_MAP`, or a function from the raw value to [0, 1].
     reader : {"auto", "inspect", "builtin"}, default="auto"
         ``"auto"`` uses inspect-ai's ``read_eval_log`` when it is installed.
 
     Returns
     -------
     matrix : ndarray of shape (n_models, n_questions)
-        Values in [0, 1], averaged over epochs (of two logs of a sample, the later created wins);
-        NaN where a model has no scored sample.
+        Values in [0, 1] averaged over epochs (the latest log wins); NaN where unscored.
     model_names : list of str
-        In the order first seen (log files sorted by path within each argument).
+        In the order first seen.
     question_ids : list of str
-        ``"<task>/<sample id>"``, sorted by task then sample id (integers numerically).
-
-    See Also
-    --------
-    read_inspect_outcomes, inspect_sample_id_arg
+        Sorted by task then sample id.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_logs
-    >>> def log(model, values):
-    ...     samples = [{"id": i, "epoch": 1, "scores": {"match": {"value": v}}} for i, v in enumerate(values, 1)]
-    ...     return {"eval": {"model": model, "task": "quiz", "created": "2025-01-01"}, "samples": samples}
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     for n, (model, values) in enumerate({"mockllm/a": "CIP", "mockllm/b": "CC"}.items()):
-    ...         _ = pathlib.Path(tmp, f"log{n}.json").write_text(json.dumps(log(model, values)))
-    ...     H, models, ids = read_inspect_logs(tmp, reader="builtin")
-    >>> models, ids
-    (['mockllm/a', 'mockllm/b'], ['quiz/1', 'quiz/2', 'quiz/3'])
-    >>> H
-    array([[1. , 0. , 0.5],
-           [1. , 1. , nan]])
+    >>> samples = [{"id": i, "epoch": 1, "scores": {"match": {"value": v}}} for i, v in enumerate("CIP", 1)]
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
+    >>> read_inspect_logs(path, reader="builtin")
+    (array([[1. , 0. , 0.5]]), ['mockllm/a'], ['quiz/1', 'quiz/2', 'quiz/3'])
     """
     records = _collect(paths, scorer, value_map, reader, "paths")
     return records.history("No scored samples in the inspect logs given in paths.")
@@ -177,17 +143,16 @@ def read_inspect_outcomes(log_path, question_ids, *, scorer=None, value_map=None
     Returns
     -------
     ndarray of shape (len(question_ids),)
+        The values, in the order of ``question_ids``.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_outcomes
-    >>> log = {"eval": {"model": "mockllm/new", "task": "quiz", "created": "2025-01-01"},
-    ...        "samples": [{"id": 4, "epoch": 1, "scores": {"match": {"value": "I"}}},
-    ...                    {"id": 9, "epoch": 1, "scores": {"match": {"value": "C"}}}]}
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     _ = pathlib.Path(tmp, "run.json").write_text(json.dumps(log))
-    ...     read_inspect_outcomes(tmp, ["quiz/9", "quiz/4"], reader="builtin")
+    >>> samples = [{"id": i, "epoch": 1, "scores": {"match": {"value": v}}} for i, v in [(4, "I"), (9, "C")]]
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "run.json")
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/new", "task": "quiz"}, "samples": samples}))
+    >>> read_inspect_outcomes(path, ["quiz/9", "quiz/4"], reader="builtin")
     array([1., 0.])
     """
     return read_inspect_round(log_path, question_ids, scorer=scorer, value_map=value_map, reader=reader)[0]
@@ -201,17 +166,22 @@ def read_inspect_round(log_path, question_ids, *, scorer=None, value_map=None, r
 
 
 # -- groups and costs per question ------------------------------------------------------------
-def _each_sample(paths, reader, name):
-    """``(model, task, created, log path, sample)`` for every sample of the logs at ``paths``."""
+def _each_log(paths, reader, name):
+    """``(model, task, created, log path, samples)`` for every log at ``paths``."""
     read_eval_log = inspect_reader(reader)
     for model, path, explicit in expand_paths(paths, name, _log_paths):
         log = read_log(path, read_eval_log, explicit)
         if log is None:
-            continue
+            continue  # some other JSON file in a log directory (e.g. the viewer's logs.json)
         ev, samples = log
+        yield model or ev.get("model") or path.stem, ev.get("task") or "task", str(ev.get("created") or ""), path, \
+            samples
+
+
+def _each_sample(paths, reader, name):
+    for model, task, stamp, path, samples in _each_log(paths, reader, name):
         for sample in samples:
-            yield model or ev.get("model") or path.stem, ev.get("task") or "task", str(ev.get("created") or ""), path, \
-                sample
+            yield model, task, stamp, path, sample
 
 
 def read_inspect_groups(paths, field=None, *, reader="auto"):
@@ -220,30 +190,25 @@ def read_inspect_groups(paths, field=None, *, reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        Log files or directories, as in :func:`read_inspect_logs` (e.g. the history's).
+        Log files or directories, as in :func:`read_inspect_logs`.
     field : str or None, default=None
-        The key of the samples' ``metadata`` whose value is the group (a subject, a difficulty
-        level: a string or an integer); ``None``: the task, as :func:`~faqstats.integrations.task_groups`.
-        Every sample must have it, with one value whatever the log, model or epoch.
+        The ``metadata`` key whose value (a string or an integer) is the group; ``None``: the task.
     reader : {"auto", "inspect", "builtin"}, default="auto"
         As in :func:`read_inspect_logs`.
 
     Returns
     -------
     dict
-        ``{"<task>/<sample id>": label}`` (labels as strings), for every sample in the logs, for
-        ``groups=`` of :class:`~faqstats.EvaluationSession` or a ``--groups-from`` file
-        (``faqstats question-table --inspect LOGDIR --group-field FIELD``).
+        ``{"<task>/<sample id>": label}`` (labels as strings), for every sample in the logs.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_groups
     >>> samples = [{"id": i, "epoch": 1, "metadata": {"level": lvl}} for i, lvl in [(1, "easy"), (2, "hard")]]
-    >>> log = {"eval": {"model": "mockllm/a", "task": "quiz", "created": "2025-01-01"}, "samples": samples}
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     _ = pathlib.Path(tmp, "log.json").write_text(json.dumps(log))
-    ...     read_inspect_groups(tmp, "level", reader="builtin")
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
+    >>> read_inspect_groups(path, "level", reader="builtin")
     {'quiz/1': 'easy', 'quiz/2': 'hard'}
     """
     if field is not None and not (isinstance(field, str) and field):
@@ -252,38 +217,30 @@ def read_inspect_groups(paths, field=None, *, reader="auto"):
 
 
 def read_inspect_clusters(paths, field, *, reader="auto"):
-    """A cluster id per question of inspect-ai logs, from a field of the samples' metadata.
-
-    Questions on one passage, image or document (a ``passage_id``, ``doc_id`` metadata field)
-    are a cluster: pass the result as ``clusters=`` to :class:`~faqstats.EvaluationSession`
-    (every draw then asks a whole cluster; docs/statistics.md, "Clusters and repeated samples"),
-    or write it with ``faqstats question-table --inspect LOGDIR --cluster-field FIELD``.
+    """A cluster id per question of inspect-ai logs (e.g. a ``passage_id``), from a field of the samples' metadata.
 
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
         Log files or directories, as in :func:`read_inspect_logs`.
     field : str
-        The key of the samples' ``metadata`` whose value is the cluster id (a string or an
-        integer). Every sample must have it, with one value whatever the log, model or epoch.
+        The ``metadata`` key whose value (a string or an integer) is the cluster id.
     reader : {"auto", "inspect", "builtin"}, default="auto"
         As in :func:`read_inspect_logs`.
 
     Returns
     -------
     dict
-        ``{"<task>/<sample id>": cluster id}`` (ids as strings), for every sample in the logs.
-        Clusters are made within a task: the same id in two tasks names two clusters.
+        ``{"<task>/<sample id>": "<task>/<cluster id>"}``: clusters are made within a task.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_clusters
     >>> samples = [{"id": i, "epoch": 1, "metadata": {"passage": p}} for i, p in [(1, 7), (2, 7), (3, 8)]]
-    >>> log = {"eval": {"model": "mockllm/a", "task": "quiz", "created": "2025-01-01"}, "samples": samples}
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     _ = pathlib.Path(tmp, "log.json").write_text(json.dumps(log))
-    ...     read_inspect_clusters(tmp, "passage", reader="builtin")
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
+    >>> read_inspect_clusters(path, "passage", reader="builtin")
     {'quiz/1': 'quiz/7', 'quiz/2': 'quiz/7', 'quiz/3': 'quiz/8'}
     """
     if not (isinstance(field, str) and field):
@@ -293,8 +250,7 @@ def read_inspect_clusters(paths, field, *, reader="auto"):
 
 
 def _metadata_labels(paths, field, reader, kind):
-    """``{question id: label}``: the metadata ``field`` of every sample (the task when None);
-    ``kind`` ("group", "cluster") names the label in errors."""
+    """``{question id: label}``: the metadata ``field`` of every sample (the task when None)."""
     labels, where = {}, {}
     for _, task, _, path, sample in _each_sample(paths, reader, "paths"):
         qid = make_question_id(task, sample["id"])
@@ -353,36 +309,28 @@ def read_inspect_costs(paths, *, tokens="total", reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        Log files or directories, as in :func:`read_inspect_logs` (e.g. the history's runs).
+        Log files or directories, as in :func:`read_inspect_logs`.
     tokens : {"total", "input", "output"}, default="total"
-        Which token counts make the cost: ``total_tokens`` (else input + output), or the input or
-        output tokens alone; summed over every model a sample called (a grader model too).
+        ``total_tokens`` (else input + output), or the input or output tokens, over every model called.
     reader : {"auto", "inspect", "builtin"}, default="auto"
         As in :func:`read_inspect_logs`.
 
     Returns
     -------
     dict
-        ``{"<task>/<sample id>": cost}``: the tokens of one epoch of the sample, averaged over its
-        epochs and then over the models that ran it (of two logs of a model on a sample, the later
-        created wins), for ``costs=`` of :class:`~faqstats.EvaluationSession` or a ``--costs-from``
-        file (``faqstats question-table``). Samples without ``model_usage`` are left out (a
-        session then names them as missing). A run with ``--epochs k`` spends about ``k`` times
-        the cost: scale a cost budget by ``k``.
+        ``{"<task>/<sample id>": cost}``: one epoch's tokens, averaged over epochs and then models;
+        samples without ``model_usage`` are left out.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_inspect_costs
-    >>> usage = lambda n_in, n_out: {"mockllm/a": {"input_tokens": n_in, "output_tokens": n_out}}
-    >>> samples = [{"id": 1, "epoch": 1, "model_usage": usage(90, 10)},
-    ...            {"id": 1, "epoch": 2, "model_usage": usage(90, 30)},
-    ...            {"id": 2, "epoch": 1, "model_usage": usage(400, 100)}]
-    >>> log = {"eval": {"model": "mockllm/a", "task": "quiz", "created": "2025-01-01"}, "samples": samples}
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     _ = pathlib.Path(tmp, "log.json").write_text(json.dumps(log))
-    ...     read_inspect_costs(tmp, reader="builtin"), read_inspect_costs(tmp, tokens="output", reader="builtin")
-    ({'quiz/1': 110.0, 'quiz/2': 500.0}, {'quiz/1': 20.0, 'quiz/2': 100.0})
+    >>> usage = [{"mockllm/a": {"input_tokens": 90, "output_tokens": n}} for n in (10, 30)]
+    >>> samples = [{"id": 1, "epoch": e, "model_usage": u} for e, u in enumerate(usage, 1)]
+    >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
+    >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
+    >>> read_inspect_costs(path, reader="builtin"), read_inspect_costs(path, tokens="output", reader="builtin")
+    ({'quiz/1': 110.0}, {'quiz/1': 20.0})
     """
     if tokens not in _TOKENS:
         raise ValueError(f"tokens must be one of {_TOKENS}, got {tokens!r}.")
@@ -394,13 +342,7 @@ def read_inspect_costs(paths, *, tokens="total", reader="auto"):
             records.add(model, make_question_id(task, sample["id"]), n, stamp)
     if not records.models:
         raise ValueError("No sample with model_usage (token counts) in the inspect logs given in paths.")
-    with warnings.catch_warnings():  # several runs of a model: the latest's counts, as the scores
-        warnings.simplefilter("ignore", UserWarning)
-        matrix, _, ids = records.history("")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # (no all-NaN column: every id has a count)
-        costs = np.nanmean(matrix, axis=0)
-    return {qid: float(c) for qid, c in zip(ids, costs)}
+    return records.mean_costs()
 
 
 def _escape_glob(sample_id):
@@ -418,9 +360,7 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix=True):
     path : path or None, default=None
         When given, the value is also written there (``--sample-id "$(cat PATH)"``).
     task_prefix : {True, "auto", False}, default=True
-        Write ``<task>:<id>`` selectors (inspect-ai 0.3.2xx and later), which keep an id to
-        its task when the task file holds several; ``"auto"``: only when the ids span
-        several tasks (for older inspect-ai on single-task files).
+        Write ``<task>:<id>`` selectors (inspect-ai 0.3.2xx on); ``"auto"``: when the ids span several tasks.
 
     Returns
     -------
@@ -430,10 +370,8 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix=True):
     Examples
     --------
     >>> from faqstats.integrations import inspect_sample_id_arg
-    >>> inspect_sample_id_arg(["arith/3", "words/w-kiwi"])
-    'arith:3,words:w-kiwi'
-    >>> inspect_sample_id_arg(["gpqa/12", "gpqa/rec7*"], task_prefix="auto")
-    '12,rec7[*]'
+    >>> inspect_sample_id_arg(["arith/3", "words/w-kiwi"]), inspect_sample_id_arg(["gpqa/rec7*"], task_prefix=False)
+    ('arith:3,words:w-kiwi', 'rec7[*]')
     """
     ids = check_question_id_list(question_ids, empty="inspect would run every sample")
     if task_prefix not in ("auto", True, False):

@@ -1,10 +1,8 @@
 """Reading one inspect-ai eval log, checked: its eval header and samples as plain dicts.
 
-A ``.eval`` log is a zip archive; it is read with inspect-ai's ``read_eval_log`` when that is
-installed, else with :mod:`zipfile` and :mod:`json` (zstd entries then need Python >= 3.14 or
-``zstandard``). Either way the samples are held against the log's own list of them, the zip's
-declared member count and (under inspect-ai's reader, which does not) every member's CRC-32, so
-damage is an error naming the file rather than a sample silently lost.
+With inspect-ai's ``read_eval_log`` when installed, else :mod:`zipfile` and :mod:`json` (zstd entries
+need Python >= 3.14 or ``zstandard``). The samples are held against the log's own list of them, the
+zip's member count and CRC-32s, so damage is an error naming the file, not a sample silently lost.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ _ZIP_ZSTANDARD = 93  # zip compression method id of zstandard (inspect-ai's defa
 _READERS = ("auto", "inspect", "builtin")
 
 
-# -- reading one log into plain dicts ------------------------------------------------------
 def _read_member(zf, name, path):
     info = zf.getinfo(name)
     if info.compress_type != _ZIP_ZSTANDARD or sys.version_info >= (3, 14):
@@ -102,8 +99,8 @@ def _read_with_inspect(path, read_eval_log):
 
 
 def read_log(path, read_eval_log, explicit):
-    """``(eval dict, sample dicts)`` of one log, checked; None for a JSON file in a directory that
-    is no eval log. Whatever else goes wrong reading it is a ``ValueError`` naming the file."""
+    """``(eval dict, sample dicts)`` of one log, checked (a ``ValueError`` naming the file); None for a JSON
+    file in a directory that is no eval log."""
     if not explicit and path.suffix == ".json":  # a log directory may hold other JSON files: skip
         doc = _json(path.read_bytes(), path, "the file")  # them (not a damaged log), saying so
         if not (isinstance(doc, dict) and isinstance(doc.get("eval"), dict)):
@@ -140,10 +137,8 @@ _MEMBER_RE = re.compile(r"header\.json|summaries\.json|reductions\.json|_journal
 
 
 def _check_manifest(path, samples, verify_members=False):
-    """Cross-check a .eval log's samples against its own list of them (``summaries.json``, or the
-    journal's summaries while the run is unfinished): a member renamed by damage to the zip's
-    directory would otherwise drop its sample without a word. ``verify_members``: also check every
-    member's CRC-32 (inspect-ai's reader does not; zipfile, under the built-in reader, does)."""
+    """Hold a .eval log's samples against its own list of them (``summaries.json`` or the journal's);
+    ``verify_members``: also check every member's CRC-32 (inspect-ai's reader does not)."""
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
         if verify_members:

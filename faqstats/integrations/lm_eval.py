@@ -1,9 +1,7 @@
 """EleutherAI lm-evaluation-harness: its logged samples as a history, ``--samples`` for a session.
 
 ``lm_eval ... --output_path OUT --log_samples`` writes ``OUT/<model>/samples_<task>_<timestamp>.jsonl``,
-one line per document and filter with its ``doc_id``, ``doc_hash``, ``filter`` and one score per
-metric. They are read with :mod:`json` only (lm-eval need not be installed); a question id is
-``"<task>/<doc_id>"`` (docs/tutorials/lm_eval.md).
+read with :mod:`json` only; a question id is ``"<task>/<doc_id>"`` (docs/tutorials/lm_eval.md).
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -40,7 +37,8 @@ def _samples_files(path, name):
     for f in files:
         match = _SAMPLES_RE.match(f.name)
         if match is None:
-            raise ValueError(f"{name}: {f} is not named like an lm-eval samples file (samples_<task>_<timestamp>.jsonl).")
+            raise ValueError(f"{name}: {f} is not named like an lm-eval samples file "
+                             "(samples_<task>_<timestamp>.jsonl).")
         # the model is the directory lm-eval made for it under --output_path
         found.append((f.parent.name, match["task"], match["stamp"] or "", f))
     return found
@@ -56,8 +54,24 @@ def _per_task(value, task, name):
     return value
 
 
-def _lines(path):
-    """``(line number, line)`` of a samples file's non-blank lines, the whole file checked to be UTF-8."""
+def _check_key(key):
+    if key not in _KEYS:
+        raise ValueError(f"key must be 'doc_id' or 'doc_hash', got {key!r}.")
+
+
+def _task_set(task):
+    return None if task is None else {task} if isinstance(task, str) else set(task)
+
+
+def _task_files(paths_or_dirs, task):
+    """:func:`_samples_files` of the tasks ``task`` names (all when None)."""
+    tasks = _task_set(task)
+    return [(model, name, stamp, path) for model, name, stamp, path in
+            expand_paths(paths_or_dirs, "paths_or_dirs", _samples_files) if tasks is None or name in tasks]
+
+
+def _records(path):
+    """``(where, line number, parsed JSON)`` of a samples file's non-blank lines (the file must be UTF-8)."""
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")
@@ -68,18 +82,17 @@ def _lines(path):
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not lines:
         raise ValueError(f"{path} is empty: an lm-eval samples file has one JSON line per document.")
-    return lines
+    for line_no, line in lines:
+        try:
+            yield f"{path}:{line_no}", line_no, json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ValueError(f"{path}:{line_no} is not valid JSON ({exc}).") from None
 
 
 def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=None, results=None):
     filters, metrics, n_used, seen = set(), set(), 0, {}
     lacking, scores = [], []  # lines of the filter without the metric; every score of the filter
-    for line_no, line in _lines(path):
-        where = f"{path}:{line_no}"
-        try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise ValueError(f"{where} is not valid JSON ({exc}).") from None
+    for where, line_no, rec in _records(path):
         if not isinstance(rec, dict):
             raise ValueError(f"{where} is a JSON {type(rec).__name__}, not an object (a line of an lm-eval samples "
                              "file).")
@@ -134,11 +147,8 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
 
 
 def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids=None, results=None):
-    """Hold a samples file against the ``results_<timestamp>.json`` lm-eval wrote beside it, when
-    there is one: as many documents as it counted, doc ids inside the task's documents and, for a
-    metric aggregated by the mean, the same mean. A changed score or id, or a lost line, then fails
-    loudly instead of changing a result. ``results``: the results files parsed so far, by path (one
-    run's results file serves all its tasks' samples files: it is parsed once)."""
+    """Hold a samples file against lm-eval's ``results_<stamp>.json`` beside it, if any: its document count,
+    doc ids and (a mean-aggregated metric) mean, so that damage fails loudly. ``results``: parsed files by path."""
     results_path = path.with_name(f"results_{stamp}.json")
     if not stamp or not results_path.is_file():
         return
@@ -171,9 +181,8 @@ def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids=No
 
 
 def _collect(paths, task, metric, filter, key, name, wanted_tasks=None, wanted=None):
-    if key not in _KEYS:
-        raise ValueError(f"key must be 'doc_id' or 'doc_hash', got {key!r}.")
-    tasks = None if task is None else {task} if isinstance(task, str) else set(task)
+    _check_key(key)
+    tasks = _task_set(task)
     if wanted_tasks is not None:
         tasks = wanted_tasks if tasks is None else tasks & wanted_tasks
     records = HarnessRecords()
@@ -195,8 +204,8 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
     Parameters
     ----------
     paths_or_dirs : path, sequence of paths, or mapping
-        ``--output_path`` directories, model directories or samples files (the model is the
-        directory's name), or a mapping ``{model name: path(s)}``.
+        ``--output_path`` or model directories, or samples files (the model is the directory's name),
+        or a mapping ``{model name: path(s)}``.
     task : str, sequence of str or None, default=None
         Tasks to read; ``None`` reads every task found.
     metric : str or mapping task -> str, default="acc"
@@ -211,31 +220,22 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
     matrix : ndarray of shape (n_models, n_questions)
         Scores (of several runs of a task, the latest wins), NaN where a model has no line.
     model_names : list of str
-        In the order first seen (files sorted by path within each argument).
+        In the order first seen.
     question_ids : list of str
         Sorted by task, then by doc id (numerically).
-
-    See Also
-    --------
-    read_lm_eval_outcomes, write_lm_eval_samples_arg
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_lm_eval_samples
-    >>> with tempfile.TemporaryDirectory() as out:
-    ...     for model, accs in {"org__small": [1, 0], "org__big": [1, 1, 1]}.items():
-    ...         d = pathlib.Path(out, model)
-    ...         d.mkdir()
-    ...         lines = [json.dumps({"doc_id": i, "filter": "none", "metrics": ["acc"], "acc": a})
-    ...                  for i, a in enumerate(accs)]
-    ...         _ = (d / "samples_arc_2025-01-01T00-00-00.000001.jsonl").write_text("\\n".join(lines))
-    ...     H, models, ids = read_lm_eval_samples(out)
-    >>> models, ids
-    (['org__big', 'org__small'], ['arc/0', 'arc/1', 'arc/2'])
-    >>> H
-    array([[ 1.,  1.,  1.],
-           [ 1.,  0., nan]])
+    >>> out = pathlib.Path(tempfile.mkdtemp())
+    >>> for model, accs in {"org__small": [1, 0], "org__big": [1, 1, 1]}.items():
+    ...     (out / model).mkdir()
+    ...     lines = [json.dumps({"doc_id": i, "acc": a}) for i, a in enumerate(accs)]
+    ...     _ = (out / model / "samples_arc_2025-01-01T00-00-00.jsonl").write_text("\\n".join(lines))
+    >>> read_lm_eval_samples(out)
+    (array([[ 1.,  1.,  1.],
+           [ 1.,  0., nan]]), ['org__big', 'org__small'], ['arc/0', 'arc/1', 'arc/2'])
     """
     records = _collect(paths_or_dirs, task, metric, filter, key, "paths_or_dirs")
     return records.history(f"No lines with metric {metric!r} and filter {filter!r} in paths_or_dirs.")
@@ -254,7 +254,7 @@ def write_lm_eval_samples_arg(question_ids, path=None):
     Returns
     -------
     dict
-        Task -> sorted doc ids (its ``json.dumps`` is also accepted inline).
+        Task -> sorted doc ids.
 
     Examples
     --------
@@ -298,13 +298,11 @@ def read_lm_eval_outcomes(path, question_ids, *, metric="acc", filter="none", ke
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_lm_eval_outcomes
-    >>> with tempfile.TemporaryDirectory() as out:
-    ...     d = pathlib.Path(out, "org__new")
-    ...     d.mkdir()
-    ...     lines = [json.dumps({"doc_id": i, "filter": "none", "metrics": ["acc"], "acc": a})
-    ...              for i, a in [(2, 1.0), (10, 0.0)]]
-    ...     _ = (d / "samples_arc_2025-01-01T00-00-00.000001.jsonl").write_text("\\n".join(lines))
-    ...     read_lm_eval_outcomes(out, ["arc/10", "arc/2"])
+    >>> out = pathlib.Path(tempfile.mkdtemp(), "org__new")
+    >>> out.mkdir()
+    >>> lines = [json.dumps({"doc_id": i, "acc": a}) for i, a in [(2, 1.0), (10, 0.0)]]
+    >>> _ = (out / "samples_arc_2025-01-01T00-00-00.jsonl").write_text("\\n".join(lines))
+    >>> read_lm_eval_outcomes(out, ["arc/10", "arc/2"])
     array([0., 1.])
     """
     return read_lm_eval_round(path, question_ids, metric=metric, filter=filter, key=key)[0]
@@ -320,9 +318,7 @@ def read_lm_eval_round(path, question_ids, *, metric="acc", filter="none", key="
 
 # -- groups and costs per question ------------------------------------------------------------
 def _strings(arguments):
-    """The text of a line's requests: each request's string arguments (the prompt, a scored
-    continuation), not its generation settings (a dict); requests as a mapping (lm-eval 0.4) or
-    a list (older)."""
+    """The string arguments of a line's requests (prompt, continuation), not generation settings (a dict)."""
     requests = arguments.values() if isinstance(arguments, Mapping) else arguments
     if not isinstance(requests, (list, type({}.values()))):
         raise TypeError
@@ -339,11 +335,8 @@ def _strings(arguments):
 def read_lm_eval_costs(paths_or_dirs, *, task=None, key="doc_id", tokenizer=None):
     """A cost per question of lm-eval ``--log_samples`` output: the length of its requests.
 
-    lm-eval 0.4 logs no token counts in its samples files, so the cost of a document is the
-    length of the text it sends to the model: the strings of the line's ``arguments``, every
-    request of the document (a multiple-choice question's context once per choice, with the
-    choice; a generation's prompt, not its generation settings). Counted in characters, a proxy
-    for the input tokens, or by ``tokenizer``.
+    lm-eval logs no token counts, so a document costs the length of the strings of its
+    ``arguments`` (every request), in characters or by ``tokenizer``.
 
     Parameters
     ----------
@@ -354,47 +347,33 @@ def read_lm_eval_costs(paths_or_dirs, *, task=None, key="doc_id", tokenizer=None
     key : {"doc_id", "doc_hash"}, default="doc_id"
         As in :func:`read_lm_eval_samples`.
     tokenizer : callable or None, default=None
-        A function from a string to its number of tokens (e.g. ``lambda s:
-        len(tok.encode(s))`` with the new model's tokenizer); ``None`` counts characters.
+        A function from a string to its number of tokens; ``None`` counts characters.
 
     Returns
     -------
     dict
-        ``{"<task>/<doc id>": cost}`` (averaged over the models that ran the document; of two runs
-        of a model, the later wins), for ``costs=`` of :class:`~faqstats.EvaluationSession` or a
-        ``--costs-from`` file (``faqstats question-table``).
+        ``{"<task>/<doc id>": cost}``, averaged over the models that ran the document.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_lm_eval_costs
-    >>> with tempfile.TemporaryDirectory() as out:
-    ...     d = pathlib.Path(out, "org__model")
-    ...     d.mkdir()
-    ...     lines = [json.dumps({"doc_id": i, "filter": "none", "acc": 1.0,
-    ...                          "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": " yes"}}})
-    ...              for i, prompt in enumerate(["Is 2 even?", "Is the square root of 2 rational?"])]
-    ...     _ = (d / "samples_quiz_2025-01-01T00-00-00.000001.jsonl").write_text("\\n".join(lines))
-    ...     read_lm_eval_costs(out)
+    >>> out = pathlib.Path(tempfile.mkdtemp(), "org__model")
+    >>> out.mkdir()
+    >>> lines = [json.dumps({"doc_id": i, "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": " yes"}}})
+    ...          for i, prompt in enumerate(["Is 2 even?", "Is the square root of 2 rational?"])]
+    >>> _ = (out / "samples_quiz_2025-01-01T00-00-00.jsonl").write_text("\\n".join(lines))
+    >>> read_lm_eval_costs(out)
     {'quiz/0': 14.0, 'quiz/1': 37.0}
     """
-    if key not in _KEYS:
-        raise ValueError(f"key must be 'doc_id' or 'doc_hash', got {key!r}.")
+    _check_key(key)
     count = len if tokenizer is None else tokenizer
     if not callable(count):
         raise TypeError(f"tokenizer must be a function from a string to its number of tokens, got {tokenizer!r}.")
-    tasks = None if task is None else {task} if isinstance(task, str) else set(task)
     records = HarnessRecords()
-    for model, task_name, stamp, path in expand_paths(paths_or_dirs, "paths_or_dirs", _samples_files):
-        if tasks is not None and task_name not in tasks:
-            continue
+    for model, task_name, stamp, path in _task_files(paths_or_dirs, task):
         seen = set()
-        for line_no, line in _lines(path):
-            where = f"{path}:{line_no}"
-            try:
-                rec = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                raise ValueError(f"{where} is not valid JSON ({exc}).") from None
+        for where, _, rec in _records(path):
             if not isinstance(rec, dict) or key not in rec or "arguments" not in rec:
                 raise ValueError(f"{where}: a samples line needs {key!r} and 'arguments' (run lm-eval with "
                                  "--log_samples).")
@@ -413,13 +392,7 @@ def read_lm_eval_costs(paths_or_dirs, *, task=None, key="doc_id", tokenizer=None
             records.add(model, make_question_id(task_name, doc), float(n), stamp)
     if not records.models:
         raise ValueError("No lm-eval samples lines in paths_or_dirs.")
-    with warnings.catch_warnings():  # several runs of a model: the latest's, as the scores
-        warnings.simplefilter("ignore", UserWarning)
-        matrix, _, ids = records.history("")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        costs = np.nanmean(matrix, axis=0)
-    return {qid: float(c) for qid, c in zip(ids, costs)}
+    return records.mean_costs()
 
 
 _LEVELS = ("task", "parent", "group")
@@ -449,18 +422,15 @@ def _group_subtasks(paths_or_dirs):
 def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id"):
     """A group label per question of lm-eval ``--log_samples`` output: its (sub)task or its group.
 
-    lm-eval writes one samples file per subtask (``mmlu_anatomy``, ...), and the results file's
-    ``group_subtasks`` says which group holds which subtask (``mmlu_stem`` -> ``mmlu_anatomy``,
-    ``mmlu`` -> ``mmlu_stem``).
+    The groups are the results files' ``group_subtasks`` (``mmlu`` -> ``mmlu_stem`` -> ``mmlu_anatomy``).
 
     Parameters
     ----------
     paths_or_dirs : path, sequence of paths, or mapping
         As in :func:`read_lm_eval_samples`, with the runs' ``results_*.json`` next to the samples.
     level : {"task", "parent", "group"}, default="task"
-        ``"task"``: the subtask of the samples file (as :func:`~faqstats.integrations.task_groups`);
-        ``"parent"``: the group that lists it; ``"group"``: the outermost group above it. A task
-        in no group is its own group.
+        The subtask of the samples file, the group that lists it, or the outermost group above it
+        (a task in no group is its own group).
     task : str, sequence of str or None, default=None
         Tasks to read; ``None`` reads every task found.
     key : {"doc_id", "doc_hash"}, default="doc_id"
@@ -469,30 +439,24 @@ def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id")
     Returns
     -------
     dict
-        ``{"<task>/<doc id>": label}``, for ``groups=`` of :class:`~faqstats.EvaluationSession` or
-        a ``--groups-from`` file (``faqstats question-table``).
+        ``{"<task>/<doc id>": label}``, for ``groups=`` of :class:`~faqstats.EvaluationSession`.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
     >>> from faqstats.integrations import read_lm_eval_groups
-    >>> with tempfile.TemporaryDirectory() as out:
-    ...     d = pathlib.Path(out, "org__model")
-    ...     d.mkdir()
-    ...     for task in ("mmlu_anatomy", "mmlu_virology", "arc_easy"):
-    ...         line = json.dumps({"doc_id": 0, "filter": "none", "acc": 1.0})
-    ...         _ = (d / f"samples_{task}_2025-01-01T00-00-00.000001.jsonl").write_text(line)
-    ...     tree = {"mmlu": ["mmlu_stem", "mmlu_other"], "mmlu_stem": ["mmlu_anatomy"], "mmlu_other": ["mmlu_virology"]}
-    ...     _ = (d / "results_2025-01-01T00-00-00.000001.json").write_text(json.dumps({"group_subtasks": tree}))
-    ...     read_lm_eval_groups(out, level="parent"), read_lm_eval_groups(out, level="group")
-    ({'arc_easy/0': 'arc_easy', 'mmlu_anatomy/0': 'mmlu_stem', 'mmlu_virology/0': 'mmlu_other'}, \
-{'arc_easy/0': 'arc_easy', 'mmlu_anatomy/0': 'mmlu', 'mmlu_virology/0': 'mmlu'})
+    >>> out = pathlib.Path(tempfile.mkdtemp(), "org__model")
+    >>> out.mkdir()
+    >>> for task in ("mmlu_anatomy", "arc_easy"):
+    ...     _ = (out / f"samples_{task}_2025-01-01T00-00-00.jsonl").write_text('{"doc_id": 0}')
+    >>> tree = {"mmlu": ["mmlu_stem"], "mmlu_stem": ["mmlu_anatomy"]}
+    >>> _ = (out / "results_2025-01-01T00-00-00.json").write_text(json.dumps({"group_subtasks": tree}))
+    >>> read_lm_eval_groups(out, level="parent"), read_lm_eval_groups(out, level="group")
+    ({'arc_easy/0': 'arc_easy', 'mmlu_anatomy/0': 'mmlu_stem'}, {'arc_easy/0': 'arc_easy', 'mmlu_anatomy/0': 'mmlu'})
     """
     if level not in _LEVELS:
         raise ValueError(f"level must be one of {_LEVELS}, got {level!r}.")
-    if key not in _KEYS:
-        raise ValueError(f"key must be 'doc_id' or 'doc_hash', got {key!r}.")
-    tasks = None if task is None else {task} if isinstance(task, str) else set(task)
+    _check_key(key)
     parents = {} if level == "task" else _group_subtasks(paths_or_dirs)
 
     def label(name):
@@ -507,17 +471,11 @@ def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id")
         return name
 
     labels = {}
-    for _, task_name, _, path in expand_paths(paths_or_dirs, "paths_or_dirs", _samples_files):
-        if tasks is not None and task_name not in tasks:
-            continue
+    for _, task_name, _, path in _task_files(paths_or_dirs, task):
         group = label(task_name)
-        for line_no, line in _lines(path):
-            try:
-                rec = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                raise ValueError(f"{path}:{line_no} is not valid JSON ({exc}).") from None
+        for where, _, rec in _records(path):
             if not isinstance(rec, dict) or key not in rec:
-                raise ValueError(f"{path}:{line_no} has no {key!r} field.")
+                raise ValueError(f"{where} has no {key!r} field.")
             labels[make_question_id(task_name, rec[key])] = group
     if not labels:
         raise ValueError("No lm-eval samples lines in paths_or_dirs.")

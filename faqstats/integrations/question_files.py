@@ -1,9 +1,6 @@
-"""Per-question values from small files: question ids, group or cluster labels, costs, outcomes.
-
-These are the files behind the command line's ``--question-ids``, ``--groups-from``,
-``--clusters-from``, ``--costs-from`` and ``session record --from-json``: a CSV (or TSV) of
-``question_id,VALUE`` rows, or JSON. A bad file is refused by ``file:line`` (or JSON entry) and
-question id, in words a user can act on.
+"""Per-question values from small files (CSV/TSV of ``question_id,VALUE`` rows, or JSON): question ids,
+group or cluster labels, costs, outcomes, as the command line reads them. A bad file is refused by
+``file:line`` and question id.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ __all__ = ["read_outcome_pairs", "read_question_costs", "read_question_ids", "re
 
 
 def _read_text(path):
-    """The text of ``path``; a file that cannot be read as a ValueError saying why."""
     try:
         return Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -32,7 +28,6 @@ def _read_text(path):
 
 
 def _shown(ids):
-    """The first five of ``ids``, for a message."""
     return ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
 
 
@@ -42,7 +37,7 @@ def read_question_ids(path):
     Parameters
     ----------
     path : str or path-like
-        A text file with one id a line (blank lines skipped), or a ``.json`` list of ids.
+        A text file with one id a line, or a ``.json`` list of ids.
 
     Returns
     -------
@@ -67,8 +62,7 @@ def read_question_ids(path):
 
 
 def _csv_pairs(path, text, known, kind):
-    """``[(where, id, value)]`` of a CSV/TSV file: ``id,value`` rows, or a header naming the
-    ``kind`` column (else, with two columns, the second one)."""
+    """``[(where, id, value)]`` of a CSV/TSV file: ``id,value`` rows, or under a header naming the ``kind`` column."""
     dialect = "excel-tab" if Path(path).suffix.lower() == ".tsv" else "excel"
     rows = [(n, row) for n, row in enumerate(csv.reader(io.StringIO(text), dialect), start=1)
             if any(cell.strip() for cell in row)]
@@ -100,21 +94,17 @@ def read_question_values(path, question_ids, kind):
     Parameters
     ----------
     path : str or path-like
-        A ``.csv`` (``.tsv``: tab-separated) of ``question_id,VALUE`` rows, optionally under a
-        header naming a ``kind`` (or ``kind + "s"``) column; or a ``.json`` file holding an object
-        ``{question id: VALUE}`` or a list of ``[id, VALUE]`` pairs.
+        A ``.csv`` (``.tsv``) of ``question_id,VALUE`` rows, optionally under a header naming a
+        ``kind`` column; or a ``.json`` object ``{question id: VALUE}`` or list of ``[id, VALUE]`` pairs.
     question_ids : sequence
-        The bank's question ids (compared as strings). Every one must have a value; ids of the
-        file that are not among them are ignored, with a :class:`UserWarning`.
+        The bank's question ids; every one must have a value (other ids are ignored with a warning).
     kind : str
-        What the values are (``"group"``, ``"cost"``, ...): the header's column, and the word the
-        errors use.
+        What the values are (``"group"``, ``"cost"``, ...): the header's column, and the errors' word.
 
     Returns
     -------
     dict
-        ``{question id: (where, value)}``: ``where`` is ``"FILE:LINE"`` (``"FILE entry K"`` or
-        ``"FILE"`` for JSON), ``value`` the string of the CSV cell or the JSON value as it is.
+        ``{question id: (where, value)}``, ``where`` as ``"FILE:LINE"`` (JSON: ``"FILE entry K"`` or ``"FILE"``).
 
     Examples
     --------
@@ -167,14 +157,12 @@ def read_question_labels(path, question_ids, kind="group"):
     question_ids : sequence
         The bank's question ids, in the bank's order.
     kind : str, default "group"
-        What the labels are (``"group"`` or ``"cluster"``): the header's column, and the word the
-        errors use.
+        ``"group"`` or ``"cluster"``: the header's column, and the errors' word.
 
     Returns
     -------
     list of str
-        The label of each of ``question_ids``, in their order. A label is a non-empty string or an
-        integer in the file.
+        The label (a non-empty string or an integer in the file) of each of ``question_ids``.
 
     Examples
     --------
@@ -201,14 +189,14 @@ def read_question_costs(path, question_ids):
     Parameters
     ----------
     path : str or path-like
-        The file, as :func:`read_question_values` reads it (a header names the ``cost`` column).
+        The file, as :func:`read_question_values` reads it.
     question_ids : sequence
         The bank's question ids, in the bank's order.
 
     Returns
     -------
     list of float
-        The cost of each of ``question_ids``, in their order: finite and positive.
+        The cost of each of ``question_ids``.
 
     Examples
     --------
@@ -240,14 +228,13 @@ def read_outcome_pairs(path):
     Parameters
     ----------
     path : str or path-like
-        A ``.json`` file, or ``"-"`` for standard input, holding an object ``{id: outcome}``, a
-        list of ``[id, outcome]`` pairs, or a list of objects ``{"id": ..., "outcome": ...}``
-        (``"value"`` for ``"outcome"`` too).
+        A ``.json`` file (``"-"``: standard input) of ``{id: outcome}``, ``[[id, outcome], ...]`` or
+        ``[{"id": ..., "outcome": ...}, ...]`` (or ``"value"``).
 
     Returns
     -------
     list of tuple
-        The ``(id, outcome)`` pairs, in the file's order, as the JSON gives them (unchecked).
+        The ``(id, outcome)`` pairs, in the file's order, unchecked.
 
     Examples
     --------
