@@ -1,10 +1,5 @@
-"""Costs per question: the Neyman rule with costs, and the draws a cost budget buys.
-
-A question's cost (tokens, dollars) changes the policy only: :class:`CostWeightedSampler`
-divides the base policy's scores by ``sqrt(cost)`` before the uniform floor is mixed in, so
-every increment stays the ordinary PAI increment with a known ``q_t`` (docs/statistics.md,
-"Cost budgets").
-"""
+"""Costs per question: the Neyman rule with costs (:class:`CostWeightedSampler`, a policy like any other,
+so every increment stays the ordinary PAI increment) and the draws a cost budget buys."""
 
 from __future__ import annotations
 
@@ -42,20 +37,22 @@ def check_costs(costs, n_questions):
     return c
 
 
+def _of_base(name, doc):
+    def get(self):
+        return getattr(self.base_sampler, name)
+    return property(get, doc=doc)
+
+
 class CostWeightedSampler(Sampler):
     """A policy's scores divided by ``sqrt(cost)``: the Neyman rule with costs.
 
-    ``q_t(j) = tau / |R| + (1 - tau) s_j / sqrt(c_j) / sum_R s / sqrt(c)`` for the base policy's
-    scores ``s`` and floor ``tau``: with the oracle score this minimises variance times expected
-    cost per draw (docs/statistics.md, "Cost budgets"). The uniform floor is kept as it is, so the
-    inverse-probability weights stay below ``N / tau``. :class:`~faqstats.PAIEstimator` wraps its
-    sampler in one when ``fit`` gets ``costs``.
+    With the oracle score this minimises variance times expected cost per draw; the uniform floor is
+    kept as it is. :class:`~faqstats.PAIEstimator` wraps its sampler in one when ``fit`` gets ``costs``.
 
     Parameters
     ----------
     base_sampler : Sampler
-        The policy whose scores are weighed; its ``tau`` and ``replace`` are used as they are.
-        It must define its law through ``scores`` (not by overriding ``probabilities``).
+        The policy whose scores are weighed (its ``tau`` and ``replace`` are used); defined by ``scores``.
     costs : array-like of shape (N,)
         A finite, positive cost per question.
 
@@ -75,30 +72,11 @@ class CostWeightedSampler(Sampler):
         self.costs = costs
 
     # the base policy's floor, replacement and needs (properties: not parameters of their own)
-    @property
-    def tau(self):
-        """The base policy's uniform floor."""
-        return self.base_sampler.tau
-
-    @property
-    def replace(self):
-        """Whether the base policy samples with replacement."""
-        return self.base_sampler.replace
-
-    @property
-    def needs_factor_model(self):
-        """Whether the base policy needs a predictor."""
-        return self.base_sampler.needs_factor_model
-
-    @property
-    def checks_law(self):
-        """Whether the base policy's law is checked draw by draw."""
-        return self.base_sampler.checks_law
-
-    @property
-    def batched(self):
-        """Whether ``scores`` takes the batched engine's torch states: the base policy's say."""
-        return self.base_sampler.batched
+    tau = _of_base("tau", "The base policy's uniform floor.")
+    replace = _of_base("replace", "Whether the base policy samples with replacement.")
+    needs_factor_model = _of_base("needs_factor_model", "Whether the base policy needs a predictor.")
+    checks_law = _of_base("checks_law", "Whether the base policy's law is checked draw by draw.")
+    batched = _of_base("batched", "Whether ``scores`` takes the batched engine's torch states.")
 
     def check_params(self):
         """Check the base policy and the costs; return ``self``."""
@@ -134,14 +112,10 @@ class CostWeightedSampler(Sampler):
 
 
 def draws_for_cost(budget_cost, costs, first_law, replace, n_questions, max_iter=5):
-    """The number of draws a cost budget buys: ``n = floor(C / E_{q_1}[cost])``.
+    """The number of draws a cost budget buys: ``n = floor(C / E_{q_1}[cost])``, fixed before the run.
 
-    ``first_law(n)`` returns the policy's law for the first draw when the run has ``n`` draws
-    (a policy may look at its budget); ``n`` starts from the uniform design's ``floor(C / mean
-    cost)`` and is updated until it repeats (at most ``max_iter`` times). A deterministic
-    function of the costs, the budget and the prior predictor, so fixed before the run, and the
-    estimator over ``n`` draws keeps its exact unbiasedness. Without replacement ``n`` is at most
-    ``N``.
+    ``first_law(n)`` is the policy's first law for a run of ``n`` draws; ``n`` starts at ``floor(C / mean
+    cost)`` and is updated until it repeats (at most ``max_iter`` times); at most ``N`` without replacement.
 
     Returns
     -------
@@ -158,13 +132,13 @@ def draws_for_cost(budget_cost, costs, first_law, replace, n_questions, max_iter
     """
     check_scalar(budget_cost, "budget_cost", kind=numbers.Real, low=0.0, closed="neither")
     C = float(budget_cost)
-    cap = (lambda n: n) if replace else (lambda n: min(n, n_questions))
-    n = cap(max(int(C // float(costs.mean())), 2))
+    cap = n_questions if not replace else float("inf")
     per_draw = float(costs.mean())
+    n = min(max(int(C // per_draw), 2), cap)
     for _ in range(max_iter):
         q = np.asarray(first_law(n), dtype=float)
         per_draw = float(q @ costs / q.sum())
-        new = cap(int(C // per_draw))
+        new = min(int(C // per_draw), cap)
         if new < 2:
             raise ValueError(
                 f"budget_cost={budget_cost!r} buys {new} draw(s) at an expected cost of {per_draw:.4g} per draw; "

@@ -1,8 +1,5 @@
-"""A resumable evaluation: ask a new model a few questions at a time, across processes and crashes.
-
-:class:`EvaluationSession` is :class:`~faqstats.PAIEstimator`'s loop driven from outside: it hands out
-questions, takes answers whenever they come and keeps its state in a :class:`~faqstats.session.SessionStore`.
-"""
+"""A resumable evaluation: :class:`~faqstats.PAIEstimator`'s loop driven from outside, a few questions at a
+time, across processes and crashes, its state kept in a :class:`~faqstats.session.SessionStore`."""
 
 from __future__ import annotations
 
@@ -30,6 +27,14 @@ __all__ = ["EvaluationSession", "NextQuestions"]
 _UNSET = object()  # no predictor given (None is the sample mean)
 
 
+def _stored(name, doc, convert=None, default=None):
+    """A read-only property: the session's stored ``config[name]`` (``default`` where absent), through ``convert``."""
+    def get(self):
+        value = self._config.get(name, default)
+        return value if convert is None or value is None else convert(value)
+    return property(get, doc=doc)
+
+
 class NextQuestions(NamedTuple):
     """The questions to ask now: lists of the ``ids`` and of the probability ``q_t`` each was drawn with."""
 
@@ -43,16 +48,13 @@ class EvaluationSession:
     Parameters
     ----------
     predictor : fitted predictor, path or None
-        A fitted built-in predictor, a registered :class:`~faqstats.Predictor` with the save pair,
-        or the path of one saved with :func:`~faqstats.save_factor_model`;
-        None: no predictor (the sample mean, with ``sampler=UniformSampler(replace=False)``; needs
-        ``question_ids``). :meth:`from_configuration` takes a saved configuration.
+        A fitted predictor that can be saved, or the path of a saved one; None: the sample mean
+        (with ``sampler=UniformSampler(replace=False)``; needs ``question_ids``).
     question_ids : sequence of str or of int, optional
-        The bank's unique ids (all str or all int) in the model's question order, by which questions
-        are handed out and answered; the model's ids when it carries some (the default), else ``0 .. N-1``.
+        The bank's unique ids in the model's question order (default: the model's, else ``0 .. N-1``).
     sampler : Sampler, default=None
-        A sequential policy (``HybridSampler()`` when None; not ``BernoulliAIPW``), stored by class and
-        parameters: one from outside :mod:`faqstats.sampling` must be passed again to :meth:`load`.
+        A sequential policy (``HybridSampler()`` when None); one from outside :mod:`faqstats.sampling`
+        must be passed again to :meth:`load`.
     budget, batch_size, stop_when_width
         As in :class:`PAIEstimator`; a round of :meth:`next_questions` is ``batch_size`` draws.
     alpha : float in (0, 1), default=0.05
@@ -60,55 +62,29 @@ class EvaluationSession:
     confidence_sequence, interval, step_weights
         As in :class:`PAIEstimator`.
     random_state : int or None, default=None
-        Seed of the draws (``None``: a fresh one, stored); the generator's state is saved after
-        every round, so a loaded session draws exactly as the uninterrupted one would have.
+        Seed of the draws (``None``: a fresh one, stored); a loaded session draws as the uninterrupted one.
     directory : str or os.PathLike or None, default=None
-        Where the session is written at once (refused if one is there: use :meth:`load`);
-        ``None`` keeps it in memory only.
+        Where the session is written at once (refused if one is there); ``None`` keeps it in memory.
     dtype : {"float64", "float32"}, default="float64"
         As in :class:`PAIEstimator`.
     predict_every : int, default=1
-        As in :class:`PAIEstimator` (the predictions' refresh schedule; stored).
+        As in :class:`PAIEstimator`.
     groups : sequence of str or int, or mapping, optional
-        A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``),
-        or a mapping ``{question id: label}`` covering the bank (other ids are ignored):
-        :meth:`group_results` then gives every group's estimate and interval.
+        A label per question in the model's question order, or a mapping ``{question id: label}``
+        covering the bank (as ``PAIEstimator.fit(groups=)``; see :meth:`group_results`).
     estimand, min_group_share, stratify
-        As in :class:`PAIEstimator` (user guide, "Groups and weighted estimands").
+        As in :class:`PAIEstimator`.
     costs : sequence of float or mapping, optional
-        A finite, positive cost per question (tokens, dollars), in the model's question order, or
-        a mapping ``{question id: cost}`` covering the bank (other ids are ignored), e.g. from
-        :func:`~faqstats.integrations.read_inspect_costs`: as ``PAIEstimator.fit(costs=)``, the
-        policy weighs its scores by ``1 / sqrt(cost)`` and :meth:`result` reports the cost spent.
-        Stored with the session (and covered by its checksums).
+        A finite, positive cost per question, in order or as a mapping by question id, as
+        ``PAIEstimator.fit(costs=)``; stored with the session.
     budget_cost : float > 0, optional
-        A budget in cost units instead of questions, as in :class:`PAIEstimator` (needs ``costs``):
-        the draws it buys are fixed before the first draw, and :attr:`budget` is that number.
+        A budget in cost units instead of questions (needs ``costs``), as in :class:`PAIEstimator`.
     clusters : sequence of str or int, or mapping, optional
-        A cluster id per question (questions sharing a passage, an image, a prompt), in the
-        model's question order, or a mapping ``{question id: cluster id}`` covering the bank
-        (other ids are ignored), as ``PAIEstimator.fit(clusters=)``: every draw asks a whole
-        cluster, ``budget`` counts cluster draws, and :meth:`next_questions` hands out all the
-        questions of the round's clusters. A draw is recorded once every question of its cluster
-        is answered (the estimator needs the cluster's total); answers to part of a cluster are
-        kept (and saved) until then. With ``groups`` every cluster must lie in one group (and the
-        estimand be "micro"). Stored with the session (and covered by its checksums).
+        A cluster id per question, in order or as a mapping by question id, as
+        ``PAIEstimator.fit(clusters=)``: every draw asks (and :meth:`next_questions` hands out) a
+        whole cluster, recorded once all its questions are answered.
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
-
-    Attributes
-    ----------
-    question_ids, predictor, sampler, directory
-        As given (the model as loaded from ``directory``, when there is one; ``factor_model`` reads ``predictor``).
-    budget, batch_size, stop_when_width, alpha, random_state
-        The configuration (read-only).
-    n_draws, n_queries, n_answers, pending, done, stop_reason
-        The progress (see each property).
-
-    See Also
-    --------
-    PAIEstimator : the same loop against an array or a callable, in one call.
-    faqstats.evaluate.evaluate : drives a session with a thread pool, with retries.
 
     Examples
     --------
@@ -180,25 +156,21 @@ class EvaluationSession:
     def from_configuration(cls, configuration, question_ids=None, *, budget=None, directory=None, **params):
         """A session that runs exactly what :func:`~faqstats.configure_from_history` chose.
 
-        With the same seed it makes the draws and the estimate of
-        ``PAIEstimator.from_history(history, budget, random_state=seed)``: the chosen predictor
-        (whatever its kind; none for the sample mean), policy, step weights and refresh schedule.
+        With the same seed it draws and estimates as ``PAIEstimator.from_history(history, budget,
+        random_state=seed)``.
 
         Parameters
         ----------
         configuration : Configuration, or str or os.PathLike
-            What :func:`~faqstats.configure_from_history` returned, or the path of one saved with
-            :func:`~faqstats.save_configuration` (``faqstats fit-history --budget``).
+            What :func:`~faqstats.configure_from_history` returned, or the path of a saved one.
         question_ids : sequence of str or of int, optional
-            As in the class (default: the ids saved with the configuration; needed for an
-            in-memory sample-mean configuration).
+            As in the class (default: the ids saved with the configuration).
         budget : int, optional
-            At most the configured budget (the step weights cover that many draws); default: it.
+            At most the configured budget (default: it).
         directory : str or os.PathLike or None, default=None
             As in the class.
         **params
-            The class's other keyword arguments, except ``sampler``, ``step_weights`` and
-            ``predict_every`` (the configuration's).
+            The class's other keyword arguments, except ``sampler``, ``step_weights`` and ``predict_every``.
 
         Returns
         -------
@@ -233,10 +205,8 @@ class EvaluationSession:
         sampler : Sampler, optional
             Needed only for a sampler class outside :mod:`faqstats.sampling` (with the stored parameters).
         allow_unchecked : bool, default=False
-            Also resume a session written before faqstats stored checksums (a ``session.json``
-            without ``checksums``, a model file without the SHA-256 of its entries): nothing in
-            them can be verified. By default such files are refused, as are files whose checksums
-            were deleted. The next save writes the state's checksums.
+            Also resume a session written before faqstats stored checksums (nothing in it can be
+            verified); by default such files are refused. The next save writes the checksums.
 
         Raises
         ------
@@ -267,14 +237,14 @@ class EvaluationSession:
         return self
 
     def _setup(self, fm, ids, id_type, config, sampler):
-        """Validate the configuration and start an empty loop (shared by __init__ and load)."""
+        """Validate the configuration and start an empty loop."""
         if getattr(sampler, "design", None) == "stream":
             raise ValueError("A session needs a sequential sampler; BernoulliAIPW (nature's order) is not supported.")
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
         self._estimator = session_estimator(fm, sampler, config)  # checks every parameter with its loop
-        self._loop = new_loop(self._estimator, len(ids), groups=config.get("groups"),
-                                              costs=config.get("costs"), clusters=config.get("clusters"))
+        self._loop = new_loop(self._estimator, len(ids), groups=config.get("groups"), costs=config.get("costs"),
+                              clusters=config.get("clusters"))
         self._rounds = Rounds(self._loop)
         self._config = config
         self.predictor = fm
@@ -285,7 +255,7 @@ class EvaluationSession:
         self._ids_sha256 = question_ids_sha256(list(self._index))
 
     def _start_store(self, directory, factor_model, reader=None):
-        """Write the new session to ``directory``, then compute with the model as stored, as a loaded session will."""
+        """Write the new session, then compute with the model as stored, as a loaded session will."""
         self._store, stored = SessionStore.create(directory, factor_model, self.question_ids, reader=reader)
         self._setup(stored, self.question_ids, self._id_type, self._config, self.sampler)
         self._save()
@@ -301,10 +271,7 @@ class EvaluationSession:
         """The maximum number of draws (with ``budget_cost``: the draws it buys, fixed at the start)."""
         return self._loop.run.budget
 
-    @property
-    def budget_cost(self):
-        """The budget in cost units, or None."""
-        return self._config.get("budget_cost")
+    budget_cost = _stored("budget_cost", "The budget in cost units, or None.")
 
     @property
     def costs(self):
@@ -314,47 +281,18 @@ class EvaluationSession:
         costs = self._config.get("costs")  # the run holds the clusters' costs
         return None if costs is None else read_only(np.array(costs, dtype=float))
 
-    @property
-    def clusters(self):
-        """The cluster id of each question (ndarray in the model's question order), or None."""
-        clusters = self._config.get("clusters")
-        return None if clusters is None else np.asarray(clusters)
-
+    clusters = _stored("clusters", "The cluster id of each question (ndarray in question order), or None.", np.asarray)
     @property
     def n_clusters(self):
         """The number of clusters (None without ``clusters``)."""
         return None if self._rounds.members is None else len(self._rounds.members)
 
-    @property
-    def groups(self):
-        """The group label of each question (ndarray in the model's question order), or None."""
-        groups = self._config.get("groups")
-        return None if groups is None else np.asarray(groups)
-
-    @property
-    def estimand(self):
-        """What :meth:`result` estimates: "micro", "macro" or question weights."""
-        return self._config.get("estimand", "micro")
-
-    @property
-    def batch_size(self):
-        """Draws per round of :meth:`next_questions` by default."""
-        return self._config["batch_size"]
-
-    @property
-    def stop_when_width(self):
-        """The confidence sequence's width to stop at, or None."""
-        return self._config["stop_when_width"]
-
-    @property
-    def alpha(self):
-        """Level of the reported intervals and of the confidence sequence."""
-        return self._config["alpha"]
-
-    @property
-    def random_state(self):
-        """The seed of the draws (stored)."""
-        return self._config["random_state"]
+    groups = _stored("groups", "The group label of each question (ndarray in question order), or None.", np.asarray)
+    estimand = _stored("estimand", 'What :meth:`result` estimates: "micro", "macro" or weights.', default="micro")
+    batch_size = _stored("batch_size", "Draws per round of :meth:`next_questions` by default.")
+    stop_when_width = _stored("stop_when_width", "The confidence sequence's width to stop at, or None.")
+    alpha = _stored("alpha", "Level of the reported intervals and of the confidence sequence.")
+    random_state = _stored("random_state", "The seed of the draws (stored).")
 
     @property
     def n_questions(self):
@@ -368,8 +306,7 @@ class EvaluationSession:
 
     @property
     def model_metadata(self):
-        """The metadata stored with the session's model file (dict; a session without a predictor has
-        one too), or None when the session is kept in memory."""
+        """The metadata stored with the session's model file (dict), or None when kept in memory."""
         return None if self._store is None else self._store.model_metadata
 
     # -- state ---------------------------------------------------------------------
@@ -405,11 +342,7 @@ class EvaluationSession:
 
     @property
     def pending(self):
-        """:class:`NextQuestions` drawn and still waiting for an answer (empty when none).
-
-        With ``clusters``: the unanswered questions of the pending clusters, in draw order (each
-        cluster's in question order), each with its cluster's draw probability.
-        """
+        """:class:`NextQuestions` drawn and still waiting for an answer (with clusters: their questions)."""
         first = self._rounds.pending()
         return NextQuestions([self.question_ids[q] for q in first], list(first.values()))
 
@@ -421,14 +354,13 @@ class EvaluationSession:
     def next_questions(self, n=None):
         """The questions to ask now, with the probability each was drawn with.
 
-        With no round pending, draws (and saves) a new round of ``n`` as :class:`PAIEstimator`
-        would; else returns the pending round's unanswered questions again (``n`` ignored). With
-        replacement, a question drawn again takes its earlier answer and is not handed out.
+        With no round pending, draws (and saves) a new round of ``n``; else returns the pending
+        round's unanswered questions again (``n`` ignored).
 
         Parameters
         ----------
         n : int, optional
-            Size of a new round (any keeps the estimate unbiased; ``batch_size`` reproduces PAIEstimator).
+            Size of a new round (default ``batch_size``, as PAIEstimator).
 
         Returns
         -------
@@ -445,9 +377,6 @@ class EvaluationSession:
     def record(self, ids, outcomes):
         """Record answers to pending questions, in any order and any number at a time; saved on return.
 
-        Increments enter the estimate in draw order, so the order answers arrive in does not
-        matter; a complete round updates the factor posterior and checks the stopping rules.
-
         Parameters
         ----------
         ids : sequence of question ids (or one id)
@@ -457,8 +386,7 @@ class EvaluationSession:
         Raises
         ------
         ValueError
-            For an id not pending or given twice, or an outcome outside [0, 1] or NaN;
-            nothing is recorded then, and the files are left untouched.
+            For an id not pending or given twice, or an outcome outside [0, 1]; nothing is recorded then.
         """
         if isinstance(ids, (str, numbers.Integral)):
             ids, outcomes = [ids], [outcomes]
@@ -489,14 +417,11 @@ class EvaluationSession:
 
     # -- results -------------------------------------------------------------------
     def result(self):
-        """The estimate so far (:class:`~faqstats.AccuracyResult`); ``stop_reason`` is None while running.
+        """The estimate so far (:class:`~faqstats.AccuracyResult`); once done, :class:`PAIEstimator`'s.
 
-        Needs two recorded draws; once done it equals :class:`PAIEstimator`'s. A running Wald-type
-        interval is not valid for stopping when it looks narrow: use ``stop_when_width`` for that.
+        A running Wald-type interval is not valid for stopping when it looks narrow: use ``stop_when_width``.
         """
-        if self.n_draws < 2:
-            raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
-        return result_of(self._estimator, self._loop)
+        return result_of(self._estimator, self._two_draws())
 
     def group_results(self):
         """Every group's estimate so far (:class:`~faqstats.GroupResults`); None without ``groups``.
@@ -505,9 +430,13 @@ class EvaluationSession:
         -------
         GroupResults or None
         """
+        return group_results_of(self._estimator, self._two_draws())
+
+    def _two_draws(self):
+        """The loop, once it holds the two recorded draws a result needs."""
         if self.n_draws < 2:
             raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
-        return group_results_of(self._estimator, self._loop)
+        return self._loop
 
     def trajectory(self):
         """The running estimate and interval after each recorded draw (from the second on).
@@ -547,16 +476,13 @@ class EvaluationSession:
         Parameters
         ----------
         simultaneous : bool, default=False
-            Also give the intervals meant to hold for all groups at once
-            (:meth:`~faqstats.GroupResults.conf_int` with ``simultaneous=True``), as
-            ``simultaneous_lower`` and ``simultaneous_upper``.
+            Also give the intervals for all groups at once, as ``simultaneous_lower`` and ``simultaneous_upper``.
 
         Returns
         -------
         list of dict or None
-            One dict per group (sorted by label) with ``group``, ``n_questions``, ``n_asked``,
-            ``estimate``, ``std_error``, ``lower`` and ``upper`` (the ``1 - alpha`` interval);
-            None without ``groups`` or before two answers are recorded.
+            One dict per group (sorted by label) with ``group``, ``n_questions``, ``n_asked``, ``estimate``,
+            ``std_error``, ``lower`` and ``upper``; None without ``groups`` or before two answers.
         """
         return reporting.group_table(self, simultaneous)
 
@@ -571,9 +497,7 @@ class EvaluationSession:
         Returns
         -------
         dict
-            The configuration, the progress, the estimate and its interval; with costs, ``costs``
-            (whether given), ``budget_cost``, ``cost_spent`` and ``cost_per_draw``; ``groups``,
-            the rows of :meth:`group_table` (None without groups).
+            The configuration, the progress, the estimate and its interval, the costs spent and the groups' rows.
         """
         return reporting.status(self, self._config["sampler"], self._loop.run, simultaneous)
 

@@ -1,7 +1,5 @@
 """Where a session lives: a directory with ``factor_model.npz`` (the model and the bank's ids),
-``session.json`` (the state; both formats in :mod:`faqstats.io`) and ``.session.lock``, held while
-the state is written (:meth:`SessionStore.save`).
-"""
+``session.json`` (the state) and ``.session.lock``, held while the state is written."""
 
 from __future__ import annotations
 
@@ -24,19 +22,8 @@ LOCK_FILE = ".session.lock"
 class SessionStore:
     """A session directory: reads and writes its files, one revision after another.
 
-    Attributes
-    ----------
-    directory : pathlib.Path
-    revision : int
-        The revision of the state on disk that this store last read or wrote.
-    model_sha256 : str
-        SHA-256 of the factor model file's bytes.
-    question_ids : list of str or None
-        The bank's ids as stored in the model file.
-    model_metadata : dict
-        The model file's metadata (also a session without a predictor has one).
-    allow_unchecked : bool
-        Whether files without checksums (written before faqstats stored them) are read.
+    ``revision`` is the revision of the state on disk that this store last read or wrote; ``model_sha256``
+    the model file's; ``allow_unchecked`` whether files without checksums are read.
     """
 
     def __init__(self, directory, revision, model_sha256, question_ids=None, model_metadata=None,
@@ -61,13 +48,13 @@ class SessionStore:
         if directory.exists() and not directory.is_dir():
             raise ValueError(f"{directory} is not a directory: a session lives in a directory of its own.")
         if (directory / STATE_FILE).exists() or (directory / STATE_FILE).is_symlink():
-            raise FileExistsError(f"{directory} already holds a faqstats session; resume it with EvaluationSession.load.")
+            raise FileExistsError(f"{directory} already holds a faqstats session; resume it with "
+                                  "EvaluationSession.load.")
         return directory
 
     @classmethod
     def create(cls, directory, factor_model, question_ids, reader=None):
-        """A new session directory with ``factor_model`` (None: no predictor, the sample mean) and the
-        ids: ``(store, model as stored)``."""
+        """``(store, model as stored)`` of a new session directory with ``factor_model`` (None: the sample mean)."""
         directory = cls.refuse_existing(directory)
         directory.mkdir(parents=True, exist_ok=True)
         # the harness reader options stored with a model from 'faqstats fit-history' go with it
@@ -84,8 +71,7 @@ class SessionStore:
 
     @classmethod
     def open(cls, directory, allow_unchecked=False):
-        """``(store, state, factor model)`` of an existing session, checked against each other
-        (``allow_unchecked``: as :meth:`EvaluationSession.load <faqstats.EvaluationSession.load>`)."""
+        """``(store, state, factor model)`` of an existing session, checked against each other."""
         directory = Path(os.fspath(directory))
         state_path = directory / STATE_FILE
         if not (state_path.exists() or state_path.is_symlink()):

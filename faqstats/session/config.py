@@ -33,27 +33,20 @@ _ORDER = ("step_weights", "dtype", "predict_every", "groups", "estimand", "min_g
 
 
 def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, groups, costs, clusters):
-    """The ``config`` of a new session: ``estimator``'s parameters, the session's own and the per-question values.
+    """A new session's ``config`` (plain JSON): ``estimator``'s parameters, the session's, the per-question values.
 
     Parameters
     ----------
     estimator : PAIEstimator
-        Holds the session's policy and estimator parameters (read through ``get_params``).
+        Holds the session's policy and estimator parameters.
     ids : list of str or int
-        The bank's ids (for the per-question values given as mappings).
-    alpha : float
-        Level of the reported intervals and of the confidence sequence.
-    confidence_sequence : bool
-        Whether to track the confidence sequence.
-    random_state : int or None
-        The seed of the draws (None: a fresh one).
-    groups, costs, clusters : sequence or mapping or None
+        The bank's ids.
+    alpha, confidence_sequence, random_state, groups, costs, clusters
         As :class:`~faqstats.EvaluationSession` takes them.
 
     Returns
     -------
     dict
-        Plain JSON, as stored.
     """
     if random_state is None:
         random_state = int(np.random.SeedSequence().entropy)
@@ -68,10 +61,8 @@ def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, 
     config = {"sampler": sampler_spec(params["sampler"]), **{name: params[name] for name in _ALWAYS}, "alpha": alpha,
               "confidence_sequence": confidence_sequence, "interval": interval_rule_name(params["interval"]),
               "random_state": int(random_state)}
-    optional = {}
-    for name, (is_default, stored) in _UNLESS_DEFAULT.items():
-        if not is_default(params[name]):
-            optional[name] = params[name] if stored is None else stored(params[name])
+    optional = {name: params[name] if stored is None else stored(params[name])
+                for name, (is_default, stored) in _UNLESS_DEFAULT.items() if not is_default(params[name])}
     if groups is not None:
         optional["groups"] = np.asarray(per_question(groups, ids, "groups")).tolist()
     if costs is not None:
@@ -92,11 +83,9 @@ def session_estimator(predictor, sampler, config):
     Parameters
     ----------
     predictor : fitted predictor or None
-        The session's predictor.
     sampler : Sampler
-        The session's policy.
     config : dict
-        As :func:`session_config` made it (or ``session.json`` holds it).
+        As :func:`session_config` made it.
 
     Returns
     -------
@@ -114,24 +103,19 @@ def session_estimator(predictor, sampler, config):
 
 
 def configured_session(configuration, question_ids, budget, params):
-    """What a session that runs a configuration is made of: ``(predictor, question_ids, params, reader)``.
+    """``(predictor, question_ids, params, reader)`` of a session that runs ``configuration``.
 
     Parameters
     ----------
-    configuration : Configuration, or str or os.PathLike
-        As :meth:`~faqstats.EvaluationSession.from_configuration` takes it.
-    question_ids : sequence or None
-        The bank's ids (None: those saved with the configuration).
-    budget : int or None
-        At most the configured budget (None: it).
+    configuration, question_ids, budget
+        As :meth:`~faqstats.EvaluationSession.from_configuration` takes them.
     params : dict
         The session's other keyword arguments.
 
     Returns
     -------
     tuple
-        The predictor (None for the sample mean), the ids, the session's keyword arguments with the
-        configuration's policy, budget, step weights and refresh schedule, and the harness reader options.
+        ``params`` with the configuration's policy, budget, step weights and refresh schedule.
     """
     fixed = sorted({"sampler", "step_weights", "predict_every", "factor_model", "predictor"} & set(params))
     if fixed:

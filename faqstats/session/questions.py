@@ -21,8 +21,7 @@ __all__ = ["bank_ids", "check_outcome", "check_question_clusters", "check_questi
 
 
 def session_predictor(factor_model):
-    """The predictor a session computes with and saves: loaded from a path; one saved as another (its
-    ``saved_predictor()``: a CV model's best estimator, an item response model's factor-model view) as that."""
+    """The predictor a session computes with and saves: loaded from a path; one saved as another as that."""
     if isinstance(factor_model, (str, os.PathLike)):
         factor_model = load_factor_model(factor_model)
     saved = getattr(factor_model, "saved_predictor", None)  # what its file gives back (unfitted: itself)
@@ -62,8 +61,8 @@ def check_outcome(value, qid):
 
 
 def per_question(values, ids, name):
-    """``values`` in the bank's question order: a mapping ``{question id: value}`` must cover
-    every question (keys matched as strings; other keys are ignored); a sequence is returned as it is."""
+    """``values`` in the bank's question order: a mapping ``{question id: value}`` must cover every question
+    (keys matched as strings; others ignored); a sequence is returned as it is."""
     if not isinstance(values, Mapping):
         if isinstance(values, (str, bytes)):
             raise TypeError(f"{name} must be a sequence with one entry per question or a mapping "
@@ -98,8 +97,7 @@ def check_question_costs(costs, ids):
 
 
 def check_question_clusters(clusters, ids):
-    """``clusters`` (in the bank's order) as a list of ids, all str or all int; a missing one named
-    by its question id (the estimator checks the rest when the loop starts)."""
+    """``clusters`` (in the bank's order) as a list of ids, all str or all int; a bad one named by its question id."""
     values = list(clusters.tolist() if isinstance(clusters, np.ndarray) else clusters)
     if len(values) != len(ids):
         raise ValueError(f"clusters must hold one cluster id per question ({len(ids)}), got {len(values)}.")

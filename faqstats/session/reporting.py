@@ -1,8 +1,4 @@
-"""What a session reports while it runs: the running estimate, the groups' table, the status and the plot.
-
-Each function reads a session through its public methods and properties; the estimator, loop and
-run a session keeps to itself are passed in by the session's own methods.
-"""
+"""What a session reports while it runs: the running estimate, the groups' table, the status and the plot."""
 
 from __future__ import annotations
 
