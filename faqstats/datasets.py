@@ -26,7 +26,7 @@ class SyntheticBank:
     history : ndarray of shape (n_models, n_questions)
         Historical outcomes, NaN where masked.
     new_outcomes : ndarray of int8, shape (n_new, n_questions)
-        Fully observed outcomes of new models (the ones to evaluate).
+        Fully observed outcomes of the new models to evaluate.
     new_accuracy : ndarray of shape (n_new,)
         True finite-bank accuracy ``theta`` of each new model.
     model_factors, question_factors, new_model_factors : ndarray
@@ -57,9 +57,7 @@ def make_synthetic_bank(n_models=200, n_questions=500, n_new=20, n_components=4,
     Parameters
     ----------
     n_models : int, default=200
-        Historical models.
     n_questions : int, default=500
-        Bank size N.
     n_new : int, default=20
         New models to evaluate.
     n_components : int, default=4
@@ -111,16 +109,12 @@ def draw_bank_from_factors(model_factors, question_factors, *, random_state=None
     Parameters
     ----------
     model_factors : array-like of shape (n_models, k)
-        The factors ``u_i`` of the models (rows).
     question_factors : array-like of shape (n_questions, k)
-        The factors ``v_j`` of the questions (columns).
     random_state : int, Generator or None, default=None
-        Seeds the draw.
 
     Returns
     -------
     ndarray of int8, shape (n_models, n_questions)
-        The 0/1 outcomes.
 
     Examples
     --------
@@ -149,7 +143,6 @@ def load_response_matrix(path):
     Parameters
     ----------
     path : str or os.PathLike
-        The ``.npz`` or ``.npy`` file (read without pickle).
 
     Returns
     -------

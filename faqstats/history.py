@@ -27,7 +27,6 @@ def session_row(session_dir, question_ids, *, partial=False, allow_unchecked=Fal
     question_ids : sequence of str
         The history's question ids: the session's bank must have exactly these (in any order).
     partial : bool, default=False
-        Also take a session that is not done (its answers so far).
     allow_unchecked : bool, default=False
         As in :meth:`EvaluationSession.load <faqstats.EvaluationSession.load>`.
 
@@ -84,7 +83,7 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
     names : sequence of str, optional
         The model of each session, in order; default: each session directory's name.
     replace : bool, default=False
-        Replace the row of a model already in the history; by default that is refused by name.
+        Replace the row of a model already in the history (by default refused).
     partial : bool, default=False
         Also add a session that is not done (the answers it holds so far).
     out : str or os.PathLike, optional
@@ -95,7 +94,6 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
     Returns
     -------
     pathlib.Path
-        The history file written.
 
     Raises
     ------
@@ -155,18 +153,14 @@ def add_rows_to_history(history, outcomes, models, question_ids, *, replace=Fals
     models : sequence of str
         A unique name per row.
     question_ids : sequence of str
-        The columns' ids.
-    replace : bool, default=False
-        Replace the row of a model already in the history; by default that is refused by name.
-    out : str or os.PathLike, optional
-        Write the grown history there instead of over ``history``.
+    replace, out
+        As in :func:`add_sessions_to_history`.
     source : dict, optional
         Where the rows come from (e.g. ``{"kind": "lm-eval"}``), stored with each row's ``sources`` entry.
 
     Returns
     -------
     pathlib.Path
-        The history file written.
 
     Examples
     --------

@@ -146,12 +146,10 @@ class Sampler(BaseEstimator):
         Parameters
         ----------
         state : PolicyState
-            What the policy may look at (read-only).
 
         Returns
         -------
         ndarray of shape (N,)
-            The scores, which :meth:`probabilities` mixes with the uniform floor ``tau``.
         """
         raise NotImplementedError
 
@@ -161,12 +159,10 @@ class Sampler(BaseEstimator):
         Parameters
         ----------
         state : PolicyState
-            What the policy may look at (read-only).
 
         Returns
         -------
         ndarray of shape (N,)
-            ``q_t``, summing to 1.
         """
         s = np.asarray(self.scores(state), dtype=float)
         if s.shape != state.available.shape:
@@ -182,14 +178,11 @@ class Sampler(BaseEstimator):
         Parameters
         ----------
         state : PolicyState
-            What the policy may look at (read-only).
         rng : numpy.random.Generator
-            The source of the draw.
 
         Returns
         -------
         question : int
-            The question drawn.
         probability : float
             Its probability ``q_t(question)``.
         """

@@ -14,8 +14,9 @@ from ._base import Sampler
 __all__ = ["CostWeightedSampler", "check_costs", "draws_for_cost"]
 
 
-def check_costs(costs, n_questions):
-    """``costs`` as a read-only float array of shape ``(n_questions,)``, every entry finite and > 0.
+def check_costs(costs, n_questions, ids=None):
+    """``costs`` as a read-only float array of shape ``(n_questions,)``, every entry finite and > 0 (a bad one
+    named by its question id when ``ids`` are given).
 
     Examples
     --------
@@ -28,11 +29,11 @@ def check_costs(costs, n_questions):
         raise ValueError(f"costs must be an array of positive numbers: {exc}") from None
     if c.ndim != 1 or c.size != n_questions:
         raise ValueError(f"costs must be a 1-D array with one cost per question ({n_questions}), got shape {c.shape}.")
-    bad = ~(np.isfinite(c) & (c > 0))  # NaN fails c > 0 too
-    if bad.any():
-        j = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"costs must be finite and positive; costs[{j}] = {float(c[j])!r} ({int(bad.sum())} such "
-                         "entries).")
+    bad = np.flatnonzero(~(np.isfinite(c) & (c > 0)))  # NaN fails c > 0 too
+    if bad.size:
+        j = int(bad[0])
+        at = f"costs[{j}] =" if ids is None else f"question id {ids[j]!r} has cost"
+        raise ValueError(f"costs must be finite and positive; {at} {float(c[j])!r} ({bad.size} such entries).")
     c.flags.writeable = False
     return c
 

@@ -21,7 +21,6 @@ class UniformSampler(Sampler):
     Parameters
     ----------
     replace : bool, default=False
-        Sample without or with replacement (see :class:`Sampler`).
 
     Examples
     --------
@@ -34,7 +33,7 @@ class UniformSampler(Sampler):
 
     needs_factor_model = False
     batched = True
-    checks_law = False  # the mixture of non-negative scores
+    checks_law = False
     tau = 1.0  # all mass on the uniform floor (a class constant, not a parameter)
 
     def __init__(self, replace=False):
@@ -55,9 +54,7 @@ class NeymanSampler(Sampler):
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Weight of the uniform floor (see :class:`Sampler`).
     replace : bool, default=False
-        Sample without or with replacement (see :class:`Sampler`).
 
     Examples
     --------
@@ -69,7 +66,7 @@ class NeymanSampler(Sampler):
     """
 
     batched = True
-    checks_law = False  # the mixture of non-negative scores
+    checks_law = False
 
     @property
     def scores_follow_predictions(self):
@@ -98,9 +95,7 @@ class ActiveLearningSampler(Sampler):
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Weight of the uniform floor (see :class:`Sampler`).
     replace : bool, default=False
-        Sample without or with replacement (see :class:`Sampler`).
 
     Examples
     --------
@@ -114,7 +109,7 @@ class ActiveLearningSampler(Sampler):
     """
 
     batched = True
-    checks_law = False  # the mixture of non-negative scores
+    checks_law = False
 
     def scores(self, state):
         return _active_learning(self, state)
@@ -130,7 +125,6 @@ class HybridSampler(Sampler):
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Weight of the uniform floor (see :class:`Sampler`).
     beta0 : float in [0, 1], default=1.0
         Final tempering exponent (0 gives uniform sampling, 1 no tempering).
     rho : float in [0, 1], default=0.0
@@ -138,20 +132,18 @@ class HybridSampler(Sampler):
     gamma : float in [0, 1], default=0.0
         Fraction of the budget over which the exponent rises to ``beta0`` (0: ``beta0`` from the start).
     replace : bool, default=False
-        Sample without or with replacement (see :class:`Sampler`).
 
     Examples
     --------
     >>> import numpy as np
-    >>> from faqstats import HybridSampler
-    >>> from faqstats.sampling import PolicyState
+    >>> from faqstats import HybridSampler, PolicyState
     >>> st = PolicyState(predictions=np.array([.5, .9, .99]), available=np.ones(3, bool), step=1, budget=2)
     >>> HybridSampler(tau=0.1).probabilities(st).round(3)
     array([0.534, 0.334, 0.133])
     """
 
     batched = True
-    checks_law = False  # the mixture of non-negative scores
+    checks_law = False
 
     def __init__(self, tau=0.5, beta0=1.0, rho=0.0, gamma=0.0, replace=False):
         super().__init__(tau=tau, replace=replace)
@@ -171,21 +163,16 @@ class HybridSampler(Sampler):
         return type(self) is HybridSampler and self.rho == 0 and self.gamma == 0 and self.beta0 == 1
 
     def schedule(self, step, budget):
-        """The active-learning weight and the tempering exponent at round ``step``.
+        """The active-learning weight ``a_t`` and the tempering exponent ``b_t`` at round ``step``.
 
         Parameters
         ----------
         step : int
-            The round ``t`` (1-based).
         budget : int
-            The number of rounds ``n_b``.
 
         Returns
         -------
-        weight : float
-            The active-learning weight ``a_t``.
-        exponent : float
-            The tempering exponent ``b_t``.
+        weight, exponent : float
         """
         weight = max(0.0, 1.0 - step / (self.rho * budget)) if self.rho > 0 else 0.0
         exponent = self.beta0 * min(1.0, step / (self.gamma * budget)) if self.gamma > 0 else self.beta0
@@ -223,26 +210,20 @@ def variance_reduction_scores(predictions, question_factors, posterior_cov, avai
     Parameters
     ----------
     predictions : ndarray of shape (..., N)
-        Current predictions.
     question_factors : ndarray of shape (N, k)
-        The factors ``v_j``.
     posterior_cov : ndarray of shape (..., k, k)
-        The posterior covariance ``Sigma``.
     available : ndarray of bool, shape (..., N)
-        The askable questions (the sum ``S`` runs over them).
     quadratic_forms : ndarray of shape (..., N)
         ``v_j' Sigma v_j``.
     noise : ndarray of shape (N,) or None
-        The Gaussian process's residual variances (identity link); ``None``: the logistic link.
+        The Gaussian process's residual variances; ``None``: the logistic link.
 
     Returns
     -------
     ndarray of shape (..., N)
-        The scores (non-negative).
 
     Examples
     --------
-    >>> import numpy as np
     >>> p, V = np.array([0.5, 0.9]), np.eye(2)
     >>> variance_reduction_scores(p, V, np.zeros((2, 2)), np.ones(2, bool), np.zeros(2)).round(3)  # oracle score
     array([0.5, 0.3])
@@ -258,18 +239,13 @@ def variance_reduction_scores(predictions, question_factors, posterior_cov, avai
 
 
 class VarianceReductionSampler(Sampler):
-    """``q_t(j)`` proportional to the randomised Bayesian-quadrature score, mixed with uniform.
-
-    The score (:func:`variance_reduction_scores`) is the square root of the reduction in the predictive
-    variance of the unasked questions' total from asking ``j`` (ProEval's acquisition, here a law with
-    ``q > 0`` everywhere). It needs a predictor with question factors.
+    """``q_t(j)`` proportional to :func:`variance_reduction_scores` (ProEval's acquisition made a law with
+    ``q > 0``), mixed with uniform; it needs a predictor with question factors.
 
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Weight of the uniform floor (see :class:`Sampler`).
     replace : bool, default=False
-        Sample without or with replacement (see :class:`Sampler`).
     power : float >= 1, default=1.0
         The scores raised to this power (scaled by their largest first): large powers approach ProEval's
         greedy choice while the floor keeps every probability positive.
@@ -286,7 +262,7 @@ class VarianceReductionSampler(Sampler):
     """
 
     batched = True
-    checks_law = False  # non-negative scores
+    checks_law = False
 
     def __init__(self, tau=0.5, replace=False, power=1.0):
         super().__init__(tau=tau, replace=replace)

@@ -49,9 +49,7 @@ class StreamSampler(BaseEstimator):
         Parameters
         ----------
         n_items : int
-            The number of items ``N``.
         rng : numpy.random.Generator
-            For a random order.
 
         Returns
         -------
@@ -66,12 +64,10 @@ class StreamSampler(BaseEstimator):
         Parameters
         ----------
         predictions : ndarray of shape (N,)
-            The current predicted P(correct) of every item.
 
         Returns
         -------
         ndarray of shape (N,)
-            The scores.
         """
         raise NotImplementedError
 
@@ -81,22 +77,18 @@ class StreamSampler(BaseEstimator):
         Parameters
         ----------
         item_score : float
-            The item's score (:meth:`item_scores`).
         mean_score : float
             The mean score of the items not yet visited, itself included.
         labels_used : int
-            Labels used so far.
         remaining : int
             Items left, itself included.
         budget : int
             The expected number of labels.
         n_items : int
-            The number of items ``N``.
 
         Returns
         -------
         float
-            ``pi_t`` in (0, 1].
         """
         raise NotImplementedError
 

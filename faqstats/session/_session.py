@@ -137,16 +137,12 @@ class EvaluationSession:
         Parameters
         ----------
         directory : str or os.PathLike
-            Where the session is written.
-        predictor, question_ids
+        predictor, question_ids, **params
             As in the class.
-        **params
-            The class's other keyword arguments.
 
         Returns
         -------
         EvaluationSession
-            The new session, already saved.
         """
         if directory is None:
             raise ValueError("directory must be a path; for a session kept in memory use EvaluationSession(...).")
@@ -181,13 +177,9 @@ class EvaluationSession:
         >>> import faqstats as fq
         >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
         >>> cfg = fq.configure_from_history(bank.history, 12, n_runs=100, random_state=0)
-        >>> session = EvaluationSession.from_configuration(cfg, [f"q{j}" for j in range(80)], random_state=0)
-        >>> z = bank.new_outcomes[0]
-        >>> while not session.done:
-        ...     ids, _ = session.next_questions()
-        ...     session.record(ids, [z[int(q[1:])] for q in ids])
-        >>> session.result() == cfg.estimator.set_params(random_state=0).fit(z).result_
-        True
+        >>> session = EvaluationSession.from_configuration(cfg, random_state=0)
+        >>> session.budget, type(session.sampler).__name__ == type(cfg.estimator.sampler).__name__
+        (12, True)
         """
         factor_model, question_ids, params, reader = configured_session(configuration, question_ids, budget, params)
         session = cls(factor_model, question_ids, **params)
@@ -203,17 +195,13 @@ class EvaluationSession:
         ----------
         directory : str or os.PathLike
         sampler : Sampler, optional
-            Needed only for a sampler class outside :mod:`faqstats.sampling` (with the stored parameters).
+            Needed only for a sampler class outside :mod:`faqstats.sampling`.
         allow_unchecked : bool, default=False
-            Also resume a session written before faqstats stored checksums (nothing in it can be
-            verified); by default such files are refused. The next save writes the checksums.
+            Also resume a session written before faqstats stored checksums (nothing in it can be verified).
 
-        Raises
-        ------
-        ValueError
-            If the state file is not a faqstats session (or a newer format), or does not match its model file.
-        FileNotFoundError
-            If ``directory`` holds no session.
+        Returns
+        -------
+        EvaluationSession
         """
         store, state, fm = SessionStore.open(directory, allow_unchecked)
         where = str(store.state_path)
@@ -281,12 +269,12 @@ class EvaluationSession:
         costs = self._config.get("costs")  # the run holds the clusters' costs
         return None if costs is None else read_only(np.array(costs, dtype=float))
 
-    clusters = _stored("clusters", "The cluster id of each question (ndarray in question order), or None.", np.asarray)
     @property
     def n_clusters(self):
         """The number of clusters (None without ``clusters``)."""
         return None if self._rounds.members is None else len(self._rounds.members)
 
+    clusters = _stored("clusters", "The cluster id of each question (ndarray in question order), or None.", np.asarray)
     groups = _stored("groups", "The group label of each question (ndarray in question order), or None.", np.asarray)
     estimand = _stored("estimand", 'What :meth:`result` estimates: "micro", "macro" or weights.', default="micro")
     batch_size = _stored("batch_size", "Draws per round of :meth:`next_questions` by default.")

@@ -12,7 +12,8 @@ from ..estimands import as_estimand
 from ..estimator import PAIEstimator
 from ..intervals import interval_rule_name
 from ..io import configuration_from, json_safe, load_model_file, sampler_spec
-from .questions import check_question_clusters, check_question_costs, per_question
+from ..sampling import check_costs
+from .questions import check_question_clusters, per_question
 
 __all__ = ["configured_session", "session_config", "session_estimator"]
 
@@ -66,7 +67,7 @@ def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, 
     if groups is not None:
         optional["groups"] = np.asarray(per_question(groups, ids, "groups")).tolist()
     if costs is not None:
-        optional["costs"] = check_question_costs(per_question(costs, ids, "costs"), ids)
+        optional["costs"] = check_costs(per_question(costs, ids, "costs"), len(ids), ids).tolist()
     if clusters is not None:
         optional["clusters"] = check_question_clusters(per_question(clusters, ids, "clusters"), ids)
     config |= {name: optional[name] for name in _ORDER if name in optional}

@@ -14,10 +14,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ..io import check_question_ids, load_factor_model, unsaved_reason
-from ..sampling import check_costs
 
-__all__ = ["bank_ids", "check_outcome", "check_question_clusters", "check_question_costs", "n_questions_of",
-           "per_question", "session_predictor"]
+__all__ = ["bank_ids", "check_outcome", "check_question_clusters", "n_questions_of", "per_question",
+           "session_predictor"]
 
 
 def session_predictor(factor_model):
@@ -80,20 +79,6 @@ def per_question(values, ids, name):
         shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
         raise ValueError(f"{name} has no entry for {len(missing)} of the bank's {len(ids)} question ids: {shown}.")
     return [given[q] for q in text_ids]  # (ids of other questions are ignored: a table of a larger bank)
-
-
-def check_question_costs(costs, ids):
-    """``costs`` (in the bank's order) as a list of floats, a bad one named by its question id."""
-    try:
-        c = np.array(costs, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"costs must be positive numbers, one per question: {exc}") from None
-    if c.ndim == 1 and c.size == len(ids):
-        bad = np.flatnonzero(~(np.isfinite(c) & (c > 0)))
-        if bad.size:
-            raise ValueError(f"costs must be finite and positive; question id {ids[bad[0]]!r} has cost "
-                             f"{float(c[bad[0]])!r} ({bad.size} such entries).")
-    return check_costs(c, len(ids)).tolist()
 
 
 def check_question_clusters(clusters, ids):
