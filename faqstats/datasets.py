@@ -1,8 +1,6 @@
 """Synthetic banks with realistic factor structure (for the demo, the quickstart and the tests), and response
 matrices read from disk."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 

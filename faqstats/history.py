@@ -1,9 +1,6 @@
 """A history that grows: a finished session's answers, or other models' full runs, become rows of the history
 the next predictor learns from (``faqstats history add``)."""
 
-from __future__ import annotations
-
-import hashlib
 import os
 from pathlib import Path
 
@@ -13,30 +10,13 @@ from .io.checks import array_sha256, utc_now
 from .io.history import load_history, save_history
 from .io.npz import npz_path
 from .session import EvaluationSession, SessionStore
+from .session._store import file_sha256
 
-__all__ = ["add_rows_to_history", "add_sessions_to_history", "session_row"]
+__all__ = ["add_rows_to_history", "add_sessions_to_history"]
 
 
-def session_row(session_dir, question_ids, *, partial=False, allow_unchecked=False):
-    """A session's answers as a history row over ``question_ids``, and where they came from.
-
-    Parameters
-    ----------
-    session_dir : str or os.PathLike
-        A session directory, loaded and checked in full.
-    question_ids : sequence of str
-        The history's question ids: the session's bank must have exactly these (in any order).
-    partial : bool, default=False
-    allow_unchecked : bool, default=False
-        As in :meth:`EvaluationSession.load <faqstats.EvaluationSession.load>`.
-
-    Returns
-    -------
-    row : ndarray of float64, shape (len(question_ids),)
-        Every answer the session holds, NaN for the questions it did not ask.
-    source : dict
-        ``kind``, ``path``, ``sha256`` (of its ``session.json``), ``n_answers``, ``complete``, ``stop_reason``.
-    """
+def _session_row(session_dir, question_ids, partial, allow_unchecked):
+    """A session's answers as a row over ``question_ids`` (NaN where not asked), and its ``sources`` entry."""
     where = Path(os.fspath(session_dir))
     session = EvaluationSession.load(where, allow_unchecked=allow_unchecked)
     if not (session.done or partial):
@@ -60,18 +40,15 @@ def session_row(session_dir, question_ids, *, partial=False, allow_unchecked=Fal
     n_answers = int((~np.isnan(row)).sum())
     if n_answers == 0:
         raise ValueError(f"{where}: the session holds no answer yet; nothing to add.")
-    with open(store.state_path, "rb") as f:
-        sha = hashlib.file_digest(f, "sha256").hexdigest()
-    return row, {"kind": "session", "path": str(where.resolve()), "sha256": sha, "n_answers": n_answers,
-                 "complete": bool(session.done), "stop_reason": session.stop_reason}
+    return row, {"kind": "session", "path": str(where.resolve()), "sha256": file_sha256(store.state_path),
+                 "n_answers": n_answers, "complete": bool(session.done), "stop_reason": session.stop_reason}
 
 
 def add_sessions_to_history(history, session_dirs, *, names=None, replace=False, partial=False, out=None,
                             allow_unchecked=False):
     """Append each session's answers to a history file, as a row under its model's name.
 
-    Every input is checked before anything is written; the file is then replaced atomically, with a
-    ``sources`` entry per row, so a refusal or a crash leaves it as it was.
+    Every input is checked before the file is replaced atomically (with a ``sources`` entry per row).
 
     Parameters
     ----------
@@ -94,12 +71,6 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
     Returns
     -------
     pathlib.Path
-
-    Raises
-    ------
-    ValueError
-        For a damaged history or session, a model already there (without ``replace``) or given twice,
-        a session not done (without ``partial``), or a bank that is not the history's.
 
     Examples
     --------
@@ -132,7 +103,7 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
     _check_names(path, names, models, replace, [f"session {d}" for d in dirs])
     rows, sources = [], []
     for d, name in zip(dirs, names):
-        row, source = session_row(d, ids, partial=partial, allow_unchecked=allow_unchecked)
+        row, source = _session_row(d, ids, partial, allow_unchecked)
         rows.append(row)
         sources.append({"model": name, **source, "added_utc": utc_now()})
     return _grow(path, out, outcomes, models, ids, metadata, names, rows, sources)
@@ -141,8 +112,7 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
 def add_rows_to_history(history, outcomes, models, question_ids, *, replace=False, out=None, source=None):
     """Append full rows (earlier runs of other models: harness output, a table) to a history file.
 
-    The rows' questions are matched by id (a question they lack is NaN in their row; one not in the
-    history is refused); written as :func:`add_sessions_to_history` writes.
+    The rows' questions are matched by id (a question they lack is NaN in their row).
 
     Parameters
     ----------

@@ -1,8 +1,6 @@
 """What a policy sees (:class:`PolicyState`), the base of sequential policies, and the one draw
 (:func:`draw_from`) every loop makes from the law ``probabilities`` returns."""
 
-from __future__ import annotations
-
 import functools
 import math
 from dataclasses import dataclass, field
@@ -32,14 +30,10 @@ class PolicyState:
     predictions : ndarray of shape (N,)
         Current predicted P(correct) for every question, read-only.
     available : ndarray of bool, shape (N,)
-        Questions that may be asked now.
     step : int
-        The round being chosen, 1-based (``t``).
+        The round being chosen, 1-based (``t``), of ``budget``.
     budget : int
-        Total number of rounds (``n_b``).
-    question_factors : ndarray of shape (N, k) or None
-    posterior_mean : ndarray of shape (k,) or None
-    posterior_cov : ndarray of shape (k, k) or None
+    question_factors, posterior_mean, posterior_cov : ndarray or None
         The factor posterior; ``None`` without a factor model.
     posterior : PosteriorView or None
         A read-only view of the predictor and its caches; ``None`` when built by hand.

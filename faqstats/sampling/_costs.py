@@ -1,9 +1,8 @@
 """Costs per question: the Neyman rule with costs (:class:`CostWeightedSampler`, a policy like any other,
 so every increment stays the ordinary PAI increment) and the draws a cost budget buys."""
 
-from __future__ import annotations
-
 import numbers
+from operator import attrgetter
 
 import numpy as np
 
@@ -38,12 +37,6 @@ def check_costs(costs, n_questions, ids=None):
     return c
 
 
-def _of_base(name, doc):
-    def get(self):
-        return getattr(self.base_sampler, name)
-    return property(get, doc=doc)
-
-
 class CostWeightedSampler(Sampler):
     """A policy's scores divided by ``sqrt(cost)``: the Neyman rule with costs.
 
@@ -61,9 +54,8 @@ class CostWeightedSampler(Sampler):
     --------
     >>> import numpy as np
     >>> import faqstats as fq
-    >>> from faqstats.sampling import CostWeightedSampler, PolicyState
-    >>> state = PolicyState(predictions=np.array([0.5, 0.5, 0.5]), available=np.ones(3, bool), step=1, budget=2)
-    >>> sampler = CostWeightedSampler(fq.NeymanSampler(tau=0.0), costs=[1.0, 4.0, 4.0])
+    >>> state = fq.PolicyState(predictions=np.full(3, 0.5), available=np.ones(3, bool), step=1, budget=2)
+    >>> sampler = fq.CostWeightedSampler(fq.NeymanSampler(tau=0.0), costs=[1.0, 4.0, 4.0])
     >>> sampler.probabilities(state).round(3)  # equal scores: mass in proportion to 1 / sqrt(cost)
     array([0.5 , 0.25, 0.25])
     """
@@ -73,11 +65,12 @@ class CostWeightedSampler(Sampler):
         self.costs = costs
 
     # the base policy's floor, replacement and needs (properties: not parameters of their own)
-    tau = _of_base("tau", "The base policy's uniform floor.")
-    replace = _of_base("replace", "Whether the base policy samples with replacement.")
-    needs_factor_model = _of_base("needs_factor_model", "Whether the base policy needs a predictor.")
-    checks_law = _of_base("checks_law", "Whether the base policy's law is checked draw by draw.")
-    batched = _of_base("batched", "Whether ``scores`` takes the batched engine's torch states.")
+    tau = property(attrgetter("base_sampler.tau"), doc="The base policy's uniform floor.")
+    replace = property(attrgetter("base_sampler.replace"), doc="Whether the base policy samples with replacement.")
+    needs_factor_model = property(attrgetter("base_sampler.needs_factor_model"),
+                                  doc="Whether the base policy needs a predictor.")
+    checks_law = property(attrgetter("base_sampler.checks_law"), doc="Whether the base policy's law is checked.")
+    batched = property(attrgetter("base_sampler.batched"), doc="Whether ``scores`` takes torch states.")
 
     def check_params(self):
         """Check the base policy and the costs; return ``self``."""
@@ -85,10 +78,8 @@ class CostWeightedSampler(Sampler):
         if not isinstance(base, Sampler):
             raise TypeError(f"base_sampler must be a sequential faqstats Sampler, got {type(base).__name__}.")
         if type(base).probabilities is not Sampler.probabilities:
-            raise ValueError(
-                f"{type(base).__name__} overrides probabilities: costs weigh a policy's scores, so the policy "
-                "must be defined by scores."
-            )
+            raise ValueError(f"{type(base).__name__} overrides probabilities: costs weigh a policy's scores, so the "
+                             "policy must be defined by scores.")
         base.check_params()
         c = np.asarray(self.costs, dtype=float)
         check_costs(c, c.size if c.ndim == 1 else -1)
@@ -113,17 +104,10 @@ class CostWeightedSampler(Sampler):
 
 
 def draws_for_cost(budget_cost, costs, first_law, replace, n_questions, max_iter=5):
-    """The number of draws a cost budget buys: ``n = floor(C / E_{q_1}[cost])``, fixed before the run.
+    """``(n, E_{q_1}[cost])``: the draws a cost budget buys, ``n = floor(C / E_{q_1}[cost])``, fixed before the run.
 
     ``first_law(n)`` is the policy's first law for a run of ``n`` draws; ``n`` starts at ``floor(C / mean
     cost)`` and is updated until it repeats (at most ``max_iter`` times); at most ``N`` without replacement.
-
-    Returns
-    -------
-    n : int
-        The draws.
-    per_draw : float
-        ``E_{q_1}[cost]`` of the law that fixed ``n``.
 
     Examples
     --------
@@ -141,10 +125,8 @@ def draws_for_cost(budget_cost, costs, first_law, replace, n_questions, max_iter
         per_draw = float(q @ costs / q.sum())
         new = min(int(C // per_draw), cap)
         if new < 2:
-            raise ValueError(
-                f"budget_cost={budget_cost!r} buys {new} draw(s) at an expected cost of {per_draw:.4g} per draw; "
-                "at least 2 are needed."
-            )
+            raise ValueError(f"budget_cost={budget_cost!r} buys {new} draw(s) at an expected cost of {per_draw:.4g} "
+                             "per draw; at least 2 are needed.")
         if new == n:
             break
         n = new

@@ -1,7 +1,5 @@
 """The built-in sequential policies; their scores work on numpy and on the batched engine's torch states."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np
@@ -203,9 +201,7 @@ def _normalise(x, available):
 def variance_reduction_scores(predictions, question_factors, posterior_cov, available, quadratic_forms, noise=None):
     """The randomised Bayesian-quadrature score ``|Cov(S, z_j)| / sd(z_j)``, ``S`` the unasked outcomes' sum.
 
-    With link slope ``w_j`` and noise ``e_j`` (logistic: ``w_j = e_j = p_j (1 - p_j)``; Gaussian process:
-    ``w_j = 1``, ``e_j = noise_j``), ``Cov(S, z_j) = w_j v_j' Sigma g + e_j``, ``g = sum_{i askable} w_i v_i``,
-    and ``Var(z_j) = w_j^2 v_j' Sigma v_j + e_j`` (user guide's Statistics page). Leading run axes allowed.
+    Under the predictor's linearised posterior (user guide's Statistics page); leading run axes allowed.
 
     Parameters
     ----------

@@ -1,7 +1,5 @@
 """Nature's-order designs: every item visited once, in a stream, labelled or skipped by a coin (an AIPW mean)."""
 
-from __future__ import annotations
-
 import numpy as np
 from sklearn.base import BaseEstimator
 

@@ -1,24 +1,25 @@
 """A resumable evaluation: :class:`~faqstats.PAIEstimator`'s loop driven from outside, a few questions at a
 time, across processes and crashes, its state kept in a :class:`~faqstats.session.SessionStore`."""
 
-from __future__ import annotations
-
 import contextlib
 import numbers
+import os
+from operator import attrgetter
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.base import clone
 
 from ..estimator import PAIEstimator
-from ..io import question_ids_sha256, sampler_from_spec, utc_now
+from ..io import configuration_from, load_model_file, question_ids_sha256, sampler_from_spec, utc_now
 from ..loop_setup import new_loop
 from ..posterior import read_only
 from ..predictor import resolve_predictor_keyword
 from ..run_results import group_results_of, result_of
 from ..sampling import HybridSampler, Sampler
-from . import reporting
 from ._store import SessionStore
-from .config import configured_session, session_config, session_estimator
+from .config import session_config, session_estimator
 from .questions import bank_ids, n_questions_of, session_predictor
 from .rounds import Rounds
 
@@ -58,31 +59,17 @@ class EvaluationSession:
     budget, batch_size, stop_when_width
         As in :class:`PAIEstimator`; a round of :meth:`next_questions` is ``batch_size`` draws.
     alpha : float in (0, 1), default=0.05
-        Level of the reported intervals (:meth:`status`) and of the confidence sequence.
+        Level of the reported intervals and of the confidence sequence.
     confidence_sequence, interval, step_weights
         As in :class:`PAIEstimator`.
     random_state : int or None, default=None
-        Seed of the draws (``None``: a fresh one, stored); a loaded session draws as the uninterrupted one.
+        Seed of the draws (``None``: a fresh one, stored).
     directory : str or os.PathLike or None, default=None
-        Where the session is written at once (refused if one is there); ``None`` keeps it in memory.
-    dtype : {"float64", "float32"}, default="float64"
-        As in :class:`PAIEstimator`.
-    predict_every : int, default=1
-        As in :class:`PAIEstimator`.
-    groups : sequence of str or int, or mapping, optional
-        A label per question in the model's question order, or a mapping ``{question id: label}``
-        covering the bank (as ``PAIEstimator.fit(groups=)``; see :meth:`group_results`).
-    estimand, min_group_share, stratify
-        As in :class:`PAIEstimator`.
-    costs : sequence of float or mapping, optional
-        A finite, positive cost per question, in order or as a mapping by question id, as
-        ``PAIEstimator.fit(costs=)``; stored with the session.
-    budget_cost : float > 0, optional
-        A budget in cost units instead of questions (needs ``costs``), as in :class:`PAIEstimator`.
-    clusters : sequence of str or int, or mapping, optional
-        A cluster id per question, in order or as a mapping by question id, as
-        ``PAIEstimator.fit(clusters=)``: every draw asks (and :meth:`next_questions` hands out) a
-        whole cluster, recorded once all its questions are answered.
+        Where the session is written at once; ``None`` keeps it in memory.
+    dtype, predict_every, groups, estimand, min_group_share, stratify, costs, budget_cost, clusters
+        As in :class:`PAIEstimator` (``groups``, ``costs`` and ``clusters`` as ``fit`` takes them, in the
+        model's question order or as a mapping by question id; a draw of a cluster is recorded once all its
+        questions are answered).
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
@@ -181,10 +168,27 @@ class EvaluationSession:
         >>> session.budget, type(session.sampler).__name__ == type(cfg.estimator.sampler).__name__
         (12, True)
         """
-        factor_model, question_ids, params, reader = configured_session(configuration, question_ids, budget, params)
-        session = cls(factor_model, question_ids, **params)
+        fixed = sorted({"sampler", "step_weights", "predict_every", "factor_model", "predictor"} & set(params))
+        if fixed:
+            raise TypeError(f"{', '.join(fixed)} come(s) from the configuration: a session from a configuration "
+                            "runs what it chose.")
+        meta, stored_ids = {}, None
+        if isinstance(configuration, (str, os.PathLike)):
+            model, meta, stored_ids = load_model_file(configuration)
+            configuration = configuration_from(model, meta, configuration)
+        est = configuration.estimator
+        meta = getattr(est.predictor, "metadata_", None) or meta
+        if question_ids is None:
+            question_ids = getattr(est.predictor, "question_ids_", None) or stored_ids
+        budget = est.budget if budget is None else budget
+        if isinstance(budget, numbers.Integral) and not isinstance(budget, bool) and budget > est.budget:
+            raise ValueError(f"budget={budget} exceeds the configured budget {est.budget} (its step weights and "
+                             "choice are for that many queries): configure again for a larger one.")
+        step_weights = None if est.step_weights is None else np.asarray(est.step_weights, dtype=float)
+        session = cls(est.predictor, question_ids, sampler=clone(est.sampler), budget=budget,
+                      step_weights=step_weights, predict_every=est.predict_every, **params)
         if directory is not None:  # as __init__ does, the reader of a model without predictor included
-            session._start_store(directory, factor_model, reader)
+            session._start_store(directory, est.predictor, meta.get("reader"))
         return session
 
     @classmethod
@@ -249,16 +253,10 @@ class EvaluationSession:
         self._save()
 
     # -- parameters ----------------------------------------------------------------
-    @property
-    def factor_model(self):
-        """The ``predictor`` (its old name)."""
-        return self.predictor
-
-    @property
-    def budget(self):
-        """The maximum number of draws (with ``budget_cost``: the draws it buys, fixed at the start)."""
-        return self._loop.run.budget
-
+    factor_model = property(attrgetter("predictor"), doc="The ``predictor`` (its old name).")
+    budget = property(attrgetter("_loop.run.budget"), doc="The maximum number of draws (with ``budget_cost``: "
+                      "the draws it buys, fixed at the start).")
+    n_questions = property(attrgetter("_loop.run.n_questions"), doc="The bank size ``N``.")
     budget_cost = _stored("budget_cost", "The budget in cost units, or None.")
 
     @property
@@ -283,11 +281,6 @@ class EvaluationSession:
     random_state = _stored("random_state", "The seed of the draws (stored).")
 
     @property
-    def n_questions(self):
-        """The bank size ``N``."""
-        return self._loop.run.n_questions
-
-    @property
     def directory(self):
         """Where the session is saved, or None when it is kept in memory."""
         return None if self._store is None else self._store.directory
@@ -298,20 +291,9 @@ class EvaluationSession:
         return None if self._store is None else self._store.model_metadata
 
     # -- state ---------------------------------------------------------------------
-    @property
-    def stop_reason(self):
-        """Why querying stopped ("budget", "width"), or None."""
-        return self._loop.stop_reason
-
-    @property
-    def done(self):
-        """Whether querying has stopped."""
-        return self._loop.done
-
-    @property
-    def n_draws(self):
-        """Recorded draws (a question, or with ``clusters`` a cluster, may repeat)."""
-        return self._loop.n_recorded
+    stop_reason = property(attrgetter("_loop.stop_reason"), doc='Why querying stopped ("budget", "width"), or None.')
+    done = property(attrgetter("_loop.done"), doc="Whether querying has stopped.")
+    n_draws = property(attrgetter("_loop.n_recorded"), doc="Recorded draws (a question, or a cluster, may repeat).")
 
     @property
     def n_answers(self):
@@ -340,10 +322,7 @@ class EvaluationSession:
 
     # -- the loop ------------------------------------------------------------------
     def next_questions(self, n=None):
-        """The questions to ask now, with the probability each was drawn with.
-
-        With no round pending, draws (and saves) a new round of ``n``; else returns the pending
-        round's unanswered questions again (``n`` ignored).
+        """The questions to ask now: a new round of ``n`` draws (saved), or the pending round's unanswered ones.
 
         Parameters
         ----------
@@ -369,12 +348,7 @@ class EvaluationSession:
         ----------
         ids : sequence of question ids (or one id)
         outcomes : sequence of float in [0, 1] (or one), same length
-            1 correct, 0 wrong; graded scores in between.
-
-        Raises
-        ------
-        ValueError
-            For an id not pending or given twice, or an outcome outside [0, 1]; nothing is recorded then.
+            1 correct, 0 wrong; graded scores in between. On a refusal nothing is recorded.
         """
         if isinstance(ids, (str, numbers.Integral)):
             ids, outcomes = [ids], [outcomes]
@@ -412,12 +386,7 @@ class EvaluationSession:
         return result_of(self._estimator, self._two_draws())
 
     def group_results(self):
-        """Every group's estimate so far (:class:`~faqstats.GroupResults`); None without ``groups``.
-
-        Returns
-        -------
-        GroupResults or None
-        """
+        """Every group's estimate so far (:class:`~faqstats.GroupResults`); None without ``groups``."""
         return group_results_of(self._estimator, self._two_draws())
 
     def _two_draws(self):
@@ -427,14 +396,10 @@ class EvaluationSession:
         return self._loop
 
     def trajectory(self):
-        """The running estimate and interval after each recorded draw (from the second on).
-
-        Returns
-        -------
-        ndarray of shape (n_draws - 1, 4)
-            Draws so far, estimate, and the ``1 - alpha`` Wald-type interval :meth:`result` gave then.
-        """
-        return reporting.trajectory(self._estimator, self._loop, self.alpha)
+        """``(draws, estimate, low, high)`` of :meth:`result` after each recorded draw from the second on."""
+        results = [result_of(self._estimator, self._loop, t) for t in range(2, self.n_draws + 1)]
+        rows = [(t, res.estimate, *res.conf_int(alpha=self.alpha)) for t, res in enumerate(results, start=2)]
+        return np.array(rows, dtype=float).reshape(-1, 4)
 
     def confidence_sequence(self):
         """``(draws so far, low, high)`` of the anytime-valid sequence after each round, or None."""
@@ -454,9 +419,29 @@ class EvaluationSession:
         Returns
         -------
         matplotlib.axes.Axes
-            The axes drawn on.
         """
-        return reporting.plot(self, path, ax)
+        from matplotlib.figure import Figure
+
+        traj = self.trajectory()
+        if not len(traj):
+            raise ValueError(f"Nothing to plot yet: a plot needs at least two recorded answers ({self.n_draws} so "
+                             "far).")
+        if ax is None:
+            ax = Figure(figsize=(6.4, 4.0), layout="constrained").add_subplot()
+        level = f"{100 * (1 - self.alpha):g}%"
+        ax.fill_between(traj[:, 0], traj[:, 2], traj[:, 3], alpha=0.25, color="C0", label=f"{level} interval")
+        ax.plot(traj[:, 0], traj[:, 1], color="C0", label="estimate")
+        cs = self.confidence_sequence()
+        if cs is not None and len(cs):
+            ax.step(cs[:, 0], cs[:, 1], where="post", color="C1", lw=1, label=f"{level} anytime-valid")
+            ax.step(cs[:, 0], cs[:, 2], where="post", color="C1", lw=1)
+        ax.set(xlabel="draws (queries)", ylabel="accuracy", ylim=(0, 1), xlim=(1, max(self.budget, 2)))
+        ax.set_title(f"{self.n_queries} of {self.n_questions} questions asked ({self.stop_reason or 'running'})",
+                     fontsize=10)
+        ax.legend(loc="lower right", fontsize=8)
+        if path is not None:
+            ax.figure.savefig(Path(os.fspath(path)), dpi=120)
+        return ax
 
     def group_table(self, simultaneous=False):
         """Every group's estimate so far as rows, for :meth:`status` and the command line.
@@ -472,7 +457,16 @@ class EvaluationSession:
             One dict per group (sorted by label) with ``group``, ``n_questions``, ``n_asked``, ``estimate``,
             ``std_error``, ``lower`` and ``upper``; None without ``groups`` or before two answers.
         """
-        return reporting.group_table(self, simultaneous)
+        if self.groups is None or self.n_draws < 2:
+            return None
+        results = self.group_results()
+        frame = results.to_frame(alpha=self.alpha)
+        if simultaneous:
+            both = results.conf_int(alpha=self.alpha, simultaneous=True)
+            frame["simultaneous_lower"], frame["simultaneous_upper"] = both["lower"], both["upper"]
+        return [{"group": label.item() if isinstance(label, np.generic) else label,
+                 **{k: (int(v) if k.startswith("n_") else float(v)) for k, v in row.items()}}
+                for label, row in frame.iterrows()]
 
     def status(self, simultaneous=False):
         """A JSON-serialisable summary: progress, pending ids, and the estimate so far.
@@ -487,7 +481,34 @@ class EvaluationSession:
         dict
             The configuration, the progress, the estimate and its interval, the costs spent and the groups' rows.
         """
-        return reporting.status(self, self._config["sampler"], self._loop.run, simultaneous)
+        res = self.result() if self.n_draws >= 2 else None
+        cs = self.confidence_sequence()
+        run, spent = self._loop.run, None
+        if run.costs is not None:
+            unit = "question" if self.n_clusters is None else "cluster"  # the run's costs are per unit drawn
+            spent = float(run.costs[np.unique(run.table()[unit])].sum()) if self.n_draws else 0.0
+        config = ("n_questions", "budget", "batch_size", "stop_when_width", "alpha", "random_state")
+        return {
+            "directory": None if self.directory is None else str(self.directory),
+            **{name: getattr(self, name) for name in config},
+            "sampler": self._config["sampler"],
+            **{name: getattr(self, name) for name in ("n_draws", "n_queries", "n_answers")},
+            "pending": self.pending.ids,
+            "done": self.done,
+            "stop_reason": self.stop_reason,
+            "estimate": None if res is None else res.estimate,
+            "std_error": None if res is None else res.std_error,
+            "conf_int": None if res is None else list(res.conf_int(alpha=self.alpha)),
+            "anytime_interval": [float(cs[-1, 1]), float(cs[-1, 2])] if cs is not None and len(cs) else None,
+            "estimand": self.estimand if isinstance(self.estimand, str) else "weighted",
+            "costs": run.costs is not None,
+            "budget_cost": self.budget_cost,
+            "cost_spent": spent,
+            "cost_per_draw": run.cost_per_draw,
+            "groups": self.group_table(simultaneous),
+            "n_clusters": self.n_clusters,
+            "n_clusters_asked": self.n_clusters_asked,
+        }
 
     def __repr__(self):
         where = "in memory" if self.directory is None else str(self.directory)

@@ -1,8 +1,6 @@
 """Where a session lives: a directory with ``factor_model.npz`` (the model and the bank's ids),
 ``session.json`` (the state) and ``.session.lock``, held while the state is written."""
 
-from __future__ import annotations
-
 import contextlib
 import hashlib
 import os
@@ -67,7 +65,7 @@ class SessionStore:
         else:
             model_path = save_factor_model(factor_model, directory / MODEL_FILE, question_ids=ids, reader=reader)
         model, meta, ids = load_model_file(model_path)
-        return cls(directory, 0, _file_sha256(model_path), ids, meta), model
+        return cls(directory, 0, file_sha256(model_path), ids, meta), model
 
     @classmethod
     def open(cls, directory, allow_unchecked=False):
@@ -86,18 +84,14 @@ class SessionStore:
         fm, meta, ids = load_model_file(model_path, allow_unchecked=allow_unchecked)
         model_ids_hash = meta.get("question_ids_sha256")
         if model_ids_hash != state["question_ids_sha256"]:
-            raise ValueError(
-                f"{directory}: the bank's question ids in {STATE_FILE} (sha256 "
-                f"{str(state['question_ids_sha256'])[:12]}...) differ "
-                f"from those of the factor model file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); "
-                "the session and the model describe different banks."
-            )
-        model_sha = _file_sha256(model_path)
+            raise ValueError(f"{directory}: the bank's question ids in {STATE_FILE} (sha256 "
+                             f"{str(state['question_ids_sha256'])[:12]}...) differ from those of the factor model "
+                             f"file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); the session and the "
+                             "model describe different banks.")
+        model_sha = file_sha256(model_path)
         if model_sha != state["factor_model_sha256"]:
-            raise ValueError(
-                f"{directory}: {model_path.name} is not the factor model this session started with (its SHA-256 "
-                f"differs from the one in {STATE_FILE}); restore it or start a new session."
-            )
+            raise ValueError(f"{directory}: {model_path.name} is not the factor model this session started with (its "
+                             f"SHA-256 differs from the one in {STATE_FILE}); restore it or start a new session.")
         return cls(directory, state["revision"], model_sha, ids, meta, allow_unchecked), state, fm
 
     def save(self, fields):
@@ -109,16 +103,15 @@ class SessionStore:
             if path.exists():
                 on_disk = read_session_state(path, allow_unchecked=self.allow_unchecked).get("revision")
                 if on_disk != self.revision:
-                    raise RuntimeError(
-                        f"{path} was changed by another process (revision {on_disk}, this session loaded "
-                        f"{self.revision}); nothing was written. Load the session again to continue."
-                    )
+                    raise RuntimeError(f"{path} was changed by another process (revision {on_disk}, this session "
+                                       f"loaded {self.revision}); nothing was written. Load the session again to "
+                                       "continue.")
             remove_stale_temporaries(self.directory / MODEL_FILE)
             write_session_state(path, fields)
         self.revision = fields["revision"]
 
 
-def _file_sha256(path):
+def file_sha256(path):
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 

@@ -1,21 +1,17 @@
 """A session's parameters as ``session.json`` stores them (its ``config``), and the estimator they make."""
 
-from __future__ import annotations
-
 import numbers
-import os
 
 import numpy as np
-from sklearn.base import clone
 
 from ..estimands import as_estimand
 from ..estimator import PAIEstimator
 from ..intervals import interval_rule_name
-from ..io import configuration_from, json_safe, load_model_file, sampler_spec
+from ..io import json_safe, sampler_spec
 from ..sampling import check_costs
 from .questions import check_question_clusters, per_question
 
-__all__ = ["configured_session", "session_config", "session_estimator"]
+__all__ = ["session_config", "session_estimator"]
 
 # PAIEstimator parameters stored under their own names: these always...
 _ALWAYS = ("budget", "batch_size", "stop_when_width")
@@ -52,10 +48,8 @@ def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, 
     if random_state is None:
         random_state = int(np.random.SeedSequence().entropy)
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
-        raise TypeError(
-            f"random_state must be an int seed (or None for a fresh one), got {type(random_state).__name__}; "
-            "a session stores its seed to resume exactly."
-        )
+        raise TypeError(f"random_state must be an int seed (or None for a fresh one), got "
+                        f"{type(random_state).__name__}; a session stores its seed to resume exactly.")
     if random_state < 0:
         raise ValueError(f"random_state must be a non-negative int seed, got {random_state}.")
     params = estimator.get_params(deep=False)
@@ -102,39 +96,3 @@ def session_estimator(predictor, sampler, config):
     params |= {name: config[name] for name in _UNLESS_DEFAULT if name in config}
     return PAIEstimator(predictor, sampler, confidence_sequence=float(alpha) if track_cs else False, **params)
 
-
-def configured_session(configuration, question_ids, budget, params):
-    """``(predictor, question_ids, params, reader)`` of a session that runs ``configuration``.
-
-    Parameters
-    ----------
-    configuration, question_ids, budget
-        As :meth:`~faqstats.EvaluationSession.from_configuration` takes them.
-    params : dict
-        The session's other keyword arguments.
-
-    Returns
-    -------
-    tuple
-        ``params`` with the configuration's policy, budget, step weights and refresh schedule.
-    """
-    fixed = sorted({"sampler", "step_weights", "predict_every", "factor_model", "predictor"} & set(params))
-    if fixed:
-        raise TypeError(f"{', '.join(fixed)} come(s) from the configuration: a session from a configuration "
-                        "runs what it chose.")
-    meta, stored_ids = {}, None
-    if isinstance(configuration, (str, os.PathLike)):
-        model, meta, stored_ids = load_model_file(configuration)
-        configuration = configuration_from(model, meta, configuration)
-    est = configuration.estimator
-    meta = getattr(est.predictor, "metadata_", None) or meta
-    if question_ids is None:
-        question_ids = getattr(est.predictor, "question_ids_", None) or stored_ids
-    budget = est.budget if budget is None else budget
-    if isinstance(budget, numbers.Integral) and not isinstance(budget, bool) and budget > est.budget:
-        raise ValueError(f"budget={budget} exceeds the configured budget {est.budget} (its step weights and "
-                         "choice are for that many queries): configure again for a larger one.")
-    step_weights = None if est.step_weights is None else np.asarray(est.step_weights, dtype=float)
-    params = dict(params, sampler=clone(est.sampler), budget=budget, step_weights=step_weights,
-                  predict_every=est.predict_every)
-    return est.predictor, question_ids, params, meta.get("reader")

@@ -1,8 +1,6 @@
 """What a session takes, checked: its predictor, the bank's ids, per-question values (groups, costs,
 clusters; a sequence in the bank's order or a mapping by question id) and the outcomes recorded."""
 
-from __future__ import annotations
-
 import math
 import numbers
 import os

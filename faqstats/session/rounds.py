@@ -1,8 +1,6 @@
 """A session's rounds: the loop's draws, the answers taken so far, and the rule that records each
 draw, in draw order, once every question it asks is answered (with clusters: its cluster's)."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from .._engine import ClusterRun
@@ -66,10 +64,8 @@ class Rounds:
             if question in new:
                 raise ValueError(f"question id {qid!r} is given twice in one call to record.")
             if question in self.answers:
-                raise ValueError(
-                    f"question id {qid!r} is already recorded (outcome {self.answers[question]!r}); "
-                    "an answer cannot be changed."
-                )
+                raise ValueError(f"question id {qid!r} is already recorded (outcome {self.answers[question]!r}); "
+                                 "an answer cannot be changed.")
             if question not in waiting:
                 raise ValueError(f"question id {qid!r} is not pending: it was not handed out by next_questions.")
             new[question] = check_outcome(value, qid)
