@@ -53,8 +53,7 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
     Parameters
     ----------
     history : str or os.PathLike
-        A history file (:func:`~faqstats.save_history`) or a response matrix ``.npz`` with ``models``
-        and ``question_ids`` (or ``items``).
+        A history file (:func:`~faqstats.save_history`) or an ``.npz`` with ``models`` and ``question_ids``.
     session_dirs : sequence of str or os.PathLike
         Session directories whose bank is the history's questions.
     names : sequence of str, optional

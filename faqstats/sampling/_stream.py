@@ -74,15 +74,10 @@ class StreamSampler(BaseEstimator):
 
         Parameters
         ----------
-        item_score : float
-        mean_score : float
-            The mean score of the items not yet visited, itself included.
-        labels_used : int
-        remaining : int
-            Items left, itself included.
-        budget : int
-            The expected number of labels.
-        n_items : int
+        item_score, mean_score : float
+            The item's score, and the mean score of the items not yet visited (itself included).
+        labels_used, remaining, budget, n_items : int
+            Labels used, items left (itself included), the expected number of labels, and ``N``.
 
         Returns
         -------

@@ -99,8 +99,7 @@ class EvaluationSession:
         if directory is not None:
             SessionStore.refuse_existing(directory)
         factor_model = session_predictor(factor_model)
-        n_questions = n_questions_of(factor_model, question_ids)
-        ids, id_type = bank_ids(question_ids, factor_model, n_questions)
+        ids, id_type = bank_ids(question_ids, factor_model, n_questions_of(factor_model, question_ids))
         sampler = HybridSampler() if sampler is None else sampler
         # the estimator holds the parameters the session shares with it; the config stores them
         estimator = PAIEstimator(factor_model, sampler, budget, interval=interval, batch_size=batch_size,
@@ -361,7 +360,8 @@ class EvaluationSession:
         new = self._rounds.check_answers(ids, outcomes, self._index_of)
         if new:
             with self._changing():
-                self._rounds.take(new)
+                self._rounds.answers.update(new)
+                self._rounds.advance()
 
     @contextlib.contextmanager
     def _changing(self):
@@ -370,8 +370,7 @@ class EvaluationSession:
         try:
             yield
             self._save()
-        except BaseException:
-            # rebuild the loop from the snapshot by replaying it
+        except BaseException:  # rebuild the loop from the snapshot
             self._setup(self.predictor, self.question_ids, self._id_type, self._config, self.sampler)
             self._rng.bit_generator.state = rng_state
             self._rounds.replay(draws, answers, "session")
@@ -493,21 +492,16 @@ class EvaluationSession:
             **{name: getattr(self, name) for name in config},
             "sampler": self._config["sampler"],
             **{name: getattr(self, name) for name in ("n_draws", "n_queries", "n_answers")},
-            "pending": self.pending.ids,
-            "done": self.done,
-            "stop_reason": self.stop_reason,
+            "pending": self.pending.ids, "done": self.done, "stop_reason": self.stop_reason,
             "estimate": None if res is None else res.estimate,
             "std_error": None if res is None else res.std_error,
             "conf_int": None if res is None else list(res.conf_int(alpha=self.alpha)),
             "anytime_interval": [float(cs[-1, 1]), float(cs[-1, 2])] if cs is not None and len(cs) else None,
             "estimand": self.estimand if isinstance(self.estimand, str) else "weighted",
-            "costs": run.costs is not None,
-            "budget_cost": self.budget_cost,
-            "cost_spent": spent,
+            "costs": run.costs is not None, "budget_cost": self.budget_cost, "cost_spent": spent,
             "cost_per_draw": run.cost_per_draw,
             "groups": self.group_table(simultaneous),
-            "n_clusters": self.n_clusters,
-            "n_clusters_asked": self.n_clusters_asked,
+            "n_clusters": self.n_clusters, "n_clusters_asked": self.n_clusters_asked,
         }
 
     def __repr__(self):

@@ -71,11 +71,6 @@ class Rounds:
             new[question] = check_outcome(value, qid)
         return new
 
-    def take(self, answers):
-        """Add ``{question: outcome}`` (:meth:`check_answers`) and record the draws they complete."""
-        self.answers.update(answers)
-        self.advance()
-
     def advance(self):
         """Record, in draw order, every pending draw whose answers are all in."""
         loop, answers = self.loop, self.answers
