@@ -19,8 +19,7 @@ from ..predictor import resolve_predictor_keyword
 from ..run_results import group_results_of, result_of
 from ..sampling import HybridSampler, Sampler
 from ._store import SessionStore
-from .config import session_config, session_estimator
-from .questions import bank_ids, n_questions_of, session_predictor
+from .config import bank_ids, n_questions_of, session_config, session_estimator, session_predictor
 from .rounds import Rounds
 
 __all__ = ["EvaluationSession", "NextQuestions"]

@@ -4,7 +4,7 @@ draw, in draw order, once every question it asks is answered (with clusters: its
 import numpy as np
 
 from .._engine import ClusterRun
-from .questions import check_outcome
+from .config import check_outcome
 
 __all__ = ["Rounds"]
 
