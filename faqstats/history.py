@@ -58,10 +58,8 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
         Session directories whose bank is the history's questions.
     names : sequence of str, optional
         The model of each session, in order; default: each session directory's name.
-    replace : bool, default=False
-        Replace the row of a model already in the history (by default refused).
-    partial : bool, default=False
-        Also add a session that is not done (the answers it holds so far).
+    replace, partial : bool, default=False
+        Replace the row of a model already in the history; add a session that is not done (its answers so far).
     out : str or os.PathLike, optional
         Write the grown history there instead of over ``history``.
     allow_unchecked : bool, default=False

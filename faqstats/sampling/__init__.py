@@ -1,9 +1,5 @@
-"""Sampling policies: which question to ask next, and with what probability.
-
-Sequential policies subclass :class:`Sampler` (scores for a read-only :class:`PolicyState`, mixed with a
-uniform floor ``tau``, drawn by :func:`draw_from`); nature's-order designs such as :class:`BernoulliAIPW`
-subclass :class:`StreamSampler` (docs/architecture.md, "Adding a policy").
-"""
+"""Sampling policies: which question to ask next, and with what probability: sequential policies subclass
+:class:`Sampler`, nature's-order designs :class:`StreamSampler` (docs/architecture.md, "Adding a policy")."""
 
 from ..posterior import oracle_scores, quadratic_forms_from_scratch
 from ._base import (DRAW_BLOCK, PolicyState, Sampler, check_law, draw_from, inverse_cdf, mixture,

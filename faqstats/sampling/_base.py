@@ -44,10 +44,9 @@ class PolicyState:
     --------
     >>> import numpy as np
     >>> from faqstats import PolicyState
-    >>> state = PolicyState(predictions=np.array([0.5, 0.9, 0.99]), available=np.array([True, True, False]),
-    ...                     step=2, budget=3)
-    >>> state.oracle_scores().round(3), state.asked_indices()
-    (array([0.5  , 0.3  , 0.099]), array([2]))
+    >>> state = PolicyState(predictions=np.array([0.5, 0.9]), available=np.array([True, False]), step=2, budget=3)
+    >>> state.oracle_scores(), state.asked_indices()
+    (array([0.5, 0.3]), array([1]))
     """
 
     predictions: np.ndarray
@@ -89,9 +88,8 @@ class Sampler(BaseEstimator):
 
     Notes
     -----
-    A subclass that overrides ``scores`` or ``probabilities`` runs in the batched engine through
-    its numpy scores unless it sets ``batched = True``, and has its law checked before each draw
-    unless it sets ``checks_law = False`` (docs/architecture.md).
+    A subclass overriding ``scores`` or ``probabilities`` runs numpy-only with its law checked before each
+    draw unless it sets ``batched = True`` or ``checks_law = False`` (docs/architecture.md).
 
     Examples
     --------
