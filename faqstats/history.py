@@ -1,10 +1,6 @@
-"""A history that grows: a finished session's answers become a row of the history its model was
-fitted on, so that the next model's predictor learns from them; so do other models' full runs
-(``faqstats history add``)."""
+"""A history that grows: a finished session's answers, or other models' full runs, become rows of the history
+the next predictor learns from (``faqstats history add``)."""
 
-from __future__ import annotations
-
-import hashlib
 import os
 from pathlib import Path
 
@@ -14,45 +10,13 @@ from .io.checks import array_sha256, utc_now
 from .io.history import load_history, save_history
 from .io.npz import npz_path
 from .session import EvaluationSession, SessionStore
+from .session._store import file_sha256
 
-__all__ = ["add_rows_to_history", "add_sessions_to_history", "session_row"]
+__all__ = ["add_rows_to_history", "add_sessions_to_history"]
 
 
-def session_row(session_dir, question_ids, *, partial=False, allow_unchecked=False):
-    """A session's answers as a history row over ``question_ids``, and where they came from.
-
-    Parameters
-    ----------
-    session_dir : str or os.PathLike
-        A session directory (:class:`~faqstats.EvaluationSession`), loaded and checked in full
-        (checksums, replay of every draw).
-    question_ids : sequence of str
-        The history's question ids: the session's bank must have exactly these (in any order).
-    partial : bool, default=False
-        Also take a session that is not done (its answers so far); by default it is refused.
-    allow_unchecked : bool, default=False
-        As in :meth:`EvaluationSession.load <faqstats.EvaluationSession.load>`.
-
-    Returns
-    -------
-    row : ndarray of float64, shape (len(question_ids),)
-        Every answer the session holds, NaN for the questions it did not ask.
-    source : dict
-        ``kind`` ("session"), ``path``, ``sha256`` (of its ``session.json``), ``n_answers``,
-        ``complete`` (whether the session was done), ``stop_reason``.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import faqstats as fq
-    >>> session = fq.EvaluationSession(None, ["a", "b", "c", "d"], sampler=fq.UniformSampler(replace=False),
-    ...                                budget=2, random_state=0, directory=pathlib.Path(tempfile.mkdtemp()) / "m")
-    >>> ids, _ = session.next_questions(2)
-    >>> session.record(ids, [1, 0])
-    >>> row, source = session_row(session.directory, ["d", "c", "b", "a"])
-    >>> int((~np.isnan(row)).sum()), source["n_answers"], source["complete"]
-    (2, 2, True)
-    """
+def _session_row(session_dir, question_ids, partial, allow_unchecked):
+    """A session's answers as a row over ``question_ids`` (NaN where not asked), and its ``sources`` entry."""
     where = Path(os.fspath(session_dir))
     session = EvaluationSession.load(where, allow_unchecked=allow_unchecked)
     if not (session.done or partial):
@@ -66,9 +30,8 @@ def session_row(session_dir, question_ids, *, partial=False, allow_unchecked=Fal
     missing = [q for q in bank if q not in column]
     extra = sorted(set(column) - set(bank))
     if missing or extra:
-        shown = lambda ids: ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
-        parts = ([f"{len(missing)} id(s) not in the history ({shown(missing)})"] if missing else []) + (
-            [f"{len(extra)} history id(s) not in the session's bank ({shown(extra)})"] if extra else [])
+        parts = ([f"{len(missing)} id(s) not in the history ({_shown(missing)})"] if missing else []) + (
+            [f"{len(extra)} history id(s) not in the session's bank ({_shown(extra)})"] if extra else [])
         raise ValueError(f"{where}: the session's bank of {len(bank)} questions is not the history's "
                          f"{len(column)}: {'; '.join(parts)}.")
     row = np.full(len(column), np.nan)
@@ -77,34 +40,26 @@ def session_row(session_dir, question_ids, *, partial=False, allow_unchecked=Fal
     n_answers = int((~np.isnan(row)).sum())
     if n_answers == 0:
         raise ValueError(f"{where}: the session holds no answer yet; nothing to add.")
-    with open(store.state_path, "rb") as f:
-        sha = hashlib.file_digest(f, "sha256").hexdigest()
-    return row, {"kind": "session", "path": str(where.resolve()), "sha256": sha, "n_answers": n_answers,
-                 "complete": bool(session.done), "stop_reason": session.stop_reason}
+    return row, {"kind": "session", "path": str(where.resolve()), "sha256": file_sha256(store.state_path),
+                 "n_answers": n_answers, "complete": bool(session.done), "stop_reason": session.stop_reason}
 
 
 def add_sessions_to_history(history, session_dirs, *, names=None, replace=False, partial=False, out=None,
                             allow_unchecked=False):
     """Append each session's answers to a history file, as a row under its model's name.
 
-    Every input is checked before anything is written; the file is then replaced atomically
-    (:func:`~faqstats.save_history`, with the SHA-256 of every entry and a ``sources`` entry per
-    row added), so a refusal or a crash leaves it as it was.
+    Every input is checked before the file is replaced atomically (with a ``sources`` entry per row).
 
     Parameters
     ----------
     history : str or os.PathLike
-        A history file (:func:`~faqstats.save_history`, ``faqstats history from-table``) or a
-        response matrix ``.npz`` with ``models`` (names) and ``question_ids`` (or ``items``).
+        A history file (:func:`~faqstats.save_history`) or an ``.npz`` with ``models`` and ``question_ids``.
     session_dirs : sequence of str or os.PathLike
-        Session directories whose bank is the history's questions (a session started from a model
-        fitted on this history).
+        Session directories whose bank is the history's questions.
     names : sequence of str, optional
         The model of each session, in order; default: each session directory's name.
-    replace : bool, default=False
-        Replace the row of a model already in the history; by default that is refused by name.
-    partial : bool, default=False
-        Also add a session that is not done (the answers it holds so far); by default refused.
+    replace, partial : bool, default=False
+        Replace the row of a model already in the history; add a session that is not done (its answers so far).
     out : str or os.PathLike, optional
         Write the grown history there instead of over ``history``.
     allow_unchecked : bool, default=False
@@ -113,34 +68,18 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
     Returns
     -------
     pathlib.Path
-        The history file written.
-
-    Raises
-    ------
-    ValueError
-        For a damaged history or session, a model already in the history (without ``replace``) or
-        given twice, a session not done (without ``partial``), or a bank whose question ids are
-        not the history's; each names the file or directory and the model or id at fault.
 
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> import numpy as np
     >>> import faqstats as fq
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = fq.save_history(tmp / "history.npz", [[1, 0, 1, 0], [1, 1, 0, 0]], ["m1", "m2"], ["a", "b", "c", "d"])
+    >>> path = fq.save_history(tmp / "h.npz", [[1, 0, 1, 0], [1, 1, 0, 0]], ["m1", "m2"], ["a", "b", "c", "d"])
     >>> session = fq.EvaluationSession(None, ["a", "b", "c", "d"], sampler=fq.UniformSampler(replace=False),
     ...                                budget=2, random_state=0, directory=tmp / "m3")
-    >>> ids, _ = session.next_questions(2)
-    >>> session.record(ids, [1, 1])
-    >>> _ = add_sessions_to_history(tmp / "history.npz", [tmp / "m3"])
-    >>> outcomes, models, ids, metadata = fq.load_history(tmp / "history.npz")
-    >>> models, int(np.nansum(outcomes[2])), metadata["sources"][0]["n_answers"]
-    (['m1', 'm2', 'm3'], 2, 2)
-    >>> add_sessions_to_history(tmp / "history.npz", [tmp / "m3"])
-    Traceback (most recent call last):
-    ...
-    ValueError: ...history.npz already has a row for model 'm3'; pass replace=True (--replace) to replace it.
+    >>> session.record(session.next_questions(2).ids, [1, 1])
+    >>> fq.load_history(add_sessions_to_history(path, [tmp / "m3"]))[1]
+    ['m1', 'm2', 'm3']
     """
     path, (outcomes, models, ids, metadata) = _open_growing(history)
     dirs = [Path(os.fspath(d)) for d in ([session_dirs] if isinstance(session_dirs, (str, os.PathLike))
@@ -161,7 +100,7 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
     _check_names(path, names, models, replace, [f"session {d}" for d in dirs])
     rows, sources = [], []
     for d, name in zip(dirs, names):
-        row, source = session_row(d, ids, partial=partial, allow_unchecked=allow_unchecked)
+        row, source = _session_row(d, ids, partial, allow_unchecked)
         rows.append(row)
         sources.append({"model": name, **source, "added_utc": utc_now()})
     return _grow(path, out, outcomes, models, ids, metadata, names, rows, sources)
@@ -170,45 +109,34 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
 def add_rows_to_history(history, outcomes, models, question_ids, *, replace=False, out=None, source=None):
     """Append full rows (earlier runs of other models: harness output, a table) to a history file.
 
-    The rows' questions are matched by id: a question of the history that they lack is NaN in
-    their row (a run of some of the tasks); one that is not in the history is refused by name.
-    Written as :func:`add_sessions_to_history` writes (checked first, then atomically).
+    The rows' questions are matched by id (a question they lack is NaN in their row).
 
     Parameters
     ----------
     history : str or os.PathLike
         As in :func:`add_sessions_to_history`.
     outcomes : array-like of shape (n_models, n_questions)
-        The rows to add, in [0, 1], NaN where not observed (e.g. from
-        :func:`~faqstats.integrations.read_lm_eval_samples`, :func:`~faqstats.integrations.read_inspect_logs`
-        or :func:`history_from_frame`).
+        The rows to add, in [0, 1], NaN where not observed.
     models : sequence of str
         A unique name per row.
     question_ids : sequence of str
-        The columns' ids.
-    replace : bool, default=False
-        Replace the row of a model already in the history; by default that is refused by name.
-    out : str or os.PathLike, optional
-        Write the grown history there instead of over ``history``.
+    replace, out
+        As in :func:`add_sessions_to_history`.
     source : dict, optional
-        Where the rows come from (e.g. ``{"kind": "lm-eval", "path": ...}``), stored with each
-        row's entry in the history's ``sources`` (with its ``sha256``).
+        Where the rows come from (e.g. ``{"kind": "lm-eval"}``), stored with each row's ``sources`` entry.
 
     Returns
     -------
     pathlib.Path
-        The history file written.
 
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> import numpy as np
     >>> import faqstats as fq
     >>> path = fq.save_history(pathlib.Path(tempfile.mkdtemp()) / "h.npz", [[1, 0, 1]], ["m1"], ["t/0", "t/1", "u/0"])
     >>> _ = add_rows_to_history(path, [[0, 1]], ["m2"], ["t/1", "t/0"], source={"kind": "lm-eval"})
-    >>> outcomes, models, ids, metadata = fq.load_history(path)
-    >>> outcomes[1].tolist(), models, metadata["sources"][0]["n_answers"]
-    ([1.0, 0.0, nan], ['m1', 'm2'], 2)
+    >>> fq.load_history(path)[0][1].tolist()
+    [1.0, 0.0, nan]
     """
     path, (current, names, ids, metadata) = _open_growing(history)
     given = np.array(outcomes, dtype=np.float64)
@@ -223,8 +151,7 @@ def add_rows_to_history(history, outcomes, models, question_ids, *, replace=Fals
     column = {q: j for j, q in enumerate(ids)}
     unknown = [q for q in new_ids if q not in column]
     if unknown:
-        raise ValueError(f"{len(unknown)} question id(s) of the rows are not questions of {path}: "
-                         f"{', '.join(map(repr, unknown[:5]))}{' ...' if len(unknown) > 5 else ''}.")
+        raise ValueError(f"{len(unknown)} question id(s) of the rows are not questions of {path}: {_shown(unknown)}.")
     if len(set(new_ids)) != len(new_ids):
         raise ValueError("the rows' question ids must be unique.")
     _check_names(path, new_models, names, replace, [f"row {i}" for i in range(len(new_models))])
@@ -239,6 +166,10 @@ def add_rows_to_history(history, outcomes, models, question_ids, *, replace=Fals
         sources.append({"model": name, **(source or {"kind": "rows"}), "sha256": array_sha256(row),
                         "n_answers": n_answers, "complete": True, "added_utc": utc_now()})
     return _grow(path, out, current, names, ids, metadata, new_models, rows, sources)
+
+
+def _shown(ids):
+    return ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
 
 
 def _open_growing(history):

@@ -1,11 +1,5 @@
-"""What a policy sees, the base of sequential policies, and the one draw.
-
-A :class:`Sampler` turns a read-only :class:`PolicyState` into scores and mixes in a uniform
-floor ``tau`` over the askable questions (:func:`mixture`); every draw, in every loop, is
-:func:`draw_from` the law ``probabilities`` returns (docs/architecture.md, "Adding a policy").
-"""
-
-from __future__ import annotations
+"""What a policy sees (:class:`PolicyState`), the base of sequential policies, and the one draw
+(:func:`draw_from`) every loop makes from the law ``probabilities`` returns."""
 
 import functools
 import math
@@ -18,17 +12,8 @@ from .._backend import is_torch
 from .._validation import check_scalar
 from ..posterior import PosteriorView, read_only, oracle_scores, quadratic_forms_from_scratch
 
-__all__ = [
-    "DRAW_BLOCK",
-    "PolicyState",
-    "Sampler",
-    "check_law",
-    "draw_from",
-    "inverse_cdf",
-    "mixture",
-    "mixture_coefficients",
-    "within_round",
-]
+__all__ = ["DRAW_BLOCK", "PolicyState", "Sampler", "check_law", "draw_from", "inverse_cdf", "mixture",
+           "mixture_coefficients", "within_round"]
 
 _sum = np.add.reduce
 
@@ -38,27 +23,20 @@ DRAW_BLOCK = 128
 
 @dataclass(frozen=True)
 class PolicyState:
-    """What a policy may look at before choosing question ``step``.
-
-    In :func:`faqstats.batched.simulate` the arrays are torch tensors with a leading run axis.
+    """What a policy may look at before choosing question ``step`` (torch, with a run axis, in the batched engine).
 
     Attributes
     ----------
     predictions : ndarray of shape (N,)
-        Current predicted P(correct) for every question (``p_hat^{(t-1)}``), read-only.
+        Current predicted P(correct) for every question, read-only.
     available : ndarray of bool, shape (N,)
-        Questions that may be asked now (all of them when sampling with replacement).
     step : int
-        The round being chosen, 1-based (``t``).
+        The round being chosen, 1-based (``t``), of ``budget``.
     budget : int
-        Total number of rounds (``n_b``).
-    question_factors : ndarray of shape (N, k) or None
-    posterior_mean : ndarray of shape (k,) or None
-    posterior_cov : ndarray of shape (k, k) or None
+    question_factors, posterior_mean, posterior_cov : ndarray or None
         The factor posterior; ``None`` without a factor model.
     posterior : PosteriorView or None
-        A read-only view of the predictor, whose caches the state hands out; ``None`` when
-        the state was built by hand.
+        A read-only view of the predictor and its caches; ``None`` when built by hand.
     asked : ndarray of int or None
         The questions no longer askable (default: those not ``available``).
 
@@ -66,10 +44,9 @@ class PolicyState:
     --------
     >>> import numpy as np
     >>> from faqstats import PolicyState
-    >>> state = PolicyState(predictions=np.array([0.5, 0.9, 0.99]), available=np.array([True, True, False]),
-    ...                     step=2, budget=3)
-    >>> state.oracle_scores().round(3), state.asked_indices()
-    (array([0.5  , 0.3  , 0.099]), array([2]))
+    >>> state = PolicyState(predictions=np.array([0.5, 0.9]), available=np.array([True, False]), step=2, budget=3)
+    >>> state.oracle_scores(), state.asked_indices()
+    (array([0.5, 0.3]), array([1]))
     """
 
     predictions: np.ndarray
@@ -83,8 +60,7 @@ class PolicyState:
     asked: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def oracle_scores(self):
-        """The oracle score ``sqrt(p_j (1 - p_j))`` for every question (read-only), from the
-        predictor's cache when there is one, else from the predictions."""
+        """The oracle score ``sqrt(p_j (1 - p_j))`` of every question (read-only; the predictor's cache if any)."""
         if self.posterior is not None:
             return self.posterior.oracle_scores()
         return oracle_scores(self.predictions)
@@ -106,24 +82,17 @@ class Sampler(BaseEstimator):
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Weight of the uniform distribution mixed into every policy; it bounds the
-        inverse-probability weights by ``N / tau`` (docs/statistics.md, "Default policy").
+        Weight of the uniform floor mixed into every policy; it bounds the weights by ``N / tau``.
     replace : bool, default=False
-        Sample without replacement (each question at most once, the Des Raj-type increment)
-        or with replacement (the seed paper).
+        Sample without replacement (each question at most once) or with replacement (the seed paper).
 
     Notes
     -----
-    A subclass that overrides ``scores`` or ``probabilities`` runs in the batched engine
-    through its numpy scores unless it sets ``batched = True``, and has its law checked
-    before each draw unless it sets ``checks_law = False`` (docs/architecture.md).
-    :attr:`scores_follow_predictions` (False here) lets the batched engine keep the scores
-    between prediction refreshes.
+    A subclass overriding ``scores`` or ``probabilities`` runs numpy-only with its law checked before each
+    draw unless it sets ``batched = True`` or ``checks_law = False`` (docs/architecture.md).
 
     Examples
     --------
-    A policy is a subclass with ``scores``; it runs wherever the built-in ones do:
-
     >>> import faqstats as fq
     >>> class Easiest(fq.Sampler):  # prefer the questions the model likely gets right
     ...     def scores(self, state):
@@ -135,13 +104,9 @@ class Sampler(BaseEstimator):
     (20, 'pai')
     """
 
-    #: which loop runs this policy: one question at a time from a law over the bank
-    design = "sequential"
-    #: whether the policy's scores need a fitted factor model
+    design = "sequential"  # (a stream design visits every item once)
     needs_factor_model = True
-    #: whether ``scores`` accepts the batched engine's torch states (see Notes)
-    batched = False
-    #: whether the law ``probabilities`` returns is checked before each draw (see Notes)
+    batched = False  # see Notes
     checks_law = False
 
     def __init_subclass__(cls, **kwargs):
@@ -156,15 +121,8 @@ class Sampler(BaseEstimator):
 
     @property
     def scores_follow_predictions(self):
-        """Whether ``scores`` is a function of the current predictions alone at every step.
-
-        Such scores change only when the predictions do, so the batched engine
-        (:func:`faqstats.batched.simulate`) keeps them between prediction refreshes, and
-        :func:`~faqstats.step_weights.learn_step_weights` reuses a longer budget's runs. False
-        here; True for :class:`UniformSampler`, :class:`NeymanSampler` and :class:`HybridSampler`
-        without active learning or tempering, but not for their subclasses (which may override
-        ``scores``) unless they say so.
-        """
+        """Whether ``scores`` is a function of the current predictions alone (the batched engine then keeps
+        them between prediction refreshes); False unless a class says so."""
         return False
 
     def check_params(self):
@@ -175,17 +133,15 @@ class Sampler(BaseEstimator):
         return self
 
     def scores(self, state: PolicyState):
-        """Non-negative, unnormalised preference for each question (shape (N,)).
+        """Non-negative, unnormalised preference for each question.
 
         Parameters
         ----------
         state : PolicyState
-            What the policy may look at (read-only).
 
         Returns
         -------
         ndarray of shape (N,)
-            The scores; :meth:`probabilities` mixes them with the uniform floor ``tau``.
         """
         raise NotImplementedError
 
@@ -195,16 +151,15 @@ class Sampler(BaseEstimator):
         Parameters
         ----------
         state : PolicyState
-            What the policy may look at (read-only).
 
         Returns
         -------
         ndarray of shape (N,)
-            ``q_t``, summing to 1.
         """
         s = np.asarray(self.scores(state), dtype=float)
         if s.shape != state.available.shape:
-            raise RuntimeError(f"{type(self).__name__}.scores returned shape {s.shape}, expected {state.available.shape}.")
+            raise RuntimeError(f"{type(self).__name__}.scores returned shape {s.shape}, "
+                               f"expected {state.available.shape}.")
         if self.checks_law and np.any(s[state.available] < 0):  # (built-in scores are non-negative)
             raise FloatingPointError(f"{type(self).__name__}.scores returned negative values.")
         return mixture(s, self.tau, state.asked_indices(), name=type(self).__name__ + ".scores")
@@ -215,14 +170,11 @@ class Sampler(BaseEstimator):
         Parameters
         ----------
         state : PolicyState
-            What the policy may look at (read-only).
         rng : numpy.random.Generator
-            The source of the draw.
 
         Returns
         -------
         question : int
-            The question drawn.
         probability : float
             Its probability ``q_t(question)``.
         """
@@ -230,11 +182,8 @@ class Sampler(BaseEstimator):
 
 
 def mixture(scores, tau, asked, name="scores"):
-    """``q = tau / |R| + (1 - tau) s / sum_R s`` on the askable questions ``R`` (all but
-    ``asked``), zero elsewhere; uniform over ``R`` when every askable score is 0.
-
-    One pass over the bank in the usual case (the askable sum as the whole sum less the asked
-    scores); scores need only be finite where askable.
+    """``q = tau / |R| + (1 - tau) s / sum_R s`` on the askable questions ``R`` (all but ``asked``), zero
+    elsewhere; uniform over ``R`` when every askable score is 0. Scores need only be finite where askable.
 
     >>> mixture(np.array([3.0, 1.0, 5.0]), 0.5, np.array([2])).tolist()
     [0.625, 0.375, 0.0]
@@ -268,8 +217,7 @@ def mixture(scores, tau, asked, name="scores"):
 
 
 def mixture_coefficients(total, tau, n_avail):
-    """``(a, b)`` of the law ``q_j = a + b s_j`` on the askable questions (see :func:`mixture`);
-    ``total``, the askable scores' sum, is a float or a tensor of one per run."""
+    """``(a, b)`` of the law ``q_j = a + b s_j`` given the askable scores' sum ``total`` (a float or a tensor)."""
     if not isinstance(total, float) and is_torch(total):
         positive = total > 0  # (python scalars in torch.where would make float32: keep the dtype)
         a = total.new_full(total.shape, 1.0 / n_avail).masked_fill_(positive, tau / n_avail)
@@ -279,8 +227,7 @@ def mixture_coefficients(total, tau, n_avail):
 
 
 def check_law(q, shape, asked, name):
-    """Raise unless ``q`` is non-negative, of ``shape`` and zero at ``asked``; return it as
-    float64 (its sum need not be 1: :func:`draw_from` divides by the mass)."""
+    """Raise unless ``q`` is non-negative, of ``shape`` and zero at ``asked``; return it as float64."""
     if not isinstance(q, np.ndarray) or q.shape != shape or q.dtype != np.float64:
         q = np.asarray(q, dtype=float)
         if q.shape != shape:
@@ -295,12 +242,9 @@ def check_law(q, shape, asked, name):
 def draw_from(q, rng):
     """One question from the distribution ``q``: ``(question, probability)``.
 
-    A two-level inverse CDF (the block of :data:`DRAW_BLOCK` questions, then the question in
-    it) from one ``rng.random()``, as ``Generator.choice(p=q)`` up to rounding; the probability
-    is the question's share of the masses the draw used.
+    A two-level inverse CDF (the block of :data:`DRAW_BLOCK` questions, then the question in it) from one
+    ``rng.random()``, as ``Generator.choice(p=q)`` up to rounding.
 
-    Examples
-    --------
     >>> q = np.array([0.5, 0.0, 0.5])
     >>> draw_from(q, np.random.default_rng(0))
     (2, 0.5)
@@ -315,8 +259,7 @@ def inverse_cdf(q, u):
     if not (math.isfinite(mass) and mass > 0):
         raise FloatingPointError(f"cannot draw from a law of total mass {mass!r}.")
     target = u * mass
-    # the first block whose cdf passes the target (past the end only by rounding: the
-    # last block with mass), then the first question inside it
+    # the first block whose cdf passes the target (past the end only by rounding: the last block with mass)
     blk = int(cdf.searchsorted(target, side="right"))
     if blk == cdf.size:
         blk = int(np.flatnonzero(np.diff(cdf, prepend=0.0))[-1])
@@ -334,8 +277,7 @@ def _block_starts(n):
 
 
 def within_round(q_round, available, replace):
-    """Distribution of a later draw inside a round: the round's ``q``, renormalised over the
-    questions not yet drawn without replacement (docs/statistics.md, "Batches")."""
+    """A later draw's law inside a round: the round's ``q``, renormalised over the questions not yet drawn."""
     if replace:
         return q_round
     q = np.where(available, q_round, 0.0)

@@ -1,14 +1,8 @@
-"""Costs per question: the Neyman rule with costs, and the draws a cost budget buys.
-
-A question's cost (tokens, dollars) changes the policy only: :class:`CostWeightedSampler`
-divides the base policy's scores by ``sqrt(cost)`` before the uniform floor is mixed in, so
-every increment stays the ordinary PAI increment with a known ``q_t`` (docs/statistics.md,
-"Cost budgets").
-"""
-
-from __future__ import annotations
+"""Costs per question: the Neyman rule with costs (:class:`CostWeightedSampler`, a policy like any other,
+so every increment stays the ordinary PAI increment) and the draws a cost budget buys."""
 
 import numbers
+from operator import attrgetter
 
 import numpy as np
 
@@ -19,8 +13,9 @@ from ._base import Sampler
 __all__ = ["CostWeightedSampler", "check_costs", "draws_for_cost"]
 
 
-def check_costs(costs, n_questions):
-    """``costs`` as a read-only float array of shape ``(n_questions,)``, every entry finite and > 0.
+def check_costs(costs, n_questions, ids=None):
+    """``costs`` as a read-only float array of shape ``(n_questions,)``, every entry finite and > 0 (a bad one
+    named by its question id when ``ids`` are given).
 
     Examples
     --------
@@ -33,11 +28,11 @@ def check_costs(costs, n_questions):
         raise ValueError(f"costs must be an array of positive numbers: {exc}") from None
     if c.ndim != 1 or c.size != n_questions:
         raise ValueError(f"costs must be a 1-D array with one cost per question ({n_questions}), got shape {c.shape}.")
-    bad = ~(np.isfinite(c) & (c > 0))  # NaN fails c > 0 too
-    if bad.any():
-        j = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"costs must be finite and positive; costs[{j}] = {float(c[j])!r} ({int(bad.sum())} such "
-                         "entries).")
+    bad = np.flatnonzero(~(np.isfinite(c) & (c > 0)))  # NaN fails c > 0 too
+    if bad.size:
+        j = int(bad[0])
+        at = f"costs[{j}] =" if ids is None else f"question id {ids[j]!r} has cost"
+        raise ValueError(f"costs must be finite and positive; {at} {float(c[j])!r} ({bad.size} such entries).")
     c.flags.writeable = False
     return c
 
@@ -45,17 +40,13 @@ def check_costs(costs, n_questions):
 class CostWeightedSampler(Sampler):
     """A policy's scores divided by ``sqrt(cost)``: the Neyman rule with costs.
 
-    ``q_t(j) = tau / |R| + (1 - tau) s_j / sqrt(c_j) / sum_R s / sqrt(c)`` for the base policy's
-    scores ``s`` and floor ``tau``: with the oracle score this minimises variance times expected
-    cost per draw (docs/statistics.md, "Cost budgets"). The uniform floor is kept as it is, so the
-    inverse-probability weights stay below ``N / tau``. :class:`~faqstats.PAIEstimator` wraps its
-    sampler in one when ``fit`` gets ``costs``.
+    With the oracle score this minimises variance times expected cost per draw; the uniform floor is
+    kept as it is. :class:`~faqstats.PAIEstimator` wraps its sampler in one when ``fit`` gets ``costs``.
 
     Parameters
     ----------
     base_sampler : Sampler
-        The policy whose scores are weighed; its ``tau`` and ``replace`` are used as they are.
-        It must define its law through ``scores`` (not by overriding ``probabilities``).
+        The policy whose scores are weighed (its ``tau`` and ``replace`` are used); defined by ``scores``.
     costs : array-like of shape (N,)
         A finite, positive cost per question.
 
@@ -63,9 +54,8 @@ class CostWeightedSampler(Sampler):
     --------
     >>> import numpy as np
     >>> import faqstats as fq
-    >>> from faqstats.sampling import CostWeightedSampler, PolicyState
-    >>> state = PolicyState(predictions=np.array([0.5, 0.5, 0.5]), available=np.ones(3, bool), step=1, budget=2)
-    >>> sampler = CostWeightedSampler(fq.NeymanSampler(tau=0.0), costs=[1.0, 4.0, 4.0])
+    >>> state = fq.PolicyState(predictions=np.full(3, 0.5), available=np.ones(3, bool), step=1, budget=2)
+    >>> sampler = fq.CostWeightedSampler(fq.NeymanSampler(tau=0.0), costs=[1.0, 4.0, 4.0])
     >>> sampler.probabilities(state).round(3)  # equal scores: mass in proportion to 1 / sqrt(cost)
     array([0.5 , 0.25, 0.25])
     """
@@ -75,30 +65,12 @@ class CostWeightedSampler(Sampler):
         self.costs = costs
 
     # the base policy's floor, replacement and needs (properties: not parameters of their own)
-    @property
-    def tau(self):
-        """The base policy's uniform floor."""
-        return self.base_sampler.tau
-
-    @property
-    def replace(self):
-        """Whether the base policy samples with replacement."""
-        return self.base_sampler.replace
-
-    @property
-    def needs_factor_model(self):
-        """Whether the base policy needs a predictor."""
-        return self.base_sampler.needs_factor_model
-
-    @property
-    def checks_law(self):
-        """Whether the base policy's law is checked draw by draw."""
-        return self.base_sampler.checks_law
-
-    @property
-    def batched(self):
-        """Whether ``scores`` takes the batched engine's torch states: the base policy's say."""
-        return self.base_sampler.batched
+    tau = property(attrgetter("base_sampler.tau"), doc="The base policy's uniform floor.")
+    replace = property(attrgetter("base_sampler.replace"), doc="Whether the base policy samples with replacement.")
+    needs_factor_model = property(attrgetter("base_sampler.needs_factor_model"),
+                                  doc="Whether the base policy needs a predictor.")
+    checks_law = property(attrgetter("base_sampler.checks_law"), doc="Whether the base policy's law is checked.")
+    batched = property(attrgetter("base_sampler.batched"), doc="Whether ``scores`` takes torch states.")
 
     def check_params(self):
         """Check the base policy and the costs; return ``self``."""
@@ -106,10 +78,8 @@ class CostWeightedSampler(Sampler):
         if not isinstance(base, Sampler):
             raise TypeError(f"base_sampler must be a sequential faqstats Sampler, got {type(base).__name__}.")
         if type(base).probabilities is not Sampler.probabilities:
-            raise ValueError(
-                f"{type(base).__name__} overrides probabilities: costs weigh a policy's scores, so the policy "
-                "must be defined by scores."
-            )
+            raise ValueError(f"{type(base).__name__} overrides probabilities: costs weigh a policy's scores, so the "
+                             "policy must be defined by scores.")
         base.check_params()
         c = np.asarray(self.costs, dtype=float)
         check_costs(c, c.size if c.ndim == 1 else -1)
@@ -134,21 +104,10 @@ class CostWeightedSampler(Sampler):
 
 
 def draws_for_cost(budget_cost, costs, first_law, replace, n_questions, max_iter=5):
-    """The number of draws a cost budget buys: ``n = floor(C / E_{q_1}[cost])``.
+    """``(n, E_{q_1}[cost])``: the draws a cost budget buys, ``n = floor(C / E_{q_1}[cost])``, fixed before the run.
 
-    ``first_law(n)`` returns the policy's law for the first draw when the run has ``n`` draws
-    (a policy may look at its budget); ``n`` starts from the uniform design's ``floor(C / mean
-    cost)`` and is updated until it repeats (at most ``max_iter`` times). A deterministic
-    function of the costs, the budget and the prior predictor, so fixed before the run, and the
-    estimator over ``n`` draws keeps its exact unbiasedness. Without replacement ``n`` is at most
-    ``N``.
-
-    Returns
-    -------
-    n : int
-        The draws.
-    per_draw : float
-        ``E_{q_1}[cost]`` of the law that fixed ``n``.
+    ``first_law(n)`` is the policy's first law for a run of ``n`` draws; ``n`` starts at ``floor(C / mean
+    cost)`` and is updated until it repeats (at most ``max_iter`` times); at most ``N`` without replacement.
 
     Examples
     --------
@@ -158,18 +117,16 @@ def draws_for_cost(budget_cost, costs, first_law, replace, n_questions, max_iter
     """
     check_scalar(budget_cost, "budget_cost", kind=numbers.Real, low=0.0, closed="neither")
     C = float(budget_cost)
-    cap = (lambda n: n) if replace else (lambda n: min(n, n_questions))
-    n = cap(max(int(C // float(costs.mean())), 2))
+    cap = n_questions if not replace else float("inf")
     per_draw = float(costs.mean())
+    n = min(max(int(C // per_draw), 2), cap)
     for _ in range(max_iter):
         q = np.asarray(first_law(n), dtype=float)
         per_draw = float(q @ costs / q.sum())
-        new = cap(int(C // per_draw))
+        new = min(int(C // per_draw), cap)
         if new < 2:
-            raise ValueError(
-                f"budget_cost={budget_cost!r} buys {new} draw(s) at an expected cost of {per_draw:.4g} per draw; "
-                "at least 2 are needed."
-            )
+            raise ValueError(f"budget_cost={budget_cost!r} buys {new} draw(s) at an expected cost of {per_draw:.4g} "
+                             "per draw; at least 2 are needed.")
         if new == n:
             break
         n = new

@@ -1,9 +1,4 @@
-"""The built-in sequential policies: uniform, Neyman (oracle score), active learning, hybrid.
-
-Their scores work on numpy and on the batched engine's torch states (a leading run axis).
-"""
-
-from __future__ import annotations
+"""The built-in sequential policies; their scores work on numpy and on the batched engine's torch states."""
 
 import math
 
@@ -19,14 +14,11 @@ __all__ = ["UniformSampler", "NeymanSampler", "ActiveLearningSampler", "HybridSa
 
 
 class UniformSampler(Sampler):
-    """Every askable question equally likely.
-
-    With ``replace=False`` and no factor model: the FPC sample mean (docs/statistics.md, "Baselines").
+    """Every askable question equally likely (with no factor model: the sample mean).
 
     Parameters
     ----------
     replace : bool, default=False
-        Sample without or with replacement (see :class:`Sampler`).
 
     Examples
     --------
@@ -39,8 +31,8 @@ class UniformSampler(Sampler):
 
     needs_factor_model = False
     batched = True
-    checks_law = False  # the mixture of non-negative scores
-    tau = 1.0  # all mass on the uniform floor (a class constant: __init__ stores its parameters only)
+    checks_law = False
+    tau = 1.0  # all mass on the uniform floor (a class constant, not a parameter)
 
     def __init__(self, replace=False):
         self.replace = replace
@@ -55,17 +47,12 @@ class UniformSampler(Sampler):
 
 
 class NeymanSampler(Sampler):
-    """``q_t(j)`` proportional to ``sqrt(p_j (1 - p_j))`` of the current predictions.
-
-    The variance-minimising policy when the predictions are the true probabilities
-    (paper Theorem 3.2); ``tau`` mixes in the uniform floor.
+    """``q_t(j)`` proportional to ``sqrt(p_j (1 - p_j))``: variance-minimising if the predictions are true.
 
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Weight of the uniform floor (see :class:`Sampler`).
     replace : bool, default=False
-        Sample without or with replacement (see :class:`Sampler`).
 
     Examples
     --------
@@ -77,7 +64,7 @@ class NeymanSampler(Sampler):
     """
 
     batched = True
-    checks_law = False  # the mixture of non-negative scores
+    checks_law = False
 
     @property
     def scores_follow_predictions(self):
@@ -89,12 +76,8 @@ class NeymanSampler(Sampler):
 
 
 def active_learning_scores(predictions, question_factors, posterior_cov, quadratic_forms=None):
-    """The paper's d(j) (Appendix A.2.3): posterior-variance reduction of theta from asking j.
-
-    ``d(j) = w_j (v_j' S g)^2 / (1 + w_j v_j' S v_j)`` with ``w_j = p_j (1 - p_j)`` and
-    ``g = mean_j' w_j' v_j'``. The quadratic forms ``v_j' S v_j`` are computed (O(N k^2)) unless
-    given (:meth:`PolicyState.quadratic_forms`). Leading run axes give the scores of every run.
-    """
+    """The paper's d(j) (Appendix A.2.3): ``w_j (v_j' S g)^2 / (1 + w_j v_j' S v_j)``, ``w_j = p_j (1 - p_j)``,
+    ``g = mean_j' w_j' v_j'``; the quadratic forms are computed unless given. Leading run axes allowed."""
     p = predictions
     w = p * (1.0 - p)
     V = question_factors
@@ -105,16 +88,12 @@ def active_learning_scores(predictions, question_factors, posterior_cov, quadrat
 
 
 class ActiveLearningSampler(Sampler):
-    """``q_t(j)`` proportional to the active-learning score d(j) of the paper (Appendix A.2.3).
-
-    The scores are :func:`active_learning_scores`; they need a factor posterior.
+    """``q_t(j)`` proportional to the paper's active-learning score d(j) (:func:`active_learning_scores`).
 
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Weight of the uniform floor (see :class:`Sampler`).
     replace : bool, default=False
-        Sample without or with replacement (see :class:`Sampler`).
 
     Examples
     --------
@@ -128,7 +107,7 @@ class ActiveLearningSampler(Sampler):
     """
 
     batched = True
-    checks_law = False  # the mixture of non-negative scores
+    checks_law = False
 
     def scores(self, state):
         return _active_learning(self, state)
@@ -137,39 +116,32 @@ class ActiveLearningSampler(Sampler):
 class HybridSampler(Sampler):
     """The FAQ hybrid policy (paper Eqs. 6-7).
 
-    ``h = ((1 - a_t) Norm(s_o) + a_t Norm(s_a)) ** b_t`` with the oracle score
-    ``s_o = sqrt(p (1 - p))``, the active-learning score ``s_a = d``, the active-learning
-    weight ``a_t = max(0, 1 - t / (rho n_b))`` and the tempering exponent
-    ``b_t = beta0 min(1, t / (gamma n_b))`` (the paper's alpha_t and beta_t); then
-    ``q_t = tau / |R| + (1 - tau) Norm(h)`` over the askable questions ``R``.
+    ``h = ((1 - a_t) Norm(s_o) + a_t Norm(s_a)) ** b_t`` of the oracle score ``s_o`` and the active-learning
+    score ``s_a``, with ``a_t = max(0, 1 - t / (rho n_b))`` and ``b_t = beta0 min(1, t / (gamma n_b))``;
+    then ``q_t = tau / |R| + (1 - tau) Norm(h)`` over the askable questions ``R``.
 
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Uniform mixing weight (the paper tuned 0.05 or 0.25; see :class:`Sampler`).
     beta0 : float in [0, 1], default=1.0
         Final tempering exponent (0 gives uniform sampling, 1 no tempering).
     rho : float in [0, 1], default=0.0
-        Fraction of the budget over which the active-learning weight decays from 1 to 0
-        (0: never use active learning, the paper's usual tuned choice).
+        Fraction of the budget over which the active-learning weight decays to 0 (0: none).
     gamma : float in [0, 1], default=0.0
-        Fraction of the budget over which the tempering exponent rises to ``beta0``
-        (0: ``beta0`` from the start).
+        Fraction of the budget over which the exponent rises to ``beta0`` (0: ``beta0`` from the start).
     replace : bool, default=False
-        Without replacement by default; ``True`` is the paper's with-replacement policy.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from faqstats import HybridSampler
-    >>> from faqstats.sampling import PolicyState
+    >>> from faqstats import HybridSampler, PolicyState
     >>> st = PolicyState(predictions=np.array([.5, .9, .99]), available=np.ones(3, bool), step=1, budget=2)
     >>> HybridSampler(tau=0.1).probabilities(st).round(3)
     array([0.534, 0.334, 0.133])
     """
 
     batched = True
-    checks_law = False  # the mixture of non-negative scores
+    checks_law = False
 
     def __init__(self, tau=0.5, beta0=1.0, rho=0.0, gamma=0.0, replace=False):
         super().__init__(tau=tau, replace=replace)
@@ -185,26 +157,21 @@ class HybridSampler(Sampler):
 
     @property
     def scores_follow_predictions(self):
-        """True for this class without active learning or tempering (``rho = gamma = 0``,
-        ``beta0 = 1``: the oracle scores), not for a subclass (see :class:`Sampler`)."""
+        """True for this class without active learning or tempering, not for a subclass (see :class:`Sampler`)."""
         return type(self) is HybridSampler and self.rho == 0 and self.gamma == 0 and self.beta0 == 1
 
     def schedule(self, step, budget):
-        """``(a_t, b_t)``: the active-learning weight and the tempering exponent at round ``step``.
+        """The active-learning weight ``a_t`` and the tempering exponent ``b_t`` at round ``step``.
 
         Parameters
         ----------
         step : int
-            The round ``t`` (1-based).
         budget : int
-            The number of rounds ``n_b``.
 
         Returns
         -------
         weight : float
-            The active-learning weight ``a_t``.
         exponent : float
-            The tempering exponent ``b_t``.
         """
         weight = max(0.0, 1.0 - step / (self.rho * budget)) if self.rho > 0 else 0.0
         exponent = self.beta0 * min(1.0, step / (self.gamma * budget)) if self.gamma > 0 else self.beta0
@@ -233,39 +200,27 @@ def _normalise(x, available):
 
 
 def variance_reduction_scores(predictions, question_factors, posterior_cov, available, quadratic_forms, noise=None):
-    """The randomised Bayesian-quadrature score: ``|Cov(S, z_j)| / sd(z_j)``, ``S`` the sum of the
-    outcomes not yet asked, under the predictor's (linearised) posterior.
+    """The randomised Bayesian-quadrature score ``|Cov(S, z_j)| / sd(z_j)``, ``S`` the unasked outcomes' sum.
 
-    Its square is the variance of ``S`` that observing ``z_j`` removes (ProEval's deterministic
-    acquisition); with link slope ``w_j`` and own-outcome noise ``e_j`` (logistic link:
-    ``w_j = e_j = p_j (1 - p_j)``; Gaussian process: ``w_j = 1``, ``e_j = noise_j``),
-    ``Cov(S, z_j) = w_j v_j' Sigma g + e_j`` with ``g = sum_{i askable} w_i v_i`` and
-    ``Var(z_j) = w_j^2 v_j' Sigma v_j + e_j``. With a certain posterior (``Sigma = 0``) and the
-    logistic link it is the oracle score ``sqrt(p_j (1 - p_j))``. Leading run axes give every run's.
+    Under the predictor's linearised posterior (user guide's Statistics page); leading run axes allowed.
 
     Parameters
     ----------
     predictions : ndarray of shape (..., N)
-        Current predictions.
     question_factors : ndarray of shape (N, k)
-        The factors ``v_j``.
     posterior_cov : ndarray of shape (..., k, k)
-        The posterior covariance ``Sigma``.
     available : ndarray of bool, shape (..., N)
-        The askable questions (the sum ``S`` runs over them).
     quadratic_forms : ndarray of shape (..., N)
         ``v_j' Sigma v_j``.
     noise : ndarray of shape (N,) or None
-        The Gaussian process's residual variances (identity link); ``None``: the logistic link.
+        The Gaussian process's residual variances; ``None``: the logistic link.
 
     Returns
     -------
     ndarray of shape (..., N)
-        The scores (non-negative).
 
     Examples
     --------
-    >>> import numpy as np
     >>> p, V = np.array([0.5, 0.9]), np.eye(2)
     >>> variance_reduction_scores(p, V, np.zeros((2, 2)), np.ones(2, bool), np.zeros(2)).round(3)  # oracle score
     array([0.5, 0.3])
@@ -281,26 +236,16 @@ def variance_reduction_scores(predictions, question_factors, posterior_cov, avai
 
 
 class VarianceReductionSampler(Sampler):
-    """``q_t(j)`` proportional to the randomised Bayesian-quadrature score, mixed with uniform.
-
-    The score (:func:`variance_reduction_scores`) is the square root of the reduction in the
-    predictive variance of the unasked questions' total from asking ``j``: what ProEval's
-    deterministic acquisition maximises, here a sampling law with ``q > 0`` everywhere (``tau``),
-    so PAI stays exactly unbiased. It weighs a question's own uncertainty (the oracle score,
-    which it equals once the posterior is certain) and what its answer teaches about the others.
-    It needs a predictor with question factors (factor model, item response model or Gaussian
-    process; the process's residual variances are used).
+    """``q_t(j)`` proportional to :func:`variance_reduction_scores` (ProEval's acquisition made a law with
+    ``q > 0``), mixed with uniform; it needs a predictor with question factors.
 
     Parameters
     ----------
     tau : float in (0, 1], default=0.5
-        Weight of the uniform floor (see :class:`Sampler`).
     replace : bool, default=False
-        Sample without or with replacement (see :class:`Sampler`).
     power : float >= 1, default=1.0
-        The scores raised to this power (scaled by their largest first): large powers approach
-        ProEval's greedy choice of the most informative question while the floor keeps every
-        probability positive (what a model-based estimate wants; PAI's variance grows with it).
+        The scores raised to this power (scaled by their largest first): large powers approach ProEval's
+        greedy choice while the floor keeps every probability positive.
 
     Examples
     --------
@@ -314,7 +259,7 @@ class VarianceReductionSampler(Sampler):
     """
 
     batched = True
-    checks_law = False  # non-negative scores
+    checks_law = False
 
     def __init__(self, tau=0.5, replace=False, power=1.0):
         super().__init__(tau=tau, replace=replace)
@@ -339,7 +284,6 @@ class VarianceReductionSampler(Sampler):
 
 
 def _active_learning(sampler, state):
-    """:func:`active_learning_scores` of ``state``, which must hold a factor posterior."""
     if state.question_factors is None or state.posterior_cov is None:
         raise ValueError(f"{type(sampler).__name__} needs a fitted factor model (its question factors and posterior).")
     return active_learning_scores(state.predictions, state.question_factors, state.posterior_cov,

@@ -1,9 +1,4 @@
-"""Nature's-order designs: every item visited once, in a stream, labelled or skipped by a coin.
-
-The estimate is an AIPW mean with an exactly unbiased variance (docs/statistics.md, "Baselines").
-"""
-
-from __future__ import annotations
+"""Nature's-order designs: every item visited once, in a stream, labelled or skipped by a coin (an AIPW mean)."""
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -15,15 +10,10 @@ __all__ = ["StreamSampler", "BernoulliAIPW"]
 
 
 class StreamSampler(BaseEstimator):
-    """Base class of nature's-order designs (label or skip each item of a stream).
-
-    A subclass defines :meth:`item_scores` and :meth:`inclusion_probability`; the loop visits
-    the items in :meth:`stream_order` and tosses one coin per item.
+    """Base class of nature's-order designs: :meth:`item_scores` and :meth:`inclusion_probability` to define.
 
     Examples
     --------
-    Bernoulli sampling, each item labelled with probability ``budget / N``:
-
     >>> import numpy as np
     >>> import faqstats as fq
     >>> class Coin(fq.StreamSampler):
@@ -40,8 +30,7 @@ class StreamSampler(BaseEstimator):
     design = "stream"
     needs_factor_model = False
     replace = False  # every item is visited exactly once
-    #: whether both methods accept torch arrays with a leading run axis (batched engine)
-    batched = False
+    batched = False  # whether both methods accept torch arrays with a leading run axis
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -58,9 +47,7 @@ class StreamSampler(BaseEstimator):
         Parameters
         ----------
         n_items : int
-            The number of items ``N``.
         rng : numpy.random.Generator
-            For a random order.
 
         Returns
         -------
@@ -75,12 +62,10 @@ class StreamSampler(BaseEstimator):
         Parameters
         ----------
         predictions : ndarray of shape (N,)
-            The current predicted P(correct) of every item.
 
         Returns
         -------
         ndarray of shape (N,)
-            The scores.
         """
         raise NotImplementedError
 
@@ -89,23 +74,14 @@ class StreamSampler(BaseEstimator):
 
         Parameters
         ----------
-        item_score : float
-            The item's score (:meth:`item_scores`).
-        mean_score : float
-            The mean score of the items not yet visited, itself included.
-        labels_used : int
-            Labels used so far.
-        remaining : int
-            Items left, itself included.
-        budget : int
-            The expected number of labels.
-        n_items : int
-            The number of items ``N``.
+        item_score, mean_score : float
+            The item's score, and the mean score of the items not yet visited (itself included).
+        labels_used, remaining, budget, n_items : int
+            Labels used, items left (itself included), the expected number of labels, and ``N``.
 
         Returns
         -------
         float
-            ``pi_t`` in (0, 1].
         """
         raise NotImplementedError
 
@@ -113,23 +89,18 @@ class StreamSampler(BaseEstimator):
 class BernoulliAIPW(StreamSampler):
     """Nature's-order active inference (Zrnic & Candes, 2024): label or skip each item.
 
-    Item ``t`` is labelled with probability
-    ``pi_t = min(1, (B_t / R_t) [(1 - tau) s_t / mean_{remaining} s + tau])`` (``B_t`` labels and
-    ``R_t`` items left), never below a floor, so the label count is random with mean close to
-    ``budget`` (docs/statistics.md, "Baselines").
+    Item ``t`` is labelled with probability ``pi_t = min(1, (B_t / R_t) [(1 - tau) s_t / mean_{remaining} s
+    + tau])`` (``B_t`` labels and ``R_t`` items left), never below a floor: the label count is random.
 
     Parameters
     ----------
     score : {"uniform", "neyman", "min"}, default="neyman"
-        ``"neyman"``: ``sqrt(p (1 - p))``; ``"min"``: ``min(p, 1 - p)`` (Zrnic & Candes);
-        ``"uniform"``: constant (Bernoulli sampling; with no factor model this is the
-        paper's Horvitz-Thompson "uniform" baseline).
+        ``sqrt(p (1 - p))``, ``min(p, 1 - p)`` (Zrnic & Candes) or constant (Bernoulli sampling).
     tau : float in (0, 1], default=0.5
     order : {"random", "natural"}, default="random"
         Stream order: a seeded random permutation, or question index order.
     pi_floor : float in (0, 1], default=0.5
-        Floor of ``pi_t`` as a fraction of ``budget / N``: it binds once the budget is spent
-        (about ``pi_floor`` extra labels) and bounds the weights by ``N / (pi_floor budget)``.
+        Floor of ``pi_t`` as a fraction of ``budget / N``; it bounds the weights by ``N / (pi_floor budget)``.
 
     Examples
     --------

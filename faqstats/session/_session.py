@@ -1,33 +1,38 @@
-"""A resumable evaluation: ask a new model a few questions at a time, across processes and crashes.
-
-:class:`EvaluationSession` is :class:`~faqstats.PAIEstimator`'s loop driven from outside: it hands out
-questions, takes answers whenever they come and keeps its state in a :class:`~faqstats.session.SessionStore`.
-"""
-
-from __future__ import annotations
+"""A resumable evaluation: :class:`~faqstats.PAIEstimator`'s loop driven from outside, a few questions at a
+time, across processes and crashes, its state kept in a :class:`~faqstats.session.SessionStore`."""
 
 import contextlib
 import numbers
+import os
+from operator import attrgetter
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.base import clone
 
 from ..estimator import PAIEstimator
-from ..io import question_ids_sha256, sampler_from_spec, utc_now
+from ..io import configuration_from, load_model_file, question_ids_sha256, sampler_from_spec, utc_now
 from ..loop_setup import new_loop
 from ..posterior import read_only
 from ..predictor import resolve_predictor_keyword
 from ..run_results import group_results_of, result_of
 from ..sampling import HybridSampler, Sampler
-from . import reporting
 from ._store import SessionStore
-from .config import configured_session, session_config, session_estimator
-from .questions import bank_ids, n_questions_of, session_predictor
+from .config import bank_ids, n_questions_of, session_config, session_estimator, session_predictor
 from .rounds import Rounds
 
 __all__ = ["EvaluationSession", "NextQuestions"]
 
 _UNSET = object()  # no predictor given (None is the sample mean)
+
+
+def _stored(name, doc, convert=None, default=None):
+    """A read-only property: the session's stored ``config[name]`` (``default`` where absent), through ``convert``."""
+    def get(self):
+        value = self._config.get(name, default)
+        return value if convert is None or value is None else convert(value)
+    return property(get, doc=doc)
 
 
 class NextQuestions(NamedTuple):
@@ -43,72 +48,29 @@ class EvaluationSession:
     Parameters
     ----------
     predictor : fitted predictor, path or None
-        A fitted built-in predictor, a registered :class:`~faqstats.Predictor` with the save pair,
-        or the path of one saved with :func:`~faqstats.save_factor_model`;
-        None: no predictor (the sample mean, with ``sampler=UniformSampler(replace=False)``; needs
-        ``question_ids``). :meth:`from_configuration` takes a saved configuration.
+        A fitted predictor that can be saved, or the path of a saved one; None: the sample mean
+        (with ``sampler=UniformSampler(replace=False)``; needs ``question_ids``).
     question_ids : sequence of str or of int, optional
-        The bank's unique ids (all str or all int) in the model's question order, by which questions
-        are handed out and answered; the model's ids when it carries some (the default), else ``0 .. N-1``.
+        The bank's unique ids in the model's question order (default: the model's, else ``0 .. N-1``).
     sampler : Sampler, default=None
-        A sequential policy (``HybridSampler()`` when None; not ``BernoulliAIPW``), stored by class and
-        parameters: one from outside :mod:`faqstats.sampling` must be passed again to :meth:`load`.
+        A sequential policy (``HybridSampler()`` when None); one from outside :mod:`faqstats.sampling`
+        must be passed again to :meth:`load`.
     budget, batch_size, stop_when_width
         As in :class:`PAIEstimator`; a round of :meth:`next_questions` is ``batch_size`` draws.
     alpha : float in (0, 1), default=0.05
-        Level of the reported intervals (:meth:`status`) and of the confidence sequence.
+        Level of the reported intervals and of the confidence sequence.
     confidence_sequence, interval, step_weights
         As in :class:`PAIEstimator`.
     random_state : int or None, default=None
-        Seed of the draws (``None``: a fresh one, stored); the generator's state is saved after
-        every round, so a loaded session draws exactly as the uninterrupted one would have.
+        Seed of the draws (``None``: a fresh one, stored).
     directory : str or os.PathLike or None, default=None
-        Where the session is written at once (refused if one is there: use :meth:`load`);
-        ``None`` keeps it in memory only.
-    dtype : {"float64", "float32"}, default="float64"
-        As in :class:`PAIEstimator`.
-    predict_every : int, default=1
-        As in :class:`PAIEstimator` (the predictions' refresh schedule; stored).
-    groups : sequence of str or int, or mapping, optional
-        A label per question, in the model's question order (as ``PAIEstimator.fit(groups=)``),
-        or a mapping ``{question id: label}`` covering the bank (other ids are ignored):
-        :meth:`group_results` then gives every group's estimate and interval.
-    estimand, min_group_share, stratify
-        As in :class:`PAIEstimator` (user guide, "Groups and weighted estimands").
-    costs : sequence of float or mapping, optional
-        A finite, positive cost per question (tokens, dollars), in the model's question order, or
-        a mapping ``{question id: cost}`` covering the bank (other ids are ignored), e.g. from
-        :func:`~faqstats.integrations.read_inspect_costs`: as ``PAIEstimator.fit(costs=)``, the
-        policy weighs its scores by ``1 / sqrt(cost)`` and :meth:`result` reports the cost spent.
-        Stored with the session (and covered by its checksums).
-    budget_cost : float > 0, optional
-        A budget in cost units instead of questions, as in :class:`PAIEstimator` (needs ``costs``):
-        the draws it buys are fixed before the first draw, and :attr:`budget` is that number.
-    clusters : sequence of str or int, or mapping, optional
-        A cluster id per question (questions sharing a passage, an image, a prompt), in the
-        model's question order, or a mapping ``{question id: cluster id}`` covering the bank
-        (other ids are ignored), as ``PAIEstimator.fit(clusters=)``: every draw asks a whole
-        cluster, ``budget`` counts cluster draws, and :meth:`next_questions` hands out all the
-        questions of the round's clusters. A draw is recorded once every question of its cluster
-        is answered (the estimator needs the cluster's total); answers to part of a cluster are
-        kept (and saved) until then. With ``groups`` every cluster must lie in one group (and the
-        estimand be "micro"). Stored with the session (and covered by its checksums).
+        Where the session is written at once; ``None`` keeps it in memory.
+    dtype, predict_every, groups, estimand, min_group_share, stratify, costs, budget_cost, clusters
+        As in :class:`PAIEstimator` (``groups``, ``costs`` and ``clusters`` as ``fit`` takes them, in the
+        model's question order or as a mapping by question id; a draw of a cluster is recorded once all its
+        questions are answered).
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
-
-    Attributes
-    ----------
-    question_ids, predictor, sampler, directory
-        As given (the model as loaded from ``directory``, when there is one; ``factor_model`` reads ``predictor``).
-    budget, batch_size, stop_when_width, alpha, random_state
-        The configuration (read-only).
-    n_draws, n_queries, n_answers, pending, done, stop_reason
-        The progress (see each property).
-
-    See Also
-    --------
-    PAIEstimator : the same loop against an array or a callable, in one call.
-    faqstats.evaluate.evaluate : drives a session with a thread pool, with retries.
 
     Examples
     --------
@@ -136,8 +98,7 @@ class EvaluationSession:
         if directory is not None:
             SessionStore.refuse_existing(directory)
         factor_model = session_predictor(factor_model)
-        n_questions = n_questions_of(factor_model, question_ids)
-        ids, id_type = bank_ids(question_ids, factor_model, n_questions)
+        ids, id_type = bank_ids(question_ids, factor_model, n_questions_of(factor_model, question_ids))
         sampler = HybridSampler() if sampler is None else sampler
         # the estimator holds the parameters the session shares with it; the config stores them
         estimator = PAIEstimator(factor_model, sampler, budget, interval=interval, batch_size=batch_size,
@@ -161,16 +122,12 @@ class EvaluationSession:
         Parameters
         ----------
         directory : str or os.PathLike
-            Where the session is written.
-        predictor, question_ids
+        predictor, question_ids, **params
             As in the class.
-        **params
-            The class's other keyword arguments.
 
         Returns
         -------
         EvaluationSession
-            The new session, already saved.
         """
         if directory is None:
             raise ValueError("directory must be a path; for a session kept in memory use EvaluationSession(...).")
@@ -180,25 +137,21 @@ class EvaluationSession:
     def from_configuration(cls, configuration, question_ids=None, *, budget=None, directory=None, **params):
         """A session that runs exactly what :func:`~faqstats.configure_from_history` chose.
 
-        With the same seed it makes the draws and the estimate of
-        ``PAIEstimator.from_history(history, budget, random_state=seed)``: the chosen predictor
-        (whatever its kind; none for the sample mean), policy, step weights and refresh schedule.
+        With the same seed it draws and estimates as ``PAIEstimator.from_history(history, budget,
+        random_state=seed)``.
 
         Parameters
         ----------
         configuration : Configuration, or str or os.PathLike
-            What :func:`~faqstats.configure_from_history` returned, or the path of one saved with
-            :func:`~faqstats.save_configuration` (``faqstats fit-history --budget``).
+            What :func:`~faqstats.configure_from_history` returned, or the path of a saved one.
         question_ids : sequence of str or of int, optional
-            As in the class (default: the ids saved with the configuration; needed for an
-            in-memory sample-mean configuration).
+            As in the class (default: the ids saved with the configuration).
         budget : int, optional
-            At most the configured budget (the step weights cover that many draws); default: it.
+            At most the configured budget (default: it).
         directory : str or os.PathLike or None, default=None
             As in the class.
         **params
-            The class's other keyword arguments, except ``sampler``, ``step_weights`` and
-            ``predict_every`` (the configuration's).
+            The class's other keyword arguments, except ``sampler``, ``step_weights`` and ``predict_every``.
 
         Returns
         -------
@@ -209,18 +162,31 @@ class EvaluationSession:
         >>> import faqstats as fq
         >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
         >>> cfg = fq.configure_from_history(bank.history, 12, n_runs=100, random_state=0)
-        >>> session = EvaluationSession.from_configuration(cfg, [f"q{j}" for j in range(80)], random_state=0)
-        >>> z = bank.new_outcomes[0]
-        >>> while not session.done:
-        ...     ids, _ = session.next_questions()
-        ...     session.record(ids, [z[int(q[1:])] for q in ids])
-        >>> session.result() == cfg.estimator.set_params(random_state=0).fit(z).result_
-        True
+        >>> session = EvaluationSession.from_configuration(cfg, random_state=0)
+        >>> session.budget, type(session.sampler).__name__ == type(cfg.estimator.sampler).__name__
+        (12, True)
         """
-        factor_model, question_ids, params, reader = configured_session(configuration, question_ids, budget, params)
-        session = cls(factor_model, question_ids, **params)
+        fixed = sorted({"sampler", "step_weights", "predict_every", "factor_model", "predictor"} & set(params))
+        if fixed:
+            raise TypeError(f"{', '.join(fixed)} come(s) from the configuration: a session from a configuration "
+                            "runs what it chose.")
+        meta, stored_ids = {}, None
+        if isinstance(configuration, (str, os.PathLike)):
+            model, meta, stored_ids = load_model_file(configuration)
+            configuration = configuration_from(model, meta, configuration)
+        est = configuration.estimator
+        meta = getattr(est.predictor, "metadata_", None) or meta
+        if question_ids is None:
+            question_ids = getattr(est.predictor, "question_ids_", None) or stored_ids
+        budget = est.budget if budget is None else budget
+        if isinstance(budget, numbers.Integral) and not isinstance(budget, bool) and budget > est.budget:
+            raise ValueError(f"budget={budget} exceeds the configured budget {est.budget} (its step weights and "
+                             "choice are for that many queries): configure again for a larger one.")
+        step_weights = None if est.step_weights is None else np.asarray(est.step_weights, dtype=float)
+        session = cls(est.predictor, question_ids, sampler=clone(est.sampler), budget=budget,
+                      step_weights=step_weights, predict_every=est.predict_every, **params)
         if directory is not None:  # as __init__ does, the reader of a model without predictor included
-            session._start_store(directory, factor_model, reader)
+            session._start_store(directory, est.predictor, meta.get("reader"))
         return session
 
     @classmethod
@@ -231,19 +197,13 @@ class EvaluationSession:
         ----------
         directory : str or os.PathLike
         sampler : Sampler, optional
-            Needed only for a sampler class outside :mod:`faqstats.sampling` (with the stored parameters).
+            Needed only for a sampler class outside :mod:`faqstats.sampling`.
         allow_unchecked : bool, default=False
-            Also resume a session written before faqstats stored checksums (a ``session.json``
-            without ``checksums``, a model file without the SHA-256 of its entries): nothing in
-            them can be verified. By default such files are refused, as are files whose checksums
-            were deleted. The next save writes the state's checksums.
+            Also resume a session written before faqstats stored checksums (nothing in it can be verified).
 
-        Raises
-        ------
-        ValueError
-            If the state file is not a faqstats session (or a newer format), or does not match its model file.
-        FileNotFoundError
-            If ``directory`` holds no session.
+        Returns
+        -------
+        EvaluationSession
         """
         store, state, fm = SessionStore.open(directory, allow_unchecked)
         where = str(store.state_path)
@@ -267,14 +227,14 @@ class EvaluationSession:
         return self
 
     def _setup(self, fm, ids, id_type, config, sampler):
-        """Validate the configuration and start an empty loop (shared by __init__ and load)."""
+        """Validate the configuration and start an empty loop."""
         if getattr(sampler, "design", None) == "stream":
             raise ValueError("A session needs a sequential sampler; BernoulliAIPW (nature's order) is not supported.")
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
         self._estimator = session_estimator(fm, sampler, config)  # checks every parameter with its loop
-        self._loop = new_loop(self._estimator, len(ids), groups=config.get("groups"),
-                                              costs=config.get("costs"), clusters=config.get("clusters"))
+        self._loop = new_loop(self._estimator, len(ids), groups=config.get("groups"), costs=config.get("costs"),
+                              clusters=config.get("clusters"))
         self._rounds = Rounds(self._loop)
         self._config = config
         self.predictor = fm
@@ -285,26 +245,17 @@ class EvaluationSession:
         self._ids_sha256 = question_ids_sha256(list(self._index))
 
     def _start_store(self, directory, factor_model, reader=None):
-        """Write the new session to ``directory``, then compute with the model as stored, as a loaded session will."""
+        """Write the new session, then compute with the model as stored, as a loaded session will."""
         self._store, stored = SessionStore.create(directory, factor_model, self.question_ids, reader=reader)
         self._setup(stored, self.question_ids, self._id_type, self._config, self.sampler)
         self._save()
 
     # -- parameters ----------------------------------------------------------------
-    @property
-    def factor_model(self):
-        """The ``predictor`` (its old name)."""
-        return self.predictor
-
-    @property
-    def budget(self):
-        """The maximum number of draws (with ``budget_cost``: the draws it buys, fixed at the start)."""
-        return self._loop.run.budget
-
-    @property
-    def budget_cost(self):
-        """The budget in cost units, or None."""
-        return self._config.get("budget_cost")
+    factor_model = property(attrgetter("predictor"), doc="The ``predictor`` (its old name).")
+    budget = property(attrgetter("_loop.run.budget"), doc="The maximum number of draws (with ``budget_cost``: "
+                      "the draws it buys, fixed at the start).")
+    n_questions = property(attrgetter("_loop.run.n_questions"), doc="The bank size ``N``.")
+    budget_cost = _stored("budget_cost", "The budget in cost units, or None.")
 
     @property
     def costs(self):
@@ -315,51 +266,17 @@ class EvaluationSession:
         return None if costs is None else read_only(np.array(costs, dtype=float))
 
     @property
-    def clusters(self):
-        """The cluster id of each question (ndarray in the model's question order), or None."""
-        clusters = self._config.get("clusters")
-        return None if clusters is None else np.asarray(clusters)
-
-    @property
     def n_clusters(self):
         """The number of clusters (None without ``clusters``)."""
         return None if self._rounds.members is None else len(self._rounds.members)
 
-    @property
-    def groups(self):
-        """The group label of each question (ndarray in the model's question order), or None."""
-        groups = self._config.get("groups")
-        return None if groups is None else np.asarray(groups)
-
-    @property
-    def estimand(self):
-        """What :meth:`result` estimates: "micro", "macro" or question weights."""
-        return self._config.get("estimand", "micro")
-
-    @property
-    def batch_size(self):
-        """Draws per round of :meth:`next_questions` by default."""
-        return self._config["batch_size"]
-
-    @property
-    def stop_when_width(self):
-        """The confidence sequence's width to stop at, or None."""
-        return self._config["stop_when_width"]
-
-    @property
-    def alpha(self):
-        """Level of the reported intervals and of the confidence sequence."""
-        return self._config["alpha"]
-
-    @property
-    def random_state(self):
-        """The seed of the draws (stored)."""
-        return self._config["random_state"]
-
-    @property
-    def n_questions(self):
-        """The bank size ``N``."""
-        return self._loop.run.n_questions
+    clusters = _stored("clusters", "The cluster id of each question (ndarray in question order), or None.", np.asarray)
+    groups = _stored("groups", "The group label of each question (ndarray in question order), or None.", np.asarray)
+    estimand = _stored("estimand", 'What :meth:`result` estimates: "micro", "macro" or weights.', default="micro")
+    batch_size = _stored("batch_size", "Draws per round of :meth:`next_questions` by default.")
+    stop_when_width = _stored("stop_when_width", "The confidence sequence's width to stop at, or None.")
+    alpha = _stored("alpha", "Level of the reported intervals and of the confidence sequence.")
+    random_state = _stored("random_state", "The seed of the draws (stored).")
 
     @property
     def directory(self):
@@ -368,25 +285,13 @@ class EvaluationSession:
 
     @property
     def model_metadata(self):
-        """The metadata stored with the session's model file (dict; a session without a predictor has
-        one too), or None when the session is kept in memory."""
+        """The metadata stored with the session's model file (dict), or None when kept in memory."""
         return None if self._store is None else self._store.model_metadata
 
     # -- state ---------------------------------------------------------------------
-    @property
-    def stop_reason(self):
-        """Why querying stopped ("budget", "width"), or None."""
-        return self._loop.stop_reason
-
-    @property
-    def done(self):
-        """Whether querying has stopped."""
-        return self._loop.done
-
-    @property
-    def n_draws(self):
-        """Recorded draws (a question, or with ``clusters`` a cluster, may repeat)."""
-        return self._loop.n_recorded
+    stop_reason = property(attrgetter("_loop.stop_reason"), doc='Why querying stopped ("budget", "width"), or None.')
+    done = property(attrgetter("_loop.done"), doc="Whether querying has stopped.")
+    n_draws = property(attrgetter("_loop.n_recorded"), doc="Recorded draws (a question, or a cluster, may repeat).")
 
     @property
     def n_answers(self):
@@ -405,11 +310,7 @@ class EvaluationSession:
 
     @property
     def pending(self):
-        """:class:`NextQuestions` drawn and still waiting for an answer (empty when none).
-
-        With ``clusters``: the unanswered questions of the pending clusters, in draw order (each
-        cluster's in question order), each with its cluster's draw probability.
-        """
+        """:class:`NextQuestions` drawn and still waiting for an answer (with clusters: their questions)."""
         first = self._rounds.pending()
         return NextQuestions([self.question_ids[q] for q in first], list(first.values()))
 
@@ -419,16 +320,12 @@ class EvaluationSession:
 
     # -- the loop ------------------------------------------------------------------
     def next_questions(self, n=None):
-        """The questions to ask now, with the probability each was drawn with.
-
-        With no round pending, draws (and saves) a new round of ``n`` as :class:`PAIEstimator`
-        would; else returns the pending round's unanswered questions again (``n`` ignored). With
-        replacement, a question drawn again takes its earlier answer and is not handed out.
+        """The questions to ask now: a new round of ``n`` draws (saved), or the pending round's unanswered ones.
 
         Parameters
         ----------
         n : int, optional
-            Size of a new round (any keeps the estimate unbiased; ``batch_size`` reproduces PAIEstimator).
+            Size of a new round (default ``batch_size``, as PAIEstimator).
 
         Returns
         -------
@@ -445,20 +342,11 @@ class EvaluationSession:
     def record(self, ids, outcomes):
         """Record answers to pending questions, in any order and any number at a time; saved on return.
 
-        Increments enter the estimate in draw order, so the order answers arrive in does not
-        matter; a complete round updates the factor posterior and checks the stopping rules.
-
         Parameters
         ----------
         ids : sequence of question ids (or one id)
         outcomes : sequence of float in [0, 1] (or one), same length
-            1 correct, 0 wrong; graded scores in between.
-
-        Raises
-        ------
-        ValueError
-            For an id not pending or given twice, or an outcome outside [0, 1] or NaN;
-            nothing is recorded then, and the files are left untouched.
+            1 correct, 0 wrong; graded scores in between. On a refusal nothing is recorded.
         """
         if isinstance(ids, (str, numbers.Integral)):
             ids, outcomes = [ids], [outcomes]
@@ -471,7 +359,8 @@ class EvaluationSession:
         new = self._rounds.check_answers(ids, outcomes, self._index_of)
         if new:
             with self._changing():
-                self._rounds.take(new)
+                self._rounds.answers.update(new)
+                self._rounds.advance()
 
     @contextlib.contextmanager
     def _changing(self):
@@ -480,8 +369,7 @@ class EvaluationSession:
         try:
             yield
             self._save()
-        except BaseException:
-            # rebuild the loop from the snapshot by replaying it
+        except BaseException:  # rebuild the loop from the snapshot
             self._setup(self.predictor, self.question_ids, self._id_type, self._config, self.sampler)
             self._rng.bit_generator.state = rng_state
             self._rounds.replay(draws, answers, "session")
@@ -489,35 +377,27 @@ class EvaluationSession:
 
     # -- results -------------------------------------------------------------------
     def result(self):
-        """The estimate so far (:class:`~faqstats.AccuracyResult`); ``stop_reason`` is None while running.
+        """The estimate so far (:class:`~faqstats.AccuracyResult`); once done, :class:`PAIEstimator`'s.
 
-        Needs two recorded draws; once done it equals :class:`PAIEstimator`'s. A running Wald-type
-        interval is not valid for stopping when it looks narrow: use ``stop_when_width`` for that.
+        A running Wald-type interval is not valid for stopping when it looks narrow: use ``stop_when_width``.
         """
-        if self.n_draws < 2:
-            raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
-        return result_of(self._estimator, self._loop)
+        return result_of(self._estimator, self._two_draws())
 
     def group_results(self):
-        """Every group's estimate so far (:class:`~faqstats.GroupResults`); None without ``groups``.
+        """Every group's estimate so far (:class:`~faqstats.GroupResults`); None without ``groups``."""
+        return group_results_of(self._estimator, self._two_draws())
 
-        Returns
-        -------
-        GroupResults or None
-        """
+    def _two_draws(self):
+        """The loop, once it holds the two recorded draws a result needs."""
         if self.n_draws < 2:
             raise ValueError(f"A result needs at least two recorded answers; {self.n_draws} recorded so far.")
-        return group_results_of(self._estimator, self._loop)
+        return self._loop
 
     def trajectory(self):
-        """The running estimate and interval after each recorded draw (from the second on).
-
-        Returns
-        -------
-        ndarray of shape (n_draws - 1, 4)
-            Draws so far, estimate, and the ``1 - alpha`` Wald-type interval :meth:`result` gave then.
-        """
-        return reporting.trajectory(self._estimator, self._loop, self.alpha)
+        """``(draws, estimate, low, high)`` of :meth:`result` after each recorded draw from the second on."""
+        results = [result_of(self._estimator, self._loop, t) for t in range(2, self.n_draws + 1)]
+        rows = [(t, res.estimate, *res.conf_int(alpha=self.alpha)) for t, res in enumerate(results, start=2)]
+        return np.array(rows, dtype=float).reshape(-1, 4)
 
     def confidence_sequence(self):
         """``(draws so far, low, high)`` of the anytime-valid sequence after each round, or None."""
@@ -537,9 +417,29 @@ class EvaluationSession:
         Returns
         -------
         matplotlib.axes.Axes
-            The axes drawn on.
         """
-        return reporting.plot(self, path, ax)
+        from matplotlib.figure import Figure
+
+        traj = self.trajectory()
+        if not len(traj):
+            raise ValueError(f"Nothing to plot yet: a plot needs at least two recorded answers ({self.n_draws} so "
+                             "far).")
+        if ax is None:
+            ax = Figure(figsize=(6.4, 4.0), layout="constrained").add_subplot()
+        level = f"{100 * (1 - self.alpha):g}%"
+        ax.fill_between(traj[:, 0], traj[:, 2], traj[:, 3], alpha=0.25, color="C0", label=f"{level} interval")
+        ax.plot(traj[:, 0], traj[:, 1], color="C0", label="estimate")
+        cs = self.confidence_sequence()
+        if cs is not None and len(cs):
+            ax.step(cs[:, 0], cs[:, 1], where="post", color="C1", lw=1, label=f"{level} anytime-valid")
+            ax.step(cs[:, 0], cs[:, 2], where="post", color="C1", lw=1)
+        ax.set(xlabel="draws (queries)", ylabel="accuracy", ylim=(0, 1), xlim=(1, max(self.budget, 2)))
+        ax.set_title(f"{self.n_queries} of {self.n_questions} questions asked ({self.stop_reason or 'running'})",
+                     fontsize=10)
+        ax.legend(loc="lower right", fontsize=8)
+        if path is not None:
+            ax.figure.savefig(Path(os.fspath(path)), dpi=120)
+        return ax
 
     def group_table(self, simultaneous=False):
         """Every group's estimate so far as rows, for :meth:`status` and the command line.
@@ -547,18 +447,24 @@ class EvaluationSession:
         Parameters
         ----------
         simultaneous : bool, default=False
-            Also give the intervals meant to hold for all groups at once
-            (:meth:`~faqstats.GroupResults.conf_int` with ``simultaneous=True``), as
-            ``simultaneous_lower`` and ``simultaneous_upper``.
+            Also give the intervals for all groups at once, as ``simultaneous_lower`` and ``simultaneous_upper``.
 
         Returns
         -------
         list of dict or None
-            One dict per group (sorted by label) with ``group``, ``n_questions``, ``n_asked``,
-            ``estimate``, ``std_error``, ``lower`` and ``upper`` (the ``1 - alpha`` interval);
-            None without ``groups`` or before two answers are recorded.
+            One dict per group (sorted by label) with ``group``, ``n_questions``, ``n_asked``, ``estimate``,
+            ``std_error``, ``lower`` and ``upper``; None without ``groups`` or before two answers.
         """
-        return reporting.group_table(self, simultaneous)
+        if self.groups is None or self.n_draws < 2:
+            return None
+        results = self.group_results()
+        frame = results.to_frame(alpha=self.alpha)
+        if simultaneous:
+            both = results.conf_int(alpha=self.alpha, simultaneous=True)
+            frame["simultaneous_lower"], frame["simultaneous_upper"] = both["lower"], both["upper"]
+        return [{"group": label.item() if isinstance(label, np.generic) else label,
+                 **{k: (int(v) if k.startswith("n_") else float(v)) for k, v in row.items()}}
+                for label, row in frame.iterrows()]
 
     def status(self, simultaneous=False):
         """A JSON-serialisable summary: progress, pending ids, and the estimate so far.
@@ -571,11 +477,31 @@ class EvaluationSession:
         Returns
         -------
         dict
-            The configuration, the progress, the estimate and its interval; with costs, ``costs``
-            (whether given), ``budget_cost``, ``cost_spent`` and ``cost_per_draw``; ``groups``,
-            the rows of :meth:`group_table` (None without groups).
+            The configuration, the progress, the estimate and its interval, the costs spent and the groups' rows.
         """
-        return reporting.status(self, self._config["sampler"], self._loop.run, simultaneous)
+        res = self.result() if self.n_draws >= 2 else None
+        cs = self.confidence_sequence()
+        run, spent = self._loop.run, None
+        if run.costs is not None:
+            unit = "question" if self.n_clusters is None else "cluster"  # the run's costs are per unit drawn
+            spent = float(run.costs[np.unique(run.table()[unit])].sum()) if self.n_draws else 0.0
+        config = ("n_questions", "budget", "batch_size", "stop_when_width", "alpha", "random_state")
+        return {
+            "directory": None if self.directory is None else str(self.directory),
+            **{name: getattr(self, name) for name in config},
+            "sampler": self._config["sampler"],
+            **{name: getattr(self, name) for name in ("n_draws", "n_queries", "n_answers")},
+            "pending": self.pending.ids, "done": self.done, "stop_reason": self.stop_reason,
+            "estimate": None if res is None else res.estimate,
+            "std_error": None if res is None else res.std_error,
+            "conf_int": None if res is None else list(res.conf_int(alpha=self.alpha)),
+            "anytime_interval": [float(cs[-1, 1]), float(cs[-1, 2])] if cs is not None and len(cs) else None,
+            "estimand": self.estimand if isinstance(self.estimand, str) else "weighted",
+            "costs": run.costs is not None, "budget_cost": self.budget_cost, "cost_spent": spent,
+            "cost_per_draw": run.cost_per_draw,
+            "groups": self.group_table(simultaneous),
+            "n_clusters": self.n_clusters, "n_clusters_asked": self.n_clusters_asked,
+        }
 
     def __repr__(self):
         where = "in memory" if self.directory is None else str(self.directory)

@@ -1,9 +1,5 @@
 """Where a session lives: a directory with ``factor_model.npz`` (the model and the bank's ids),
-``session.json`` (the state; both formats in :mod:`faqstats.io`) and ``.session.lock``, held while
-the state is written (:meth:`SessionStore.save`).
-"""
-
-from __future__ import annotations
+``session.json`` (the state) and ``.session.lock``, held while the state is written."""
 
 import contextlib
 import hashlib
@@ -24,19 +20,8 @@ LOCK_FILE = ".session.lock"
 class SessionStore:
     """A session directory: reads and writes its files, one revision after another.
 
-    Attributes
-    ----------
-    directory : pathlib.Path
-    revision : int
-        The revision of the state on disk that this store last read or wrote.
-    model_sha256 : str
-        SHA-256 of the factor model file's bytes.
-    question_ids : list of str or None
-        The bank's ids as stored in the model file.
-    model_metadata : dict
-        The model file's metadata (also a session without a predictor has one).
-    allow_unchecked : bool
-        Whether files without checksums (written before faqstats stored them) are read.
+    ``revision`` is the revision of the state on disk that this store last read or wrote; ``model_sha256``
+    the model file's; ``allow_unchecked`` whether files without checksums are read.
     """
 
     def __init__(self, directory, revision, model_sha256, question_ids=None, model_metadata=None,
@@ -61,13 +46,13 @@ class SessionStore:
         if directory.exists() and not directory.is_dir():
             raise ValueError(f"{directory} is not a directory: a session lives in a directory of its own.")
         if (directory / STATE_FILE).exists() or (directory / STATE_FILE).is_symlink():
-            raise FileExistsError(f"{directory} already holds a faqstats session; resume it with EvaluationSession.load.")
+            raise FileExistsError(f"{directory} already holds a faqstats session; resume it with "
+                                  "EvaluationSession.load.")
         return directory
 
     @classmethod
     def create(cls, directory, factor_model, question_ids, reader=None):
-        """A new session directory with ``factor_model`` (None: no predictor, the sample mean) and the
-        ids: ``(store, model as stored)``."""
+        """``(store, model as stored)`` of a new session directory with ``factor_model`` (None: the sample mean)."""
         directory = cls.refuse_existing(directory)
         directory.mkdir(parents=True, exist_ok=True)
         # the harness reader options stored with a model from 'faqstats fit-history' go with it
@@ -80,12 +65,11 @@ class SessionStore:
         else:
             model_path = save_factor_model(factor_model, directory / MODEL_FILE, question_ids=ids, reader=reader)
         model, meta, ids = load_model_file(model_path)
-        return cls(directory, 0, _file_sha256(model_path), ids, meta), model
+        return cls(directory, 0, file_sha256(model_path), ids, meta), model
 
     @classmethod
     def open(cls, directory, allow_unchecked=False):
-        """``(store, state, factor model)`` of an existing session, checked against each other
-        (``allow_unchecked``: as :meth:`EvaluationSession.load <faqstats.EvaluationSession.load>`)."""
+        """``(store, state, factor model)`` of an existing session, checked against each other."""
         directory = Path(os.fspath(directory))
         state_path = directory / STATE_FILE
         if not (state_path.exists() or state_path.is_symlink()):
@@ -100,18 +84,14 @@ class SessionStore:
         fm, meta, ids = load_model_file(model_path, allow_unchecked=allow_unchecked)
         model_ids_hash = meta.get("question_ids_sha256")
         if model_ids_hash != state["question_ids_sha256"]:
-            raise ValueError(
-                f"{directory}: the bank's question ids in {STATE_FILE} (sha256 "
-                f"{str(state['question_ids_sha256'])[:12]}...) differ "
-                f"from those of the factor model file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); "
-                "the session and the model describe different banks."
-            )
-        model_sha = _file_sha256(model_path)
+            raise ValueError(f"{directory}: the bank's question ids in {STATE_FILE} (sha256 "
+                             f"{str(state['question_ids_sha256'])[:12]}...) differ from those of the factor model "
+                             f"file {model_path.name} (sha256 {str(model_ids_hash)[:12]}...); the session and the "
+                             "model describe different banks.")
+        model_sha = file_sha256(model_path)
         if model_sha != state["factor_model_sha256"]:
-            raise ValueError(
-                f"{directory}: {model_path.name} is not the factor model this session started with (its SHA-256 "
-                f"differs from the one in {STATE_FILE}); restore it or start a new session."
-            )
+            raise ValueError(f"{directory}: {model_path.name} is not the factor model this session started with (its "
+                             f"SHA-256 differs from the one in {STATE_FILE}); restore it or start a new session.")
         return cls(directory, state["revision"], model_sha, ids, meta, allow_unchecked), state, fm
 
     def save(self, fields):
@@ -123,16 +103,15 @@ class SessionStore:
             if path.exists():
                 on_disk = read_session_state(path, allow_unchecked=self.allow_unchecked).get("revision")
                 if on_disk != self.revision:
-                    raise RuntimeError(
-                        f"{path} was changed by another process (revision {on_disk}, this session loaded "
-                        f"{self.revision}); nothing was written. Load the session again to continue."
-                    )
+                    raise RuntimeError(f"{path} was changed by another process (revision {on_disk}, this session "
+                                       f"loaded {self.revision}); nothing was written. Load the session again to "
+                                       "continue.")
             remove_stale_temporaries(self.directory / MODEL_FILE)
             write_session_state(path, fields)
         self.revision = fields["revision"]
 
 
-def _file_sha256(path):
+def file_sha256(path):
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 

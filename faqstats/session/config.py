@@ -1,20 +1,23 @@
-"""A session's parameters as ``session.json`` stores them (its ``config``), and the estimator they make."""
+"""What a session takes, checked (its predictor, the bank's ids, per-question values as a sequence in the bank's
+order or a mapping by question id, the outcomes), and its parameters as ``session.json`` stores them."""
 
-from __future__ import annotations
-
+import math
 import numbers
 import os
+from collections.abc import Mapping
 
 import numpy as np
-from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from ..estimands import as_estimand
 from ..estimator import PAIEstimator
 from ..intervals import interval_rule_name
-from ..io import configuration_from, json_safe, load_model_file, sampler_spec
-from .questions import check_question_clusters, check_question_costs, per_question
+from ..io import check_question_ids, json_safe, load_factor_model, sampler_spec, unsaved_reason
+from ..sampling import check_costs
 
-__all__ = ["configured_session", "session_config", "session_estimator"]
+__all__ = ["bank_ids", "check_outcome", "check_question_clusters", "n_questions_of", "per_question",
+           "session_config", "session_estimator", "session_predictor"]
 
 # PAIEstimator parameters stored under their own names: these always...
 _ALWAYS = ("budget", "batch_size", "stop_when_width")
@@ -33,49 +36,38 @@ _ORDER = ("step_weights", "dtype", "predict_every", "groups", "estimand", "min_g
 
 
 def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, groups, costs, clusters):
-    """The ``config`` of a new session: ``estimator``'s parameters, the session's own and the per-question values.
+    """A new session's ``config`` (plain JSON): ``estimator``'s parameters, the session's, the per-question values.
 
     Parameters
     ----------
     estimator : PAIEstimator
-        Holds the session's policy and estimator parameters (read through ``get_params``).
+        Holds the session's policy and estimator parameters.
     ids : list of str or int
-        The bank's ids (for the per-question values given as mappings).
-    alpha : float
-        Level of the reported intervals and of the confidence sequence.
-    confidence_sequence : bool
-        Whether to track the confidence sequence.
-    random_state : int or None
-        The seed of the draws (None: a fresh one).
-    groups, costs, clusters : sequence or mapping or None
+        The bank's ids.
+    alpha, confidence_sequence, random_state, groups, costs, clusters
         As :class:`~faqstats.EvaluationSession` takes them.
 
     Returns
     -------
     dict
-        Plain JSON, as stored.
     """
     if random_state is None:
         random_state = int(np.random.SeedSequence().entropy)
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
-        raise TypeError(
-            f"random_state must be an int seed (or None for a fresh one), got {type(random_state).__name__}; "
-            "a session stores its seed to resume exactly."
-        )
+        raise TypeError(f"random_state must be an int seed (or None for a fresh one), got "
+                        f"{type(random_state).__name__}; a session stores its seed to resume exactly.")
     if random_state < 0:
         raise ValueError(f"random_state must be a non-negative int seed, got {random_state}.")
     params = estimator.get_params(deep=False)
     config = {"sampler": sampler_spec(params["sampler"]), **{name: params[name] for name in _ALWAYS}, "alpha": alpha,
               "confidence_sequence": confidence_sequence, "interval": interval_rule_name(params["interval"]),
               "random_state": int(random_state)}
-    optional = {}
-    for name, (is_default, stored) in _UNLESS_DEFAULT.items():
-        if not is_default(params[name]):
-            optional[name] = params[name] if stored is None else stored(params[name])
+    optional = {name: params[name] if stored is None else stored(params[name])
+                for name, (is_default, stored) in _UNLESS_DEFAULT.items() if not is_default(params[name])}
     if groups is not None:
         optional["groups"] = np.asarray(per_question(groups, ids, "groups")).tolist()
     if costs is not None:
-        optional["costs"] = check_question_costs(per_question(costs, ids, "costs"), ids)
+        optional["costs"] = check_costs(per_question(costs, ids, "costs"), len(ids), ids).tolist()
     if clusters is not None:
         optional["clusters"] = check_question_clusters(per_question(clusters, ids, "clusters"), ids)
     config |= {name: optional[name] for name in _ORDER if name in optional}
@@ -92,11 +84,9 @@ def session_estimator(predictor, sampler, config):
     Parameters
     ----------
     predictor : fitted predictor or None
-        The session's predictor.
     sampler : Sampler
-        The session's policy.
     config : dict
-        As :func:`session_config` made it (or ``session.json`` holds it).
+        As :func:`session_config` made it.
 
     Returns
     -------
@@ -113,43 +103,110 @@ def session_estimator(predictor, sampler, config):
     return PAIEstimator(predictor, sampler, confidence_sequence=float(alpha) if track_cs else False, **params)
 
 
-def configured_session(configuration, question_ids, budget, params):
-    """What a session that runs a configuration is made of: ``(predictor, question_ids, params, reader)``.
+def session_predictor(factor_model):
+    """The predictor a session computes with and saves: loaded from a path; one saved as another as that."""
+    if isinstance(factor_model, (str, os.PathLike)):
+        factor_model = load_factor_model(factor_model)
+    saved = getattr(factor_model, "saved_predictor", None)  # what its file gives back (unfitted: itself)
+    return factor_model if saved is None else saved()
 
-    Parameters
-    ----------
-    configuration : Configuration, or str or os.PathLike
-        As :meth:`~faqstats.EvaluationSession.from_configuration` takes it.
-    question_ids : sequence or None
-        The bank's ids (None: those saved with the configuration).
-    budget : int or None
-        At most the configured budget (None: it).
-    params : dict
-        The session's other keyword arguments.
 
-    Returns
-    -------
-    tuple
-        The predictor (None for the sample mean), the ids, the session's keyword arguments with the
-        configuration's policy, budget, step weights and refresh schedule, and the harness reader options.
-    """
-    fixed = sorted({"sampler", "step_weights", "predict_every", "factor_model", "predictor"} & set(params))
-    if fixed:
-        raise TypeError(f"{', '.join(fixed)} come(s) from the configuration: a session from a configuration "
-                        "runs what it chose.")
-    meta, stored_ids = {}, None
-    if isinstance(configuration, (str, os.PathLike)):
-        model, meta, stored_ids = load_model_file(configuration)
-        configuration = configuration_from(model, meta, configuration)
-    est = configuration.estimator
-    meta = getattr(est.predictor, "metadata_", None) or meta
+def n_questions_of(fm, question_ids):
+    """The bank size of a predictor (checked: one a session can save), or of ``question_ids`` without one."""
+    if fm is None:
+        if question_ids is None:
+            raise ValueError("a session without a predictor (the sample mean) needs question_ids.")
+        return len(question_ids)
+    if not (callable(getattr(fm, "fit", None)) and callable(getattr(fm, "posterior", None))):
+        raise TypeError("predictor (factor_model) must be a fitted predictor (a built-in one or a faqstats.Predictor), "
+                        f"or the path of a saved one, or None, got {type(fm).__name__}.")
+    reason = unsaved_reason(fm)  # a session is saved (and resumed) with its predictor
+    if reason is not None:
+        raise TypeError(f"a session needs a predictor it can save: {reason}")
+    try:
+        check_is_fitted(fm)
+    except NotFittedError:
+        raise ValueError("predictor is not fitted: fit it (or load a saved one) first.") from None
+    return fm.question_factors_.shape[0] if hasattr(fm, "question_factors_") else fm.n_features_in_
+
+
+def check_outcome(value, qid):
+    """``value`` as a float in [0, 1] (1 correct, 0 wrong), the error naming question ``qid``."""
+    if isinstance(value, (str, bytes)):  # "1" or "yes": parse it where it was read, not here
+        raise ValueError(f"outcome for question id {qid!r} must be a number in [0, 1], got the string {value!r}.")
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"outcome for question id {qid!r} must be a number in [0, 1], got {value!r}.") from None
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"outcome for question id {qid!r} must be in [0, 1] (1 correct, 0 wrong), got {value!r}.")
+    return value
+
+
+def per_question(values, ids, name):
+    """``values`` in the bank's question order: a mapping ``{question id: value}`` must cover every question
+    (keys matched as strings; others ignored); a sequence is returned as it is."""
+    if not isinstance(values, Mapping):
+        if isinstance(values, (str, bytes)):
+            raise TypeError(f"{name} must be a sequence with one entry per question or a mapping "
+                            "{question id: value}, not a string.")
+        return values
+    given = {}
+    for key, value in values.items():
+        text = str(key)
+        if text in given:
+            raise ValueError(f"{name}: question id {text!r} appears more than once.")
+        given[text] = value
+    text_ids = [str(q) for q in ids]
+    missing = [q for q in text_ids if q not in given]
+    if missing:
+        shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
+        raise ValueError(f"{name} has no entry for {len(missing)} of the bank's {len(ids)} question ids: {shown}.")
+    return [given[q] for q in text_ids]  # (ids of other questions are ignored: a table of a larger bank)
+
+
+def check_question_clusters(clusters, ids):
+    """``clusters`` (in the bank's order) as a list of ids, all str or all int; a bad one named by its question id."""
+    values = list(clusters.tolist() if isinstance(clusters, np.ndarray) else clusters)
+    if len(values) != len(ids):
+        raise ValueError(f"clusters must hold one cluster id per question ({len(ids)}), got {len(values)}.")
+    out = []
+    for qid, value in zip(ids, values):
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral)):
+            raise ValueError(f"clusters: question id {qid!r} has cluster {value!r}; cluster ids must be "
+                             "strings or integers (every question needs one).")
+        out.append(value if isinstance(value, str) else int(value))
+    if len({type(v) for v in out}) > 1:
+        raise ValueError("clusters must be all strings or all integers (not a mix).")
+    return out
+
+
+def bank_ids(question_ids, fm, n_questions):
+    """The bank's ids as a list (str or int) and their type name; checked against the model's ids."""
+    stored = getattr(fm, "question_ids_", None)
+    if stored is None and getattr(fm, "feature_names_in_", None) is not None:
+        stored = [str(q) for q in fm.feature_names_in_]
     if question_ids is None:
-        question_ids = getattr(est.predictor, "question_ids_", None) or stored_ids
-    budget = est.budget if budget is None else budget
-    if isinstance(budget, numbers.Integral) and not isinstance(budget, bool) and budget > est.budget:
-        raise ValueError(f"budget={budget} exceeds the configured budget {est.budget} (its step weights and "
-                         "choice are for that many queries): configure again for a larger one.")
-    step_weights = None if est.step_weights is None else np.asarray(est.step_weights, dtype=float)
-    params = dict(params, sampler=clone(est.sampler), budget=budget, step_weights=step_weights,
-                  predict_every=est.predict_every)
-    return est.predictor, question_ids, params, meta.get("reader")
+        question_ids = list(stored) if stored is not None else list(range(n_questions))
+    if isinstance(question_ids, (str, bytes)):
+        raise TypeError("question_ids must be a sequence of ids, not a single string.")
+    ids = list(question_ids.tolist() if isinstance(question_ids, np.ndarray) else question_ids)
+    if all(isinstance(q, str) for q in ids):
+        id_type = "str"
+    elif all(isinstance(q, numbers.Integral) and not isinstance(q, (bool, np.bool_)) for q in ids):
+        id_type, ids = "int", [int(q) for q in ids]
+    else:
+        odd = [q for q in ids if not isinstance(q, (str, numbers.Integral)) or isinstance(q, (bool, np.bool_))]
+        bad = odd[0] if odd else next(q for q in ids if not isinstance(q, type(ids[0])))
+        raise TypeError(f"question_ids must be all strings or all integers; got {bad!r} ({type(bad).__name__}).")
+    if len(ids) != n_questions:
+        raise ValueError(f"question_ids has {len(ids)} entries, the factor model has {n_questions} questions.")
+    text = [str(q) for q in ids]
+    if len(set(text)) != len(text):
+        dup = next(q for q in text if text.count(q) > 1)
+        raise ValueError(f"question_ids must be unique; {dup!r} appears more than once.")
+    if stored is not None:
+        check_question_ids(fm, text)
+    return ids, id_type

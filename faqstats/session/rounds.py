@@ -1,32 +1,21 @@
 """A session's rounds: the loop's draws, the answers taken so far, and the rule that records each
 draw, in draw order, once every question it asks is answered (with clusters: its cluster's)."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from .._engine import ClusterRun
-from .questions import check_outcome
+from .config import check_outcome
 
 __all__ = ["Rounds"]
 
 
 class Rounds:
-    """The draws of a query loop and the answers to them, by question index.
+    """The draws of a query loop and the answers to them (``answers``: ``{question: outcome}`` in arrival order).
 
     Parameters
     ----------
     loop : faqstats._engine.QueryLoop
-        A fresh loop (:func:`~faqstats.loop_setup.new_loop`).
-
-    Attributes
-    ----------
-    loop : faqstats._engine.QueryLoop
-        The loop; a draw is recorded into it once its answers are in.
-    members : list of ndarray or None
-        With clusters, the questions of each cluster, in question order (what a draw asks).
-    answers : dict
-        ``{question: outcome}`` in arrival order, answers waiting for earlier draws included.
+        A fresh loop; ``members`` holds its clusters' questions (None without clusters).
     """
 
     def __init__(self, loop):
@@ -62,34 +51,25 @@ class Rounds:
                 [[q, v] for q, v in self.answers.items()])
 
     def draw(self, rng, n):
-        """Draw rounds of ``n`` until one waits for answers (with replacement, repeats of answered
-        questions fill in at once) or the loop is done."""
+        """Draw rounds of ``n`` until one waits for answers or the loop is done."""
         while not self.loop.done and not self.loop.pending:
             self.loop.draw_round(rng, n)
             self.advance()
 
     def check_answers(self, ids, outcomes, index_of):
-        """``{question: outcome}`` of answers to pending questions, each checked: not given twice, not
-        recorded already, pending, in [0, 1]; ``index_of`` maps a question id to its question."""
+        """``{question: outcome}`` of answers to pending questions, each checked (``index_of``: id to question)."""
         waiting, new = self.pending(), {}
         for qid, value in zip(ids, outcomes):
             question = index_of(qid)
             if question in new:
                 raise ValueError(f"question id {qid!r} is given twice in one call to record.")
             if question in self.answers:
-                raise ValueError(
-                    f"question id {qid!r} is already recorded (outcome {self.answers[question]!r}); "
-                    "an answer cannot be changed."
-                )
+                raise ValueError(f"question id {qid!r} is already recorded (outcome {self.answers[question]!r}); "
+                                 "an answer cannot be changed.")
             if question not in waiting:
                 raise ValueError(f"question id {qid!r} is not pending: it was not handed out by next_questions.")
             new[question] = check_outcome(value, qid)
         return new
-
-    def take(self, answers):
-        """Add ``{question: outcome}`` (:meth:`check_answers`) and record the draws they complete."""
-        self.answers.update(answers)
-        self.advance()
 
     def advance(self):
         """Record, in draw order, every pending draw whose answers are all in."""
@@ -104,8 +84,7 @@ class Rounds:
                 loop.record(np.array([answers[q] for q in questions], dtype=float))
 
     def replay(self, draws, answers, where, question_ids=None):
-        """Rebuild the loop from stored draws and answers, round by round, as it was computed live
-        (``question_ids``: how the errors name a question; default its index)."""
+        """Rebuild the loop from stored draws and answers, round by round, as it was computed live."""
         n = self.loop.run.n_questions
         units = n if self.members is None else len(self.members)  # what a draw picks
         for answer in answers:
