@@ -1,10 +1,5 @@
-"""Logistic factor model of a models x questions outcome history.
-
-``logit P(model i answers question j correctly) = u_i . v_j`` (paper Section 3.1).
-The fitted question factors ``v_j`` are the features FAQ uses for a new model; the
-historical model factors ``u_i`` give a Gaussian prior for the new model's factor,
-which :func:`laplace_update` refines after each answer (paper Eqs. 9-10).
-"""
+"""Logistic factor model of a models x questions outcome history: ``logit P(correct) = u_i . v_j``
+(paper Section 3.1); the history's ``u_i`` give the new model's prior, refined after each answer."""
 
 from __future__ import annotations
 
@@ -31,74 +26,52 @@ _NEWTON_ROW_MAX_ITER = 100
 class LogisticFactorModel(TransformerMixin, Predictor):
     """Low-rank logistic model of a partially observed 0/1 outcome matrix.
 
-    Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells of ``H``.
-    Two solvers (compared in docs/performance.md, "Factor fit"):
-
-    ``solver="adamw"`` (default; the seed paper's optimiser)
-        ``max_iter`` full-batch AdamW steps on the mean cross-entropy from N(0, 1) draws;
-        decoupled weight decay is no L2 penalty, so no fixed objective is minimised.
-    ``solver="newton"`` (alternating Newton, much faster on large banks)
-        Minimises the mean cross-entropy plus ``(regularization / (2 n_obs)) (||U||^2 +
-        ||V||^2)`` by damped Newton half-sweeps (:mod:`faqstats._torch_backend`) until a
-        sweep gains less than ``tol``; its ``regularization`` (a prior precision) suits 1-10.
+    Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells, by ``max_iter`` full-batch
+    AdamW steps (``solver="adamw"``, the paper's) or by alternating damped Newton on the
+    L2-penalised cross-entropy until a sweep gains less than ``tol`` (``solver="newton"``, much
+    faster on large banks; docs/performance.md, "Factor fit").
 
     Parameters
     ----------
     n_components : int, default=16
         Latent dimension ``k``.
     regularization : float, default=0.1
-        AdamW's decoupled weight decay, or Newton's prior precision of every factor
-        entry (must be > 0); see above.
+        AdamW's decoupled weight decay, or Newton's prior precision of every factor entry (> 0; 1-10 suits).
     learning_rate : float, default=1e-2
-        AdamW learning rate (unused by ``solver="newton"``).
+        AdamW learning rate.
     max_iter : int, default=2000
-        Number of full-batch AdamW steps, or the maximum number of Newton sweeps.
+        Number of AdamW steps, or the maximum number of Newton sweeps.
     solver : {"adamw", "newton"}, default="adamw"
-        Optimiser, see above.
     tol : float, default=1e-4
-        ``solver="newton"`` only: stop when a sweep lowers the objective by less than ``tol`` (relative).
+        Newton only: stop when a sweep lowers the objective by less than ``tol`` (relative).
     device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
-        Torch device; ``"auto"`` picks CUDA when available (the result is ``device_``).
+        Torch device; ``"auto"`` picks CUDA when available.
     dtype : {"float32", "float64"}, default="float32"
-        Precision of the optimisation. Fitted attributes are always float64 numpy.
+        Precision of the optimisation (fitted attributes are float64).
     random_state : int, Generator or None, default=None
-        Seeds the initial factors (Newton's are AdamW's times 0.1) and the cell split in ``score``.
+        Seeds the initial factors and the cell split in ``score``.
     verbose : bool, default=False
         Show a progress bar while fitting.
     prior_scale : float > 0, default=1.0
-        Factor on the new model's prior covariance (that of ``model_factors_``); below 1
-        tightens the prior (docs/statistics.md, "Default policy"). 1 is the paper's prior.
+        Factor on the new model's prior covariance (docs/statistics.md, "Default policy").
 
     Attributes
     ----------
     model_factors_ : ndarray of shape (n_models, n_components)
-        Factors ``u_i`` of the historical models.
     question_factors_ : ndarray of shape (n_questions, n_components)
-        Factors ``v_j``; a question never observed gets the mean of the observed
-        questions' factors (see ``observed_questions_``).
+        A question never observed gets the mean of the observed ones' factors.
     observed_questions_ : ndarray of bool, shape (n_questions,)
-        Whether each question had at least one observed outcome.
     prior_mean_ : ndarray of shape (n_components,)
-        Mean of ``model_factors_``: the prior mean of a new model's factor.
+        Mean of ``model_factors_``.
     prior_cov_ : ndarray of shape (n_components, n_components)
-        Covariance of ``model_factors_`` (ddof=1; identity below two models) plus a tiny
-        ridge, times ``prior_scale``.
+        Covariance of ``model_factors_`` (plus a tiny ridge) times ``prior_scale``.
     loss_curve_ : ndarray of shape (``n_iter_``,)
-        Training loss (mean cross-entropy over observed cells, without the penalty)
-        at each AdamW step (before its update), or after each Newton sweep.
+        Mean cross-entropy over observed cells at each AdamW step or after each Newton sweep.
     n_iter_ : int
-        Number of AdamW steps (always ``max_iter``: no early stop) or Newton sweeps run.
     device_ : str
-        The device actually used.
     n_features_in_ : int
-        Number of questions seen in ``fit``.
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
-        Question names, when ``X`` in ``fit`` was a DataFrame with string column names.
-
-    See Also
-    --------
-    LogisticFactorModelCV : chooses ``n_components`` and ``regularization`` by cross-validation.
-    PAIEstimator : uses a fitted model to choose questions for a new model.
+        Question names, when ``X`` was a DataFrame with string column names.
 
     References
     ----------
@@ -137,26 +110,20 @@ class LogisticFactorModel(TransformerMixin, Predictor):
 
     @classmethod
     def from_factors(cls, question_factors, prior_mean=None, prior_cov=None, model_factors=None):
-        """A fitted model from known factors (e.g. published ones), without fitting.
-
-        Give either ``model_factors`` (the prior is then their mean and covariance) or
-        ``prior_mean`` and ``prior_cov`` directly.
+        """A fitted model from known factors, without fitting: give ``model_factors`` or the prior.
 
         Parameters
         ----------
         question_factors : array-like of shape (n_questions, k)
-            The question factors ``v_j``.
         prior_mean : array-like of shape (k,), optional
-            The prior mean of a new model's factor.
         prior_cov : array-like of shape (k, k), optional
-            Its prior covariance (symmetric positive semi-definite).
+            Symmetric positive semi-definite.
         model_factors : array-like of shape (n_models, k), optional
-            Historical model factors ``u_i``, whose mean and covariance give the prior.
+            Historical model factors, whose mean and covariance give the prior.
 
         Returns
         -------
         LogisticFactorModel
-            Fitted: ``question_factors_``, ``prior_mean_``, ``prior_cov_`` and ``model_factors_`` set.
 
         Examples
         --------
@@ -187,15 +154,12 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         if not (np.isfinite(V).all() and np.isfinite(mean).all() and np.isfinite(cov).all()):
             raise ValueError("Factors must be finite.")
         fm = cls(n_components=k)
-        fm.question_factors_ = V
-        fm.model_factors_ = U
-        fm.prior_mean_ = mean
+        fm.question_factors_, fm.model_factors_, fm.prior_mean_ = V, U, mean
         fm.prior_cov_ = 0.5 * (cov + cov.T)
         fm.observed_questions_ = np.ones(V.shape[0], dtype=bool)
         fm.n_features_in_ = V.shape[0]
         return fm
 
-    # -- parameter checks -------------------------------------------------
     get_entries = low_rank_entries  # how it is saved: faqstats.factor_entries
     from_entries = classmethod(read_factor_model)
 
@@ -225,18 +189,12 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         newton = self.solver == "newton"
         max_iter = min(int(self.max_iter), _NEWTON_ROW_MAX_ITER) if newton and frozen else int(self.max_iter)
         bar = progress_bar(max_iter, "fitting factors", self.verbose)
-        common = dict(
-            n_components=question_factors.shape[1] if frozen else self.n_components,
-            regularization=float(self.regularization),
-            max_iter=max_iter,
-            device=device,
-            dtype=self.dtype,
-            # one integer seed for torch; transform starts from the prior mean: nothing random
-            seed=0 if frozen else int(check_generator(self.random_state).integers(2**31 - 1)),
-            question_factors=question_factors,
-            init_model_factors=init_model_factors,
-            progress=lambda step: bar.update(1),
-        )
+        # one integer seed for torch; transform starts from the prior mean: nothing random
+        seed = 0 if frozen else int(check_generator(self.random_state).integers(2**31 - 1))
+        common = dict(n_components=question_factors.shape[1] if frozen else self.n_components,
+                      regularization=float(self.regularization), max_iter=max_iter, device=device, dtype=self.dtype,
+                      seed=seed, question_factors=question_factors, init_model_factors=init_model_factors,
+                      progress=lambda step: bar.update(1))
         try:
             if newton:
                 return backend.fit_factors_newton(H, tol=float(self.tol), **common)
@@ -244,22 +202,20 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         finally:
             bar.close()
 
-    # -- public API -------------------------------------------------------
     def fit(self, X, y=None):
         """Fit model and question factors on the observed cells of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Historical outcomes: 1 correct, 0 wrong, graded in [0, 1] (a soft target:
-            docs/statistics.md, "Graded outcomes"), NaN not observed; no empty rows.
+            Historical outcomes in [0, 1] (graded: a soft target), NaN where not observed; no empty rows.
         y : None
-            Ignored (scikit-learn's convention).
+            Ignored.
 
         Returns
         -------
         LogisticFactorModel
-            The fitted model (``self``).
+            ``self``.
         """
         from . import _torch_backend as backend
 
@@ -270,8 +226,7 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         observed = ~np.isnan(H).all(axis=0)
         if observed.any() and not observed.all():
             V[~observed] = V[observed].mean(axis=0)
-        self.question_factors_ = V
-        self.observed_questions_ = observed
+        self.question_factors_, self.observed_questions_ = V, observed
         self.prior_mean_, self.prior_cov_ = _gaussian_prior(self.model_factors_)
         self.prior_cov_ = self.prior_cov_ * self.prior_scale
         self.n_iter_ = len(self.loss_curve_)
@@ -285,20 +240,17 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         X : array-like of shape (n_models, n_questions)
             Historical outcomes, as in :meth:`fit`.
         y : None
-            Ignored (scikit-learn's convention).
+            Ignored.
 
         Returns
         -------
         ndarray of shape (n_models, n_components)
-            The fitted ``model_factors_``.
         """
         return self.fit(X).model_factors_
 
     def transform(self, X):
-        """Factors of new models (rows of ``X``) with the question factors frozen.
-
-        The solver of ``fit`` started at ``prior_mean_``, every row on its own (Newton
-        solves each row to convergence). Rows with no observed cell get ``prior_mean_``.
+        """Factors of new models (rows of ``X``) with the question factors frozen, each row on its own
+        from ``prior_mean_`` (rows with no observed cell keep it).
 
         Parameters
         ----------
@@ -308,7 +260,6 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Returns
         -------
         ndarray of shape (n_rows, n_components)
-            The factor ``u`` of each row.
         """
         check_is_fitted(self, "question_factors_")
         return self._transform(validate_history(self, X, reset=False, allow_empty_rows=True))
@@ -336,7 +287,6 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Returns
         -------
         ndarray of shape (n_questions,) or (m, n_questions)
-            ``sigmoid(u' v_j)`` for every question.
         """
         check_is_fitted(self, "question_factors_")
         u = np.asarray(model_factors, dtype=float)
@@ -353,48 +303,35 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Precision of the predictions, as in :class:`~faqstats.posterior.FactorPosterior`.
+            Precision of the predictions.
         predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only (as there).
+            Refresh the predictions after every ``predict_every``-th answer only.
 
         Returns
         -------
         faqstats.posterior.FactorPosterior
-            The posterior, at the prior ``(prior_mean_, prior_cov_)``.
         """
         check_is_fitted(self, "question_factors_")
         return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
                                predict_every=predict_every)
 
     def score(self, X, y=None):
-        """Held-out mean log-likelihood on new models (higher is better).
-
-        A seeded half of each row's observed cells fits its factor (as in ``transform``),
-        the other half is scored; so ``GridSearchCV(..., cv=KFold())`` works.
+        """Held-out mean log-likelihood on new models (higher is better): a seeded half of each
+        row's observed cells fits its factor (as in ``transform``), the other half is scored.
 
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
             Outcomes of held-out models, NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
+            Ignored.
 
         Returns
         -------
         float
             Minus the mean log-loss on the scored cells.
         """
-        check_is_fitted(self, "question_factors_")
-        H, fit_half, test_half = observed_halves(self, X)
-        U = self._transform(np.where(fit_half, H, np.nan))
-        return -log_loss_on_cells(H, U @ self.question_factors_.T, test_half)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
-        tags.input_tags.positive_only = True  # outcomes are 0 or 1
-        tags.non_deterministic = False
-        return tags
+        return held_out_logit_score(self, X, lambda C: self._transform(C) @ self.question_factors_.T)
 
 
 def _gaussian_prior(U):
@@ -405,6 +342,14 @@ def _gaussian_prior(U):
     # A tiny relative ridge keeps the prior positive definite when models are few.
     cov += np.eye(k) * 1e-8 * max(np.trace(cov) / k, 1e-12)
     return mean, cov
+
+
+def held_out_logit_score(model, X, logits):
+    """``score`` of a logistic predictor: minus the log-loss on the held-out half of each row's cells of
+    ``logits`` (a function of the rows with only their conditioning half kept)."""
+    check_is_fitted(model, "question_factors_")
+    H, fit_half, test_half = observed_halves(model, X)
+    return -log_loss_on_cells(H, logits(np.where(fit_half, H, np.nan)), test_half)
 
 
 def log_loss_on_cells(H, logits, cells):
@@ -421,10 +366,8 @@ def log_loss_on_cells(H, logits, cells):
 class LogisticFactorModelCV(TransformerMixin, Predictor):
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
-    Every candidate is fitted with one random fold of observed cells hidden and scored
-    on it; the one-standard-error rule (paper Section 4) picks the simplest candidate
-    (fewest components, then largest ``regularization``) within one standard error of
-    the best, refitted on all of ``H``.
+    The one-standard-error rule (paper Section 4) picks the simplest candidate (fewest components,
+    then largest ``regularization``) within one standard error of the best, refitted on all of ``H``.
 
     Parameters
     ----------
@@ -442,11 +385,11 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
     Attributes
     ----------
     cv_results_ : dict of ndarrays
-        ``n_components``, ``regularization``, ``mean_score``, ``std_error`` and per-fold scores
-        ``fold_scores`` (shape (n_candidates, cv)); scores are higher-is-better.
+        ``n_components``, ``regularization``, ``mean_score``, ``std_error`` and ``fold_scores``
+        (n_candidates, cv); higher is better.
     best_params_ : dict
     best_estimator_ : LogisticFactorModel
-        Refitted on all of ``H``; its fitted attributes (``question_factors_``, ...) are exposed here.
+        Refitted on all of ``H``; its fitted attributes are exposed here.
 
     Examples
     --------
@@ -477,10 +420,8 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
 
     def _model(self, k, regularization, seed):
         shared = ("learning_rate", "max_iter", "solver", "tol", "device", "dtype")
-        return LogisticFactorModel(
-            n_components=int(k), regularization=float(regularization), random_state=seed,
-            **{name: getattr(self, name) for name in shared},
-        )
+        return LogisticFactorModel(n_components=int(k), regularization=float(regularization), random_state=seed,
+                                   **{name: getattr(self, name) for name in shared})
 
     def fit(self, X, y=None):
         check_scalar(self.cv, "cv", kind=numbers.Integral, low=2)
@@ -523,13 +464,9 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
             chosen = min(ok, key=lambda c: (candidates[c][0], -candidates[c][1]))
         else:
             chosen = best
-        self.cv_results_ = {
-            "n_components": np.array([c[0] for c in candidates]),
-            "regularization": np.array([c[1] for c in candidates], dtype=float),
-            "mean_score": mean,
-            "std_error": se,
-            "fold_scores": scores,
-        }
+        self.cv_results_ = {"n_components": np.array([c[0] for c in candidates]),
+                            "regularization": np.array([c[1] for c in candidates], dtype=float),
+                            "mean_score": mean, "std_error": se, "fold_scores": scores}
         k, a = candidates[chosen]
         self.best_index_ = chosen
         self.best_params_ = {"n_components": int(k), "regularization": float(a)}
@@ -560,14 +497,11 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            As in :meth:`LogisticFactorModel.posterior`.
         predict_every : int, default=1
-            As in :meth:`LogisticFactorModel.posterior`.
 
         Returns
         -------
         faqstats.posterior.FactorPosterior
-            The best estimator's posterior at its prior.
         """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.posterior(dtype=dtype, predict_every=predict_every)

@@ -1,36 +1,8 @@
-"""Predictors that plug in: the :class:`Predictor` base class, its posterior protocol and the registry by name.
+"""Predictors that plug in: the :class:`Predictor` base class, the posterior protocol's defaults
+and the registry by name.
 
-A predictor is fitted on a history (``fit(X)``, NaN = not observed, setting ``n_features_in_``, the
-bank size) and gives a new model's posterior (``posterior(dtype, predict_every)``). A posterior has
-
-* ``predictions``: ndarray of shape (N,), the predicted outcome of every question, read after
-  each ``update`` (the engine keeps its own read-only copy);
-* ``update(question, outcome)``: learn one answer (an int and a float in [0, 1]).
-
-Optional, with the defaults the engine supplies when absent: ``oracle_scores`` (``sqrt(p (1 - p))``),
-``view()`` (a :class:`~faqstats.posterior.PosteriorView`), and ``question_factors``, ``mean``,
-``cov`` (``None``: policies that need factors refuse such a predictor). A predictor may give many
-runs' posteriors at once with ``batched_posterior(runs, n_questions, dtype, device, predict_every)``;
-without it :func:`faqstats.batched.simulate` drives one posterior per run side by side. A predictor
-is saved (:func:`~faqstats.save_factor_model`, a session's directory) through its save pair:
-``get_arrays() -> (arrays, params)`` and the classmethod ``from_arrays(arrays, params)``, under
-the name it is registered with (:func:`register_predictor`); only registered classes are read back.
-
-The built-in predictors are saved through fuller entries, which a predictor of yours may define
-instead: ``get_entries(saver) -> (fields, arrays)`` (arrays named as the file stores them; ``fields``
-the metadata: ``estimator``, the registered name, ``params``, ``n_questions`` and its own) and the
-classmethod ``from_entries(entries, fields)``. :mod:`faqstats.io` hands ``saver``: ``float(self,
-attr, bound=None)`` (the attribute as float64, refused unless finite and, with ``bound`` 1 or 2,
-within the value bound or its square), ``json(value, name)`` (JSON-safe, conversions noted),
-``entries(component, prefix)`` (a component's ``(fields, arrays)``, its arrays under ``prefix``) and
-``first_format`` (True when :func:`~faqstats.save_factor_model` writes the file: the low-rank form
-then adds the field ``format_version`` 1); and ``entries``: ``n_questions``,
-``format_version``, ``where``, ``name in entries``, ``key(name)``, ``array(name)``, ``float(name,
-shape, bound=None)`` (refused unless of ``shape``, finite and within the bound), ``require(*names)``,
-``error(message)`` (a ``ValueError`` naming the file), ``set_params(model, params)`` (those it knows,
-checked by its ``check_params``) and ``predictor(fields, prefix)`` (a component). A predictor saved
-as another (the CV model as its best estimator, the item response model as its factor-model view)
-has ``saved_predictor()``: a session computes with that.
+The protocol (a predictor's ``fit`` and ``posterior``, a posterior's ``predictions`` and
+``update``, the save pair and the built-ins' entries) is in docs/architecture.md, "Adding a predictor".
 """
 
 from __future__ import annotations
@@ -42,7 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import observed_halves
-from .posterior import PosteriorView, oracle_scores, read_only
+from .posterior import _Posterior, read_only
 
 __all__ = ["Predictor", "engine_posterior", "held_out_log_likelihood", "predictor_class", "predictor_name", "register_predictor",
            "registered_predictors", "resolve_predictor_keyword", "saving_error"]
@@ -53,21 +25,9 @@ _REGISTRY = {}  # name -> class
 class Predictor(BaseEstimator):
     """Base class of the predictors: a scikit-learn estimator with ``fit`` and ``posterior``.
 
-    A subclass defines ``fit(X, y=None)`` (set ``n_features_in_``, the bank size, and return
-    ``self``) and ``posterior(dtype="float64", predict_every=1)`` (a new model's posterior at its
-    prior: an object with ``predictions`` of shape (N,) and ``update(question, outcome)``; the
-    module docstring lists what else the engine reads when present). It then runs in
-    :class:`~faqstats.PAIEstimator`, :class:`~faqstats.PairedPAIEstimator`,
-    :func:`~faqstats.batched.simulate`, :func:`~faqstats.learn_step_weights` and
-    :func:`~faqstats.configure_from_history`; with the save pair ``get_arrays`` / ``from_arrays``
-    and :func:`register_predictor`, also in :class:`~faqstats.EvaluationSession` and
-    :func:`~faqstats.save_factor_model`.
-
-    ``score(X)`` means one thing on every predictor, built-in or not: the mean held-out
-    log-likelihood of the observed cells of new models (minus the log-loss; higher is better), a
-    seeded half of each row's cells conditioning the prediction of the other half
-    (:func:`held_out_log_likelihood`). The base class conditions through the posterior; built-ins
-    condition through their fitted factors, weights or Gaussian process, to the same effect.
+    A subclass defines ``fit(X, y=None)`` (setting ``n_features_in_``) and ``posterior(dtype="float64",
+    predict_every=1)``; the protocol is in docs/architecture.md, "Adding a predictor". ``score(X)`` is
+    the held-out log-likelihood of :func:`held_out_log_likelihood` on every predictor.
 
     Examples
     --------
@@ -94,12 +54,12 @@ class Predictor(BaseEstimator):
         X : array-like of shape (n_models, N)
             Earlier models' outcomes in [0, 1], NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
+            Ignored.
 
         Returns
         -------
         Predictor
-            The fitted predictor (``self``).
+            ``self``.
         """
         raise NotImplementedError(f"{type(self).__name__} must define fit(X, y=None).")
 
@@ -109,33 +69,29 @@ class Predictor(BaseEstimator):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Precision of the predictions (the batched engine's float32 runs ask for "float32").
+            Precision of the predictions.
         predict_every : int, default=1
-            Recompute the predictions after every ``predict_every``-th answer only (a posterior
-            that ignores it recomputes them after every answer, which is also valid).
+            Recompute the predictions after every ``predict_every``-th answer only (ignoring it is valid).
 
         Returns
         -------
         object
-            The posterior (the module docstring lists what the engine reads).
+            The posterior.
         """
         raise NotImplementedError(f"{type(self).__name__} must define posterior(dtype='float64', predict_every=1).")
 
     def score(self, X, y=None):
         """Mean held-out log-likelihood of the observed cells of new models (higher is better).
 
-        A seeded half of each row's observed cells (seed: an int ``random_state``, else 0)
-        conditions the prediction of the other half, scored as :func:`held_out_log_likelihood`
-        scores it: through ``predict(X)`` where the predictor defines it (each row's predictions
-        given its answers, NaN = not given; the Gaussian-process surrogate and the history
-        mixture), else by a fresh posterior per row learning its half in column order.
+        :func:`held_out_log_likelihood`, predicting through ``predict(X)`` where the predictor has
+        one, else by a fresh posterior per row learning its half in column order.
 
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
             Outcomes of held-out models in [0, 1], NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
+            Ignored.
 
         Returns
         -------
@@ -167,16 +123,14 @@ class Predictor(BaseEstimator):
 def held_out_log_likelihood(predictor, X, predict):
     """What ``score`` means on every predictor: the mean held-out log-likelihood of observed cells.
 
-    Each row's observed cells of ``X`` are split in two seeded halves (seed: the predictor's int
-    ``random_state``, else 0); ``predict`` maps the rows with only the first half kept (NaN
-    elsewhere) to predicted outcomes, and the second half is scored by its log-likelihood
-    ``z log p + (1 - z) log(1 - p)``, with ``p`` clipped to ``[1e-6, 1 - 1e-6]`` (predictions of 0 or
-    1 are finite). Higher is better; compare scores on the same ``X``.
+    Each row's observed cells are split in two seeded halves (seed: the predictor's int
+    ``random_state``, else 0); the first conditions ``predict``, the second is scored by
+    ``z log p + (1 - z) log(1 - p)``, ``p`` clipped to ``[1e-6, 1 - 1e-6]``.
 
     Parameters
     ----------
     predictor : fitted Predictor
-        Checks ``X`` against its bank (``n_features_in_``) and seeds the halves.
+        Checks ``X`` against its bank and seeds the halves.
     X : array-like of shape (n_rows, N)
         Outcomes of held-out models in [0, 1], NaN where not observed.
     predict : callable
@@ -212,7 +166,7 @@ def register_predictor(predictor_cls=None, name=None):
     predictor_cls : type or None
         The class (with ``fit`` and ``posterior``). ``None``: return a decorator.
     name : str or None, default=None
-        The name files store (``None``: the class's name). A name held by another class is refused.
+        The name files store (``None``: the class's name); one held by another class is refused.
 
     Returns
     -------
@@ -352,7 +306,6 @@ def resolve_predictor_keyword(predictor, deprecated, owner, unset=None):
     Returns
     -------
     object
-        The predictor.
 
     Examples
     --------
@@ -371,7 +324,7 @@ def resolve_predictor_keyword(predictor, deprecated, owner, unset=None):
     return deprecated["factor_model"]
 
 
-class _EngineDefaults:
+class _EngineDefaults(_Posterior):
     """A posterior written to the protocol's minimum, with what the engine reads besides: a read-only
     copy of the predictions after every update, their oracle scores and a policy view."""
 
@@ -390,12 +343,6 @@ class _EngineDefaults:
         self.posterior.update(question, outcome)
         self._snapshot()
 
-    @property
-    def oracle_scores(self):
-        if self._scores is None:
-            self._scores = read_only(oracle_scores(self.predictions))
-        return self._scores
-
     question_factors = property(lambda self: getattr(self.posterior, "question_factors", None))
     mean = property(lambda self: getattr(self.posterior, "mean", None))
     cov = property(lambda self: getattr(self.posterior, "cov", None))
@@ -404,13 +351,9 @@ class _EngineDefaults:
     def quadratic_forms(self):
         raise ValueError(f"{type(self.posterior).__name__} has no question factors: no quadratic forms.")
 
-    def view(self):
-        return PosteriorView(self)
-
 
 def engine_posterior(posterior, n_questions):
-    """``posterior`` as the engine reads it: itself when it has everything the engine reads, else
-    wrapped with the protocol's defaults (checked: ``predictions`` of shape (N,), ``update``).
+    """``posterior`` as the engine reads it: itself when complete, else wrapped with the protocol's defaults.
 
     Parameters
     ----------
