@@ -90,7 +90,6 @@ def fit_factors(H, *, n_components, regularization, learning_rate, max_iter, dev
     """
     tdtype = resolve_dtype(dtype)
     observed = ~np.isnan(H)
-    dense = observed.mean() >= _DENSE_MIN_FRACTION
     U, V = _start(H, n_components, seed, 1.0, init_model_factors, question_factors, tdtype, device)
     # Cell weights, a (rows x 1) column: 1 / (observed cells), or 1 / (the row's) with V frozen.
     if question_factors is None:
@@ -99,23 +98,12 @@ def fit_factors(H, *, n_components, regularization, learning_rate, max_iter, dev
     else:
         params = [U.requires_grad_(True)]
         row_weight = 1.0 / np.maximum(observed.sum(axis=1, keepdims=True), 1)
+    cells = _observed_cells(H, observed, row_weight, tdtype, device)
 
-    if dense:
-        target = torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device)
-        weight = torch.as_tensor(np.where(observed, row_weight, 0.0), dtype=tdtype, device=device)
-
-        def loss_fn():
-            return (_bce(U @ V.T, target) * weight).sum()
-
-    else:
-        rows, cols = np.nonzero(observed)
-        rows_t = torch.as_tensor(rows, device=device)
-        cols_t = torch.as_tensor(cols, device=device)
-        target = torch.as_tensor(H[rows, cols], dtype=tdtype, device=device)
-        weight = torch.as_tensor(row_weight[rows, 0], dtype=tdtype, device=device)
-
-        def loss_fn():
-            return (_bce((U[rows_t] * V[cols_t]).sum(dim=1), target) * weight).sum()
+    def loss_fn():
+        if isinstance(cells, _DenseCells):
+            return (_bce(U @ V.T, cells.Y) * cells.W).sum()
+        return (_bce((U[cells.rows] * V[cells.cols]).sum(dim=1), cells.y) * cells.w).sum()
 
     optimizer = torch.optim.AdamW(params, lr=learning_rate, weight_decay=regularization)
     losses = np.empty(max_iter)
@@ -238,6 +226,19 @@ class _DenseCells:
         return A + t[:, None] * D, X + t[:, None] * XD, t, D
 
 
+def _observed_cells(H, observed, weight, tdtype, device):
+    """The observed cells of ``H`` with their weights (``weight``: per row, (n_models, 1), or one), dense
+    when at least :data:`_DENSE_MIN_FRACTION` are observed, else gathered (O(nnz) memory)."""
+    if observed.mean() >= _DENSE_MIN_FRACTION:
+        return _DenseCells(torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device),
+                           torch.as_tensor(np.where(observed, weight, 0.0), dtype=tdtype, device=device))
+    rows, cols = np.nonzero(observed)  # sorted by row, then col: the order _GatheredCells keeps
+    weight = np.broadcast_to(weight, (H.shape[0], 1))[rows, 0]
+    return _GatheredCells(torch.as_tensor(rows, device=device), torch.as_tensor(cols, device=device),
+                          torch.as_tensor(H[rows, cols], dtype=tdtype, device=device),
+                          torch.as_tensor(weight, dtype=tdtype, device=device), *H.shape)
+
+
 class _GatheredCells:
     """Observed cells as (row, col, target, weight) lists sorted by row: O(nnz) memory."""
 
@@ -354,18 +355,8 @@ def fit_factors_newton(H, *, n_components, regularization, max_iter, tol, device
     n_models, n_questions = H.shape
     observed = ~np.isnan(H)
     n_obs = int(observed.sum())
-    dense = observed.mean() >= _DENSE_MIN_FRACTION
     U, V = _start(H, n_components, seed, 0.1, init_model_factors, question_factors, tdtype, device)
-
-    if dense:
-        target = torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device)
-        weight = torch.as_tensor(observed, dtype=tdtype, device=device)
-        by_row = _DenseCells(target, weight)
-    else:
-        rows, cols = np.nonzero(observed)
-        by_row = _GatheredCells(torch.as_tensor(rows, device=device), torch.as_tensor(cols, device=device),
-                                torch.as_tensor(H[rows, cols], dtype=tdtype, device=device),
-                                torch.ones(rows.size, dtype=tdtype, device=device), n_models, n_questions)
+    by_row = _observed_cells(H, observed, 1.0, tdtype, device)
     pairs = _TriuPairs(n_components, device)
     ridge = float(regularization)
     X = by_row.logits(U, V)

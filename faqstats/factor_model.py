@@ -12,7 +12,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress_bar
 from ._validation import check_generator, check_scalar, observed_halves, validate_history
-from .factor_entries import best_estimator, cv_entries, low_rank_entries, read_factor_model
 from .posterior import FactorPosterior, laplace_update
 from .predictor import Predictor, register_predictor
 
@@ -21,6 +20,72 @@ __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "lo
 _SOLVERS = ("adamw", "newton")
 # Cap on Newton steps per row with V frozen (transform): each converges in well under 20.
 _NEWTON_ROW_MAX_ITER = 100
+
+
+def low_rank_entries(self, saver):
+    """The entries it is saved as, the low-rank form of a factor model or Gaussian-process surrogate:
+    ``question_factors``, ``prior_mean``, ``prior_cov``, ``observed_questions`` and any of ``model_factors``,
+    ``question_means`` and ``noise`` (in :func:`~faqstats.save_factor_model`'s file, format version 1, also
+    ``loss_curve`` and the metadata ``n_models``, ``fitted_device`` and ``cv``).
+
+    Parameters
+    ----------
+    saver : object
+    """
+    model = self  # a LogisticFactorModel's or GaussianProcessSurrogate's method
+    check_is_fitted(model, "question_factors_")
+    V = saver.float(model, "question_factors_", bound=1)
+    if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
+        raise ValueError(f"Refusing to save: question_factors_ must be a non-empty 2-D array, got shape {V.shape}.")
+    arrays = {"question_factors": V, "prior_mean": saver.float(model, "prior_mean_", bound=1),
+              "prior_cov": saver.float(model, "prior_cov_", bound=2),
+              "observed_questions": np.asarray(model.observed_questions_, dtype=bool)}
+    for key in ("model_factors", *(("loss_curve",) if saver.first_format else ()), "question_means", "noise"):
+        if getattr(model, key + "_", None) is not None:
+            arrays[key] = saver.float(model, key + "_", bound=None if key == "loss_curve" else 1)
+    fields = {"estimator": type(model).__name__, "params": saver.json(model.get_params(deep=False), "params"),
+              "n_questions": int(V.shape[0]), "n_components": int(V.shape[1])}
+    if saver.first_format:  # save_factor_model's file: format version 1, as older faqstats read it
+        n_models = int(arrays["model_factors"].shape[0]) if "model_factors" in arrays else None
+        fields |= {"format_version": 1, "n_models": n_models, "cv": None,
+                   "fitted_device": saver.json(getattr(model, "device_", None), "device_")}
+    return fields, arrays
+
+
+def read_low_rank(model, entries, fields, extra=()):
+    """``model`` (unfitted) fitted with the stored parameters and arrays, every one checked (``extra``: the
+    names of further arrays of shape (n,) it needs, a surrogate's means and noise)."""
+    k, n = fields.get("n_components"), entries.n_questions
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise entries.error(f"metadata{entries.where} 'n_components' must be a positive integer, got {k!r}.")
+    entries.require("question_factors", "prior_mean", "prior_cov", "observed_questions")
+    fitted = {"question_factors": entries.float("question_factors", (n, k), bound=1),
+              "prior_mean": entries.float("prior_mean", (k,), bound=1),
+              "prior_cov": entries.float("prior_cov", (k, k), bound=2)}
+    cov, key = fitted["prior_cov"], entries.key("prior_cov")
+    if not np.allclose(cov, cov.T):
+        raise entries.error(f"{key!r} is not symmetric.")
+    eig = np.linalg.eigvalsh(0.5 * (cov + cov.T))
+    if eig.min() < -1e-10 * max(1.0, float(np.abs(eig).max())):
+        raise entries.error(f"{key!r} is not positive semi-definite (eigenvalue {eig.min():.3g}).")
+    observed = entries.array("observed_questions")
+    if observed.dtype != np.bool_ or observed.shape != (n,):
+        raise entries.error(f"{entries.key('observed_questions')!r} must be bool of shape ({n},), got "
+                            f"{observed.dtype} {observed.shape}.")
+    fitted["observed_questions"] = observed
+    entries.require(*extra)
+    fitted |= {name: entries.float(name, (n,), bound=1) for name in extra}
+    fitted["model_factors"] = entries.float("model_factors", (None, k), bound=1) if "model_factors" in entries else None
+    params = dict(fields["params"])
+    if "alpha" in params and "regularization" not in params:  # files written before faqstats renamed it
+        params["regularization"] = params.pop("alpha")
+    entries.set_params(model, params)
+    for name, value in fitted.items():
+        setattr(model, name + "_", value)
+    if entries.format_version == 1 and "loss_curve" in entries:
+        model.loss_curve_ = entries.float("loss_curve", (None,))
+        model.n_iter_ = int(model.loss_curve_.size)
+    return model
 
 
 class LogisticFactorModel(TransformerMixin, Predictor):
@@ -34,44 +99,33 @@ class LogisticFactorModel(TransformerMixin, Predictor):
     Parameters
     ----------
     n_components : int, default=16
-        Latent dimension ``k``.
     regularization : float, default=0.1
         AdamW's decoupled weight decay, or Newton's prior precision of every factor entry (> 0; 1-10 suits).
     learning_rate : float, default=1e-2
-        AdamW learning rate.
+        AdamW only.
     max_iter : int, default=2000
-        Number of AdamW steps, or the maximum number of Newton sweeps.
+        AdamW steps, or the most Newton sweeps.
     solver : {"adamw", "newton"}, default="adamw"
     tol : float, default=1e-4
         Newton only: stop when a sweep lowers the objective by less than ``tol`` (relative).
     device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
-        Torch device; ``"auto"`` picks CUDA when available.
     dtype : {"float32", "float64"}, default="float32"
-        Precision of the optimisation (fitted attributes are float64).
+        Precision of the optimisation.
     random_state : int, Generator or None, default=None
-        Seeds the initial factors and the cell split in ``score``.
     verbose : bool, default=False
-        Show a progress bar while fitting.
     prior_scale : float > 0, default=1.0
         Factor on the new model's prior covariance (docs/statistics.md, "Default policy").
 
     Attributes
     ----------
-    model_factors_ : ndarray of shape (n_models, n_components)
-    question_factors_ : ndarray of shape (n_questions, n_components)
+    model_factors_, question_factors_ : ndarray of shape (n_models, k), (n_questions, k)
         A question never observed gets the mean of the observed ones' factors.
     observed_questions_ : ndarray of bool, shape (n_questions,)
-    prior_mean_ : ndarray of shape (n_components,)
-        Mean of ``model_factors_``.
-    prior_cov_ : ndarray of shape (n_components, n_components)
-        Covariance of ``model_factors_`` (plus a tiny ridge) times ``prior_scale``.
+    prior_mean_, prior_cov_ : ndarray of shape (k,), (k, k)
+        Mean and covariance (plus a tiny ridge, times ``prior_scale``) of ``model_factors_``.
     loss_curve_ : ndarray of shape (``n_iter_``,)
         Mean cross-entropy over observed cells at each AdamW step or after each Newton sweep.
-    n_iter_ : int
-    device_ : str
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (``n_features_in_``,)
-        Question names, when ``X`` was a DataFrame with string column names.
+    n_iter_, device_, n_features_in_, feature_names_in_
 
     References
     ----------
@@ -80,18 +134,11 @@ class LogisticFactorModel(TransformerMixin, Predictor):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from faqstats import LogisticFactorModel, make_synthetic_bank
     >>> bank = make_synthetic_bank(n_models=60, n_questions=80, n_components=3, random_state=0)
-    >>> fm = LogisticFactorModel(n_components=3, max_iter=300, random_state=0).fit(bank.history)
-    >>> fm.question_factors_.shape, fm.prior_cov_.shape
-    ((80, 3), (3, 3))
-    >>> fm.predict_proba(fm.prior_mean_).shape
-    (80,)
-    >>> fast = LogisticFactorModel(n_components=3, solver="newton", regularization=3.0,
-    ...                            random_state=0).fit(bank.history)
-    >>> fast.n_iter_ < fast.max_iter  # stopped on tol after a few sweeps
-    True
+    >>> fm = LogisticFactorModel(n_components=3, solver="newton", regularization=3.0, random_state=0)
+    >>> fm.fit(bank.history).question_factors_.shape, fm.predict_proba(fm.prior_mean_).shape
+    ((80, 3), (80,))
     """
 
     def __init__(self, n_components=16, regularization=0.1, learning_rate=1e-2, max_iter=2000, solver="adamw",
@@ -110,16 +157,15 @@ class LogisticFactorModel(TransformerMixin, Predictor):
 
     @classmethod
     def from_factors(cls, question_factors, prior_mean=None, prior_cov=None, model_factors=None):
-        """A fitted model from known factors, without fitting: give ``model_factors`` or the prior.
+        """A fitted model from known factors, without fitting: give ``model_factors`` (whose mean and
+        covariance give the prior) or the prior.
 
         Parameters
         ----------
         question_factors : array-like of shape (n_questions, k)
         prior_mean : array-like of shape (k,), optional
         prior_cov : array-like of shape (k, k), optional
-            Symmetric positive semi-definite.
         model_factors : array-like of shape (n_models, k), optional
-            Historical model factors, whose mean and covariance give the prior.
 
         Returns
         -------
@@ -160,8 +206,22 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         fm.n_features_in_ = V.shape[0]
         return fm
 
-    get_entries = low_rank_entries  # how it is saved: faqstats.factor_entries
-    from_entries = classmethod(read_factor_model)
+    get_entries = low_rank_entries
+
+    @classmethod
+    def from_entries(cls, entries, fields):
+        """The fitted factor model its stored entries hold, every one checked.
+
+        Parameters
+        ----------
+        entries : object
+        fields : dict
+        """
+        model = read_low_rank(cls(), entries, fields)
+        if model.n_components != fields["n_components"]:
+            raise entries.error(f"params n_components={model.n_components} but the factors have "
+                                f"{fields['n_components']} components.")
+        return model
 
     def check_params(self):
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
@@ -208,14 +268,12 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Historical outcomes in [0, 1] (graded: a soft target), NaN where not observed; no empty rows.
+            Outcomes in [0, 1], NaN where not observed; no empty rows.
         y : None
-            Ignored.
 
         Returns
         -------
         LogisticFactorModel
-            ``self``.
         """
         from . import _torch_backend as backend
 
@@ -238,9 +296,7 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Historical outcomes, as in :meth:`fit`.
         y : None
-            Ignored.
 
         Returns
         -------
@@ -255,7 +311,6 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
-            Outcomes in [0, 1] (0/1 or graded), NaN where not observed.
 
         Returns
         -------
@@ -282,7 +337,6 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Parameters
         ----------
         model_factors : array-like of shape (k,) or (m, k)
-            One factor ``u``, or one per row.
 
         Returns
         -------
@@ -298,14 +352,12 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         return expit(u @ self.question_factors_.T)
 
     def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior, ready to learn its answers.
+        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior.
 
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Precision of the predictions.
         predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only.
 
         Returns
         -------
@@ -322,14 +374,11 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
-            Outcomes of held-out models, NaN where not observed.
         y : None
-            Ignored.
 
         Returns
         -------
         float
-            Minus the mean log-loss on the scored cells.
         """
         return held_out_logit_score(self, X, lambda C: self._transform(C) @ self.question_factors_.T)
 
@@ -376,17 +425,15 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
     cv : int, default=5
         Number of cell folds.
     scoring : {"log_loss", "accuracy"}, default="log_loss"
-        ``"accuracy"`` (threshold 0.5) is the paper's; FAQ uses the probabilities.
     one_standard_error : bool, default=True
         Apply the 1-SE rule; otherwise take the best mean score.
     learning_rate, max_iter, solver, tol, device, dtype, random_state, verbose
-        As in :class:`LogisticFactorModel` (so is the meaning of ``regularization_grid``).
+        As in :class:`LogisticFactorModel`.
 
     Attributes
     ----------
     cv_results_ : dict of ndarrays
-        ``n_components``, ``regularization``, ``mean_score``, ``std_error`` and ``fold_scores``
-        (n_candidates, cv); higher is better.
+        ``n_components``, ``regularization``, ``mean_score``, ``std_error`` and ``fold_scores``.
     best_params_ : dict
     best_estimator_ : LogisticFactorModel
         Refitted on all of ``H``; its fitted attributes are exposed here.
@@ -473,8 +520,28 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
         self.best_estimator_ = self._model(k, a, seed).fit(H)
         return self
 
-    # saved as its best estimator, with the CV record in save_factor_model's file (faqstats.factor_entries)
-    get_entries, saved_predictor = cv_entries, best_estimator
+    def get_entries(self, saver):
+        """The entries it is saved as: its best estimator's, and in :func:`~faqstats.save_factor_model`'s file
+        (format version 1) its name and the CV record (metadata ``cv``, arrays ``cv_results.<name>``).
+
+        Parameters
+        ----------
+        saver : object
+        """
+        check_is_fitted(self, "best_estimator_")
+        if not saver.first_format:
+            return self.best_estimator_.get_entries(saver)
+        cv = {"params": saver.json(self.get_params(deep=False), "cv.params"),
+              "best_params": saver.json(self.best_params_, "cv.best_params"),
+              "best_index": saver.json(getattr(self, "best_index_", None), "cv.best_index")}
+        fields, arrays = self.best_estimator_.get_entries(saver)
+        arrays |= {"cv_results." + name: np.asarray(values) for name, values in self.cv_results_.items()}
+        return fields | {"estimator": type(self).__name__, "cv": cv}, arrays
+
+    def saved_predictor(self):
+        """The predictor it is saved (and loaded back) as: its ``best_estimator_`` (unfitted: itself)."""
+        return getattr(self, "best_estimator_", self)
+
     from_entries = LogisticFactorModel.from_entries  # a file of format version 1 gives back its best estimator
 
     def __getattr__(self, name):

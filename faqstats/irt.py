@@ -38,7 +38,6 @@ class ItemResponseModel(TransformerMixin, Predictor):
     regularization : float > 0, default=0.1
         Prior precision of ``a_j - 1`` and of ``c_j``.
     max_iter : int, default=200
-        Maximum number of sweeps.
     tol : float, default=1e-7
         Stop when a sweep lowers the objective by less than ``tol`` (relative).
     prior_scale : float > 0, default=1.0
@@ -51,16 +50,13 @@ class ItemResponseModel(TransformerMixin, Predictor):
     discrimination_, intercepts_, difficulty_ : ndarray of shape (N,)
         ``a_j``, ``c_j`` and ``b_j = -c_j / a_j``.
     abilities_ : ndarray of shape (n_models,)
-    question_factors_ : ndarray of shape (N, 2)
-        ``(a_j, c_j)``.
-    model_factors_ : ndarray of shape (n_models, 2)
-        ``(theta_i, 1)``.
+    question_factors_, model_factors_ : ndarray of shape (N, 2), (n_models, 2)
+        ``(a_j, c_j)`` and ``(theta_i, 1)``.
     prior_mean_, prior_cov_ : ndarray of shape (2,), (2, 2)
         ``(0, 1)`` and ``diag(prior_scale * var theta, 0)`` (spread plus mean posterior variance).
     observed_questions_ : ndarray of bool, shape (N,)
         Questions some history model answered (the others get the median ``a`` and mean ``c``).
-    n_iter_ : int
-    n_features_in_ : int
+    n_iter_, n_features_in_ : int
 
     Examples
     --------
@@ -95,14 +91,11 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Outcomes in [0, 1], NaN where not observed.
         y : None
-            Ignored.
 
         Returns
         -------
         ItemResponseModel
-            ``self``.
         """
         self._check_params()
         H = validate_history(self, X, reset=True)
@@ -173,7 +166,6 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
-            Outcomes in [0, 1], NaN where not observed; a row with none gets the prior mean.
 
         Returns
         -------
@@ -203,7 +195,6 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Parameters
         ----------
         abilities : float or array-like of shape (m,)
-            One ability, or one per row.
 
         Returns
         -------
@@ -228,9 +219,7 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Precision of the predictions.
         predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only.
 
         Returns
         -------
@@ -279,14 +268,11 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
-            Outcomes of held-out models, NaN where not observed.
         y : None
-            Ignored.
 
         Returns
         -------
         float
-            Minus the mean log-loss on the scored cells.
         """
         return held_out_logit_score(self, X, lambda C: self._logits(self._abilities(C)))
 

@@ -29,15 +29,12 @@ class HistoryMixture(TransformerMixin, Predictor):
     Parameters
     ----------
     smoothing : float in (0, 1], default=0.3
-        Share of each profile moved to the target (keeps every likelihood finite).
     temperature : float > 0, default=0.5
-        Power of each answer's likelihood (below 1: more cautious).
     target : {"low-rank", "means"}, default="low-rank"
-        What the profiles are smoothed toward.
     n_components : int, default=32
-        Rank of the low-rank fit (``target="low-rank"``).
+        Rank of the low-rank fit.
     random_state : int, Generator or None, default=None
-        Seeds the split of each row's cells in :meth:`score` (the fit is deterministic).
+        Seeds the split of each row's cells in :meth:`score`.
 
     Attributes
     ----------
@@ -55,8 +52,6 @@ class HistoryMixture(TransformerMixin, Predictor):
     >>> post.update(0, 1.0)
     >>> post.predictions.shape, round(float(post.weights().sum()), 12)
     ((100,), 1.0)
-    >>> fq.PAIEstimator(mix, budget=20, random_state=0).fit(bank.new_outcomes[0]).n_queries_
-    20
     """
 
     def __init__(self, smoothing=0.3, temperature=0.5, target="low-rank", n_components=32, random_state=None):
@@ -72,14 +67,11 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, N)
-            Historical outcomes in [0, 1], NaN where not observed.
         y : None
-            Ignored.
 
         Returns
         -------
         HistoryMixture
-            ``self``.
         """
         self.check_params()
         H = validate_history(self, X, reset=True)
@@ -149,9 +141,8 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Accepted for the interface; the mixture computes in float64.
+            Accepted; the mixture computes in float64.
         predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only.
 
         Returns
         -------
@@ -165,8 +156,7 @@ class HistoryMixture(TransformerMixin, Predictor):
 
         Parameters
         ----------
-        runs : int
-        n_questions : int
+        runs, n_questions : int
         dtype : torch.dtype
         device : torch.device
         predict_every : int, default=1
@@ -184,12 +174,11 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
-            Outcomes in [0, 1], NaN where not observed.
 
         Returns
         -------
         ndarray of shape (n_rows, n_models)
-            Log weights, largest 0.
+            Largest 0.
         """
         check_is_fitted(self, "profiles_")
         H = validate_history(self, X, reset=False, allow_empty_rows=True)
@@ -205,7 +194,6 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
-            Outcomes in [0, 1], NaN where not observed.
 
         Returns
         -------
@@ -224,11 +212,9 @@ class MixturePosterior(_Posterior):
     profiles : ndarray of shape (M, N)
         The smoothed history, entries in (0, 1).
     temperature : float
-        Power of each answer's likelihood.
     dtype : {"float64", "float32"}, default="float64"
-        Accepted for the interface; computed in float64.
+        Accepted; computed in float64.
     predict_every : int, default=1
-        Recompute the predictions after every ``predict_every``-th answer only.
 
     Attributes
     ----------
@@ -257,13 +243,7 @@ class MixturePosterior(_Posterior):
         self._predict()
 
     def update(self, question, outcome):
-        """Reweigh the history models by their likelihood of ``outcome`` to ``question``.
-
-        Parameters
-        ----------
-        question : int
-        outcome : float
-        """
+        """Reweigh the history models by their likelihood of ``outcome`` to ``question``."""
         z = float(outcome)
         step = self._log_p[:, question] * z
         step += self._log_q[:, question] * (1.0 - z)

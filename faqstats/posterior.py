@@ -1,9 +1,5 @@
-"""Posteriors: what a new model's answers so far say about every question's outcome.
-
-The protocol (``predictions``, ``update``, ``view()``) is in docs/architecture.md, "Adding a
-predictor". The Laplace step and the quadratic-form cache serve one run (numpy) and many in
-lockstep (torch, :mod:`faqstats.batched`).
-"""
+"""Posteriors: what a new model's answers so far say about every question's outcome (docs/architecture.md,
+"Adding a predictor"). The Laplace step and the quadratic-form cache serve one run (numpy) and many (torch)."""
 
 from __future__ import annotations
 
@@ -14,18 +10,8 @@ import numpy as np
 from ._validation import check_scalar
 from ._backend import column, dot, is_torch, matvec, namespace, sigmoid
 
-__all__ = [
-    "FactorPosterior",
-    "FixedPredictions",
-    "GaussianPosterior",
-    "PosteriorView",
-    "QuadraticForms",
-    "check_posterior_options",
-    "laplace_step",
-    "laplace_update",
-    "oracle_scores",
-    "quadratic_forms_from_scratch",
-]
+__all__ = ["FactorPosterior", "FixedPredictions", "GaussianPosterior", "PosteriorView", "QuadraticForms",
+           "check_posterior_options", "laplace_step", "laplace_update", "oracle_scores", "quadratic_forms_from_scratch"]
 
 #: Incremental downdates of the quadratic forms between two recomputations from scratch.
 REFRESH_EVERY = 256
@@ -217,8 +203,7 @@ def read_only(a):
 
 
 class _Posterior:
-    """What one run's posteriors share: predictions recomputed (``_predict``) after every
-    ``predict_every``-th answer, their oracle scores computed when first asked for, a view."""
+    """One run's posterior: predictions recomputed after every ``predict_every``-th answer, lazy oracle scores."""
 
     question_factors = mean = cov = noise = None
     predict_every, _unpredicted, _scores = 1, 0, None
@@ -243,8 +228,7 @@ class _Posterior:
 
 
 class _BatchedPosterior:
-    """What many runs' posteriors in lockstep share (torch, leading run axis): predictions (R, N)
-    recomputed per run (``_predict(sel)``, ``sel`` None for all) after every ``predict_every``-th answer."""
+    """Many runs' posteriors in lockstep (torch): predictions (R, N) recomputed per run (``_predict(sel)``)."""
 
     question_factors = mean = cov = scores = None
     owner = "This predictor"
@@ -306,21 +290,17 @@ class FactorPosterior(_Posterior):
     question_factors : ndarray of shape (N, k)
     mean : ndarray of shape (k,)
     cov : ndarray of shape (k, k)
-        Made exactly symmetric once; the Laplace downdates keep it so.
     dtype : {"float64", "float32"}, default="float64"
         Precision of the predictions (the posterior itself stays float64).
     refresh_every : int or None
         See :class:`QuadraticForms`.
     predict_every : int, default=1
-        Recompute the predictions after every ``predict_every``-th answer only (docs/statistics.md,
-        "Predictions refreshed on a schedule").
+        Recompute the predictions after every ``predict_every``-th answer only.
 
     Attributes
     ----------
-    predictions, oracle_scores : ndarray of shape (N,)
+    predictions, oracle_scores, mean, cov : ndarray
         Read-only; replaced (never modified) by each update.
-    mean, cov : ndarray
-        The current posterior, read-only.
 
     Examples
     --------
@@ -347,13 +327,7 @@ class FactorPosterior(_Posterior):
     offsets = None  # the identity link's, with ``noise``: set by GaussianPosterior
 
     def update(self, question, outcome):
-        """One Laplace (identity link: exact Gaussian) step with the answer ``outcome`` to ``question``.
-
-        Parameters
-        ----------
-        question : int
-        outcome : float
-        """
+        """One Laplace (identity link: exact Gaussian) step with the answer ``outcome`` to ``question``."""
         link = {} if self.noise is None else {"offset": self.offsets[question], "noise": self.noise[question]}
         mean, cov, Sv, c = laplace_step(self.mean, self.cov, self.question_factors[question], outcome, **link)
         self.mean, self.cov = read_only(mean), read_only(cov)
@@ -395,11 +369,10 @@ class GaussianPosterior(FactorPosterior):
     Parameters
     ----------
     question_factors, mean, cov
-        As in :class:`FactorPosterior`: the loadings ``V`` and the prior of ``u``.
+        The loadings ``V`` and the prior of ``u``.
     offsets : ndarray of shape (N,)
         The prior means ``m``.
     noise : ndarray of shape (N,)
-        The per-question residual variances, positive.
     dtype, refresh_every, predict_every
         As in :class:`FactorPosterior`.
 

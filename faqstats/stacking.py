@@ -63,8 +63,6 @@ class StackedPredictor(Predictor):
     >>> stack = StackedPredictor(n_paths=40).fit(bank.history)
     >>> stack.weights_.shape[1], bool(np.allclose(stack.weights_.sum(1), 1))
     (3, True)
-    >>> fq.PAIEstimator(stack, budget=20, random_state=0).fit(bank.new_outcomes[0]).n_queries_
-    20
     """
 
     def __init__(self, estimators=None, validation_fraction=0.25, max_answers=None, n_paths=256, random_state=0):
@@ -104,14 +102,12 @@ class StackedPredictor(Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, N)
-            Historical outcomes in [0, 1], NaN where not observed; at least a few complete rows.
+            At least a few complete rows.
         y : None
-            Ignored.
 
         Returns
         -------
         StackedPredictor
-            ``self``.
         """
         from .step_weights import validation_split
 
@@ -232,9 +228,7 @@ class StackedPredictor(Predictor):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Precision of the components' predictions.
         predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only.
 
         Returns
         -------
@@ -250,8 +244,7 @@ class StackedPredictor(Predictor):
 
         Parameters
         ----------
-        runs : int
-        n_questions : int
+        runs, n_questions : int
         dtype : torch.dtype
         device : torch.device
         predict_every : int, default=1
@@ -273,7 +266,7 @@ class StackedPosterior(_Posterior):
     Parameters
     ----------
     components : list of posteriors
-        Each with ``predictions`` and ``update(question, outcome)``, refreshed on the same schedule.
+        Refreshed on the same schedule.
     steps : ndarray of int
         The answer counts where each row of ``weights`` starts.
     weights : ndarray of shape (len(steps), len(components))
@@ -309,13 +302,7 @@ class StackedPosterior(_Posterior):
         self._predict()
 
     def update(self, question, outcome):
-        """Every component learns the answer; the combination is refreshed on the schedule.
-
-        Parameters
-        ----------
-        question : int
-        outcome : float
-        """
+        """Every component learns the answer; the combination is refreshed on the schedule."""
         for part in self.components:
             part.update(question, outcome)
         self.n_answers += 1

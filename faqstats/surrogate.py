@@ -11,7 +11,7 @@ from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_generator, check_scalar, validate_history
-from .factor_entries import low_rank_entries, read_low_rank
+from .factor_model import low_rank_entries, read_low_rank
 from .posterior import GaussianPosterior
 from .predictor import Predictor, register_predictor
 
@@ -27,7 +27,7 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
     Parameters
     ----------
     n_components : int, default=32
-        Rank ``k`` of the covariance's low-rank part (at most ``min(n_models, N) - 1``).
+        Rank ``k`` of the low-rank part (at most ``min(n_models, N) - 1``).
     shrinkage : float in [0, 1), default=0.0
         Shrinks the low-rank part to ``(1 - shrinkage) V V'``, the rest moving to ``noise``.
     noise_floor : float, default=1e-3
@@ -37,18 +37,15 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
     n_iter : int, default=10
         Imputation rounds when the history has missing cells.
     random_state : int, Generator or None, default=0
-        Seeds the randomized SVD.
 
     Attributes
     ----------
-    question_means_ : ndarray of shape (N,)
+    question_means_, noise_, observed_questions_ : ndarray of shape (N,)
     question_factors_ : ndarray of shape (N, k)
         The loadings ``V``.
-    noise_ : ndarray of shape (N,)
     prior_mean_, prior_cov_ : ndarray of shape (k,), (k, k)
         Zero and the identity.
     explained_variance_ratio_ : float
-    observed_questions_ : ndarray of bool, shape (N,)
     n_features_in_ : int
 
     Examples
@@ -58,10 +55,6 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
     >>> gp = GaussianProcessSurrogate(n_components=8).fit(bank.history)
     >>> gp.question_factors_.shape, gp.noise_.shape
     ((200, 8), (200,))
-    >>> est = fq.PAIEstimator(gp, budget=40, random_state=0).fit(bank.new_outcomes[0])
-    >>> low, high = est.conf_int()
-    >>> bool(low <= est.estimate_ <= high)
-    True
     """
 
     def __init__(self, n_components=32, shrinkage=0.0, noise_floor=1e-3, prior_count=1.0, n_iter=10,
@@ -87,14 +80,11 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, N)
-            Historical outcomes in [0, 1], NaN where not observed.
         y : None
-            Ignored.
 
         Returns
         -------
         GaussianProcessSurrogate
-            ``self``.
         """
         self.check_params()
         H = validate_history(self, X, reset=True)
@@ -128,9 +118,7 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Precision of the predictions.
         predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only.
 
         Returns
         -------
@@ -140,7 +128,7 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
                                  self.noise_, dtype=dtype, predict_every=predict_every)
 
-    get_entries = low_rank_entries  # saved in the low-rank form, with its means and noise: faqstats.factor_entries
+    get_entries = low_rank_entries  # the low-rank form, with its means and noise
 
     @classmethod
     def from_entries(cls, entries, fields):
@@ -162,7 +150,6 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
-            Outcomes in [0, 1], NaN where not observed.
 
         Returns
         -------
@@ -184,7 +171,6 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
-            Outcomes in [0, 1], NaN where not observed.
 
         Returns
         -------
