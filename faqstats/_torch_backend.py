@@ -197,10 +197,8 @@ class _DenseCells:
         T = pairs.a.numel()
         cols_per_chunk = max(1, _BLOCK_ELEMENTS // T)
         # Khatri-Rao chunks of B made once per step for every row block (cols x k(k+1)/2 in all)
-        products = [
-            (c0, min(B.shape[0], c0 + cols_per_chunk), pairs.products(B[c0 : c0 + cols_per_chunk]))
-            for c0 in range(0, B.shape[0], cols_per_chunk)
-        ]
+        products = [(c0, min(B.shape[0], c0 + cols_per_chunk), pairs.products(B[c0 : c0 + cols_per_chunk]))
+                    for c0 in range(0, B.shape[0], cols_per_chunk)]
 
         def hess_tri(r0, r1):
             tri = torch.zeros(r1 - r0, T, dtype=A.dtype, device=A.device)

@@ -233,10 +233,8 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         if self.solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {list(_SOLVERS)}, got {self.solver!r}.")
         if self.solver == "newton" and not self.regularization > 0:
-            raise ValueError(
-                "solver='newton' needs regularization > 0 (the prior precision that keeps every Newton system "
-                f"positive definite), got regularization={self.regularization!r}."
-            )
+            raise ValueError("solver='newton' needs regularization > 0 (the prior precision that keeps every Newton "
+                             f"system positive definite), got regularization={self.regularization!r}.")
         if not isinstance(self.device, str):
             raise TypeError(f"device must be a string, got {type(self.device).__name__}.")
 
@@ -326,9 +324,8 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         has_data = ~np.isnan(H).all(axis=1)
         if has_data.any():
             device = getattr(self, "device_", None) or backend.resolve_device(self.device)
-            U[has_data], _, _ = self._solve(
-                H[has_data], device, question_factors=self.question_factors_, init_model_factors=self.prior_mean_
-            )
+            U[has_data], _, _ = self._solve(H[has_data], device, question_factors=self.question_factors_,
+                                            init_model_factors=self.prior_mean_)
         return U
 
     def predict_proba(self, model_factors):
@@ -345,10 +342,8 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         check_is_fitted(self, "question_factors_")
         u = np.asarray(model_factors, dtype=float)
         if u.shape[-1] != self.question_factors_.shape[1]:
-            raise ValueError(
-                f"model factors have {u.shape[-1]} components, the factor model has "
-                f"{self.question_factors_.shape[1]}."
-            )
+            raise ValueError(f"model factors have {u.shape[-1]} components, the factor model has "
+                             f"{self.question_factors_.shape[1]}.")
         return expit(u @ self.question_factors_.T)
 
     def posterior(self, dtype="float64", predict_every=1):
@@ -403,8 +398,7 @@ def held_out_logit_score(model, X, logits):
 
 def log_loss_on_cells(H, logits, cells):
     """Mean Bernoulli log-loss of ``logits`` against ``H`` on the boolean mask ``cells``."""
-    y = H[cells]
-    x = logits[cells]
+    y, x = H[cells], logits[cells]
     if y.size == 0:
         raise ValueError("No held-out observed cells to score.")
     # log(1 + exp(-|x|)) form: stable in log-space for large |logits|

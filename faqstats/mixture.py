@@ -284,7 +284,6 @@ class BatchedMixture(_BatchedPosterior):
         return torch.mm(w, self.profiles).clamp_(0.0, 1.0).to(self.dtype)
 
     def update(self, idx, questions, outcomes):
-        """Reweigh runs ``idx`` (None: all) by their answers."""
         import torch
 
         z = outcomes.to(torch.float64)[:, None]

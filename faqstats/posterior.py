@@ -69,9 +69,8 @@ def laplace_update(mean, cov, v, z):
     (array([0.4, 0. ]), array([0.8, 1. ]))
     """
     cov = np.asarray(cov, dtype=float)
-    new_mean, new_cov, _, _ = laplace_step(
-        np.asarray(mean, dtype=float), 0.5 * (cov + cov.T), np.asarray(v, dtype=float), float(z)
-    )
+    new_mean, new_cov, _, _ = laplace_step(np.asarray(mean, dtype=float), 0.5 * (cov + cov.T),
+                                           np.asarray(v, dtype=float), float(z))
     return new_mean, new_cov
 
 

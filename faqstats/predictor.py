@@ -213,11 +213,6 @@ def predictor_name(model):
     Returns
     -------
     str or None
-
-    Examples
-    --------
-    >>> predictor_name(object()) is None
-    True
     """
     cls = model if isinstance(model, type) else type(model)
     return next((name for name, c in _REGISTRY.items() if c is cls), None)
@@ -229,11 +224,6 @@ def registered_predictors():
     Returns
     -------
     dict
-
-    Examples
-    --------
-    >>> "StackedPredictor" in registered_predictors()
-    True
     """
     return dict(_REGISTRY)
 
@@ -248,11 +238,6 @@ def saving_error(model):
     Returns
     -------
     str or None
-
-    Examples
-    --------
-    >>> print(saving_error(object()))
-    object cannot be saved: a predictor is saved through its save pair; define get_arrays(self) -> ...
     """
     kind = type(model).__name__
     if callable(getattr(model, "get_entries", None)):  # a built-in's layout
@@ -283,11 +268,6 @@ def resolve_predictor_keyword(predictor, deprecated, owner, unset=None):
     Returns
     -------
     object
-
-    Examples
-    --------
-    >>> resolve_predictor_keyword("fm", {}, "f")
-    'fm'
     """
     extra = set(deprecated) - {"factor_model"}
     if extra:
@@ -340,13 +320,6 @@ def engine_posterior(posterior, n_questions):
     Returns
     -------
     object
-
-    Examples
-    --------
-    >>> from faqstats.posterior import FixedPredictions
-    >>> p = FixedPredictions([0.5, 0.5])
-    >>> engine_posterior(p, 2) is p
-    True
     """
     missing = [m for m in ("predictions", "update") if not hasattr(posterior, m)]
     if missing or not callable(posterior.update):

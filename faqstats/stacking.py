@@ -348,7 +348,6 @@ class BatchedStack(_BatchedPosterior):
         return p.clamp_(0.0, 1.0)
 
     def update(self, idx, questions, outcomes):
-        """Every component of runs ``idx`` (None: all) learns their answers."""
         for part in self.parts:
             part.update(idx, questions, outcomes)
         self.n_answers[self._runs(idx, self.n_answers.size)] += 1
