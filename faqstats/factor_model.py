@@ -12,8 +12,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress_bar
 from ._validation import check_generator, check_scalar, observed_halves, validate_history
-from .posterior import FactorPosterior, laplace_update
-from .predictor import Predictor, register_predictor
+from .posterior import laplace_update
+from .predictor import Predictor, _LowRankPredictor, register_predictor
 
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
@@ -88,7 +88,7 @@ def read_low_rank(model, entries, fields, extra=()):
     return model
 
 
-class LogisticFactorModel(TransformerMixin, Predictor):
+class LogisticFactorModel(TransformerMixin, _LowRankPredictor):
     """Low-rank logistic model of a partially observed 0/1 outcome matrix.
 
     Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells, by ``max_iter`` full-batch
@@ -346,22 +346,6 @@ class LogisticFactorModel(TransformerMixin, Predictor):
                              f"{self.question_factors_.shape[1]}.")
         return expit(u @ self.question_factors_.T)
 
-    def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior.
-
-        Parameters
-        ----------
-        dtype : {"float64", "float32"}, default="float64"
-        predict_every : int, default=1
-
-        Returns
-        -------
-        faqstats.posterior.FactorPosterior
-        """
-        check_is_fitted(self, "question_factors_")
-        return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
-                               predict_every=predict_every)
-
     def score(self, X, y=None):
         """Held-out mean log-likelihood on new models (higher is better): a seeded half of each
         row's observed cells fits its factor (as in ``transform``), the other half is scored.
@@ -469,7 +453,8 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
         if self.scoring not in ("log_loss", "accuracy"):
             raise ValueError(f"scoring must be 'log_loss' or 'accuracy', got {self.scoring!r}.")
         H = validate_history(self, X, reset=True)  # sets n_features_in_; scikit-learn's input messages
-        ks = [check_scalar(k, "n_components_grid entries", kind=numbers.Integral, low=1) for k in self.n_components_grid]
+        ks = [check_scalar(k, "n_components_grid entries", kind=numbers.Integral, low=1)
+              for k in self.n_components_grid]
         regs = [check_scalar(a, "regularization_grid entries", low=0.0) for a in self.regularization_grid]
         if not ks or not regs:
             raise ValueError("n_components_grid and regularization_grid must be non-empty.")

@@ -15,8 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, validate_history
 from .factor_model import LogisticFactorModel, held_out_logit_score
-from .posterior import FactorPosterior
-from .predictor import Predictor, register_predictor
+from .predictor import _LowRankPredictor, register_predictor
 
 __all__ = ["ItemResponseModel"]
 
@@ -24,7 +23,7 @@ __all__ = ["ItemResponseModel"]
 _MAX_STEP = 2.0
 
 
-class ItemResponseModel(TransformerMixin, Predictor):
+class ItemResponseModel(TransformerMixin, _LowRankPredictor):
     """Two-parameter logistic (2PL) or Rasch model of a partially observed outcome matrix.
 
     Fits ``H[i, j] ~ Bernoulli(sigmoid(a_j theta_i + c_j))`` on the observed cells (the joint MAP
@@ -199,35 +198,12 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Returns
         -------
         ndarray of shape (n_questions,) or (m, n_questions)
-
-        Examples
-        --------
-        >>> import numpy as np, faqstats as fq
-        >>> irt = fq.ItemResponseModel(model="rasch").fit(np.array([[1, 0, 1.], [1, 1, 0], [0, 0, 1]]))
-        >>> irt.predict_proba([-1.0, 1.0]).shape
-        (2, 3)
         """
         check_is_fitted(self, "question_factors_")
         return expit(self._logits(np.asarray(abilities, dtype=float)))
 
     def _logits(self, theta):
         return theta[..., None] * self.question_factors_[:, 0] + self.question_factors_[:, 1]
-
-    def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior (ability unknown).
-
-        Parameters
-        ----------
-        dtype : {"float64", "float32"}, default="float64"
-        predict_every : int, default=1
-
-        Returns
-        -------
-        faqstats.posterior.FactorPosterior
-        """
-        check_is_fitted(self, "question_factors_")
-        return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
-                               predict_every=predict_every)
 
     def get_entries(self, saver):
         """The entries it is saved as: its factor-model view's (:meth:`as_factor_model`), loaded back as that.

@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import observed_halves
-from .posterior import _Posterior, read_only
+from .posterior import FactorPosterior, GaussianPosterior, _Posterior, read_only
 
 __all__ = ["Predictor", "engine_posterior", "held_out_log_likelihood", "predictor_class", "predictor_name",
            "register_predictor", "registered_predictors", "resolve_predictor_keyword", "saving_error"]
@@ -100,6 +100,30 @@ class Predictor(BaseEstimator):
         tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
         tags.input_tags.positive_only = True  # outcomes are in [0, 1]
         return tags
+
+
+class _LowRankPredictor(Predictor):
+    """A predictor of the low-rank form: ``question_factors_``, ``prior_mean_``, ``prior_cov_`` and, for the
+    identity link, ``question_means_`` and ``noise_`` (what :mod:`faqstats.batched_posterior` runs too)."""
+
+    def posterior(self, dtype="float64", predict_every=1):
+        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior (identity link: its Gaussian twin).
+
+        Parameters
+        ----------
+        dtype : {"float64", "float32"}, default="float64"
+        predict_every : int, default=1
+
+        Returns
+        -------
+        faqstats.posterior.FactorPosterior
+        """
+        check_is_fitted(self, "question_factors_")
+        if getattr(self, "noise_", None) is None:
+            return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
+                                   predict_every=predict_every)
+        return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
+                                 self.noise_, dtype=dtype, predict_every=predict_every)
 
 
 def held_out_log_likelihood(predictor, X, predict):

@@ -12,13 +12,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_generator, check_scalar, validate_history
 from .factor_model import low_rank_entries, read_low_rank
-from .posterior import GaussianPosterior
-from .predictor import Predictor, register_predictor
+from .predictor import _LowRankPredictor, register_predictor
 
 __all__ = ["GaussianProcessSurrogate"]
 
 
-class GaussianProcessSurrogate(TransformerMixin, Predictor):
+class GaussianProcessSurrogate(TransformerMixin, _LowRankPredictor):
     """Empirical-covariance Gaussian process on the history's responses, in low-rank form.
 
     The covariance is ``V V' + diag(noise)``, ``V`` the top ``k`` principal directions of the centred
@@ -111,22 +110,6 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         total = float(variance.sum())
         self.explained_variance_ratio_ = float((loadings**2).sum() / total) if total > 0 else 0.0
         return self
-
-    def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.GaussianPosterior` at the prior.
-
-        Parameters
-        ----------
-        dtype : {"float64", "float32"}, default="float64"
-        predict_every : int, default=1
-
-        Returns
-        -------
-        faqstats.posterior.GaussianPosterior
-        """
-        check_is_fitted(self, "question_factors_")
-        return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
-                                 self.noise_, dtype=dtype, predict_every=predict_every)
 
     get_entries = low_rank_entries  # the low-rank form, with its means and noise
 
