@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._progress import progress_bar
 from ._validation import check_generator, check_scalar, observed_halves, validate_history
 from .posterior import laplace_update
-from .predictor import Predictor, _LowRankPredictor, register_predictor
+from .predictor import _LowRankPredictor, register_predictor
 
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
@@ -390,7 +390,7 @@ def log_loss_on_cells(H, logits, cells):
     return float(loss.mean())
 
 
-class LogisticFactorModelCV(TransformerMixin, Predictor):
+class LogisticFactorModelCV(TransformerMixin, _LowRankPredictor):  # its posterior: the best estimator's
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
     The one-standard-error rule (paper Section 4) picks the simplest candidate (fewest components,
@@ -536,21 +536,6 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
     def predict_proba(self, model_factors):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_proba(model_factors)
-
-    def posterior(self, dtype="float64", predict_every=1):
-        """The refitted model's :meth:`LogisticFactorModel.posterior`.
-
-        Parameters
-        ----------
-        dtype : {"float64", "float32"}, default="float64"
-        predict_every : int, default=1
-
-        Returns
-        -------
-        faqstats.posterior.FactorPosterior
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.posterior(dtype=dtype, predict_every=predict_every)
 
 
 def _cv_score(H, logits, cells, scoring):
