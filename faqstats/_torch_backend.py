@@ -75,7 +75,6 @@ def fit_factors(H, *, n_components, regularization, learning_rate, max_iter, dev
     Parameters
     ----------
     H : ndarray of shape (n_models, n_questions)
-        Outcomes in [0, 1], NaN where not observed.
     question_factors : ndarray of shape (n_questions, k), optional
         Frozen V: the loss is then the sum of each row's mean cross-entropy (rows independent).
     init_model_factors : ndarray of shape (k,) or (n_models, k), optional
@@ -86,7 +85,7 @@ def fit_factors(H, *, n_components, regularization, learning_rate, max_iter, dev
     Returns
     -------
     U, V : float64 ndarrays
-    losses : float64 ndarray of shape (max_iter,), the training loss before each step's update
+    losses : float64 ndarray, the training loss before each step's update
     """
     tdtype = resolve_dtype(dtype)
     observed = ~np.isnan(H)
@@ -334,9 +333,7 @@ def fit_factors_newton(H, *, n_components, regularization, max_iter, tol, device
     H, question_factors, progress
         As in :func:`fit_factors`.
     regularization : float > 0
-        Prior precision of every factor entry.
     max_iter : int
-        Maximum number of sweeps.
     tol : float
         Stop when a sweep lowers the objective by less than ``tol`` times its value (V frozen: each
         row is solved to convergence instead).

@@ -242,7 +242,6 @@ class LogisticFactorModel(TransformerMixin, _LowRankPredictor):
         """The one solver behind fit and transform (V frozen when given)."""
         from . import _torch_backend as backend  # torch is imported only when fitting
 
-        backend.resolve_dtype(self.dtype)
         frozen = question_factors is not None
         newton = self.solver == "newton"
         max_iter = min(int(self.max_iter), _NEWTON_ROW_MAX_ITER) if newton and frozen else int(self.max_iter)

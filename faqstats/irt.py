@@ -224,14 +224,6 @@ class ItemResponseModel(TransformerMixin, _LowRankPredictor):
         Returns
         -------
         LogisticFactorModel
-
-        Examples
-        --------
-        >>> import numpy as np, faqstats as fq
-        >>> irt = fq.ItemResponseModel().fit(np.array([[1, 0, 1.], [1, 1, 0], [0, 0, 1]]))
-        >>> fm = irt.as_factor_model()
-        >>> np.allclose(fm.posterior().predictions, irt.posterior().predictions)
-        True
         """
         check_is_fitted(self, "question_factors_")
         fm = LogisticFactorModel.from_factors(self.question_factors_, self.prior_mean_, self.prior_cov_)

@@ -218,8 +218,6 @@ class MixturePosterior(_Posterior):
 
     Attributes
     ----------
-    predictions, oracle_scores : ndarray of shape (N,)
-        Read-only; replaced by each refresh.
     log_weights : ndarray of shape (M,)
         The unnormalised log posterior weights (0 at the prior).
 

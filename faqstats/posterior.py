@@ -298,8 +298,8 @@ class FactorPosterior(_Posterior):
 
     Attributes
     ----------
-    predictions, oracle_scores, mean, cov : ndarray
-        Read-only; replaced (never modified) by each update.
+    mean, cov : ndarray
+        Read-only; replaced (never modified) by each update, as ``predictions`` is.
 
     Examples
     --------

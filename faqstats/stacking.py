@@ -274,8 +274,6 @@ class StackedPosterior(_Posterior):
 
     Attributes
     ----------
-    predictions, oracle_scores : ndarray of shape (N,)
-        Read-only; replaced by each refresh.
     n_answers : int
 
     Examples
