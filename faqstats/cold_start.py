@@ -75,12 +75,8 @@ def transfer_question_factors(source_factors, source_embeddings, target_embeddin
     Examples
     --------
     >>> import numpy as np
-    >>> V_old = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
-    >>> E_old = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    >>> E_new = np.array([[3.0, 0.0]])             # same direction as old question 0
-    >>> transfer_question_factors(V_old, E_old, E_new, n_neighbors=1)
-    array([[1., 0.]])
-    >>> V, idx, w = transfer_question_factors(V_old, E_old, E_new, n_neighbors=2, return_neighbors=True)
+    >>> V_old, E_old = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> V, idx, w = transfer_question_factors(V_old, E_old, [[3.0, 0.0]], n_neighbors=2, return_neighbors=True)
     >>> idx, w.round(3)                             # cosines 1 and 0.707
     (array([[0, 2]]), array([[0.586, 0.414]]))
     """
@@ -136,8 +132,7 @@ def cold_start_factor_model(source_model, source_embeddings, target_embeddings, 
     target_embeddings : array-like of shape (n_target_questions, d)
     n_neighbors, weighting, temperature
         As in :func:`transfer_question_factors`.
-    prior_mean : array-like of shape (k,), optional
-    prior_cov : array-like of shape (k, k), optional
+    prior_mean, prior_cov : array-like of shape (k,), (k, k), optional
         Override the prior of the new model's factor (give both or neither).
 
     Returns

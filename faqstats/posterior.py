@@ -52,8 +52,7 @@ def laplace_update(mean, cov, v, z):
 
     Parameters
     ----------
-    mean : ndarray of shape (k,)
-    cov : ndarray of shape (k, k)
+    mean, cov : ndarray of shape (k,), (k, k)
     v : ndarray of shape (k,), the asked question's factor
     z : float in [0, 1], its outcome
 
@@ -286,9 +285,7 @@ class FactorPosterior(_Posterior):
 
     Parameters
     ----------
-    question_factors : ndarray of shape (N, k)
-    mean : ndarray of shape (k,)
-    cov : ndarray of shape (k, k)
+    question_factors, mean, cov : ndarray of shape (N, k), (k,), (k, k)
     dtype : {"float64", "float32"}, default="float64"
         Precision of the predictions (the posterior itself stays float64).
     refresh_every : int or None

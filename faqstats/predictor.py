@@ -178,9 +178,6 @@ def register_predictor(predictor_cls=None, name=None):
 
     Examples
     --------
-    >>> from faqstats.predictor import predictor_class, register_predictor
-    >>> predictor_class("LogisticFactorModel").__name__
-    'LogisticFactorModel'
     >>> register_predictor(dict, name="LogisticFactorModel")
     Traceback (most recent call last):
     ...
