@@ -1,6 +1,5 @@
-"""Torch half of :class:`faqstats.LogisticFactorModel`: masked logistic factor fitting with
-AdamW (the paper's reference code) or alternating Newton; the objectives are in its docstring.
-"""
+"""Torch half of :class:`faqstats.LogisticFactorModel`: masked logistic factor fitting with AdamW or
+alternating Newton."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ _DENSE_MIN_FRACTION = 0.2
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-def resolve_device(device: str) -> str:
+def resolve_device(device):
     """Map ``"auto"`` to ``"cuda"`` when a GPU is visible, else ``"cpu"``."""
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -29,11 +28,8 @@ def resolve_device(device: str) -> str:
 
 @contextlib.contextmanager
 def intra_op_threads(n):
-    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is), then restored.
-
-    Small tensors gain nothing from a second thread, and on a busy machine its spin-waits
-    cost many times the work (the configuration of a small bank: :mod:`faqstats.selection`).
-    """
+    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is), then restored (small
+    tensors gain nothing from a second thread, whose spin-waits cost much on a busy machine)."""
     if n is None:
         yield
         return
@@ -45,7 +41,7 @@ def intra_op_threads(n):
         torch.set_num_threads(before)
 
 
-def resolve_dtype(dtype: str) -> torch.dtype:
+def resolve_dtype(dtype):
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}.")
     return _DTYPES[dtype]
@@ -56,8 +52,8 @@ def _bce(x, y):
 
 
 def _start(H, k, seed, scale, init_model_factors, question_factors, tdtype, device):
-    """Starting U and V (V frozen at ``question_factors`` when given): ``scale`` times N(0, 1)
-    draws from ``seed``, made in float64 whatever the dtype so float32 and float64 fits start alike."""
+    """Starting U and V (V frozen at ``question_factors`` when given): ``scale`` times N(0, 1) draws
+    from ``seed``, in float64 whatever the dtype so float32 and float64 fits start alike."""
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     n_models, n_questions = H.shape
     if init_model_factors is None:
@@ -72,29 +68,15 @@ def _start(H, k, seed, scale, init_model_factors, question_factors, tdtype, devi
     return U.to(device=device, dtype=tdtype), V.to(device=device, dtype=tdtype)
 
 
-def fit_factors(
-    H: np.ndarray,
-    *,
-    n_components: int,
-    regularization: float,
-    learning_rate: float,
-    max_iter: int,
-    device: str,
-    dtype: str,
-    seed: int,
-    question_factors: np.ndarray | None = None,
-    init_model_factors: np.ndarray | None = None,
-    progress=lambda step: None,
-):
+def fit_factors(H, *, n_components, regularization, learning_rate, max_iter, device, dtype, seed,
+                question_factors=None, init_model_factors=None, progress=lambda step: None):
     """Fit model factors U (and question factors V unless given) to ``H`` with AdamW.
 
     Parameters
     ----------
     H : ndarray of shape (n_models, n_questions)
-        Outcomes in [0, 1], NaN where not observed.
     question_factors : ndarray of shape (n_questions, k), optional
-        Frozen V (``transform``): the loss is then the sum of each row's mean cross-entropy,
-        so a row's factor does not depend on the other rows (AdamW acts element-wise).
+        Frozen V: the loss is then the sum of each row's mean cross-entropy (rows independent).
     init_model_factors : ndarray of shape (k,) or (n_models, k), optional
         Starting point of U; default N(0, 1) draws from ``seed``.
     progress : callable(int), optional
@@ -103,11 +85,10 @@ def fit_factors(
     Returns
     -------
     U, V : float64 ndarrays
-    losses : float64 ndarray of shape (max_iter,), the training loss before each step's update
+    losses : float64 ndarray, the training loss before each step's update
     """
     tdtype = resolve_dtype(dtype)
     observed = ~np.isnan(H)
-    dense = observed.mean() >= _DENSE_MIN_FRACTION
     U, V = _start(H, n_components, seed, 1.0, init_model_factors, question_factors, tdtype, device)
     # Cell weights, a (rows x 1) column: 1 / (observed cells), or 1 / (the row's) with V frozen.
     if question_factors is None:
@@ -116,23 +97,12 @@ def fit_factors(
     else:
         params = [U.requires_grad_(True)]
         row_weight = 1.0 / np.maximum(observed.sum(axis=1, keepdims=True), 1)
+    cells = _observed_cells(H, observed, row_weight, tdtype, device)
 
-    if dense:
-        target = torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device)
-        weight = torch.as_tensor(np.where(observed, row_weight, 0.0), dtype=tdtype, device=device)
-
-        def loss_fn():
-            return (_bce(U @ V.T, target) * weight).sum()
-
-    else:
-        rows, cols = np.nonzero(observed)
-        rows_t = torch.as_tensor(rows, device=device)
-        cols_t = torch.as_tensor(cols, device=device)
-        target = torch.as_tensor(H[rows, cols], dtype=tdtype, device=device)
-        weight = torch.as_tensor(row_weight[rows, 0], dtype=tdtype, device=device)
-
-        def loss_fn():
-            return (_bce((U[rows_t] * V[cols_t]).sum(dim=1), target) * weight).sum()
+    def loss_fn():
+        if isinstance(cells, _DenseCells):
+            return (_bce(U @ V.T, cells.Y) * cells.W).sum()
+        return (_bce((U[cells.rows] * V[cells.cols]).sum(dim=1), cells.y) * cells.w).sum()
 
     optimizer = torch.optim.AdamW(params, lr=learning_rate, weight_decay=regularization)
     losses = np.empty(max_iter)
@@ -151,12 +121,9 @@ def fit_factors(
     return U.to("cpu", torch.float64).numpy(), V.to("cpu", torch.float64).numpy(), losses
 
 
-# Alternating Newton ("newton" solver) on L(U, V) = sum_{observed} BCE(u_i . v_j, H_ij)
-# + (regularization / 2) (||U||^2 + ||V||^2). With V fixed it splits into one strongly convex
-# ridge-logistic regression per row u_i (per column v_j with U fixed); a half-sweep takes one
-# damped Newton step for all at once (k x k Hessians from a Khatri-Rao GEMM or a gathered-cell
-# scatter, batched Cholesky solves, per-row Armijo backtracking), so L never increases.
-# Nothing M x N x k is formed: Hessian blocks come in chunks bounded by _BLOCK_ELEMENTS.
+# Alternating Newton on L(U, V) = sum_{observed} BCE(u_i . v_j, H_ij) + (regularization / 2) (||U||^2 + ||V||^2):
+# a half-sweep takes one damped Newton step (batched Cholesky, per-row Armijo backtracking) for every
+# row's ridge-logistic regression at once, so L never increases; Hessian blocks are bounded by _BLOCK_ELEMENTS.
 
 _BLOCK_ELEMENTS = 1 << 23  # largest temporary (elements) for Hessian/Khatri-Rao chunks
 _ARMIJO = 1e-4
@@ -229,10 +196,8 @@ class _DenseCells:
         T = pairs.a.numel()
         cols_per_chunk = max(1, _BLOCK_ELEMENTS // T)
         # Khatri-Rao chunks of B made once per step for every row block (cols x k(k+1)/2 in all)
-        products = [
-            (c0, min(B.shape[0], c0 + cols_per_chunk), pairs.products(B[c0 : c0 + cols_per_chunk]))
-            for c0 in range(0, B.shape[0], cols_per_chunk)
-        ]
+        products = [(c0, min(B.shape[0], c0 + cols_per_chunk), pairs.products(B[c0 : c0 + cols_per_chunk]))
+                    for c0 in range(0, B.shape[0], cols_per_chunk)]
 
         def hess_tri(r0, r1):
             tri = torch.zeros(r1 - r0, T, dtype=A.dtype, device=A.device)
@@ -256,6 +221,19 @@ class _DenseCells:
 
         t = _armijo(f0, slope, trial_loss, active)
         return A + t[:, None] * D, X + t[:, None] * XD, t, D
+
+
+def _observed_cells(H, observed, weight, tdtype, device):
+    """The observed cells of ``H`` with their weights (``weight``: per row, (n_models, 1), or one), dense
+    when at least :data:`_DENSE_MIN_FRACTION` are observed, else gathered (O(nnz) memory)."""
+    if observed.mean() >= _DENSE_MIN_FRACTION:
+        return _DenseCells(torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device),
+                           torch.as_tensor(np.where(observed, weight, 0.0), dtype=tdtype, device=device))
+    rows, cols = np.nonzero(observed)  # sorted by row, then col: the order _GatheredCells keeps
+    weight = np.broadcast_to(weight, (H.shape[0], 1))[rows, 0]
+    return _GatheredCells(torch.as_tensor(rows, device=device), torch.as_tensor(cols, device=device),
+                          torch.as_tensor(H[rows, cols], dtype=tdtype, device=device),
+                          torch.as_tensor(weight, dtype=tdtype, device=device), *H.shape)
 
 
 class _GatheredCells:
@@ -346,66 +324,34 @@ def _armijo(f0, slope, trial_loss, active):
     return t
 
 
-def fit_factors_newton(
-    H: np.ndarray,
-    *,
-    n_components: int,
-    regularization: float,
-    max_iter: int,
-    tol: float,
-    device: str,
-    dtype: str,
-    seed: int,
-    question_factors: np.ndarray | None = None,
-    init_model_factors: np.ndarray | None = None,
-    init_scale: float = 0.1,
-    progress=lambda step: None,
-):
+def fit_factors_newton(H, *, n_components, regularization, max_iter, tol, device, dtype, seed, question_factors=None,
+                       init_model_factors=None, progress=lambda step: None):
     """Alternating damped Newton on the L2-penalised sum of cross-entropies (see above).
 
     Parameters
     ----------
     H, question_factors, progress
-        As in :func:`fit_factors` (with V frozen each row is its own ridge-logistic regression).
+        As in :func:`fit_factors`.
     regularization : float > 0
-        Prior precision of every factor entry; it keeps each Newton system positive definite.
     max_iter : int
-        Maximum number of sweeps (a U half-step and a V half-step each).
     tol : float
-        Stop when a sweep lowers the objective by less than ``tol`` times its value. With V
-        frozen each row is solved to convergence (relative step below sqrt(eps)) instead.
+        Stop when a sweep lowers the objective by less than ``tol`` times its value (V frozen: each
+        row is solved to convergence instead).
     init_model_factors : ndarray of shape (k,) or (n_models, k), optional
-        Starting point of U; default the AdamW solver's draws times ``init_scale`` (a small
-        start keeps the first Newton steps where the loss is well curved).
+        Starting point of U; default the AdamW solver's draws times 0.1 (a small start keeps the
+        first Newton steps where the loss is well curved).
 
     Returns
     -------
     U, V : float64 ndarrays
     losses : float64 ndarray, the mean cross-entropy over observed cells after each sweep
     """
-    if not regularization > 0:
-        raise ValueError(f"solver='newton' needs regularization > 0 (it is the ridge of every Newton system), got {regularization!r}.")
     tdtype = resolve_dtype(dtype)
     n_models, n_questions = H.shape
     observed = ~np.isnan(H)
     n_obs = int(observed.sum())
-    dense = observed.mean() >= _DENSE_MIN_FRACTION
-    U, V = _start(H, n_components, seed, init_scale, init_model_factors, question_factors, tdtype, device)
-
-    if dense:
-        target = torch.as_tensor(np.nan_to_num(H, nan=0.0), dtype=tdtype, device=device)
-        weight = torch.as_tensor(observed, dtype=tdtype, device=device)
-        by_row = _DenseCells(target, weight)
-    else:
-        rows, cols = np.nonzero(observed)
-        by_row = _GatheredCells(
-            torch.as_tensor(rows, device=device),
-            torch.as_tensor(cols, device=device),
-            torch.as_tensor(H[rows, cols], dtype=tdtype, device=device),
-            torch.ones(rows.size, dtype=tdtype, device=device),
-            n_models,
-            n_questions,
-        )
+    U, V = _start(H, n_components, seed, 0.1, init_model_factors, question_factors, tdtype, device)
+    by_row = _observed_cells(H, observed, 1.0, tdtype, device)
     pairs = _TriuPairs(n_components, device)
     ridge = float(regularization)
     X = by_row.logits(U, V)
@@ -413,8 +359,8 @@ def fit_factors_newton(
 
     if question_factors is not None:
         active = torch.ones(n_models, dtype=torch.bool, device=device)
-        # Quadratic convergence: after a full step below sqrt(eps) (relative) the next is at
-        # rounding level. Each row stops on its own, independently of the other rows.
+        # quadratic convergence: after a full step below sqrt(eps) (relative) the next is at rounding
+        # level; each row stops on its own
         step_tol = float(np.sqrt(torch.finfo(tdtype).eps))
         for sweep in range(max_iter):
             U, X, t, D = by_row.step(U, V, X, ridge, pairs, active)
@@ -447,5 +393,6 @@ def fit_factors_newton(
             previous = current
     losses = np.asarray(losses, dtype=float)
     if not (np.isfinite(losses).all() and bool(torch.isfinite(U).all()) and bool(torch.isfinite(V).all())):
-        raise FloatingPointError("The Newton factor fit produced non-finite values; raise regularization or use dtype='float64'.")
+        raise FloatingPointError("The Newton factor fit produced non-finite values; raise regularization or use "
+                                 "dtype='float64'.")
     return U.to("cpu", torch.float64).numpy(), V.to("cpu", torch.float64).numpy(), losses

@@ -1,15 +1,7 @@
 """Cold start: question factors for a new bank, transferred from an old bank through embeddings.
 
-A new bank has no history to fit a factor model on. Following the seed paper's cross-suite
-transfer (Section 4), each new question ``j`` gets ``v_new_j = sum_{i in N_k(j)} w_ji v_old_i``,
-``sum_i w_ji = 1``, over the ``k`` old questions ``N_k(j)`` of largest cosine similarity ``s_ji``
-in an embedding space the user supplies (e.g. of the question texts). The weights are
-proportional to ``max(s_ji, 0)`` (``"similarity"``, the paper's choice with ``k = 8``; equal if
-all ``k`` are ``<= 0``), to ``exp(s_ji / temperature)`` (``"softmax"``), or equal (``"uniform"``).
-
-The old bank's prior carries over, so :func:`cold_start_factor_model` returns a ready
-:class:`~faqstats.LogisticFactorModel`. Validity never depends on the transferred factors
-(docs/statistics.md, "Cold start").
+Each new question's factor is a weighted mean of those of its ``k`` most cosine-similar old
+questions (the paper's cross-suite transfer, Section 4); the old bank's prior carries over.
 """
 
 from __future__ import annotations
@@ -28,6 +20,7 @@ _WEIGHTINGS = ("similarity", "softmax", "uniform")
 
 
 def _matrix(x, name, n_rows=None, n_cols=None):
+    """``x`` as a finite non-empty 2-D float array, its rows or columns matching ``(count, other name)``."""
     arr = np.asarray(x)
     if not (np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)):
         raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}.")
@@ -47,44 +40,32 @@ def _unit_rows(E, name):
     norms = np.linalg.norm(E, axis=1)
     zero = np.flatnonzero(norms == 0)
     if zero.size:
-        raise ValueError(
-            f"{name} has {zero.size} all-zero row(s) (first: row {zero[0]}); cosine similarity is undefined."
-        )
+        raise ValueError(f"{name} has {zero.size} all-zero row(s) (first: row {zero[0]}); cosine similarity is "
+                         "undefined.")
     return E / norms[:, None]
 
 
-def transfer_question_factors(
-    source_factors,
-    source_embeddings,
-    target_embeddings,
-    *,
-    n_neighbors=8,
-    weighting="similarity",
-    temperature=0.1,
-    return_neighbors=False,
-    chunk_size=2048,
-):
+def transfer_question_factors(source_factors, source_embeddings, target_embeddings, *, n_neighbors=8,
+                              weighting="similarity", temperature=0.1, return_neighbors=False, chunk_size=2048):
     """Question factors for target questions from their nearest source questions (cosine k-NN).
 
     Parameters
     ----------
     source_factors : array-like of shape (n_source, k)
-        Fitted question factors of the old bank.
     source_embeddings : array-like of shape (n_source, d)
-        Embeddings of the old bank's questions (any scale: only directions matter).
     target_embeddings : array-like of shape (n_target, d)
-        Embeddings of the new bank's questions, in the same space.
+        The new bank's questions, in the same embedding space.
     n_neighbors : int or None, default=8
-        Neighbours per target question (capped at the number of source questions;
-        ``None``: all of them, sensible with ``weighting="softmax"``).
+        Neighbours per target question (capped at ``n_source``; ``None``: all).
     weighting : {"similarity", "softmax", "uniform"}, default="similarity"
-        Weights of the neighbours (see the module docstring).
+        Weights proportional to ``max(cosine, 0)`` (equal if none is positive), to
+        ``exp(cosine / temperature)``, or equal.
     temperature : float > 0, default=0.1
-        Softmax temperature on the cosine scale (used by ``"softmax"`` only).
+        Softmax temperature (``"softmax"`` only).
     return_neighbors : bool, default=False
         Also return the neighbours' indices and weights, (n_target, n_neighbors), nearest first.
     chunk_size : int, default=2048
-        Target rows per block of the similarity matrix (``chunk_size * n_source`` floats).
+        Target rows per block of the similarity matrix.
 
     Returns
     -------
@@ -94,12 +75,8 @@ def transfer_question_factors(
     Examples
     --------
     >>> import numpy as np
-    >>> V_old = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
-    >>> E_old = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    >>> E_new = np.array([[3.0, 0.0]])             # same direction as old question 0
-    >>> transfer_question_factors(V_old, E_old, E_new, n_neighbors=1)
-    array([[1., 0.]])
-    >>> V, idx, w = transfer_question_factors(V_old, E_old, E_new, n_neighbors=2, return_neighbors=True)
+    >>> V_old, E_old = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> V, idx, w = transfer_question_factors(V_old, E_old, [[3.0, 0.0]], n_neighbors=2, return_neighbors=True)
     >>> idx, w.round(3)                             # cosines 1 and 0.707
     (array([[0, 2]]), array([[0.586, 0.414]]))
     """
@@ -117,7 +94,6 @@ def transfer_question_factors(
     n_neighbors = min(int(n_neighbors), n_source)
     A_src = _unit_rows(E_src, "source_embeddings")
     A_tgt = _unit_rows(E_tgt, "target_embeddings")
-
     n_target = A_tgt.shape[0]
     indices = np.empty((n_target, n_neighbors), dtype=np.int64)
     weights = np.empty((n_target, n_neighbors))
@@ -144,32 +120,19 @@ def transfer_question_factors(
     return (factors, indices, weights) if return_neighbors else factors
 
 
-def cold_start_factor_model(
-    source_model,
-    source_embeddings,
-    target_embeddings,
-    *,
-    n_neighbors=8,
-    weighting="similarity",
-    temperature=0.1,
-    prior_mean=None,
-    prior_cov=None,
-):
-    """A fitted :class:`~faqstats.LogisticFactorModel` for a new bank with no history.
-
-    Its question factors are :func:`transfer_question_factors` of ``source_model``'s, its
-    prior the source model's unless given.
+def cold_start_factor_model(source_model, source_embeddings, target_embeddings, *, n_neighbors=8,
+                            weighting="similarity", temperature=0.1, prior_mean=None, prior_cov=None):
+    """A fitted :class:`~faqstats.LogisticFactorModel` for a new bank with no history: the question
+    factors :func:`transfer_question_factors` of ``source_model``'s, the prior its unless given.
 
     Parameters
     ----------
     source_model : fitted LogisticFactorModel or LogisticFactorModelCV
-        Fitted on the old bank's history.
     source_embeddings : array-like of shape (n_source_questions, d)
     target_embeddings : array-like of shape (n_target_questions, d)
     n_neighbors, weighting, temperature
         As in :func:`transfer_question_factors`.
-    prior_mean : array-like of shape (k,), optional
-    prior_cov : array-like of shape (k, k), optional
+    prior_mean, prior_cov : array-like of shape (k,), (k, k), optional
         Override the prior of the new model's factor (give both or neither).
 
     Returns
@@ -178,19 +141,12 @@ def cold_start_factor_model(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import faqstats as fq
-    >>> from faqstats.cold_start import cold_start_factor_model
+    >>> import numpy as np, faqstats as fq
     >>> rng = np.random.default_rng(0)
     >>> old = fq.LogisticFactorModel.from_factors(rng.normal(size=(50, 2)), np.zeros(2), np.eye(2))
-    >>> E_old, E_new = rng.normal(size=(50, 8)), rng.normal(size=(20, 8))
-    >>> fm = cold_start_factor_model(old, E_old, E_new, n_neighbors=5)
+    >>> fm = cold_start_factor_model(old, rng.normal(size=(50, 8)), rng.normal(size=(20, 8)), n_neighbors=5)
     >>> fm.question_factors_.shape, fm.prior_cov_.shape
     ((20, 2), (2, 2))
-    >>> z = (rng.random(20) < 0.5).astype(float)
-    >>> est = fq.PAIEstimator(fm, budget=8, random_state=0).fit(z)
-    >>> bool(0 <= est.conf_int()[0] <= est.conf_int()[1] <= 1)
-    True
     """
     fm = source_model
     check_is_fitted(fm, "best_estimator_" if hasattr(fm, "best_estimator_") else "question_factors_")
@@ -198,12 +154,6 @@ def cold_start_factor_model(
         raise ValueError("Give both prior_mean and prior_cov, or neither.")
     if prior_mean is None:
         prior_mean, prior_cov = fm.prior_mean_, fm.prior_cov_
-    factors = transfer_question_factors(
-        fm.question_factors_,
-        source_embeddings,
-        target_embeddings,
-        n_neighbors=n_neighbors,
-        weighting=weighting,
-        temperature=temperature,
-    )
+    factors = transfer_question_factors(fm.question_factors_, source_embeddings, target_embeddings,
+                                        n_neighbors=n_neighbors, weighting=weighting, temperature=temperature)
     return LogisticFactorModel.from_factors(factors, prior_mean, prior_cov)

@@ -1,10 +1,5 @@
-"""Logistic factor model of a models x questions outcome history.
-
-``logit P(model i answers question j correctly) = u_i . v_j`` (paper Section 3.1).
-The fitted question factors ``v_j`` are the features FAQ uses for a new model; the
-historical model factors ``u_i`` give a Gaussian prior for the new model's factor,
-which :func:`laplace_update` refines after each answer (paper Eqs. 9-10).
-"""
+"""Logistic factor model of a models x questions outcome history: ``logit P(correct) = u_i . v_j``
+(paper Section 3.1); the history's ``u_i`` give the new model's prior, refined after each answer."""
 
 from __future__ import annotations
 
@@ -17,9 +12,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress_bar
 from ._validation import check_generator, check_scalar, observed_halves, validate_history
-from .factor_entries import best_estimator, cv_entries, low_rank_entries, read_factor_model
-from .posterior import FactorPosterior, laplace_update
-from .predictor import Predictor, register_predictor
+from .posterior import laplace_update
+from .predictor import _LowRankPredictor, register_predictor
 
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
@@ -28,77 +22,110 @@ _SOLVERS = ("adamw", "newton")
 _NEWTON_ROW_MAX_ITER = 100
 
 
-class LogisticFactorModel(TransformerMixin, Predictor):
+def low_rank_entries(self, saver):
+    """The entries it is saved as, the low-rank form of a factor model or Gaussian-process surrogate:
+    ``question_factors``, ``prior_mean``, ``prior_cov``, ``observed_questions`` and any of ``model_factors``,
+    ``question_means`` and ``noise`` (in :func:`~faqstats.save_factor_model`'s file, format version 1, also
+    ``loss_curve`` and the metadata ``n_models``, ``fitted_device`` and ``cv``).
+
+    Parameters
+    ----------
+    saver : object
+    """
+    model = self  # a LogisticFactorModel's or GaussianProcessSurrogate's method
+    check_is_fitted(model, "question_factors_")
+    V = saver.float(model, "question_factors_", bound=1)
+    if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
+        raise ValueError(f"Refusing to save: question_factors_ must be a non-empty 2-D array, got shape {V.shape}.")
+    arrays = {"question_factors": V, "prior_mean": saver.float(model, "prior_mean_", bound=1),
+              "prior_cov": saver.float(model, "prior_cov_", bound=2),
+              "observed_questions": np.asarray(model.observed_questions_, dtype=bool)}
+    for key in ("model_factors", *(("loss_curve",) if saver.first_format else ()), "question_means", "noise"):
+        if getattr(model, key + "_", None) is not None:
+            arrays[key] = saver.float(model, key + "_", bound=None if key == "loss_curve" else 1)
+    fields = {"estimator": type(model).__name__, "params": saver.json(model.get_params(deep=False), "params"),
+              "n_questions": int(V.shape[0]), "n_components": int(V.shape[1])}
+    if saver.first_format:  # save_factor_model's file: format version 1, as older faqstats read it
+        n_models = int(arrays["model_factors"].shape[0]) if "model_factors" in arrays else None
+        fields |= {"format_version": 1, "n_models": n_models, "cv": None,
+                   "fitted_device": saver.json(getattr(model, "device_", None), "device_")}
+    return fields, arrays
+
+
+def read_low_rank(model, entries, fields, extra=()):
+    """``model`` (unfitted) fitted with the stored parameters and arrays, every one checked (``extra``: the
+    names of further arrays of shape (n,) it needs, a surrogate's means and noise)."""
+    k, n = fields.get("n_components"), entries.n_questions
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise entries.error(f"metadata{entries.where} 'n_components' must be a positive integer, got {k!r}.")
+    entries.require("question_factors", "prior_mean", "prior_cov", "observed_questions")
+    fitted = {"question_factors": entries.float("question_factors", (n, k), bound=1),
+              "prior_mean": entries.float("prior_mean", (k,), bound=1),
+              "prior_cov": entries.float("prior_cov", (k, k), bound=2)}
+    cov, key = fitted["prior_cov"], entries.key("prior_cov")
+    if not np.allclose(cov, cov.T):
+        raise entries.error(f"{key!r} is not symmetric.")
+    eig = np.linalg.eigvalsh(0.5 * (cov + cov.T))
+    if eig.min() < -1e-10 * max(1.0, float(np.abs(eig).max())):
+        raise entries.error(f"{key!r} is not positive semi-definite (eigenvalue {eig.min():.3g}).")
+    observed = entries.array("observed_questions")
+    if observed.dtype != np.bool_ or observed.shape != (n,):
+        raise entries.error(f"{entries.key('observed_questions')!r} must be bool of shape ({n},), got "
+                            f"{observed.dtype} {observed.shape}.")
+    fitted["observed_questions"] = observed
+    entries.require(*extra)
+    fitted |= {name: entries.float(name, (n,), bound=1) for name in extra}
+    fitted["model_factors"] = entries.float("model_factors", (None, k), bound=1) if "model_factors" in entries else None
+    params = dict(fields["params"])
+    if "alpha" in params and "regularization" not in params:  # files written before faqstats renamed it
+        params["regularization"] = params.pop("alpha")
+    entries.set_params(model, params)
+    for name, value in fitted.items():
+        setattr(model, name + "_", value)
+    if entries.format_version == 1 and "loss_curve" in entries:
+        model.loss_curve_ = entries.float("loss_curve", (None,))
+        model.n_iter_ = int(model.loss_curve_.size)
+    return model
+
+
+class LogisticFactorModel(TransformerMixin, _LowRankPredictor):
     """Low-rank logistic model of a partially observed 0/1 outcome matrix.
 
-    Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells of ``H``.
-    Two solvers (compared in docs/performance.md, "Factor fit"):
-
-    ``solver="adamw"`` (default; the seed paper's optimiser)
-        ``max_iter`` full-batch AdamW steps on the mean cross-entropy from N(0, 1) draws;
-        decoupled weight decay is no L2 penalty, so no fixed objective is minimised.
-    ``solver="newton"`` (alternating Newton, much faster on large banks)
-        Minimises the mean cross-entropy plus ``(regularization / (2 n_obs)) (||U||^2 +
-        ||V||^2)`` by damped Newton half-sweeps (:mod:`faqstats._torch_backend`) until a
-        sweep gains less than ``tol``; its ``regularization`` (a prior precision) suits 1-10.
+    Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells, by ``max_iter`` full-batch
+    AdamW steps (``solver="adamw"``, the paper's) or by alternating damped Newton on the
+    L2-penalised cross-entropy until a sweep gains less than ``tol`` (``solver="newton"``, much
+    faster on large banks; docs/performance.md, "Factor fit").
 
     Parameters
     ----------
     n_components : int, default=16
-        Latent dimension ``k``.
     regularization : float, default=0.1
-        AdamW's decoupled weight decay, or Newton's prior precision of every factor
-        entry (must be > 0); see above.
+        AdamW's decoupled weight decay, or Newton's prior precision of every factor entry (> 0; 1-10 suits).
     learning_rate : float, default=1e-2
-        AdamW learning rate (unused by ``solver="newton"``).
+        AdamW only.
     max_iter : int, default=2000
-        Number of full-batch AdamW steps, or the maximum number of Newton sweeps.
+        AdamW steps, or the most Newton sweeps.
     solver : {"adamw", "newton"}, default="adamw"
-        Optimiser, see above.
     tol : float, default=1e-4
-        ``solver="newton"`` only: stop when a sweep lowers the objective by less than ``tol`` (relative).
+        Newton only: stop when a sweep lowers the objective by less than ``tol`` (relative).
     device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
-        Torch device; ``"auto"`` picks CUDA when available (the result is ``device_``).
     dtype : {"float32", "float64"}, default="float32"
-        Precision of the optimisation. Fitted attributes are always float64 numpy.
+        Precision of the optimisation.
     random_state : int, Generator or None, default=None
-        Seeds the initial factors (Newton's are AdamW's times 0.1) and the cell split in ``score``.
     verbose : bool, default=False
-        Show a progress bar while fitting.
     prior_scale : float > 0, default=1.0
-        Factor on the new model's prior covariance (that of ``model_factors_``); below 1
-        tightens the prior (docs/statistics.md, "Default policy"). 1 is the paper's prior.
+        Factor on the new model's prior covariance (docs/statistics.md, "Default policy").
 
     Attributes
     ----------
-    model_factors_ : ndarray of shape (n_models, n_components)
-        Factors ``u_i`` of the historical models.
-    question_factors_ : ndarray of shape (n_questions, n_components)
-        Factors ``v_j``; a question never observed gets the mean of the observed
-        questions' factors (see ``observed_questions_``).
+    model_factors_, question_factors_ : ndarray of shape (n_models, k), (n_questions, k)
+        A question never observed gets the mean of the observed ones' factors.
     observed_questions_ : ndarray of bool, shape (n_questions,)
-        Whether each question had at least one observed outcome.
-    prior_mean_ : ndarray of shape (n_components,)
-        Mean of ``model_factors_``: the prior mean of a new model's factor.
-    prior_cov_ : ndarray of shape (n_components, n_components)
-        Covariance of ``model_factors_`` (ddof=1; identity below two models) plus a tiny
-        ridge, times ``prior_scale``.
+    prior_mean_, prior_cov_ : ndarray of shape (k,), (k, k)
+        Mean and covariance (plus a tiny ridge, times ``prior_scale``) of ``model_factors_``.
     loss_curve_ : ndarray of shape (``n_iter_``,)
-        Training loss (mean cross-entropy over observed cells, without the penalty)
-        at each AdamW step (before its update), or after each Newton sweep.
-    n_iter_ : int
-        Number of AdamW steps (always ``max_iter``: no early stop) or Newton sweeps run.
-    device_ : str
-        The device actually used.
-    n_features_in_ : int
-        Number of questions seen in ``fit``.
-    feature_names_in_ : ndarray of shape (``n_features_in_``,)
-        Question names, when ``X`` in ``fit`` was a DataFrame with string column names.
-
-    See Also
-    --------
-    LogisticFactorModelCV : chooses ``n_components`` and ``regularization`` by cross-validation.
-    PAIEstimator : uses a fitted model to choose questions for a new model.
+        Mean cross-entropy over observed cells at each AdamW step or after each Newton sweep.
+    n_iter_, device_, n_features_in_, feature_names_in_
 
     References
     ----------
@@ -107,18 +134,11 @@ class LogisticFactorModel(TransformerMixin, Predictor):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from faqstats import LogisticFactorModel, make_synthetic_bank
     >>> bank = make_synthetic_bank(n_models=60, n_questions=80, n_components=3, random_state=0)
-    >>> fm = LogisticFactorModel(n_components=3, max_iter=300, random_state=0).fit(bank.history)
-    >>> fm.question_factors_.shape, fm.prior_cov_.shape
-    ((80, 3), (3, 3))
-    >>> fm.predict_proba(fm.prior_mean_).shape
-    (80,)
-    >>> fast = LogisticFactorModel(n_components=3, solver="newton", regularization=3.0,
-    ...                            random_state=0).fit(bank.history)
-    >>> fast.n_iter_ < fast.max_iter  # stopped on tol after a few sweeps
-    True
+    >>> fm = LogisticFactorModel(n_components=3, solver="newton", regularization=3.0, random_state=0)
+    >>> fm.fit(bank.history).question_factors_.shape, fm.predict_proba(fm.prior_mean_).shape
+    ((80, 3), (80,))
     """
 
     def __init__(self, n_components=16, regularization=0.1, learning_rate=1e-2, max_iter=2000, solver="adamw",
@@ -137,26 +157,19 @@ class LogisticFactorModel(TransformerMixin, Predictor):
 
     @classmethod
     def from_factors(cls, question_factors, prior_mean=None, prior_cov=None, model_factors=None):
-        """A fitted model from known factors (e.g. published ones), without fitting.
-
-        Give either ``model_factors`` (the prior is then their mean and covariance) or
-        ``prior_mean`` and ``prior_cov`` directly.
+        """A fitted model from known factors, without fitting: give ``model_factors`` (whose mean and
+        covariance give the prior) or the prior.
 
         Parameters
         ----------
         question_factors : array-like of shape (n_questions, k)
-            The question factors ``v_j``.
         prior_mean : array-like of shape (k,), optional
-            The prior mean of a new model's factor.
         prior_cov : array-like of shape (k, k), optional
-            Its prior covariance (symmetric positive semi-definite).
         model_factors : array-like of shape (n_models, k), optional
-            Historical model factors ``u_i``, whose mean and covariance give the prior.
 
         Returns
         -------
         LogisticFactorModel
-            Fitted: ``question_factors_``, ``prior_mean_``, ``prior_cov_`` and ``model_factors_`` set.
 
         Examples
         --------
@@ -187,17 +200,28 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         if not (np.isfinite(V).all() and np.isfinite(mean).all() and np.isfinite(cov).all()):
             raise ValueError("Factors must be finite.")
         fm = cls(n_components=k)
-        fm.question_factors_ = V
-        fm.model_factors_ = U
-        fm.prior_mean_ = mean
+        fm.question_factors_, fm.model_factors_, fm.prior_mean_ = V, U, mean
         fm.prior_cov_ = 0.5 * (cov + cov.T)
         fm.observed_questions_ = np.ones(V.shape[0], dtype=bool)
         fm.n_features_in_ = V.shape[0]
         return fm
 
-    # -- parameter checks -------------------------------------------------
-    get_entries = low_rank_entries  # how it is saved: faqstats.factor_entries
-    from_entries = classmethod(read_factor_model)
+    get_entries = low_rank_entries
+
+    @classmethod
+    def from_entries(cls, entries, fields):
+        """The fitted factor model its stored entries hold, every one checked.
+
+        Parameters
+        ----------
+        entries : object
+        fields : dict
+        """
+        model = read_low_rank(cls(), entries, fields)
+        if model.n_components != fields["n_components"]:
+            raise entries.error(f"params n_components={model.n_components} but the factors have "
+                                f"{fields['n_components']} components.")
+        return model
 
     def check_params(self):
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
@@ -209,10 +233,8 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         if self.solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {list(_SOLVERS)}, got {self.solver!r}.")
         if self.solver == "newton" and not self.regularization > 0:
-            raise ValueError(
-                "solver='newton' needs regularization > 0 (the prior precision that keeps every Newton system "
-                f"positive definite), got regularization={self.regularization!r}."
-            )
+            raise ValueError("solver='newton' needs regularization > 0 (the prior precision that keeps every Newton "
+                             f"system positive definite), got regularization={self.regularization!r}.")
         if not isinstance(self.device, str):
             raise TypeError(f"device must be a string, got {type(self.device).__name__}.")
 
@@ -220,23 +242,16 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         """The one solver behind fit and transform (V frozen when given)."""
         from . import _torch_backend as backend  # torch is imported only when fitting
 
-        backend.resolve_dtype(self.dtype)
         frozen = question_factors is not None
         newton = self.solver == "newton"
         max_iter = min(int(self.max_iter), _NEWTON_ROW_MAX_ITER) if newton and frozen else int(self.max_iter)
         bar = progress_bar(max_iter, "fitting factors", self.verbose)
-        common = dict(
-            n_components=question_factors.shape[1] if frozen else self.n_components,
-            regularization=float(self.regularization),
-            max_iter=max_iter,
-            device=device,
-            dtype=self.dtype,
-            # one integer seed for torch; transform starts from the prior mean: nothing random
-            seed=0 if frozen else int(check_generator(self.random_state).integers(2**31 - 1)),
-            question_factors=question_factors,
-            init_model_factors=init_model_factors,
-            progress=lambda step: bar.update(1),
-        )
+        # one integer seed for torch; transform starts from the prior mean: nothing random
+        seed = 0 if frozen else int(check_generator(self.random_state).integers(2**31 - 1))
+        common = dict(n_components=question_factors.shape[1] if frozen else self.n_components,
+                      regularization=float(self.regularization), max_iter=max_iter, device=device, dtype=self.dtype,
+                      seed=seed, question_factors=question_factors, init_model_factors=init_model_factors,
+                      progress=lambda step: bar.update(1))
         try:
             if newton:
                 return backend.fit_factors_newton(H, tol=float(self.tol), **common)
@@ -244,22 +259,18 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         finally:
             bar.close()
 
-    # -- public API -------------------------------------------------------
     def fit(self, X, y=None):
         """Fit model and question factors on the observed cells of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Historical outcomes: 1 correct, 0 wrong, graded in [0, 1] (a soft target:
-            docs/statistics.md, "Graded outcomes"), NaN not observed; no empty rows.
+            Outcomes in [0, 1], NaN where not observed; no empty rows.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         LogisticFactorModel
-            The fitted model (``self``).
         """
         from . import _torch_backend as backend
 
@@ -270,8 +281,7 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         observed = ~np.isnan(H).all(axis=0)
         if observed.any() and not observed.all():
             V[~observed] = V[observed].mean(axis=0)
-        self.question_factors_ = V
-        self.observed_questions_ = observed
+        self.question_factors_, self.observed_questions_ = V, observed
         self.prior_mean_, self.prior_cov_ = _gaussian_prior(self.model_factors_)
         self.prior_cov_ = self.prior_cov_ * self.prior_scale
         self.n_iter_ = len(self.loss_curve_)
@@ -283,32 +293,25 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Historical outcomes, as in :meth:`fit`.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         ndarray of shape (n_models, n_components)
-            The fitted ``model_factors_``.
         """
         return self.fit(X).model_factors_
 
     def transform(self, X):
-        """Factors of new models (rows of ``X``) with the question factors frozen.
-
-        The solver of ``fit`` started at ``prior_mean_``, every row on its own (Newton
-        solves each row to convergence). Rows with no observed cell get ``prior_mean_``.
+        """Factors of new models (rows of ``X``) with the question factors frozen, each row on its own
+        from ``prior_mean_`` (rows with no observed cell keep it).
 
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
-            Outcomes in [0, 1] (0/1 or graded), NaN where not observed.
 
         Returns
         -------
         ndarray of shape (n_rows, n_components)
-            The factor ``u`` of each row.
         """
         check_is_fitted(self, "question_factors_")
         return self._transform(validate_history(self, X, reset=False, allow_empty_rows=True))
@@ -320,9 +323,8 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         has_data = ~np.isnan(H).all(axis=1)
         if has_data.any():
             device = getattr(self, "device_", None) or backend.resolve_device(self.device)
-            U[has_data], _, _ = self._solve(
-                H[has_data], device, question_factors=self.question_factors_, init_model_factors=self.prior_mean_
-            )
+            U[has_data], _, _ = self._solve(H[has_data], device, question_factors=self.question_factors_,
+                                            init_model_factors=self.prior_mean_)
         return U
 
     def predict_proba(self, model_factors):
@@ -331,70 +333,32 @@ class LogisticFactorModel(TransformerMixin, Predictor):
         Parameters
         ----------
         model_factors : array-like of shape (k,) or (m, k)
-            One factor ``u``, or one per row.
 
         Returns
         -------
         ndarray of shape (n_questions,) or (m, n_questions)
-            ``sigmoid(u' v_j)`` for every question.
         """
         check_is_fitted(self, "question_factors_")
         u = np.asarray(model_factors, dtype=float)
         if u.shape[-1] != self.question_factors_.shape[1]:
-            raise ValueError(
-                f"model factors have {u.shape[-1]} components, the factor model has "
-                f"{self.question_factors_.shape[1]}."
-            )
+            raise ValueError(f"model factors have {u.shape[-1]} components, the factor model has "
+                             f"{self.question_factors_.shape[1]}.")
         return expit(u @ self.question_factors_.T)
 
-    def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior, ready to learn its answers.
-
-        Parameters
-        ----------
-        dtype : {"float64", "float32"}, default="float64"
-            Precision of the predictions, as in :class:`~faqstats.posterior.FactorPosterior`.
-        predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only (as there).
-
-        Returns
-        -------
-        faqstats.posterior.FactorPosterior
-            The posterior, at the prior ``(prior_mean_, prior_cov_)``.
-        """
-        check_is_fitted(self, "question_factors_")
-        return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
-                               predict_every=predict_every)
-
     def score(self, X, y=None):
-        """Held-out mean log-likelihood on new models (higher is better).
-
-        A seeded half of each row's observed cells fits its factor (as in ``transform``),
-        the other half is scored; so ``GridSearchCV(..., cv=KFold())`` works.
+        """Held-out mean log-likelihood on new models (higher is better): a seeded half of each
+        row's observed cells fits its factor (as in ``transform``), the other half is scored.
 
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
-            Outcomes of held-out models, NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         float
-            Minus the mean log-loss on the scored cells.
         """
-        check_is_fitted(self, "question_factors_")
-        H, fit_half, test_half = observed_halves(self, X)
-        U = self._transform(np.where(fit_half, H, np.nan))
-        return -log_loss_on_cells(H, U @ self.question_factors_.T, test_half)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
-        tags.input_tags.positive_only = True  # outcomes are 0 or 1
-        tags.non_deterministic = False
-        return tags
+        return held_out_logit_score(self, X, lambda C: self._transform(C) @ self.question_factors_.T)
 
 
 def _gaussian_prior(U):
@@ -407,10 +371,17 @@ def _gaussian_prior(U):
     return mean, cov
 
 
+def held_out_logit_score(model, X, logits):
+    """``score`` of a logistic predictor: minus the log-loss on the held-out half of each row's cells of
+    ``logits`` (a function of the rows with only their conditioning half kept)."""
+    check_is_fitted(model, "question_factors_")
+    H, fit_half, test_half = observed_halves(model, X)
+    return -log_loss_on_cells(H, logits(np.where(fit_half, H, np.nan)), test_half)
+
+
 def log_loss_on_cells(H, logits, cells):
     """Mean Bernoulli log-loss of ``logits`` against ``H`` on the boolean mask ``cells``."""
-    y = H[cells]
-    x = logits[cells]
+    y, x = H[cells], logits[cells]
     if y.size == 0:
         raise ValueError("No held-out observed cells to score.")
     # log(1 + exp(-|x|)) form: stable in log-space for large |logits|
@@ -418,13 +389,11 @@ def log_loss_on_cells(H, logits, cells):
     return float(loss.mean())
 
 
-class LogisticFactorModelCV(TransformerMixin, Predictor):
+class LogisticFactorModelCV(TransformerMixin, _LowRankPredictor):  # its posterior: the best estimator's
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
-    Every candidate is fitted with one random fold of observed cells hidden and scored
-    on it; the one-standard-error rule (paper Section 4) picks the simplest candidate
-    (fewest components, then largest ``regularization``) within one standard error of
-    the best, refitted on all of ``H``.
+    The one-standard-error rule (paper Section 4) picks the simplest candidate (fewest components,
+    then largest ``regularization``) within one standard error of the best, refitted on all of ``H``.
 
     Parameters
     ----------
@@ -433,20 +402,18 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
     cv : int, default=5
         Number of cell folds.
     scoring : {"log_loss", "accuracy"}, default="log_loss"
-        ``"accuracy"`` (threshold 0.5) is the paper's; FAQ uses the probabilities.
     one_standard_error : bool, default=True
         Apply the 1-SE rule; otherwise take the best mean score.
     learning_rate, max_iter, solver, tol, device, dtype, random_state, verbose
-        As in :class:`LogisticFactorModel` (so is the meaning of ``regularization_grid``).
+        As in :class:`LogisticFactorModel`.
 
     Attributes
     ----------
     cv_results_ : dict of ndarrays
-        ``n_components``, ``regularization``, ``mean_score``, ``std_error`` and per-fold scores
-        ``fold_scores`` (shape (n_candidates, cv)); scores are higher-is-better.
+        ``n_components``, ``regularization``, ``mean_score``, ``std_error`` and ``fold_scores``.
     best_params_ : dict
     best_estimator_ : LogisticFactorModel
-        Refitted on all of ``H``; its fitted attributes (``question_factors_``, ...) are exposed here.
+        Refitted on all of ``H``; its fitted attributes are exposed here.
 
     Examples
     --------
@@ -477,17 +444,16 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
 
     def _model(self, k, regularization, seed):
         shared = ("learning_rate", "max_iter", "solver", "tol", "device", "dtype")
-        return LogisticFactorModel(
-            n_components=int(k), regularization=float(regularization), random_state=seed,
-            **{name: getattr(self, name) for name in shared},
-        )
+        return LogisticFactorModel(n_components=int(k), regularization=float(regularization), random_state=seed,
+                                   **{name: getattr(self, name) for name in shared})
 
     def fit(self, X, y=None):
         check_scalar(self.cv, "cv", kind=numbers.Integral, low=2)
         if self.scoring not in ("log_loss", "accuracy"):
             raise ValueError(f"scoring must be 'log_loss' or 'accuracy', got {self.scoring!r}.")
         H = validate_history(self, X, reset=True)  # sets n_features_in_; scikit-learn's input messages
-        ks = [check_scalar(k, "n_components_grid entries", kind=numbers.Integral, low=1) for k in self.n_components_grid]
+        ks = [check_scalar(k, "n_components_grid entries", kind=numbers.Integral, low=1)
+              for k in self.n_components_grid]
         regs = [check_scalar(a, "regularization_grid entries", low=0.0) for a in self.regularization_grid]
         if not ks or not regs:
             raise ValueError("n_components_grid and regularization_grid must be non-empty.")
@@ -523,21 +489,37 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
             chosen = min(ok, key=lambda c: (candidates[c][0], -candidates[c][1]))
         else:
             chosen = best
-        self.cv_results_ = {
-            "n_components": np.array([c[0] for c in candidates]),
-            "regularization": np.array([c[1] for c in candidates], dtype=float),
-            "mean_score": mean,
-            "std_error": se,
-            "fold_scores": scores,
-        }
+        self.cv_results_ = {"n_components": np.array([c[0] for c in candidates]),
+                            "regularization": np.array([c[1] for c in candidates], dtype=float),
+                            "mean_score": mean, "std_error": se, "fold_scores": scores}
         k, a = candidates[chosen]
         self.best_index_ = chosen
         self.best_params_ = {"n_components": int(k), "regularization": float(a)}
         self.best_estimator_ = self._model(k, a, seed).fit(H)
         return self
 
-    # saved as its best estimator, with the CV record in save_factor_model's file (faqstats.factor_entries)
-    get_entries, saved_predictor = cv_entries, best_estimator
+    def get_entries(self, saver):
+        """The entries it is saved as: its best estimator's, and in :func:`~faqstats.save_factor_model`'s file
+        (format version 1) its name and the CV record (metadata ``cv``, arrays ``cv_results.<name>``).
+
+        Parameters
+        ----------
+        saver : object
+        """
+        check_is_fitted(self, "best_estimator_")
+        if not saver.first_format:
+            return self.best_estimator_.get_entries(saver)
+        cv = {"params": saver.json(self.get_params(deep=False), "cv.params"),
+              "best_params": saver.json(self.best_params_, "cv.best_params"),
+              "best_index": saver.json(getattr(self, "best_index_", None), "cv.best_index")}
+        fields, arrays = self.best_estimator_.get_entries(saver)
+        arrays |= {"cv_results." + name: np.asarray(values) for name, values in self.cv_results_.items()}
+        return fields | {"estimator": type(self).__name__, "cv": cv}, arrays
+
+    def saved_predictor(self):
+        """The predictor it is saved (and loaded back) as: its ``best_estimator_`` (unfitted: itself)."""
+        return getattr(self, "best_estimator_", self)
+
     from_entries = LogisticFactorModel.from_entries  # a file of format version 1 gives back its best estimator
 
     def __getattr__(self, name):
@@ -553,24 +535,6 @@ class LogisticFactorModelCV(TransformerMixin, Predictor):
     def predict_proba(self, model_factors):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_proba(model_factors)
-
-    def posterior(self, dtype="float64", predict_every=1):
-        """The refitted model's :meth:`LogisticFactorModel.posterior`.
-
-        Parameters
-        ----------
-        dtype : {"float64", "float32"}, default="float64"
-            As in :meth:`LogisticFactorModel.posterior`.
-        predict_every : int, default=1
-            As in :meth:`LogisticFactorModel.posterior`.
-
-        Returns
-        -------
-        faqstats.posterior.FactorPosterior
-            The best estimator's posterior at its prior.
-        """
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.posterior(dtype=dtype, predict_every=predict_every)
 
 
 def _cv_score(H, logits, cells, scoring):

@@ -1,12 +1,7 @@
 """Item response theory as a PAI predictor: the two-parameter logistic (2PL) and Rasch models.
 
-``P(correct) = sigmoid(a_j theta + c_j)``: one ability ``theta`` per model, a discrimination
-``a_j`` and an intercept ``c_j`` (difficulty ``b_j = -c_j / a_j``) per question. It is the rank-2
-logistic factor model with ``u = (theta, 1)`` and ``v_j = (a_j, c_j)``, the new model's second
-coordinate known to be 1; so its posterior is a :class:`~faqstats.posterior.FactorPosterior`
-with prior covariance ``diag(var theta, 0)`` and every path that takes a
-:class:`~faqstats.LogisticFactorModel` takes it (the ability is learned online by the same
-Laplace step; PAI stays exactly unbiased whatever its quality).
+The rank-2 logistic factor model with ``u = (theta, 1)`` and ``v_j = (a_j, c_j)``: its posterior
+is a :class:`~faqstats.posterior.FactorPosterior` with prior covariance ``diag(var theta, 0)``.
 """
 
 from __future__ import annotations
@@ -18,10 +13,9 @@ from scipy.special import expit
 from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_scalar, observed_halves, validate_history
-from .factor_model import LogisticFactorModel, log_loss_on_cells
-from .posterior import FactorPosterior
-from .predictor import Predictor, register_predictor
+from ._validation import check_scalar, validate_history
+from .factor_model import LogisticFactorModel, held_out_logit_score
+from .predictor import _LowRankPredictor, register_predictor
 
 __all__ = ["ItemResponseModel"]
 
@@ -29,53 +23,39 @@ __all__ = ["ItemResponseModel"]
 _MAX_STEP = 2.0
 
 
-class ItemResponseModel(TransformerMixin, Predictor):
+class ItemResponseModel(TransformerMixin, _LowRankPredictor):
     """Two-parameter logistic (2PL) or Rasch model of a partially observed outcome matrix.
 
-    Fits ``H[i, j] ~ Bernoulli(sigmoid(a_j theta_i + c_j))`` on the observed cells by
-    alternating Newton sweeps (all questions at once, then all models at once) on the mean
-    cross-entropy plus Gaussian priors: ``theta_i ~ N(0, 1)``, ``a_j ~ N(1, 1 / regularization)``,
-    ``c_j ~ N(0, 1 / regularization)`` (the joint MAP), then centres the abilities and, for
-    the 2PL, scales them to standard deviation 1 (the predictions do not change). Graded outcomes in
-    [0, 1] are fitted as fractional cross-entropy. A drop-in for a fitted :class:`~faqstats.LogisticFactorModel`
-    (the tinyBenchmarks and Fluid Benchmarking predictors are of this kind).
+    Fits ``H[i, j] ~ Bernoulli(sigmoid(a_j theta_i + c_j))`` on the observed cells (the joint MAP
+    under ``theta_i ~ N(0, 1)``, ``a_j ~ N(1, 1 / regularization)``, ``c_j ~ N(0, 1 / regularization)``)
+    by alternating Newton sweeps, then centres the abilities (2PL: to standard deviation 1 too).
 
     Parameters
     ----------
     model : {"2pl", "rasch"}, default="2pl"
         ``"rasch"`` fixes every discrimination ``a_j`` to 1.
     regularization : float > 0, default=0.1
-        Prior precision of ``a_j - 1`` and of ``c_j`` (keeps questions every history model
-        answered alike at finite difficulty).
+        Prior precision of ``a_j - 1`` and of ``c_j``.
     max_iter : int, default=200
-        Maximum number of sweeps.
     tol : float, default=1e-7
         Stop when a sweep lowers the objective by less than ``tol`` (relative).
     prior_scale : float > 0, default=1.0
         Factor on the new model's prior variance of the ability.
     random_state : int, Generator or None, default=None
-        Seeds the split of each row's cells in :meth:`score` (the fit is deterministic).
+        Seeds the split of each row's cells in :meth:`score`.
 
     Attributes
     ----------
     discrimination_, intercepts_, difficulty_ : ndarray of shape (N,)
         ``a_j``, ``c_j`` and ``b_j = -c_j / a_j``.
     abilities_ : ndarray of shape (n_models,)
-        The history models' ``theta_i`` (MAP).
-    question_factors_ : ndarray of shape (N, 2)
-        ``(a_j, c_j)``: the factors of the equivalent logistic factor model.
-    model_factors_ : ndarray of shape (n_models, 2)
-        ``(theta_i, 1)``.
+    question_factors_, model_factors_ : ndarray of shape (N, 2), (n_models, 2)
+        ``(a_j, c_j)`` and ``(theta_i, 1)``.
     prior_mean_, prior_cov_ : ndarray of shape (2,), (2, 2)
-        A new model's prior: ``(0, 1)`` and ``diag(prior_scale * var theta, 0)``, ``var theta``
-        the spread of the abilities plus their mean posterior variance.
+        ``(0, 1)`` and ``diag(prior_scale * var theta, 0)`` (spread plus mean posterior variance).
     observed_questions_ : ndarray of bool, shape (N,)
-        Questions some history model answered (the others get the median discrimination and
-        the mean intercept).
-    n_iter_ : int
-        Sweeps run.
-    n_features_in_ : int
-        Number of questions seen in ``fit``.
+        Questions some history model answered (the others get the median ``a`` and mean ``c``).
+    n_iter_, n_features_in_ : int
 
     Examples
     --------
@@ -110,14 +90,11 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, n_questions)
-            Outcomes in [0, 1] (0/1 or graded), NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         ItemResponseModel
-            The fitted model (``self``).
         """
         self._check_params()
         H = validate_history(self, X, reset=True)
@@ -173,16 +150,13 @@ class ItemResponseModel(TransformerMixin, Predictor):
         observed = M.any(axis=0)
         if observed.any() and not observed.all():
             a[~observed], c[~observed] = np.median(a[observed]), c[observed].mean()
-        self.discrimination_, self.intercepts_ = a, c
+        self.discrimination_, self.intercepts_, self.abilities_ = a, c, theta
         with np.errstate(divide="ignore"):
             self.difficulty_ = -c / a
-        self.abilities_ = theta
         self.question_factors_ = np.column_stack([a, c])
         self.model_factors_ = np.column_stack([theta, np.ones_like(theta)])
-        self.prior_mean_ = np.array([0.0, 1.0])
-        self.prior_cov_ = np.diag([self.prior_scale * spread, 0.0])
-        self.observed_questions_ = observed
-        self.n_iter_ = n_iter
+        self.prior_mean_, self.prior_cov_ = np.array([0.0, 1.0]), np.diag([self.prior_scale * spread, 0.0])
+        self.observed_questions_, self.n_iter_ = observed, n_iter
         return self
 
     def transform(self, X):
@@ -191,12 +165,10 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
-            Outcomes in [0, 1], NaN where not observed; a row with none gets the prior mean.
 
         Returns
         -------
         ndarray of shape (n_rows, 1)
-            The ability ``theta`` of each row.
         """
         check_is_fitted(self, "question_factors_")
         H = validate_history(self, X, reset=False, allow_empty_rows=True)
@@ -222,42 +194,16 @@ class ItemResponseModel(TransformerMixin, Predictor):
         Parameters
         ----------
         abilities : float or array-like of shape (m,)
-            One ability, or one per row.
 
         Returns
         -------
         ndarray of shape (n_questions,) or (m, n_questions)
-            ``sigmoid(a_j theta + c_j)``.
-
-        Examples
-        --------
-        >>> import numpy as np, faqstats as fq
-        >>> irt = fq.ItemResponseModel(model="rasch").fit(np.array([[1, 0, 1.], [1, 1, 0], [0, 0, 1]]))
-        >>> irt.predict_proba([-1.0, 1.0]).shape
-        (2, 3)
         """
         check_is_fitted(self, "question_factors_")
-        theta = np.asarray(abilities, dtype=float)
-        return expit(theta[..., None] * self.question_factors_[:, 0] + self.question_factors_[:, 1])
+        return expit(self._logits(np.asarray(abilities, dtype=float)))
 
-    def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior (ability unknown).
-
-        Parameters
-        ----------
-        dtype : {"float64", "float32"}, default="float64"
-            Precision of the predictions.
-        predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only.
-
-        Returns
-        -------
-        faqstats.posterior.FactorPosterior
-            The posterior over ``(theta, 1)``, at the prior.
-        """
-        check_is_fitted(self, "question_factors_")
-        return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
-                               predict_every=predict_every)
+    def _logits(self, theta):
+        return theta[..., None] * self.question_factors_[:, 0] + self.question_factors_[:, 1]
 
     def get_entries(self, saver):
         """The entries it is saved as: its factor-model view's (:meth:`as_factor_model`), loaded back as that.
@@ -273,21 +219,11 @@ class ItemResponseModel(TransformerMixin, Predictor):
         return self.as_factor_model() if hasattr(self, "question_factors_") else self
 
     def as_factor_model(self):
-        """The equivalent fitted :class:`~faqstats.LogisticFactorModel` (same predictions and
-        posterior), e.g. to save it with :func:`~faqstats.save_factor_model`.
+        """The equivalent fitted :class:`~faqstats.LogisticFactorModel` (same predictions and posterior).
 
         Returns
         -------
         LogisticFactorModel
-            ``LogisticFactorModel.from_factors`` of this model's factors and prior.
-
-        Examples
-        --------
-        >>> import numpy as np, faqstats as fq
-        >>> irt = fq.ItemResponseModel().fit(np.array([[1, 0, 1.], [1, 1, 0], [0, 0, 1]]))
-        >>> fm = irt.as_factor_model()
-        >>> np.allclose(fm.posterior().predictions, irt.posterior().predictions)
-        True
         """
         check_is_fitted(self, "question_factors_")
         fm = LogisticFactorModel.from_factors(self.question_factors_, self.prior_mean_, self.prior_cov_)
@@ -295,35 +231,18 @@ class ItemResponseModel(TransformerMixin, Predictor):
         return fm
 
     def score(self, X, y=None):
-        """Held-out mean log-likelihood on new models (higher is better).
-
-        A seeded half of each row's observed cells gives its ability (:meth:`transform`), the
-        other half is scored, as in :meth:`LogisticFactorModel.score`.
+        """Held-out mean log-likelihood on new models, as :meth:`LogisticFactorModel.score` (abilities for factors).
 
         Parameters
         ----------
         X : array-like of shape (n_rows, n_questions)
-            Outcomes of held-out models, NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         float
-            Minus the mean log-loss on the scored cells.
         """
-        check_is_fitted(self, "question_factors_")
-        H, fit_half, test_half = observed_halves(self, X)
-        theta = self._abilities(np.where(fit_half, H, np.nan))
-        logits = theta[:, None] * self.question_factors_[:, 0] + self.question_factors_[:, 1]
-        return -log_loss_on_cells(H, logits, test_half)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
-        tags.input_tags.positive_only = True  # outcomes are in [0, 1]
-        tags.non_deterministic = False
-        return tags
+        return held_out_logit_score(self, X, lambda C: self._logits(self._abilities(C)))
 
 
 register_predictor(ItemResponseModel)

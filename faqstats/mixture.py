@@ -1,11 +1,5 @@
-"""A new model as a mixture of the history's models: :class:`HistoryMixture` and its posteriors.
-
-:class:`HistoryMixture` predicts a new model's answers as a posterior-weighted average of the
-history models' (smoothed) answers: the new model is "like" the history models that answered
-as it did so far. A function of the answers so far, so PAI stays exactly unbiased with it
-(docs/statistics.md, "Any predictable predictor"). :class:`MixturePosterior` is one run's,
-:class:`BatchedMixture` many runs' in lockstep.
-"""
+"""A new model as a mixture of the history's models: :class:`HistoryMixture`, its posterior for
+one run (:class:`MixturePosterior`) and for many in lockstep (:class:`BatchedMixture`)."""
 
 from __future__ import annotations
 
@@ -14,7 +8,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, validate_history
-from .posterior import PosteriorView, check_posterior_options, oracle_scores, read_only
+from .posterior import _BatchedPosterior, _Posterior, check_posterior_options, read_only
 from .predictor import Predictor, register_predictor
 
 __all__ = ["BatchedMixture", "HistoryMixture", "MixturePosterior"]
@@ -26,32 +20,21 @@ _TARGET_CLIP = 0.01
 class HistoryMixture(TransformerMixin, Predictor):
     """A new model as a mixture of the history's models: Bayesian model averaging over its rows.
 
-    Each history model ``i`` has a smoothed answer profile ``P_ij = (1 - smoothing) H_ij +
-    smoothing T_ij``, ``T_ij`` its own low-rank fit (a :class:`~faqstats.GaussianProcessSurrogate`'s
-    prediction of its row, clipped to [0.01, 0.99]; ``target="means"``: the question's history mean
-    ``m_j``), which also fills missing cells. A new
-    model's prior weight is uniform over the ``M`` history models; each answer ``z`` to
-    question ``j`` multiplies model ``i``'s weight by ``(P_ij^z (1 - P_ij)^(1 - z))^temperature``,
-    and the predictions are ``sum_i w_i P_ij``. Nonparametric: it captures near-duplicates
-    (fine-tunes and merges of one base) that a low-rank covariance smooths away. A drop-in for a
-    fitted :class:`~faqstats.LogisticFactorModel` in :class:`~faqstats.PAIEstimator`,
-    :class:`~faqstats.PairedPAIEstimator`, :func:`faqstats.batched.simulate` and
-    :class:`~faqstats.EvaluationSession`, saved by :func:`~faqstats.save_factor_model` (as is a
-    :class:`StackedPredictor`); it has no factors, so policies that need them
-    (:class:`~faqstats.VarianceReductionSampler`) do not take it.
+    Model ``i``'s smoothed profile is ``P_ij = (1 - smoothing) H_ij + smoothing T_ij``, ``T`` its
+    low-rank fit clipped to [0.01, 0.99] (or the question means), which also fills missing cells. From
+    uniform prior weights, an answer ``z`` to question ``j`` multiplies weight ``i`` by
+    ``(P_ij^z (1 - P_ij)^(1 - z))^temperature``; the predictions are ``sum_i w_i P_ij``. It has no
+    factors: policies that need them refuse it.
 
     Parameters
     ----------
     smoothing : float in (0, 1], default=0.3
-        Share of each profile moved to the target (keeps every likelihood finite).
     temperature : float > 0, default=0.5
-        Power of each answer's likelihood (below 1: a tempered, more cautious posterior).
     target : {"low-rank", "means"}, default="low-rank"
-        What the profiles are smoothed toward: each model's low-rank fit, or the question means.
     n_components : int, default=32
-        Rank of the low-rank fit (``target="low-rank"``).
+        Rank of the low-rank fit.
     random_state : int, Generator or None, default=None
-        Seeds the split of each row's cells in :meth:`score` (the fit is deterministic).
+        Seeds the split of each row's cells in :meth:`score`.
 
     Attributes
     ----------
@@ -69,8 +52,6 @@ class HistoryMixture(TransformerMixin, Predictor):
     >>> post.update(0, 1.0)
     >>> post.predictions.shape, round(float(post.weights().sum()), 12)
     ((100,), 1.0)
-    >>> fq.PAIEstimator(mix, budget=20, random_state=0).fit(bank.new_outcomes[0]).n_queries_
-    20
     """
 
     def __init__(self, smoothing=0.3, temperature=0.5, target="low-rank", n_components=32, random_state=None):
@@ -86,14 +67,11 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, N)
-            Historical outcomes in [0, 1], NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         HistoryMixture
-            The fitted mixture (``self``).
         """
         self.check_params()
         H = validate_history(self, X, reset=True)
@@ -163,14 +141,12 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Accepted for the estimator's interface; the mixture computes in float64.
+            Accepted; the mixture computes in float64.
         predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only.
 
         Returns
         -------
         MixturePosterior
-            The mixture, ready to learn the new model's answers.
         """
         check_is_fitted(self, "profiles_")
         return MixturePosterior(self.profiles_, self.temperature, dtype=dtype, predict_every=predict_every)
@@ -180,16 +156,14 @@ class HistoryMixture(TransformerMixin, Predictor):
 
         Parameters
         ----------
-        runs : int
-        n_questions : int
+        runs, n_questions : int
         dtype : torch.dtype
         device : torch.device
         predict_every : int, default=1
 
         Returns
         -------
-        object
-            What the batched engine conditions on each answer.
+        BatchedMixture
         """
         check_is_fitted(self, "profiles_")
         return BatchedMixture(self.profiles_, float(self.temperature), runs, dtype, device, predict_every)
@@ -200,12 +174,11 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
-            Outcomes in [0, 1], NaN where not observed.
 
         Returns
         -------
         ndarray of shape (n_rows, n_models)
-            Log weights, largest 0.
+            Largest 0.
         """
         check_is_fitted(self, "profiles_")
         H = validate_history(self, X, reset=False, allow_empty_rows=True)
@@ -221,7 +194,6 @@ class HistoryMixture(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
-            Outcomes in [0, 1], NaN where not observed.
 
         Returns
         -------
@@ -231,14 +203,8 @@ class HistoryMixture(TransformerMixin, Predictor):
         W /= W.sum(1, keepdims=True)
         return np.clip(W @ self.profiles_, 0.0, 1.0)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
-        tags.input_tags.positive_only = True
-        return tags
 
-
-class MixturePosterior:
+class MixturePosterior(_Posterior):
     """The weights of :class:`HistoryMixture`'s history models given a new model's answers.
 
     Parameters
@@ -246,18 +212,14 @@ class MixturePosterior:
     profiles : ndarray of shape (M, N)
         The smoothed history, entries in (0, 1).
     temperature : float
-        Power of each answer's likelihood.
     dtype : {"float64", "float32"}, default="float64"
-        Accepted for the interface; computed in float64.
+        Accepted; computed in float64.
     predict_every : int, default=1
-        Recompute the predictions after every ``predict_every``-th answer only.
 
     Attributes
     ----------
-    predictions, oracle_scores : ndarray of shape (N,)
-        Read-only; replaced by each refresh.
     log_weights : ndarray of shape (M,)
-        The unnormalised log posterior weights of the history models (0 at the prior).
+        The unnormalised log posterior weights (0 at the prior).
 
     Examples
     --------
@@ -270,10 +232,8 @@ class MixturePosterior:
     [0.82, 0.82]
     """
 
-    question_factors = mean = cov = noise = None  # no factors: the PosteriorView of a plain predictor
-
     def __init__(self, profiles, temperature, *, dtype="float64", predict_every=1):
-        self.predict_every, self._unpredicted = check_posterior_options(dtype, predict_every), 0
+        self.predict_every = check_posterior_options(dtype, predict_every)
         self.profiles = read_only(np.asarray(profiles, dtype=float).view())
         self.temperature = float(temperature)
         self._log_p, self._log_q = np.log(self.profiles), np.log1p(-self.profiles)
@@ -286,10 +246,7 @@ class MixturePosterior:
         step = self._log_p[:, question] * z
         step += self._log_q[:, question] * (1.0 - z)
         self.log_weights = read_only(self.log_weights + self.temperature * step)
-        self._unpredicted += 1
-        if self._unpredicted == self.predict_every:
-            self._predict()
-            self._unpredicted = 0
+        self._learned()
 
     def weights(self):
         """The normalised posterior weights of the history models."""
@@ -300,25 +257,11 @@ class MixturePosterior:
         p = self.weights() @ self.profiles
         self.predictions, self._scores = read_only(np.clip(p, 0.0, 1.0, out=p)), None
 
-    @property
-    def oracle_scores(self):
-        """``sqrt(p_j (1 - p_j))`` for the current predictions (read-only)."""
-        if self._scores is None:
-            self._scores = read_only(oracle_scores(self.predictions))
-        return self._scores
 
-    def view(self):
-        return PosteriorView(self)
+class BatchedMixture(_BatchedPosterior):
+    """:class:`MixturePosterior` for ``R`` runs in lockstep (torch): log weights (R, M)."""
 
-
-class BatchedMixture:
-    """:class:`MixturePosterior` for ``R`` runs: log weights (R, M) over the history models.
-
-    Made by :meth:`HistoryMixture.batched_posterior` for :func:`faqstats.batched.simulate`
-    (torch tensors with a leading run axis).
-    """
-
-    question_factors = mean = cov = scores = None
+    owner = "HistoryMixture"
 
     def __init__(self, profiles, temperature, R, dtype, device, predict_every=1):
         import torch  # (torch only where runs go in lockstep: importing faqstats does not import it)
@@ -326,46 +269,28 @@ class BatchedMixture:
         P = torch.tensor(np.array(profiles, dtype=float), dtype=torch.float64, device=device)
         self.profiles = P
         self.log_p_t, self.log_q_t = torch.log(P).T.contiguous(), torch.log1p(-P).T.contiguous()  # (N, M)
-        self.temperature = temperature
-        self.dtype = dtype
+        self.temperature, self.dtype = temperature, dtype
         self.log_weights = torch.zeros(R, P.shape[0], dtype=torch.float64, device=device)
-        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
-        self.predictions = self._predict(self.log_weights)
-        self.refreshes = 0
+        self._start(R, predict_every)
 
-    def _predict(self, log_weights):
+    def _predict(self, sel):
         import torch
 
+        log_weights = self.log_weights if sel is None else self.log_weights[sel]
         w = torch.exp(log_weights - log_weights.amax(1, keepdim=True))
         w = w / w.sum(1, keepdim=True)
         return torch.mm(w, self.profiles).clamp_(0.0, 1.0).to(self.dtype)
-
-    @property
-    def oracle_scores(self):
-        return oracle_scores(self.predictions)
-
-    def quadratic_forms(self):
-        raise ValueError("HistoryMixture has no question factors: no quadratic forms.")
 
     def update(self, idx, questions, outcomes):
         import torch
 
         z = outcomes.to(torch.float64)[:, None]
         step = (self.log_p_t[questions] * z + self.log_q_t[questions] * (1.0 - z)) * self.temperature
-        runs = np.arange(self.log_weights.shape[0]) if idx is None else idx.cpu().numpy()
         if idx is None:
             self.log_weights += step
         else:
             self.log_weights[idx] += step
-        self._unpredicted[runs] += 1
-        due = self._unpredicted[runs] == self.predict_every
-        if due.all() and idx is None:
-            self.predictions = self._predict(self.log_weights)
-        elif due.any():
-            sel = torch.as_tensor(runs[due], device=self.log_weights.device)
-            self.predictions[sel] = self._predict(self.log_weights[sel])
-        self._unpredicted[runs[due]] = 0
-        self.refreshes += 1
+        self._learned(idx)
 
 
 register_predictor(HistoryMixture)

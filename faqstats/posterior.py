@@ -1,12 +1,5 @@
-"""Predictors: what the answers so far say about every question's outcome.
-
-A predictor has ``predictions`` (read-only, shape (N,)), ``update(question, outcome)`` and
-``view()``, the read-only :class:`PosteriorView` that policies see (docs/architecture.md,
-"Adding a predictor"). :class:`FactorPosterior` is the logistic factor model's,
-:class:`GaussianPosterior` the Gaussian-process surrogate's, :class:`FixedPredictions` the
-one without a model. The Laplace step and the quadratic-form cache serve one run (numpy)
-and many in lockstep (torch, :mod:`faqstats.batched`).
-"""
+"""Posteriors: what a new model's answers so far say about every question's outcome (docs/architecture.md,
+"Adding a predictor"). The Laplace step and the quadratic-form cache serve one run (numpy) and many (torch)."""
 
 from __future__ import annotations
 
@@ -17,18 +10,8 @@ import numpy as np
 from ._validation import check_scalar
 from ._backend import column, dot, is_torch, matvec, namespace, sigmoid
 
-__all__ = [
-    "FactorPosterior",
-    "FixedPredictions",
-    "GaussianPosterior",
-    "PosteriorView",
-    "QuadraticForms",
-    "check_posterior_options",
-    "laplace_step",
-    "laplace_update",
-    "oracle_scores",
-    "quadratic_forms_from_scratch",
-]
+__all__ = ["FactorPosterior", "FixedPredictions", "GaussianPosterior", "PosteriorView", "QuadraticForms",
+           "check_posterior_options", "laplace_step", "laplace_update", "oracle_scores", "quadratic_forms_from_scratch"]
 
 #: Incremental downdates of the quadratic forms between two recomputations from scratch.
 REFRESH_EVERY = 256
@@ -39,17 +22,14 @@ _SCRATCH_ELEMENTS = 2**20
 def laplace_step(mean, cov, v, z, *, offset=None, noise=None):
     """One online Laplace (Sherman-Morrison) update of Gaussian factor posteriors.
 
-    The formulas, and why the downdate ``cov - u u^T`` stays exactly symmetric: docs/statistics.md,
-    "The factor model and its online update". With ``noise`` and ``offset`` the link is the identity
-    (``w = 1 / noise``): the exact Gaussian conditioning step of :class:`GaussianPosterior`.
-    One posterior (numpy: ``mean`` (k,), ``cov`` (k, k), ``v`` (k,), ``z`` a float) or many
-    (leading run axis, numpy or torch).
+    Formulas: docs/statistics.md, "The factor model and its online update". With ``noise`` and
+    ``offset`` the link is the identity (exact Gaussian conditioning). One posterior (numpy) or
+    many (leading run axis, numpy or torch).
 
     Returns
     -------
     mean', cov', Sv, c
-        ``Sv = cov v`` and ``c`` let callers downdate functions of ``cov`` (see
-        :class:`QuadraticForms`).
+        ``Sv = cov v`` and ``c`` let callers downdate functions of ``cov`` (:class:`QuadraticForms`).
     """
     if noise is None:
         p = sigmoid(dot(mean, v))
@@ -68,15 +48,11 @@ def laplace_step(mean, cov, v, z, *, offset=None, noise=None):
 
 
 def laplace_update(mean, cov, v, z):
-    """One online Laplace (Sherman-Morrison) update of a Gaussian factor posterior.
-
-    Paper Eqs. (9)-(10) (docs/statistics.md, "The factor model and its online update"),
-    via :func:`faqstats.posterior.laplace_step` after symmetrising ``cov``.
+    """One online Laplace (Sherman-Morrison) update of a Gaussian factor posterior (paper Eqs. 9-10).
 
     Parameters
     ----------
-    mean : ndarray of shape (k,)
-    cov : ndarray of shape (k, k)
+    mean, cov : ndarray of shape (k,), (k, k)
     v : ndarray of shape (k,), the asked question's factor
     z : float in [0, 1], its outcome
 
@@ -92,17 +68,13 @@ def laplace_update(mean, cov, v, z):
     (array([0.4, 0. ]), array([0.8, 1. ]))
     """
     cov = np.asarray(cov, dtype=float)
-    new_mean, new_cov, _, _ = laplace_step(
-        np.asarray(mean, dtype=float), 0.5 * (cov + cov.T), np.asarray(v, dtype=float), float(z)
-    )
+    new_mean, new_cov, _, _ = laplace_step(np.asarray(mean, dtype=float), 0.5 * (cov + cov.T),
+                                           np.asarray(v, dtype=float), float(z))
     return new_mean, new_cov
 
 
 def quadratic_forms_from_scratch(question_factors, cov):
-    """``v_j' cov v_j`` for every row ``v_j`` of ``question_factors``: O(N k^2) per run.
-
-    ``cov`` (k, k) gives (N,); (R, k, k) gives (R, N), in chunks of runs (no large (R, N, k) product).
-    """
+    """``v_j' cov v_j`` for every row ``v_j`` of ``question_factors``: (N,) for one ``cov``, (R, N) for R."""
     V = question_factors
     if cov.ndim == 2:
         return ((V @ cov) * V).sum(-1)
@@ -116,12 +88,9 @@ def quadratic_forms_from_scratch(question_factors, cov):
 class QuadraticForms:
     """Lazily kept ``quad_j = v_j' cov v_j`` of a changing posterior covariance.
 
-    Computed when first asked for (:meth:`get`, O(N k^2)); then each Laplace update changes
-    them by ``quad' = quad - c (V cov v)^2`` (O(N k)), queued until next asked for. If more than
-    ``max(4, k // 4)`` updates queue up unasked, the cache is dropped (policies that do not use
-    the forms pay nothing); it is recomputed from scratch every ``refresh_every`` updates
-    (:data:`REFRESH_EVERY`). One posterior (``Sv`` (k,), ``c`` a float) or many runs
-    (``Sv`` (R, k), ``c`` (R,), forms (R, N)).
+    Computed when first asked for, then downdated by ``quad - c (V cov v)^2`` per Laplace update
+    (queued until asked for; dropped when ``max(4, k // 4)`` queue up unasked) and recomputed every
+    ``refresh_every`` updates. One posterior or many runs (forms (R, N)).
     """
 
     def __init__(self, question_factors, refresh_every=None):
@@ -129,7 +98,7 @@ class QuadraticForms:
         self.refresh_every = REFRESH_EVERY if refresh_every is None else int(refresh_every)
         self.forms = None  # for the covariance before the queued updates, or None
         self.queued = []  # (Sv, c) of the Laplace updates not yet applied to ``forms``
-        self.since_refresh = 0  # incremental updates applied since the last recomputation
+        self.since_refresh = 0
 
     def updated(self, Sv, c):
         """Note one Laplace update (its ``cov v`` and ``c``)."""
@@ -146,8 +115,7 @@ class QuadraticForms:
 
     def get(self, cov):
         """The forms for ``cov``, the covariance after every noted update (read-only)."""
-        queued = len(self.queued)
-        V = self.V
+        queued, V = len(self.queued), self.V
         if self.forms is None or self.since_refresh + queued > self.refresh_every:
             self.forms = quadratic_forms_from_scratch(V, cov)
             self.since_refresh = 0
@@ -163,8 +131,7 @@ class QuadraticForms:
 
 
 def oracle_scores(predictions):
-    """``sqrt(p (1 - p))``, the oracle (Neyman) score, as a new array (numpy: 0 outside ``[0, 1]``,
-    NaN for NaN; torch: ``p - p^2`` in one pass, for predictions in [0, 1])."""
+    """``sqrt(p (1 - p))``, the oracle (Neyman) score, as a new array (numpy: 0 outside ``[0, 1]``)."""
     p = predictions
     if is_torch(p):
         return namespace(p).addcmul(p, p, p, value=-1.0).sqrt_()
@@ -175,17 +142,15 @@ def oracle_scores(predictions):
 
 
 class PosteriorView:
-    """What a sampling policy may read of a predictor: a read-only snapshot of its state and caches
-    (used only while they describe the snapshot, so a view kept across an update stays valid).
+    """What a sampling policy may read of a predictor: a read-only snapshot of its state and caches.
 
     Attributes
     ----------
     predictions : ndarray of shape (N,)
     question_factors, mean, cov : ndarray or None
-        The factor posterior's question factors (N, k), mean (k,) and covariance
-        (k, k); ``None`` for predictors without factors.
+        The factor posterior's (N, k), (k,) and (k, k); ``None`` for predictors without factors.
     noise : ndarray of shape (N,) or None
-        A Gaussian process's residual variances (identity link); ``None`` otherwise.
+        A Gaussian process's residual variances; ``None`` otherwise.
     """
 
     __slots__ = ("_of", "predictions", "question_factors", "mean", "cov", "noise")
@@ -222,8 +187,7 @@ def _sigmoid_from_half_logits(h):
 
 
 def check_posterior_options(dtype, predict_every):
-    """Check a posterior's ``dtype`` and ``predict_every`` (every predictor's options); return
-    ``predict_every`` as an int."""
+    """Check a posterior's ``dtype`` and ``predict_every``; return ``predict_every`` as an int."""
     if dtype not in ("float64", "float32"):
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
     check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
@@ -236,7 +200,69 @@ def read_only(a):
     return a
 
 
-class FixedPredictions:
+class _Posterior:
+    """One run's posterior: predictions recomputed after every ``predict_every``-th answer, lazy oracle scores."""
+
+    question_factors = mean = cov = noise = None
+    predict_every, _unpredicted, _scores = 1, 0, None
+
+    def _learned(self):
+        """Count one answer learned; recompute the predictions when it is their turn."""
+        self._unpredicted += 1
+        if self._unpredicted == self.predict_every:
+            self._predict()
+            self._unpredicted = 0
+
+    @property
+    def oracle_scores(self):
+        """``sqrt(p_j (1 - p_j))`` for the current predictions (read-only)."""
+        if self._scores is None:
+            self._scores = read_only(oracle_scores(self.predictions))
+        return self._scores
+
+    def view(self):
+        """The read-only :class:`PosteriorView` a policy sees."""
+        return PosteriorView(self)
+
+
+class _BatchedPosterior:
+    """Many runs' posteriors in lockstep (torch): predictions (R, N) recomputed per run (``_predict(sel)``)."""
+
+    question_factors = mean = cov = scores = None
+    owner = "This predictor"
+
+    def _start(self, R, predict_every):
+        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
+        self.predictions = self._predict(None)
+        self.refreshes = 0
+
+    @staticmethod
+    def _runs(idx, R):
+        return np.arange(R) if idx is None else idx.cpu().numpy()
+
+    def _learned(self, idx):
+        import torch  # (torch only where runs go in lockstep: importing faqstats does not import it)
+
+        runs = self._runs(idx, self._unpredicted.size)
+        self._unpredicted[runs] += 1
+        due = self._unpredicted[runs] == self.predict_every
+        if idx is None and due.all():
+            self.predictions = self._predict(None)
+        elif due.any():
+            sel = torch.as_tensor(runs[due], device=self.predictions.device)
+            self.predictions[sel] = self._predict(sel)
+        self._unpredicted[runs[due]] = 0
+        self.refreshes += 1
+
+    @property
+    def oracle_scores(self):
+        return oracle_scores(self.predictions)
+
+    def quadratic_forms(self):
+        raise ValueError(f"{self.owner} has no question factors: no quadratic forms.")
+
+
+class FixedPredictions(_Posterior):
     """Predictions that no answer moves (no factor model: all zero).
 
     Examples
@@ -249,43 +275,28 @@ class FixedPredictions:
 
     def __init__(self, predictions):
         self.predictions = read_only(np.array(predictions, dtype=float))
-        self.oracle_scores = read_only(oracle_scores(self.predictions))
 
     def update(self, question, outcome):
         """Nothing to learn."""
 
-    def view(self):
-        return PosteriorView(self)
 
-
-class FactorPosterior:
-    """Gaussian approximation of a new model's factor and the predictions it implies.
-
-    Starts at the prior ``N(mean, cov)``; :meth:`update` takes one :func:`laplace_step` per
-    answer and recomputes the predictions ``sigmoid(V mean)`` (O(N k)).
+class FactorPosterior(_Posterior):
+    """Gaussian approximation of a new model's factor and the predictions ``sigmoid(V mean)`` it implies.
 
     Parameters
     ----------
-    question_factors : ndarray of shape (N, k)
-    mean : ndarray of shape (k,)
-    cov : ndarray of shape (k, k)
-        Made exactly symmetric once; the Laplace downdates keep it so.
+    question_factors, mean, cov : ndarray of shape (N, k), (k,), (k, k)
     dtype : {"float64", "float32"}, default="float64"
-        Precision of the predictions (float32: from a float32 copy of the factors, within
-        about 2e-7 of float64's); the posterior itself stays float64.
+        Precision of the predictions (the posterior itself stays float64).
     refresh_every : int or None
         See :class:`QuadraticForms`.
     predict_every : int, default=1
-        Recompute the predictions (the O(N k) pass) after every ``predict_every``-th answer only;
-        between, they stay those of an earlier posterior: still fixed before each draw, so PAI
-        stays exactly unbiased (docs/statistics.md, "Predictions refreshed on a schedule").
+        Recompute the predictions after every ``predict_every``-th answer only.
 
     Attributes
     ----------
-    predictions, oracle_scores : ndarray of shape (N,)
-        Read-only; replaced (never modified) by each update.
     mean, cov : ndarray
-        The current posterior, read-only.
+        Read-only; replaced (never modified) by each update, as ``predictions`` is.
 
     Examples
     --------
@@ -299,7 +310,7 @@ class FactorPosterior:
     """
 
     def __init__(self, question_factors, mean, cov, *, dtype="float64", refresh_every=None, predict_every=1):
-        self.predict_every, self._unpredicted = check_posterior_options(dtype, predict_every), 0
+        self.predict_every = check_posterior_options(dtype, predict_every)
         # a read-only view of the fitted factors, not a copy
         self.question_factors = read_only(np.asarray(question_factors, dtype=float).view())
         self._V32 = None if dtype == "float64" else np.ascontiguousarray(question_factors, dtype=np.float32)
@@ -309,7 +320,7 @@ class FactorPosterior:
         self._forms = QuadraticForms(self.question_factors, refresh_every)
         self._predict()
 
-    offsets = noise = None  # the identity link's, set by GaussianPosterior
+    offsets = None  # the identity link's, with ``noise``: set by GaussianPosterior
 
     def update(self, question, outcome):
         """One Laplace (identity link: exact Gaussian) step with the answer ``outcome`` to ``question``."""
@@ -317,10 +328,7 @@ class FactorPosterior:
         mean, cov, Sv, c = laplace_step(self.mean, self.cov, self.question_factors[question], outcome, **link)
         self.mean, self.cov = read_only(mean), read_only(cov)
         self._forms.updated(Sv, c)
-        self._unpredicted += 1
-        if self._unpredicted == self.predict_every:
-            self._predict()
-            self._unpredicted = 0
+        self._learned()
 
     def _predict(self):
         if self._V32 is None:
@@ -343,36 +351,24 @@ class FactorPosterior:
             p, scores = x.astype(np.float64), None  # scores computed when first asked for
         self.predictions, self._scores = read_only(p), scores
 
-    @property
-    def oracle_scores(self):
-        """``sqrt(p_j (1 - p_j))`` for the current predictions (read-only)."""
-        if self._scores is None:
-            self._scores = read_only(oracle_scores(self.predictions))
-        return self._scores
-
     def quadratic_forms(self):
         """``v_j' cov v_j`` for every question, for the current ``cov`` (read-only)."""
         return self._forms.get(self.cov)
-
-    def view(self):
-        return PosteriorView(self)
 
 
 class GaussianPosterior(FactorPosterior):
     """A low-rank Gaussian process conditioned on a new model's answers.
 
-    ``z_j = m_j + v_j . u + e_j`` with ``u ~ N(mean, cov)``, ``e_j ~ N(0, noise_j)``; each answer
-    is one exact conditioning step and the predictions are ``clip(m + V mean, 0, 1)``
-    (docs/statistics.md, "Any predictable predictor").
+    ``z_j = m_j + v_j . u + e_j`` with ``u ~ N(mean, cov)``, ``e_j ~ N(0, noise_j)``; the
+    predictions are ``clip(m + V mean, 0, 1)``.
 
     Parameters
     ----------
     question_factors, mean, cov
-        As in :class:`FactorPosterior`: the loadings ``V`` and the prior of ``u``.
+        The loadings ``V`` and the prior of ``u``.
     offsets : ndarray of shape (N,)
         The prior means ``m``.
     noise : ndarray of shape (N,)
-        The per-question residual variances, positive.
     dtype, refresh_every, predict_every
         As in :class:`FactorPosterior`.
 

@@ -1,37 +1,5 @@
-"""Predictors that plug in: the :class:`Predictor` base class, its posterior protocol and the registry by name.
-
-A predictor is fitted on a history (``fit(X)``, NaN = not observed, setting ``n_features_in_``, the
-bank size) and gives a new model's posterior (``posterior(dtype, predict_every)``). A posterior has
-
-* ``predictions``: ndarray of shape (N,), the predicted outcome of every question, read after
-  each ``update`` (the engine keeps its own read-only copy);
-* ``update(question, outcome)``: learn one answer (an int and a float in [0, 1]).
-
-Optional, with the defaults the engine supplies when absent: ``oracle_scores`` (``sqrt(p (1 - p))``),
-``view()`` (a :class:`~faqstats.posterior.PosteriorView`), and ``question_factors``, ``mean``,
-``cov`` (``None``: policies that need factors refuse such a predictor). A predictor may give many
-runs' posteriors at once with ``batched_posterior(runs, n_questions, dtype, device, predict_every)``;
-without it :func:`faqstats.batched.simulate` drives one posterior per run side by side. A predictor
-is saved (:func:`~faqstats.save_factor_model`, a session's directory) through its save pair:
-``get_arrays() -> (arrays, params)`` and the classmethod ``from_arrays(arrays, params)``, under
-the name it is registered with (:func:`register_predictor`); only registered classes are read back.
-
-The built-in predictors are saved through fuller entries, which a predictor of yours may define
-instead: ``get_entries(saver) -> (fields, arrays)`` (arrays named as the file stores them; ``fields``
-the metadata: ``estimator``, the registered name, ``params``, ``n_questions`` and its own) and the
-classmethod ``from_entries(entries, fields)``. :mod:`faqstats.io` hands ``saver``: ``float(self,
-attr, bound=None)`` (the attribute as float64, refused unless finite and, with ``bound`` 1 or 2,
-within the value bound or its square), ``json(value, name)`` (JSON-safe, conversions noted),
-``entries(component, prefix)`` (a component's ``(fields, arrays)``, its arrays under ``prefix``) and
-``first_format`` (True when :func:`~faqstats.save_factor_model` writes the file: the low-rank form
-then adds the field ``format_version`` 1); and ``entries``: ``n_questions``,
-``format_version``, ``where``, ``name in entries``, ``key(name)``, ``array(name)``, ``float(name,
-shape, bound=None)`` (refused unless of ``shape``, finite and within the bound), ``require(*names)``,
-``error(message)`` (a ``ValueError`` naming the file), ``set_params(model, params)`` (those it knows,
-checked by its ``check_params``) and ``predictor(fields, prefix)`` (a component). A predictor saved
-as another (the CV model as its best estimator, the item response model as its factor-model view)
-has ``saved_predictor()``: a session computes with that.
-"""
+"""Predictors that plug in: the :class:`Predictor` base class, the posterior protocol's defaults and
+the registry by name. The protocol is in docs/architecture.md, "Adding a predictor"."""
 
 from __future__ import annotations
 
@@ -42,32 +10,17 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import observed_halves
-from .posterior import PosteriorView, oracle_scores, read_only
+from .posterior import FactorPosterior, GaussianPosterior, _Posterior, read_only
 
-__all__ = ["Predictor", "engine_posterior", "held_out_log_likelihood", "predictor_class", "predictor_name", "register_predictor",
-           "registered_predictors", "resolve_predictor_keyword", "saving_error"]
+__all__ = ["Predictor", "engine_posterior", "held_out_log_likelihood", "predictor_class", "predictor_name",
+           "register_predictor", "registered_predictors", "resolve_predictor_keyword", "saving_error"]
 
 _REGISTRY = {}  # name -> class
 
 
 class Predictor(BaseEstimator):
-    """Base class of the predictors: a scikit-learn estimator with ``fit`` and ``posterior``.
-
-    A subclass defines ``fit(X, y=None)`` (set ``n_features_in_``, the bank size, and return
-    ``self``) and ``posterior(dtype="float64", predict_every=1)`` (a new model's posterior at its
-    prior: an object with ``predictions`` of shape (N,) and ``update(question, outcome)``; the
-    module docstring lists what else the engine reads when present). It then runs in
-    :class:`~faqstats.PAIEstimator`, :class:`~faqstats.PairedPAIEstimator`,
-    :func:`~faqstats.batched.simulate`, :func:`~faqstats.learn_step_weights` and
-    :func:`~faqstats.configure_from_history`; with the save pair ``get_arrays`` / ``from_arrays``
-    and :func:`register_predictor`, also in :class:`~faqstats.EvaluationSession` and
-    :func:`~faqstats.save_factor_model`.
-
-    ``score(X)`` means one thing on every predictor, built-in or not: the mean held-out
-    log-likelihood of the observed cells of new models (minus the log-loss; higher is better), a
-    seeded half of each row's cells conditioning the prediction of the other half
-    (:func:`held_out_log_likelihood`). The base class conditions through the posterior; built-ins
-    condition through their fitted factors, weights or Gaussian process, to the same effect.
+    """Base class of the predictors: a scikit-learn estimator with ``fit`` and ``posterior``
+    (docs/architecture.md, "Adding a predictor").
 
     Examples
     --------
@@ -92,14 +45,11 @@ class Predictor(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_models, N)
-            Earlier models' outcomes in [0, 1], NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         Predictor
-            The fitted predictor (``self``).
         """
         raise NotImplementedError(f"{type(self).__name__} must define fit(X, y=None).")
 
@@ -109,38 +59,26 @@ class Predictor(BaseEstimator):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Precision of the predictions (the batched engine's float32 runs ask for "float32").
         predict_every : int, default=1
-            Recompute the predictions after every ``predict_every``-th answer only (a posterior
-            that ignores it recomputes them after every answer, which is also valid).
+            Recompute the predictions after every ``predict_every``-th answer only (ignoring it is valid).
 
         Returns
         -------
         object
-            The posterior (the module docstring lists what the engine reads).
         """
         raise NotImplementedError(f"{type(self).__name__} must define posterior(dtype='float64', predict_every=1).")
 
     def score(self, X, y=None):
-        """Mean held-out log-likelihood of the observed cells of new models (higher is better).
-
-        A seeded half of each row's observed cells (seed: an int ``random_state``, else 0)
-        conditions the prediction of the other half, scored as :func:`held_out_log_likelihood`
-        scores it: through ``predict(X)`` where the predictor defines it (each row's predictions
-        given its answers, NaN = not given; the Gaussian-process surrogate and the history
-        mixture), else by a fresh posterior per row learning its half in column order.
+        """:func:`held_out_log_likelihood` through ``predict(X)`` if any, else a fresh posterior per row.
 
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
-            Outcomes of held-out models in [0, 1], NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         float
-            Minus the mean log-loss on the scored cells.
         """
         check_is_fitted(self)
         if callable(getattr(self, "predict", None)):
@@ -164,33 +102,52 @@ class Predictor(BaseEstimator):
         return tags
 
 
+class _LowRankPredictor(Predictor):
+    """A predictor of the low-rank form: ``question_factors_``, ``prior_mean_``, ``prior_cov_`` and, for the
+    identity link, ``question_means_`` and ``noise_`` (what :mod:`faqstats.batched_posterior` runs too)."""
+
+    def posterior(self, dtype="float64", predict_every=1):
+        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior (identity link: its Gaussian twin).
+
+        Parameters
+        ----------
+        dtype : {"float64", "float32"}, default="float64"
+        predict_every : int, default=1
+
+        Returns
+        -------
+        faqstats.posterior.FactorPosterior
+        """
+        check_is_fitted(self, "question_factors_")
+        if getattr(self, "noise_", None) is None:
+            return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
+                                   predict_every=predict_every)
+        return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
+                                 self.noise_, dtype=dtype, predict_every=predict_every)
+
+
 def held_out_log_likelihood(predictor, X, predict):
     """What ``score`` means on every predictor: the mean held-out log-likelihood of observed cells.
 
-    Each row's observed cells of ``X`` are split in two seeded halves (seed: the predictor's int
-    ``random_state``, else 0); ``predict`` maps the rows with only the first half kept (NaN
-    elsewhere) to predicted outcomes, and the second half is scored by its log-likelihood
-    ``z log p + (1 - z) log(1 - p)``, with ``p`` clipped to ``[1e-6, 1 - 1e-6]`` (predictions of 0 or
-    1 are finite). Higher is better; compare scores on the same ``X``.
+    Each row's observed cells are split in two seeded halves (seed: the predictor's int
+    ``random_state``, else 0); the first conditions ``predict``, the second is scored by
+    ``z log p + (1 - z) log(1 - p)``, ``p`` clipped to ``[1e-6, 1 - 1e-6]``.
 
     Parameters
     ----------
     predictor : fitted Predictor
-        Checks ``X`` against its bank (``n_features_in_``) and seeds the halves.
     X : array-like of shape (n_rows, N)
-        Outcomes of held-out models in [0, 1], NaN where not observed.
     predict : callable
-        ``(n_rows, N)`` conditioning answers (NaN where not given) -> ``(n_rows, N)`` predictions.
+        Conditioning answers (NaN where not given) -> predictions, both ``(n_rows, N)``.
 
     Returns
     -------
     float
-        Minus the mean log-loss on the scored cells (0.0 when none is scored).
+        0.0 when no cell is scored.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import faqstats as fq
+    >>> import numpy as np, faqstats as fq
     >>> X = np.array([[1.0, 0.0, 1.0, np.nan], [0.0, 1.0, 1.0, 1.0]])
     >>> gp = fq.GaussianProcessSurrogate(n_components=1).fit(np.vstack([X, X]))
     >>> round(held_out_log_likelihood(gp, X, lambda C: np.full(C.shape, 0.5)), 4)  # log(1/2)
@@ -210,20 +167,17 @@ def register_predictor(predictor_cls=None, name=None):
     Parameters
     ----------
     predictor_cls : type or None
-        The class (with ``fit`` and ``posterior``). ``None``: return a decorator.
+        The class (with ``fit`` and ``posterior``); ``None``: return a decorator.
     name : str or None, default=None
-        The name files store (``None``: the class's name). A name held by another class is refused.
+        The name files store (``None``: the class's name).
 
     Returns
     -------
     type
-        ``predictor_cls`` (so that it can decorate the class).
+        ``predictor_cls``.
 
     Examples
     --------
-    >>> from faqstats.predictor import predictor_class, register_predictor
-    >>> predictor_class("LogisticFactorModel").__name__
-    'LogisticFactorModel'
     >>> register_predictor(dict, name="LogisticFactorModel")
     Traceback (most recent call last):
     ...
@@ -280,12 +234,6 @@ def predictor_name(model):
     Returns
     -------
     str or None
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> predictor_name(fq.GaussianProcessSurrogate()), predictor_name(object())
-    ('GaussianProcessSurrogate', None)
     """
     cls = model if isinstance(model, type) else type(model)
     return next((name for name, c in _REGISTRY.items() if c is cls), None)
@@ -297,11 +245,6 @@ def registered_predictors():
     Returns
     -------
     dict
-
-    Examples
-    --------
-    >>> "StackedPredictor" in registered_predictors()
-    True
     """
     return dict(_REGISTRY)
 
@@ -316,14 +259,9 @@ def saving_error(model):
     Returns
     -------
     str or None
-
-    Examples
-    --------
-    >>> print(saving_error(object()))
-    object cannot be saved: a predictor is saved through its save pair; define get_arrays(self) -> ...
     """
     kind = type(model).__name__
-    if callable(getattr(model, "get_entries", None)):  # a built-in's layout (the module docstring)
+    if callable(getattr(model, "get_entries", None)):  # a built-in's layout
         return None
     missing = [m for m in ("get_arrays", "from_arrays") if not callable(getattr(model, m, None))]
     if missing:
@@ -341,7 +279,6 @@ def resolve_predictor_keyword(predictor, deprecated, owner, unset=None):
     Parameters
     ----------
     predictor : object
-        The value of ``predictor`` (``unset`` when not given).
     deprecated : dict
         The other keyword arguments: only ``factor_model`` is accepted (with a ``FutureWarning``).
     owner : str
@@ -352,12 +289,6 @@ def resolve_predictor_keyword(predictor, deprecated, owner, unset=None):
     Returns
     -------
     object
-        The predictor.
-
-    Examples
-    --------
-    >>> resolve_predictor_keyword("fm", {}, "f")
-    'fm'
     """
     extra = set(deprecated) - {"factor_model"}
     if extra:
@@ -371,7 +302,7 @@ def resolve_predictor_keyword(predictor, deprecated, owner, unset=None):
     return deprecated["factor_model"]
 
 
-class _EngineDefaults:
+class _EngineDefaults(_Posterior):
     """A posterior written to the protocol's minimum, with what the engine reads besides: a read-only
     copy of the predictions after every update, their oracle scores and a policy view."""
 
@@ -390,12 +321,6 @@ class _EngineDefaults:
         self.posterior.update(question, outcome)
         self._snapshot()
 
-    @property
-    def oracle_scores(self):
-        if self._scores is None:
-            self._scores = read_only(oracle_scores(self.predictions))
-        return self._scores
-
     question_factors = property(lambda self: getattr(self.posterior, "question_factors", None))
     mean = property(lambda self: getattr(self.posterior, "mean", None))
     cov = property(lambda self: getattr(self.posterior, "cov", None))
@@ -404,32 +329,18 @@ class _EngineDefaults:
     def quadratic_forms(self):
         raise ValueError(f"{type(self.posterior).__name__} has no question factors: no quadratic forms.")
 
-    def view(self):
-        return PosteriorView(self)
-
 
 def engine_posterior(posterior, n_questions):
-    """``posterior`` as the engine reads it: itself when it has everything the engine reads, else
-    wrapped with the protocol's defaults (checked: ``predictions`` of shape (N,), ``update``).
+    """``posterior`` as the engine reads it: itself when complete, else wrapped with the protocol's defaults.
 
     Parameters
     ----------
     posterior : object
-        What a predictor's ``posterior()`` returned.
     n_questions : int
-        The bank size.
 
     Returns
     -------
     object
-        With ``predictions``, ``update``, ``oracle_scores`` and ``view()``.
-
-    Examples
-    --------
-    >>> from faqstats.posterior import FixedPredictions
-    >>> p = FixedPredictions([0.5, 0.5])
-    >>> engine_posterior(p, 2) is p
-    True
     """
     missing = [m for m in ("predictions", "update") if not hasattr(posterior, m)]
     if missing or not callable(posterior.update):

@@ -1,11 +1,6 @@
 """Stacks of predictors: several fitted predictors side by side, combined by answer count.
 
-:class:`StackedPredictor` runs several fitted predictors side by side, each learning every
-answer, and predicts a convex combination of their predictions whose weights depend on how
-many answers are in, learned on validation models of the history. A function of the answers
-so far, so PAI stays exactly unbiased with it (docs/statistics.md, "Any predictable
-predictor"). :class:`HistoryMixture`, the mixture over the history's models it stacks by
-default, lives in :mod:`faqstats.mixture`.
+:class:`HistoryMixture`, which the default stack holds, lives in :mod:`faqstats.mixture`.
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, check_seed, validate_history
 from .mixture import HistoryMixture, MixturePosterior
-from .posterior import PosteriorView, check_posterior_options, oracle_scores, read_only
+from .posterior import _BatchedPosterior, _Posterior, check_posterior_options, read_only
 from .predictor import Predictor, register_predictor
 
 __all__ = ["BatchedStack", "HistoryMixture", "MixturePosterior", "StackedPosterior", "StackedPredictor"]
@@ -31,30 +26,21 @@ STACK_STEPS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 3
 class StackedPredictor(Predictor):
     """Several predictors side by side, combined with weights that depend on the answers seen.
 
-    Every component learns every answer; the prediction after ``n`` answers is
-    ``sum_k w_k(n) p_k`` with convex weights (``w_k >= 0``, summing to 1), constant on the
-    ranges of :data:`STACK_STEPS`. :meth:`fit` learns them by cross-fitting on the history:
-    the components are fitted without a share of its complete rows (the validation models),
-    each validation model answers its questions in a random order, and the weights of each
-    range minimise the squared error of the predictions on the questions not yet asked, summed
-    over models and paths; then the components are refitted on the whole history. The weights are
-    fixed before any new model answers and the components are functions of its answers so far,
-    so PAI with the stack stays exactly unbiased (docs/statistics.md, "Any predictable predictor").
+    Every component learns every answer; the prediction after ``n`` answers is ``sum_k w_k(n) p_k``,
+    convex weights constant on the ranges of :data:`STACK_STEPS`, chosen to minimise the squared
+    error on unasked questions of validation models (random answer orders) with the components fitted
+    without them; the components are then refitted on the whole history.
 
     Parameters
     ----------
     estimators : list of (str, estimator) or None, default=None
-        Unfitted predictors with ``posterior()`` (and, for :func:`faqstats.batched.simulate`,
-        a low-rank form or ``batched_posterior``). ``None``: a
-        :class:`~faqstats.GaussianProcessSurrogate` (rank 32) and two :class:`HistoryMixture`,
-        a sharp one (``smoothing=0.5, temperature=1``: best after few answers) and a cautious one
-        (``smoothing=0.3, temperature=0.5``: best after many), the grid chosen on validation
-        models of openllm_v1 (docs/results.md, "Stacked predictors").
+        Unfitted predictors. ``None``: a :class:`~faqstats.GaussianProcessSurrogate` and two
+        :class:`HistoryMixture` (``smoothing=0.5, temperature=1`` and the defaults; docs/results.md,
+        "Stacked predictors").
     validation_fraction : float in (0, 1), default=0.25
         Share of the history's complete rows that learns the weights.
     max_answers : int or None, default=None
-        Answers per validation path; ``None``: a quarter of the bank, at least 32 (at most
-        ``N``). Larger counts take the last range's weights.
+        Answers per validation path; ``None``: a quarter of the bank, at least 32 (at most ``N``).
     n_paths : int, default=256
         Validation paths (spread over the validation models).
     random_state : int, default=0
@@ -63,11 +49,9 @@ class StackedPredictor(Predictor):
     Attributes
     ----------
     estimators_ : list of fitted estimators
-        The components, refitted on the whole history.
     steps_ : ndarray of int
         The answer counts where each set of weights starts.
     weights_ : ndarray of shape (n_steps, n_estimators)
-        The combination weights.
     validation_mse_ : ndarray of shape (n_steps, n_estimators + 1)
         The validation squared error per range: each component's, then the stack's.
     n_features_in_ : int
@@ -79,8 +63,6 @@ class StackedPredictor(Predictor):
     >>> stack = StackedPredictor(n_paths=40).fit(bank.history)
     >>> stack.weights_.shape[1], bool(np.allclose(stack.weights_.sum(1), 1))
     (3, True)
-    >>> fq.PAIEstimator(stack, budget=20, random_state=0).fit(bank.new_outcomes[0]).n_queries_
-    20
     """
 
     def __init__(self, estimators=None, validation_fraction=0.25, max_answers=None, n_paths=256, random_state=0):
@@ -111,7 +93,6 @@ class StackedPredictor(Predictor):
         Returns
         -------
         list of str
-            ``["gp", "mixture-sharp", "mixture"]`` by default, else the names given in ``estimators``.
         """
         return [name for name, _ in self._components()]
 
@@ -121,14 +102,12 @@ class StackedPredictor(Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, N)
-            Historical outcomes in [0, 1], NaN where not observed; at least a few complete rows.
+            At least a few complete rows.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         StackedPredictor
-            The fitted stack (``self``).
         """
         from .step_weights import validation_split
 
@@ -154,11 +133,9 @@ class StackedPredictor(Predictor):
         mse = np.empty((steps.size, K + 1))
         for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
             Gi, bi, ci = G[lo:hi].sum(0), b[lo:hi].sum(0), c[lo:hi].sum()
-            weights[i] = _convex_least_squares(Gi, bi)
-            count = hi - lo
-            mse[i, :K] = (np.diag(Gi) - 2 * bi + ci) / count
-            w = weights[i]
-            mse[i, K] = (w @ Gi @ w - 2 * w @ bi + ci) / count
+            w = weights[i] = _convex_least_squares(Gi, bi)
+            mse[i, :K] = (np.diag(Gi) - 2 * bi + ci) / (hi - lo)
+            mse[i, K] = (w @ Gi @ w - 2 * w @ bi + ci) / (hi - lo)
         self.steps_, self.weights_, self.validation_mse_ = steps, weights, mse
         self.estimators_ = [clone(est).fit(H) for _, est in components]
         self.n_validation_ = Z.shape[0]
@@ -179,8 +156,7 @@ class StackedPredictor(Predictor):
         return self.weights_[np.searchsorted(self.steps_, n_answers, side="right") - 1]
 
     def get_entries(self, saver):
-        """The entries it is saved as: ``steps``, ``weights``, ``validation_mse`` and its components'
-        (metadata ``components``: each one's ``name`` and fields; its arrays under ``component<i>.``).
+        """The entries it is saved as: ``steps``, ``weights``, ``validation_mse`` and its components'.
 
         Parameters
         ----------
@@ -205,7 +181,7 @@ class StackedPredictor(Predictor):
 
     @classmethod
     def from_entries(cls, entries, fields):
-        """The fitted stack its stored entries hold, its components read in turn, every entry checked.
+        """The fitted stack its stored entries hold, every entry checked.
 
         Parameters
         ----------
@@ -252,14 +228,11 @@ class StackedPredictor(Predictor):
         Parameters
         ----------
         dtype : {"float64", "float32"}, default="float64"
-            Precision of the components' predictions.
         predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only.
 
         Returns
         -------
         StackedPosterior
-            The stack, ready to learn the new model's answers.
         """
         check_is_fitted(self, "weights_")
         predict_every = check_posterior_options(dtype, predict_every)
@@ -271,16 +244,14 @@ class StackedPredictor(Predictor):
 
         Parameters
         ----------
-        runs : int
-        n_questions : int
+        runs, n_questions : int
         dtype : torch.dtype
         device : torch.device
         predict_every : int, default=1
 
         Returns
         -------
-        object
-            What the batched engine conditions on each answer.
+        BatchedStack
         """
         from .batched_posterior import batched_posterior
 
@@ -288,20 +259,14 @@ class StackedPredictor(Predictor):
         parts = [batched_posterior(est, runs, n_questions, dtype, device, predict_every) for est in self.estimators_]
         return BatchedStack(parts, self.steps_, self.weights_, runs, dtype, device, predict_every)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.positive_only = True
-        return tags
 
-
-class StackedPosterior:
+class StackedPosterior(_Posterior):
     """Components' posteriors learning every answer, their predictions combined by answer count.
 
     Parameters
     ----------
     components : list of posteriors
-        Each with ``predictions`` and ``update(question, outcome)``, refreshed on the same schedule.
+        Refreshed on the same schedule.
     steps : ndarray of int
         The answer counts where each row of ``weights`` starts.
     weights : ndarray of shape (len(steps), len(components))
@@ -309,8 +274,6 @@ class StackedPosterior:
 
     Attributes
     ----------
-    predictions, oracle_scores : ndarray of shape (N,)
-        Read-only; replaced by each refresh.
     n_answers : int
 
     Examples
@@ -326,16 +289,13 @@ class StackedPosterior:
     [0.4, 0.6]
     """
 
-    question_factors = mean = cov = noise = None
-
     def __init__(self, components, steps, weights, *, predict_every=1):
         self.components = list(components)
         self.steps = np.asarray(steps, dtype=np.int64)
         self.weights = np.asarray(weights, dtype=float)
         if self.weights.shape != (self.steps.size, len(self.components)) or self.steps[0] != 0:
             raise ValueError("weights must have one row per step (the first step 0) and one column per component.")
-        check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
-        self.predict_every, self._unpredicted = int(predict_every), 0
+        self.predict_every = check_posterior_options("float64", predict_every)
         self.n_answers = 0
         self._predict()
 
@@ -344,10 +304,7 @@ class StackedPosterior:
         for part in self.components:
             part.update(question, outcome)
         self.n_answers += 1
-        self._unpredicted += 1
-        if self._unpredicted == self.predict_every:
-            self._predict()
-            self._unpredicted = 0
+        self._learned()
 
     def _predict(self):
         w = self.weights[np.searchsorted(self.steps, self.n_answers, side="right") - 1]
@@ -356,25 +313,11 @@ class StackedPosterior:
             p = p + wk * part.predictions
         self.predictions, self._scores = read_only(np.clip(p, 0.0, 1.0, out=p)), None
 
-    @property
-    def oracle_scores(self):
-        """``sqrt(p_j (1 - p_j))`` for the current predictions (read-only)."""
-        if self._scores is None:
-            self._scores = read_only(oracle_scores(self.predictions))
-        return self._scores
 
-    def view(self):
-        return PosteriorView(self)
+class BatchedStack(_BatchedPosterior):
+    """:class:`StackedPosterior` for ``R`` runs in lockstep (torch): components combined by answer count."""
 
-
-class BatchedStack:
-    """:class:`StackedPosterior` for ``R`` runs: components in lockstep, combined by answer count.
-
-    Made by :meth:`StackedPredictor.batched_posterior` for :func:`faqstats.batched.simulate`
-    (torch tensors with a leading run axis).
-    """
-
-    question_factors = mean = cov = scores = None
+    owner = "StackedPredictor"
 
     def __init__(self, parts, steps, weights, R, dtype, device, predict_every=1):
         self.parts = parts
@@ -382,12 +325,10 @@ class BatchedStack:
         self.weights = np.asarray(weights, dtype=float)
         self.dtype, self.device = dtype, device
         self.n_answers = np.zeros(R, dtype=np.int64)
-        self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
-        self.predictions = self._combine(None)
-        self.refreshes = 0
+        self._start(R, predict_every)
 
-    def _combine(self, sel):
-        import torch  # (torch only where runs go in lockstep: importing faqstats does not import it)
+    def _predict(self, sel):
+        import torch
 
         counts = self.n_answers if sel is None else self.n_answers[sel.cpu().numpy()]
         w = self.weights[np.searchsorted(self.steps, counts, side="right") - 1]  # (runs, K)
@@ -404,29 +345,11 @@ class BatchedStack:
             p = p + rows(part.predictions) * wt[:, k : k + 1]
         return p.clamp_(0.0, 1.0)
 
-    @property
-    def oracle_scores(self):
-        return oracle_scores(self.predictions)
-
-    def quadratic_forms(self):
-        raise ValueError("StackedPredictor has no question factors: no quadratic forms.")
-
     def update(self, idx, questions, outcomes):
-        import torch
-
         for part in self.parts:
             part.update(idx, questions, outcomes)
-        runs = np.arange(self.n_answers.size) if idx is None else idx.cpu().numpy()
-        self.n_answers[runs] += 1
-        self._unpredicted[runs] += 1
-        due = self._unpredicted[runs] == self.predict_every
-        if idx is None and due.all():
-            self.predictions = self._combine(None)
-        elif due.any():
-            sel = torch.as_tensor(runs[due], device=self.device)
-            self.predictions[sel] = self._combine(sel)
-        self._unpredicted[runs[due]] = 0
-        self.refreshes += 1
+        self.n_answers[self._runs(idx, self.n_answers.size)] += 1
+        self._learned(idx)
 
 
 def _stack_moments(fitted, Z, T, n_paths, seed):

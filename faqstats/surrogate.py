@@ -1,9 +1,5 @@
-"""A Gaussian-process surrogate of a new model's answers, from the history's responses.
-
-The history's question means and low-rank question-by-question covariance, conditioned on
-the answers so far, predict the rest (docs/statistics.md, "Any predictable predictor");
-inside PAI the estimate stays exactly unbiased and the interval valid whatever their quality.
-"""
+"""A Gaussian-process surrogate of a new model's answers: the history's question means and low-rank
+covariance, conditioned on the answers so far, predict the rest."""
 
 from __future__ import annotations
 
@@ -15,51 +11,40 @@ from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_generator, check_scalar, validate_history
-from .factor_entries import low_rank_entries, read_low_rank
-from .posterior import GaussianPosterior
-from .predictor import Predictor, register_predictor
+from .factor_model import low_rank_entries, read_low_rank
+from .predictor import _LowRankPredictor, register_predictor
 
 __all__ = ["GaussianProcessSurrogate"]
 
 
-class GaussianProcessSurrogate(TransformerMixin, Predictor):
+class GaussianProcessSurrogate(TransformerMixin, _LowRankPredictor):
     """Empirical-covariance Gaussian process on the history's responses, in low-rank form.
 
-    A drop-in for a fitted :class:`~faqstats.LogisticFactorModel` (e.g. in :class:`~faqstats.PAIEstimator`):
-    its :meth:`posterior` is the predictor a query loop conditions on each answer. The
-    covariance is ``V V' + diag(noise)``, ``V`` the top ``k`` principal directions of the
-    centred history; missing history cells are filled by iterated low-rank imputation.
+    The covariance is ``V V' + diag(noise)``, ``V`` the top ``k`` principal directions of the centred
+    history; missing history cells are filled by iterated low-rank imputation.
 
     Parameters
     ----------
     n_components : int, default=32
-        Rank ``k`` of the covariance's low-rank part (at most ``min(n_models, N) - 1``).
+        Rank ``k`` of the low-rank part (at most ``min(n_models, N) - 1``).
     shrinkage : float in [0, 1), default=0.0
-        Shrinks the low-rank part to ``(1 - shrinkage) V V'``, the removed variance moving
-        to ``noise`` (for thin histories).
+        Shrinks the low-rank part to ``(1 - shrinkage) V V'``, the rest moving to ``noise``.
     noise_floor : float, default=1e-3
-        Smallest residual variance of a question (keeps every conditioning step stable).
+        Smallest residual variance of a question.
     prior_count : float, default=1.0
         The question means are shrunk to the overall mean by this many pseudo-models.
     n_iter : int, default=10
         Imputation rounds when the history has missing cells.
     random_state : int, Generator or None, default=0
-        Seeds the randomized SVD.
 
     Attributes
     ----------
-    question_means_ : ndarray of shape (N,)
-        The prior mean of each outcome.
+    question_means_, noise_, observed_questions_ : ndarray of shape (N,)
     question_factors_ : ndarray of shape (N, k)
-        The loadings ``V`` of the low-rank covariance.
-    noise_ : ndarray of shape (N,)
-        The residual variance of each outcome.
+        The loadings ``V``.
     prior_mean_, prior_cov_ : ndarray of shape (k,), (k, k)
-        The prior of a new model's latent ``u``: zero and the identity.
+        Zero and the identity.
     explained_variance_ratio_ : float
-        Share of the history's total variance the low-rank part holds.
-    observed_questions_ : ndarray of bool, shape (N,)
-        Questions some history model answered.
     n_features_in_ : int
 
     Examples
@@ -69,10 +54,6 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
     >>> gp = GaussianProcessSurrogate(n_components=8).fit(bank.history)
     >>> gp.question_factors_.shape, gp.noise_.shape
     ((200, 8), (200,))
-    >>> est = fq.PAIEstimator(gp, budget=40, random_state=0).fit(bank.new_outcomes[0])
-    >>> low, high = est.conf_int()
-    >>> bool(low <= est.estimate_ <= high)
-    True
     """
 
     def __init__(self, n_components=32, shrinkage=0.0, noise_floor=1e-3, prior_count=1.0, n_iter=10,
@@ -98,14 +79,11 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_models, N)
-            Historical outcomes in [0, 1], NaN where not observed.
         y : None
-            Ignored (scikit-learn's convention).
 
         Returns
         -------
         GaussianProcessSurrogate
-            The fitted surrogate (``self``).
         """
         self.check_params()
         H = validate_history(self, X, reset=True)
@@ -126,41 +104,18 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
             X = np.where(observed, X, (U * S) @ Vt)  # hard-impute: missing cells from the low-rank fit
         loadings = Vt.T * (S * np.sqrt((1.0 - self.shrinkage) / M))
         variance = (X**2).mean(0)
-        self.question_means_ = means
-        self.observed_questions_ = counts > 0
-        self.question_factors_ = loadings
+        self.question_means_, self.observed_questions_, self.question_factors_ = means, counts > 0, loadings
         self.noise_ = np.maximum(variance - (loadings**2).sum(1), self.noise_floor)
-        self.prior_mean_ = np.zeros(k)
-        self.prior_cov_ = np.eye(k)
+        self.prior_mean_, self.prior_cov_ = np.zeros(k), np.eye(k)
         total = float(variance.sum())
         self.explained_variance_ratio_ = float((loadings**2).sum() / total) if total > 0 else 0.0
         return self
 
-    def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.GaussianPosterior` at the prior.
-
-        Parameters
-        ----------
-        dtype : {"float64", "float32"}, default="float64"
-            Precision of the predictions.
-        predict_every : int, default=1
-            Refresh the predictions after every ``predict_every``-th answer only
-            (:meth:`LogisticFactorModel.posterior <faqstats.LogisticFactorModel.posterior>`).
-
-        Returns
-        -------
-        faqstats.posterior.GaussianPosterior
-            The posterior, ready to learn the new model's answers.
-        """
-        check_is_fitted(self, "question_factors_")
-        return GaussianPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, self.question_means_,
-                                 self.noise_, dtype=dtype, predict_every=predict_every)
-
-    get_entries = low_rank_entries  # saved in the low-rank form, with its means and noise: faqstats.factor_entries
+    get_entries = low_rank_entries  # the low-rank form, with its means and noise
 
     @classmethod
     def from_entries(cls, entries, fields):
-        """The fitted surrogate its stored entries hold (:mod:`faqstats.factor_entries`), every one checked.
+        """The fitted surrogate its stored entries hold, every one checked.
 
         Parameters
         ----------
@@ -178,12 +133,10 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
-            Outcomes in [0, 1], NaN where not observed.
 
         Returns
         -------
         ndarray of shape (n_rows, k)
-            The posterior mean of each row's ``u``.
         """
         check_is_fitted(self, "question_factors_")
         H = validate_history(self, X, reset=False, allow_empty_rows=True)
@@ -201,20 +154,14 @@ class GaussianProcessSurrogate(TransformerMixin, Predictor):
         Parameters
         ----------
         X : array-like of shape (n_rows, N)
-            Outcomes in [0, 1], NaN where not observed.
 
         Returns
         -------
         ndarray of shape (n_rows, N)
-            The predictions, clipped to [0, 1].
+            Clipped to [0, 1].
         """
-        U = self.transform(X)
+        U = self.transform(X)  # checks it is fitted first
         return np.clip(self.question_means_ + U @ self.question_factors_.T, 0.0, 1.0)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True  # NaN marks a cell that was not observed
-        return tags
 
 
 register_predictor(GaussianProcessSurrogate)

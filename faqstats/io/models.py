@@ -17,7 +17,7 @@ An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads (no object 
 the predictor's arrays : as its ``get_entries`` names them (:mod:`faqstats.predictor`)
 ``question_ids``, ``feature_names_in`` : str (n,), when given / when the model has ``feature_names_in_``
 
-Format version 1 holds the low-rank form (:mod:`faqstats.factor_entries`), as :func:`save_factor_model`
+Format version 1 holds the low-rank form (:mod:`faqstats.factor_model`), as :func:`save_factor_model`
 writes it. Format version 2 (same format name, header and checks) holds any other predictor (a
 mixture, a stack: their ``get_entries``; one of your own through its save pair,
 :mod:`faqstats.io.predictor_arrays`), or none, or a saved configuration; older faqstats refuse it as newer.
