@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._progress import progress_bar
 from ._validation import check_generator, check_scalar, observed_halves, validate_history
 from .posterior import laplace_update
-from .predictor import _LowRankPredictor, register_predictor
+from .predictor import LowRankPredictor, register_predictor
 
 __all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
@@ -88,7 +88,7 @@ def read_low_rank(model, entries, fields, extra=()):
     return model
 
 
-class LogisticFactorModel(TransformerMixin, _LowRankPredictor):
+class LogisticFactorModel(TransformerMixin, LowRankPredictor):
     """Low-rank logistic model of a partially observed 0/1 outcome matrix.
 
     Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells, by ``max_iter`` full-batch
@@ -389,7 +389,7 @@ def log_loss_on_cells(H, logits, cells):
     return float(loss.mean())
 
 
-class LogisticFactorModelCV(TransformerMixin, _LowRankPredictor):  # its posterior: the best estimator's
+class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterior: the best estimator's
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
     The one-standard-error rule (paper Section 4) picks the simplest candidate (fewest components,

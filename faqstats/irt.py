@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, validate_history
 from .factor_model import LogisticFactorModel, held_out_logit_score
-from .predictor import _LowRankPredictor, register_predictor
+from .predictor import LowRankPredictor, register_predictor
 
 __all__ = ["ItemResponseModel"]
 
@@ -23,7 +23,7 @@ __all__ = ["ItemResponseModel"]
 _MAX_STEP = 2.0
 
 
-class ItemResponseModel(TransformerMixin, _LowRankPredictor):
+class ItemResponseModel(TransformerMixin, LowRankPredictor):
     """Two-parameter logistic (2PL) or Rasch model of a partially observed outcome matrix.
 
     Fits ``H[i, j] ~ Bernoulli(sigmoid(a_j theta_i + c_j))`` on the observed cells (the joint MAP

@@ -8,7 +8,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, validate_history
-from .posterior import _BatchedPosterior, _Posterior, check_posterior_options, read_only
+from .posterior import BatchedPosteriorBase, PosteriorBase, check_posterior_options, read_only
 from .predictor import Predictor, register_predictor
 
 __all__ = ["BatchedMixture", "HistoryMixture", "MixturePosterior"]
@@ -204,7 +204,7 @@ class HistoryMixture(TransformerMixin, Predictor):
         return np.clip(W @ self.profiles_, 0.0, 1.0)
 
 
-class MixturePosterior(_Posterior):
+class MixturePosterior(PosteriorBase):
     """The weights of :class:`HistoryMixture`'s history models given a new model's answers.
 
     Parameters
@@ -258,7 +258,7 @@ class MixturePosterior(_Posterior):
         self.predictions, self._scores = read_only(np.clip(p, 0.0, 1.0, out=p)), None
 
 
-class BatchedMixture(_BatchedPosterior):
+class BatchedMixture(BatchedPosteriorBase):
     """:class:`MixturePosterior` for ``R`` runs in lockstep (torch): log weights (R, M)."""
 
     owner = "HistoryMixture"

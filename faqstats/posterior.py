@@ -10,8 +10,8 @@ import numpy as np
 from ._validation import check_scalar
 from ._backend import column, dot, is_torch, matvec, namespace, sigmoid
 
-__all__ = ["FactorPosterior", "FixedPredictions", "GaussianPosterior", "PosteriorView", "QuadraticForms",
-           "check_posterior_options", "laplace_step", "laplace_update", "oracle_scores", "quadratic_forms_from_scratch"]
+__all__ = ["BatchedPosteriorBase", "FactorPosterior", "FixedPredictions", "GaussianPosterior", "PosteriorBase",
+           "PosteriorView", "QuadraticForms", "check_posterior_options", "laplace_step", "laplace_update", "oracle_scores", "quadratic_forms_from_scratch"]
 
 #: Incremental downdates of the quadratic forms between two recomputations from scratch.
 REFRESH_EVERY = 256
@@ -200,7 +200,7 @@ def read_only(a):
     return a
 
 
-class _Posterior:
+class PosteriorBase:
     """One run's posterior: predictions recomputed after every ``predict_every``-th answer, lazy oracle scores."""
 
     question_factors = mean = cov = noise = None
@@ -225,7 +225,7 @@ class _Posterior:
         return PosteriorView(self)
 
 
-class _BatchedPosterior:
+class BatchedPosteriorBase:
     """Many runs' posteriors in lockstep (torch): predictions (R, N) recomputed per run (``_predict(sel)``)."""
 
     question_factors = mean = cov = scores = None
@@ -262,7 +262,7 @@ class _BatchedPosterior:
         raise ValueError(f"{self.owner} has no question factors: no quadratic forms.")
 
 
-class FixedPredictions(_Posterior):
+class FixedPredictions(PosteriorBase):
     """Predictions that no answer moves (no factor model: all zero).
 
     Examples
@@ -280,7 +280,7 @@ class FixedPredictions(_Posterior):
         """Nothing to learn."""
 
 
-class FactorPosterior(_Posterior):
+class FactorPosterior(PosteriorBase):
     """Gaussian approximation of a new model's factor and the predictions ``sigmoid(V mean)`` it implies.
 
     Parameters

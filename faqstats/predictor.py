@@ -10,10 +10,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import observed_halves
-from .posterior import FactorPosterior, GaussianPosterior, _Posterior, read_only
+from .posterior import FactorPosterior, GaussianPosterior, PosteriorBase, read_only
 
-__all__ = ["Predictor", "engine_posterior", "held_out_log_likelihood", "predictor_class", "predictor_name",
-           "register_predictor", "registered_predictors", "resolve_predictor_keyword", "saving_error"]
+__all__ = ["LowRankPredictor", "Predictor", "engine_posterior", "held_out_log_likelihood", "predictor_class",
+           "predictor_name", "register_predictor", "registered_predictors", "resolve_predictor_keyword", "saving_error"]
 
 _REGISTRY = {}  # name -> class
 
@@ -102,7 +102,7 @@ class Predictor(BaseEstimator):
         return tags
 
 
-class _LowRankPredictor(Predictor):
+class LowRankPredictor(Predictor):
     """A predictor of the low-rank form: ``question_factors_``, ``prior_mean_``, ``prior_cov_`` and, for the
     identity link, ``question_means_`` and ``noise_`` (what :mod:`faqstats.batched_posterior` runs too)."""
 
@@ -302,7 +302,7 @@ def resolve_predictor_keyword(predictor, deprecated, owner, unset=None):
     return deprecated["factor_model"]
 
 
-class _EngineDefaults(_Posterior):
+class _EngineDefaults(PosteriorBase):
     """A posterior written to the protocol's minimum, with what the engine reads besides: a read-only
     copy of the predictions after every update, their oracle scores and a policy view."""
 

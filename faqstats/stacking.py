@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, check_seed, validate_history
 from .mixture import HistoryMixture, MixturePosterior
-from .posterior import _BatchedPosterior, _Posterior, check_posterior_options, read_only
+from .posterior import BatchedPosteriorBase, PosteriorBase, check_posterior_options, read_only
 from .predictor import Predictor, register_predictor
 
 __all__ = ["BatchedStack", "HistoryMixture", "MixturePosterior", "StackedPosterior", "StackedPredictor"]
@@ -260,7 +260,7 @@ class StackedPredictor(Predictor):
         return BatchedStack(parts, self.steps_, self.weights_, runs, dtype, device, predict_every)
 
 
-class StackedPosterior(_Posterior):
+class StackedPosterior(PosteriorBase):
     """Components' posteriors learning every answer, their predictions combined by answer count.
 
     Parameters
@@ -314,7 +314,7 @@ class StackedPosterior(_Posterior):
         self.predictions, self._scores = read_only(np.clip(p, 0.0, 1.0, out=p)), None
 
 
-class BatchedStack(_BatchedPosterior):
+class BatchedStack(BatchedPosteriorBase):
     """:class:`StackedPosterior` for ``R`` runs in lockstep (torch): components combined by answer count."""
 
     owner = "StackedPredictor"

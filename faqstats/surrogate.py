@@ -12,12 +12,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_generator, check_scalar, validate_history
 from .factor_model import low_rank_entries, read_low_rank
-from .predictor import _LowRankPredictor, register_predictor
+from .predictor import LowRankPredictor, register_predictor
 
 __all__ = ["GaussianProcessSurrogate"]
 
 
-class GaussianProcessSurrogate(TransformerMixin, _LowRankPredictor):
+class GaussianProcessSurrogate(TransformerMixin, LowRankPredictor):
     """Empirical-covariance Gaussian process on the history's responses, in low-rank form.
 
     The covariance is ``V V' + diag(noise)``, ``V`` the top ``k`` principal directions of the centred
