@@ -11,7 +11,8 @@ from ._validation import check_scalar
 from ._backend import column, dot, is_torch, matvec, namespace, sigmoid
 
 __all__ = ["BatchedPosteriorBase", "FactorPosterior", "FixedPredictions", "GaussianPosterior", "PosteriorBase",
-           "PosteriorView", "QuadraticForms", "check_posterior_options", "laplace_step", "laplace_update", "oracle_scores", "quadratic_forms_from_scratch"]
+           "PosteriorView", "QuadraticForms", "check_posterior_options", "laplace_step", "laplace_update",
+           "oracle_scores", "quadratic_forms_from_scratch"]
 
 #: Incremental downdates of the quadratic forms between two recomputations from scratch.
 REFRESH_EVERY = 256
