@@ -1,7 +1,5 @@
 """Crash-safe file replacement shared by model files and session state."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 import secrets

@@ -3,8 +3,6 @@
 Every variance estimator, degrees-of-freedom rule and interval; why each is unbiased: ``docs/statistics.md``.
 """
 
-from __future__ import annotations
-
 import math
 
 import numpy as np

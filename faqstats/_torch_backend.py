@@ -1,8 +1,6 @@
 """Torch half of :class:`faqstats.LogisticFactorModel`: masked logistic factor fitting with AdamW or
 alternating Newton."""
 
-from __future__ import annotations
-
 import contextlib
 
 import numpy as np

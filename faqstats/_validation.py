@@ -1,7 +1,5 @@
 """Input and parameter checks shared by every public entry point: errors name the argument and what was expected."""
 
-from __future__ import annotations
-
 import inspect
 import numbers
 

@@ -4,8 +4,6 @@ Each new question's factor is a weighted mean of those of its ``k`` most cosine-
 questions (the paper's cross-suite transfer, Section 4); the old bank's prior carries over.
 """
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np

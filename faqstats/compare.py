@@ -6,8 +6,6 @@ sets: coupled (:func:`maximal_coupling`), shared (one question asked to both), o
 reference (docs/statistics.md, "Paired comparisons").
 """
 
-from __future__ import annotations
-
 import numpy as np
 from sklearn.base import BaseEstimator
 

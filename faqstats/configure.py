@@ -1,8 +1,6 @@
 """Self-configuration from the history: the estimator :func:`faqstats.selection.select_configuration` chose,
 with its report (docs/results.md, "self-configuration")."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, fields
 
 import pandas as pd

@@ -4,8 +4,6 @@ Each is a linear functional ``theta_w = sum_j w_j z_j`` of the outcomes, so its 
 are martingale differences whatever the policy (user guide, "Groups and weighted estimands").
 """
 
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 

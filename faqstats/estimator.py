@@ -4,8 +4,6 @@
 the mean of the increments with an exactly unbiased variance (``docs/statistics.md``, "Increments").
 """
 
-from __future__ import annotations
-
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted

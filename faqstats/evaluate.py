@@ -1,7 +1,5 @@
 """Drive an :class:`~faqstats.session.EvaluationSession` with a user function, in parallel, with retries."""
 
-from __future__ import annotations
-
 import concurrent.futures as cf
 import numbers
 import time

@@ -1,8 +1,6 @@
 """Logistic factor model of a models x questions outcome history: ``logit P(correct) = u_i . v_j``
 (paper Section 3.1); the history's ``u_i`` give the new model's prior, refined after each answer."""
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np

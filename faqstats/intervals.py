@@ -5,8 +5,6 @@ quantile and interval. Rules are registered by name (``"robust-t"``, ``"t"``, ``
 yours, :func:`register_interval_rule`), which is how sessions store them (user guide, "Intervals").
 """
 
-from __future__ import annotations
-
 import numpy as np
 from scipy import stats
 

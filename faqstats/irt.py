@@ -4,8 +4,6 @@ The rank-2 logistic factor model with ``u = (theta, 1)`` and ``v_j = (a_j, c_j)`
 is a :class:`~faqstats.posterior.FactorPosterior` with prior covariance ``diag(var theta, 0)``.
 """
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np

@@ -1,8 +1,6 @@
 """A new model as a mixture of the history's models: :class:`HistoryMixture`, its posterior for
 one run (:class:`MixturePosterior`) and for many in lockstep (:class:`BatchedMixture`)."""
 
-from __future__ import annotations
-
 import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted

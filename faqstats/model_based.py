@@ -18,8 +18,6 @@ disagree beyond what the calibration allows the result says so and recommends th
 interval.
 """
 
-from __future__ import annotations
-
 import math
 import numbers
 from dataclasses import dataclass, field

@@ -1,8 +1,6 @@
 """Posteriors: what a new model's answers so far say about every question's outcome (docs/architecture.md,
 "Adding a predictor"). The Laplace step and the quadratic-form cache serve one run (numpy) and many (torch)."""
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np

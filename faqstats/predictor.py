@@ -1,8 +1,6 @@
 """Predictors that plug in: the :class:`Predictor` base class, the posterior protocol's defaults and
 the registry by name. The protocol is in docs/architecture.md, "Adding a predictor"."""
 
-from __future__ import annotations
-
 import warnings
 
 import numpy as np

@@ -1,7 +1,5 @@
 """Result objects of an evaluation or a comparison (``conf_int()``, ``summary()``), and the table renderers."""
 
-from __future__ import annotations
-
 import json
 from dataclasses import asdict, dataclass
 

@@ -4,8 +4,6 @@
 history and chooses between them and the sample mean (docs/results.md, "self-configuration").
 """
 
-from __future__ import annotations
-
 import math
 import numbers
 import time

@@ -3,8 +3,6 @@
 :class:`HistoryMixture`, which the default stack holds, lives in :mod:`faqstats.mixture`.
 """
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np

@@ -1,8 +1,6 @@
 """Increment weights ``lambda_t ~ 1 / Var(phi_t)`` learned by cross-fitting on the history (fixed before the run,
 so still exactly unbiased; docs/statistics.md, "Weighted increments")."""
 
-from __future__ import annotations
-
 import math
 import numbers
 import time

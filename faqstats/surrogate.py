@@ -1,8 +1,6 @@
 """A Gaussian-process surrogate of a new model's answers: the history's question means and low-rank
 covariance, conditioned on the answers so far, predict the rest."""
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np

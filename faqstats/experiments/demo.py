@@ -1,7 +1,5 @@
 """The embedded demo (``faqstats demo``): the :data:`DEMO_METHODS` on a synthetic bank."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -6,8 +6,6 @@ A design is fixed before the new model answers, so it is drawn per seed and shar
 first integer.
 """
 
-from __future__ import annotations
-
 import numbers
 from dataclasses import dataclass
 

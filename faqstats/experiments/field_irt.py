@@ -2,8 +2,6 @@
 Fisher information and tinyBenchmarks' gp-IRT, on a (multidimensional) 2PL model fitted by :func:`fit_irt`.
 """
 
-from __future__ import annotations
-
 import numbers
 import warnings
 

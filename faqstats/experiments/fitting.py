@@ -1,8 +1,6 @@
 """What the experiments learn from the history before the sweep: the factor model, each (method, budget)'s
 sampler and increment weights, and the ceilings' oracle predictors."""
 
-from __future__ import annotations
-
 import copy
 import time
 import warnings

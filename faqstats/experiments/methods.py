@@ -1,8 +1,6 @@
 """The experiments' named methods: one table of specs (sampler, predictor, increment weights),
 method names with sampler parameters (``"aipw-min:tau=0.05"``), and the predictors they take."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Callable
 

@@ -1,8 +1,6 @@
 """The model-based estimate (:class:`~faqstats.ModelBasedEstimator`) as an experiment method, calibrated
 per budget on the history alone."""
 
-from __future__ import annotations
-
 import numbers
 
 from .._validation import check_scalar

@@ -2,8 +2,6 @@
 :func:`faqstats.experiments.per_model_coverage`, on :class:`matplotlib.figure.Figure` (no pyplot).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import numpy as np

@@ -1,8 +1,6 @@
 """The experiments' tidy records: their columns, the key a method's name gives every run's seed,
 and CSV files that round-trip them exactly."""
 
-from __future__ import annotations
-
 import zlib
 from pathlib import Path
 

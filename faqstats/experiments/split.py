@@ -1,7 +1,5 @@
 """A response matrix split into a history and new models, and budgets as numbers of queries."""
 
-from __future__ import annotations
-
 import numbers
 import warnings
 

@@ -1,7 +1,5 @@
 """Summaries of the experiments' records: per (method, budget), per group and per model, as tables or text."""
 
-from __future__ import annotations
-
 import numpy as np
 import pandas as pd
 

@@ -4,8 +4,6 @@ Run (method, budget, model, seed) draws from ``np.random.default_rng([random_sta
 budget, model, seed])``, so its numbers do not depend on ``n_jobs``, the backend, nor the other runs.
 """
 
-from __future__ import annotations
-
 import contextlib
 import dataclasses
 import inspect

@@ -1,7 +1,5 @@
 """Tune a policy's parameters on validation models taken from the history only (docs/results.md)."""
 
-from __future__ import annotations
-
 import itertools
 import numbers
 import time

@@ -1,7 +1,5 @@
 """Helpers shared by the harness readers: assembling a history and checking ids."""
 
-from __future__ import annotations
-
 import math
 import numbers
 import os

@@ -1,8 +1,6 @@
 """The harnesses behind one interface, for the command line: read earlier runs as a history, write a
 round's harness arguments, read a round's outcomes (dispatch to :mod:`.lm_eval` and :mod:`.inspect_ai`)."""
 
-from __future__ import annotations
-
 from inspect import signature
 
 from . import inspect_ai, lm_eval

@@ -4,8 +4,6 @@ A question id is ``"<task>/<sample id>"``; its value is the scorer's, mapped by 
 and averaged over epochs, NaN when errored or unscored (docs/tutorials/inspect_ai.md).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 
 from ._common import (HarnessRecords, id_sort_key, as_score, check_question_id_list, expand_paths, make_question_id,

@@ -5,8 +5,6 @@ need Python >= 3.14 or ``zstandard``). The samples are held against the log's ow
 zip's member count and CRC-32s, so damage is an error naming the file, not a sample silently lost.
 """
 
-from __future__ import annotations
-
 import io
 import json
 import os

@@ -4,8 +4,6 @@
 read with :mod:`json` only; a question id is ``"<task>/<doc_id>"`` (docs/tutorials/lm_eval.md).
 """
 
-from __future__ import annotations
-
 import json
 import math
 import re

@@ -3,8 +3,6 @@ group or cluster labels, costs, outcomes, as the command line reads them. A bad 
 ``file:line`` and question id.
 """
 
-from __future__ import annotations
-
 import csv
 import io
 import json
