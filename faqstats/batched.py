@@ -1,11 +1,8 @@
 """Many PAI runs in lockstep: a batched torch engine for simulations.
 
-:func:`simulate` advances ``R`` runs of :class:`~faqstats.PAIEstimator`'s loop together, each
-round a few tensor operations over an ``R x N`` block, with the estimator's parts (policies'
-scores, Laplace step, increments, inference) and draws: in float64 it asks the estimator's
-questions (docs/architecture.md, "One loop"; memory and timings: docs/performance.md,
-"Batched engine"). Groups, weighted estimands, costs and clusters run each run's own one-run
-loop, rounds in lockstep (``faqstats.lockstep_designs``). What it covers: :func:`supports`.
+:func:`simulate` advances ``R`` runs of :class:`~faqstats.PAIEstimator`'s loop together, each round a
+few tensor operations over an ``R x N`` block: in float64 it asks the estimator's questions
+(docs/architecture.md, "One loop"; memory and timings: docs/performance.md, "Batched engine").
 """
 
 from __future__ import annotations
@@ -25,14 +22,13 @@ from .lockstep_designs import DesignConfiguration, run_designs
 from .loop_setup import cost_design
 from .predictor import resolve_predictor_keyword
 
-__all__ = ["BatchedRuns", "simulate", "supports", "uncovered_setting"]
+__all__ = ["BatchedRuns", "simulate"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 #: elements of one ``R x N`` block; runs are processed in chunks of at most this size
 DEFAULT_MAX_ELEMENTS = 2**20
-#: the same where the scores are kept between prediction refreshes: a query then costs little
-#: per run, so larger chunks spread its fixed cost (about 25 bytes per element in float64: up to 840 MB)
+#: the same where the scores are kept between prediction refreshes (about 25 bytes per element in float64)
 CACHED_MAX_ELEMENTS = 2**25
 
 
@@ -46,8 +42,7 @@ class BatchedRuns:
     df : ndarray
         Degrees of freedom of the t quantile (``inf`` for the normal quantile).
     low, high : ndarray
-        Two-sided ``1 - alpha`` intervals, clipped to [0, 1] as :meth:`AccuracyResult.conf_int` does
-        (for a run that stopped on width, its confidence sequence's interval, as there).
+        Two-sided ``1 - alpha`` intervals, as :meth:`AccuracyResult.conf_int` gives them.
     n_queries : ndarray of int
         Distinct questions answered.
     method : str
@@ -55,42 +50,31 @@ class BatchedRuns:
     increments : ndarray of shape (R, budget) or None
         With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample mean).
     increment_ranges : ndarray of shape (R, budget, 2) or None
-        With ``keep_increments=True``: the range of each ``phi_t`` known before its draw.
-        A run that stopped early (``stop_when_width``) has NaN after its last draw.
+        With ``keep_increments=True``: the range of each ``phi_t`` known before its draw (NaN after a stop).
     stop_reason : ndarray of str or None
         ``"budget"`` or ``"width"``, as :attr:`AccuracyResult.stop_reason`.
     n_draws : ndarray of int or None
-        Draws each run made (``budget``, or fewer after stopping on width); None for the stream design.
+        Draws each run made; None for the stream design.
     anytime_low, anytime_high : ndarray or None
-        With a confidence sequence: each run's sequence after its last round, at level
-        ``1 - anytime_alpha`` (:attr:`AccuracyResult.anytime_interval`).
+        With a confidence sequence: each run's sequence after its last round.
     anytime_alpha : float or None
         The confidence sequence's level, as :attr:`AccuracyResult.anytime_alpha`.
     cost_spent : ndarray or None
-        With ``costs``: each run's summed cost of the distinct questions asked
-        (the estimator's ``cost_spent_``).
+        With ``costs``: each run's summed cost of the distinct questions asked.
     group_labels : ndarray of shape (G,) or None
         With ``groups``: the sorted group labels (the columns of the group arrays).
     group_estimate, group_std_error, group_low, group_high : ndarray of shape (R, G) or None
-        With ``groups``: every run's group estimates, standard errors and ``1 - alpha``
-        intervals (the estimator's ``group_results_`` and its ``conf_int``).
+        With ``groups``: every run's group estimates, standard errors and ``1 - alpha`` intervals.
     group_results : tuple of GroupResults or None
-        With ``groups``: each run's :class:`~faqstats.GroupResults` (simultaneous intervals, draws per group).
+        With ``groups``: each run's :class:`~faqstats.GroupResults`.
 
     Examples
     --------
-    >>> import numpy as np
     >>> import faqstats as fq
     >>> z = fq.make_synthetic_bank(n_models=30, n_questions=100, n_new=2, random_state=0).new_outcomes
-    >>> runs = simulate(z, [0, 1, 2, 3], sampler=fq.UniformSampler(), budget=20, rows=[0, 0, 1, 1],
-    ...                 keep_increments=True)
+    >>> runs = simulate(z, [0, 1], sampler=fq.UniformSampler(), budget=20, keep_increments=True)
     >>> runs.method, runs.estimate.shape, runs.increments.shape
-    ('sample_mean', (4,), (4, 20))
-    >>> bool(np.all((runs.low <= runs.estimate) & (runs.estimate <= runs.high)))
-    True
-    >>> est = fq.PAIEstimator(sampler=fq.UniformSampler(), budget=20, random_state=2).fit(z[1])
-    >>> bool(runs.estimate[2] == est.estimate_)  # run 2: row 1 with seed 2
-    True
+    ('sample_mean', (2,), (2, 20))
     """
 
     estimate: np.ndarray
@@ -114,64 +98,6 @@ class BatchedRuns:
     group_low: np.ndarray | None = None
     group_high: np.ndarray | None = None
     group_results: tuple | None = None
-
-
-def supports(sampler=None, *, batch_size=1, variance="martingale", stop_when_width=None, confidence_sequence=False,
-             groups=None, costs=None, clusters=None):
-    """Whether :func:`simulate` reproduces ``PAIEstimator`` with these settings.
-
-    It does for any policy, batch size, confidence sequence, ``stop_when_width``, groups,
-    weighted estimands, costs and clusters, with the martingale variance; not with
-    ``variance="paper"``, which :func:`simulate` refuses by name (:func:`uncovered_setting`).
-
-    Parameters
-    ----------
-    sampler : Sampler, StreamSampler or None
-        The policy.
-    batch_size, variance, stop_when_width, confidence_sequence
-        As in :class:`~faqstats.PAIEstimator`.
-    groups, costs, clusters
-        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>` (all covered).
-
-    Returns
-    -------
-    bool
-        Whether :func:`simulate` covers the settings.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from faqstats import HybridSampler
-    >>> supports(HybridSampler(), batch_size=4, stop_when_width=0.1), supports(HybridSampler(), costs=np.ones(5))
-    (True, True)
-    >>> supports(HybridSampler(replace=True), variance="paper")
-    False
-    """
-    return uncovered_setting(variance=variance, groups=groups, costs=costs, clusters=clusters) is None
-
-
-def uncovered_setting(*, variance="martingale", groups=None, costs=None, clusters=None):
-    """The name of the first setting :func:`simulate` does not cover, or None.
-
-    Parameters
-    ----------
-    variance : {"martingale", "paper"}
-        As in :class:`~faqstats.PAIEstimator`.
-    groups, costs, clusters
-        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`: all covered (accepted so
-        that callers may pass a fit's settings as they are).
-
-    Returns
-    -------
-    str or None
-        ``"variance='paper'"``, or None when covered.
-
-    Examples
-    --------
-    >>> uncovered_setting(), uncovered_setting(variance="paper")
-    (None, "variance='paper'")
-    """
-    return None if variance == "martingale" else f"variance={variance!r}"
 
 
 def simulate(
@@ -215,9 +141,7 @@ def simulate(
     generators : sequence of numpy Generators (or seeds), length R
         One per run, used exactly as ``PAIEstimator(random_state=g)`` would use it.
     predictor : fitted Predictor or None
-        Any fitted predictor (a built-in, or a :class:`~faqstats.Predictor` of your own, whose
-        one-run posteriors are then driven side by side); ``factor_model=`` is its old name
-        (deprecated, with a ``FutureWarning``).
+        Any fitted predictor (one of your own has its one-run posteriors driven side by side).
     sampler : Sampler, StreamSampler or None
         Any policy (``None`` is ``HybridSampler()``); one with numpy-only ``scores`` is asked run by run.
     budget : int
@@ -232,11 +156,8 @@ def simulate(
     dtype : {"float64", "float32"}
         float64 reproduces the sequential estimator to rounding; float32 is faster on GPUs.
     max_elements : int or None
-        Runs are processed in chunks of at most ``max_elements // N`` runs; a chunk that runs
-        out of memory is run again in halves (``ResourceWarning``), with the same results.
-        ``None``: :data:`DEFAULT_MAX_ELEMENTS`, or :data:`CACHED_MAX_ELEMENTS` where a query
-        costs O(R (N / 128 + 128)) between prediction refreshes (fixed predictions, or
-        ``predict_every > 1``, with a policy whose scores follow the predictions).
+        Runs go in chunks of at most ``max_elements // N`` (halved, with a ``ResourceWarning``, when
+        out of memory). ``None``: :data:`DEFAULT_MAX_ELEMENTS`, or :data:`CACHED_MAX_ELEMENTS` where scores are kept.
     progress : callable or None
         Called with the number of runs finished after each chunk.
     keep_increments : bool, default=False
@@ -246,30 +167,17 @@ def simulate(
     predict_every : int, default=1
         As in :class:`~faqstats.PAIEstimator` (predictions refreshed on a schedule).
     keep_ranges : bool or None, default=None
-        Whether ``keep_increments`` includes the ranges (``None``: it does); computing them
-        costs a few passes over the ``R x N`` block per query.
+        Whether ``keep_increments`` includes the ranges (``None``: it does; they cost a few passes per query).
     batch_size, confidence_sequence, stop_when_width : optional
-        As in :class:`~faqstats.PAIEstimator`: draws per round (the predictor learns between
-        rounds), a confidence sequence per run, and stopping at the round a run's sequence is
-        at most ``stop_when_width`` wide (runs stop at their own rounds; a chunk goes on while
-        one of its runs does). With ``stop_when_width`` the intervals of the runs that stopped
-        on width are their sequences' (at ``alpha``, which must be the sequence's level).
+        As in :class:`~faqstats.PAIEstimator` (each run stops at its own round; with ``stop_when_width``,
+        ``alpha`` must be the sequence's level).
     variance : {"martingale"}
-        Accepted so that ``variance="paper"``, which the engine does not cover, is refused by
-        name (``ValueError``): run :class:`~faqstats.PAIEstimator` per run for it.
+        ``variance="paper"`` is refused by name (``ValueError``).
     groups, costs, clusters : array-like of shape (N,) or None
-        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`: every group's results
-        (``group_estimate``...), the policy weighed by cost and ``cost_spent``, cluster draws.
+        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`.
     estimand, min_group_share, stratify, budget_cost, cluster_score : optional
-        As in :class:`~faqstats.PAIEstimator`. Costs (with ``budget_cost`` or not) run in the
-        lockstep loop: the policy's scores divided by ``sqrt(cost)`` and the draws the cost
-        budget buys, fixed before the runs as the estimator fixes them. With ``groups``,
-        ``clusters``, a weighted estimand, ``min_group_share``, ``stratify`` or another
-        ``cluster_score``, every run is the estimator's own loop (its tracker of groups and
-        estimands, its cluster law), the runs advancing a round at a time
-        (``faqstats.lockstep_designs``): exact, at one estimator's cost per run, on the
-        host (``device``, ``max_elements`` and ``keep_ranges`` do not apply; ``increments``
-        are returned without ``increment_ranges``).
+        As in :class:`~faqstats.PAIEstimator`. With groups, clusters or these settings every run is the
+        estimator's own loop, on the host (no ``increment_ranges``).
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
@@ -288,17 +196,6 @@ def simulate(
     >>> est = fq.PAIEstimator(fm, budget=20, random_state=np.random.default_rng(2)).fit(bank.new_outcomes[1])
     >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9)
     True
-
-    Rounds of draws and stopping on the confidence sequence's width, each run at its own round:
-
-    >>> kw = dict(budget=60, batch_size=5, stop_when_width=0.45)
-    >>> runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], predictor=fm,
-    ...                 rows=[0, 0, 1, 1], **kw)
-    >>> est = fq.PAIEstimator(fm, random_state=np.random.default_rng(2), **kw).fit(bank.new_outcomes[1])
-    >>> (runs.stop_reason[2], int(runs.n_draws[2])) == (est.stop_reason_, len(est.queries_))
-    True
-    >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9), (runs.low[2], runs.high[2]) == est.conf_int()
-    (True, True)
     """
     factor_model = resolve_predictor_keyword(predictor, deprecated, "simulate")
     alpha = check_alpha(alpha)
@@ -327,8 +224,10 @@ def simulate(
     if groups is not None or clusters is not None or dict(design, budget_cost=None) != _PLAIN_DESIGN:
         # per-run state: the estimator's own loops (which check the configuration themselves)
         cs_alpha = _sequence_level(alpha, variance, confidence_sequence, stop_when_width)
-        return _design_runs(run_designs(est, Z, rows, gens, alpha, groups=groups, costs=costs, clusters=clusters,
-                                        progress=progress), keep_increments, cs_alpha)
+        runs = run_designs(est, Z, rows, gens, alpha, groups=groups, costs=costs, clusters=clusters,
+                           progress=progress)
+        return BatchedRuns(**dict(runs, increments=runs["increments"] if keep_increments else None),
+                           anytime_alpha=cs_alpha)
     # costs: the policy weighed by cost (its scores over the runs' tensors too) and the draws budget_cost buys
     cost_sampler, budget, costs, _ = cost_design(est, N, None, costs)
     sampler = sampler if costs is None else cost_sampler
@@ -367,7 +266,7 @@ def simulate(
                 g.bit_generator.state = state
             chunk = (sl.stop - sl.start) // 2
             del exc
-            engine.release()  # the failed chunk's blocks, before the smaller chunk allocates its own
+            engine.posterior = None  # the failed chunk's blocks, before the smaller chunk allocates its own
             if engine.device.type == "cuda":
                 torch.cuda.empty_cache()
             warnings.warn(f"simulate: out of memory with {sl.stop - sl.start} runs per chunk; going on with {chunk}.",
@@ -409,23 +308,15 @@ _PLAIN_DESIGN = dict(estimand="micro", min_group_share=0.0, stratify=False, budg
 
 def _sequence_level(alpha, variance, confidence_sequence, stop_when_width):
     """The confidence sequence's level (None without one), after refusing what the engine does not cover."""
-    uncovered = uncovered_setting(variance=variance)
-    if uncovered is not None:
-        raise ValueError(f"simulate does not cover {uncovered}: run faqstats.PAIEstimator once per run for it.")
+    if variance != "martingale":
+        raise ValueError(f"simulate does not cover variance={variance!r}: "
+                         "run faqstats.PAIEstimator once per run for it.")
     cs_alpha = confidence_alpha(confidence_sequence, stop_when_width)
     if stop_when_width is not None and abs(alpha - cs_alpha) > 1e-12:
         raise ValueError(f"alpha={alpha} but with stop_when_width a run that stops on width reports its confidence "
-                         f"sequence's interval, at level {cs_alpha}: pass alpha={cs_alpha} (or confidence_sequence=alpha).")
+                         f"sequence's interval, at level {cs_alpha}: pass alpha={cs_alpha} "
+                         "(or confidence_sequence=alpha).")
     return cs_alpha
-
-
-def _design_runs(runs, keep_increments, cs_alpha):
-    """The :class:`BatchedRuns` of :func:`~faqstats.lockstep_designs.run_designs`' columns."""
-    return BatchedRuns(runs.estimate, runs.std_error, runs.df, runs.low, runs.high, runs.n_queries, runs.method,
-                       runs.increments if keep_increments else None, None, runs.stop_reason, runs.n_draws,
-                       runs.anytime_low, runs.anytime_high, cs_alpha, runs.cost_spent, runs.group_labels,
-                       runs.group_estimate, runs.group_std_error, runs.group_low, runs.group_high,
-                       runs.group_results)
 
 
 def _inference(method, values, var_terms, interval, step_weights, N, sampler, census=None):

@@ -1,11 +1,8 @@
 """The lockstep loop of :func:`faqstats.batched.simulate`: ``R`` runs of one configuration, a chunk at a time.
 
-Each round is a few tensor operations over an ``R x N`` block with the estimator's parts: the
-policy's law (its torch scores, or its numpy law run by run), the two-level draw
-(:mod:`faqstats.batched_draw`), the increments and their ranges (:mod:`faqstats._engine`), the
-posteriors' Laplace steps (:mod:`faqstats.batched_posterior`) and the confidence sequences
-(:class:`~faqstats.confseq.BettingConfidenceSequences`); a round's draws follow
-``SequentialRun.draw_round`` (docs/architecture.md, "One loop").
+Each round is a few tensor operations over an ``R x N`` block with the one-run engine's increments,
+ranges, draw rule and stopping rule (:mod:`faqstats._engine`), the two-level draw
+(:mod:`faqstats.batched_draw`) and the posteriors' Laplace steps (docs/architecture.md, "One loop").
 """
 
 from __future__ import annotations
@@ -15,13 +12,13 @@ import math
 import numpy as np
 import torch
 
-from ._engine import aipw_terms, des_raj_base, increment_range, pai_increment
+from ._engine import aipw_terms, des_raj_base, draw_at, increment_range, pai_increment, width_reached
 from .batched_draw import block_sums, draw_runs, resum_block
 from .batched_posterior import batched_posterior
 from .confseq import BettingConfidenceSequences
 from .design import sample_mean_design
 from .posterior import PosteriorView
-from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf, mixture_coefficients, within_round
+from .sampling import DRAW_BLOCK, PolicyState, check_law, mixture_coefficients, within_round
 
 __all__ = ["Lockstep"]
 
@@ -62,10 +59,6 @@ class Lockstep:
     def tensor(self, a, dtype=None):
         """``a`` as a tensor of the engine's dtype (or ``dtype``) on its device."""
         return torch.as_tensor(a, dtype=self.dtype if dtype is None else dtype, device=self.device)
-
-    def release(self):
-        """Drop the current chunk's per-run tensors (predictions, posteriors, quadratic forms)."""
-        self.posterior = None
 
     def run(self, rows, generators):
         """``(distinct questions asked, increments or terms, variance terms, ranges, draws made, stop
@@ -217,53 +210,34 @@ class Lockstep:
             t += size
             if stops and stops.end_round(t):  # every run has stopped
                 break
-        values = zs if self.method == "sample_mean" else phi
-        out = [_distinct(drawn, replace).cpu().numpy(), values.cpu().numpy(), None,
-               None if ranges is None else ranges.cpu().numpy()]
-        if not stops:
-            return (*out, None, None, None, None, self._spent(drawn))
-        n_draws = stops.n_draws
-        for g, state, n in zip(generators, states, n_draws):  # the uniforms the run used, as the estimator draws them
-            if n < budget:
-                g.bit_generator.state = state
-                g.random(n)
-        out[0] = _distinct(drawn, replace, torch.as_tensor(n_draws, device=self.device)).cpu().numpy()
-        for x in out[1], out[3]:  # nothing after a run's stop
-            if x is not None:
-                x[np.arange(budget) >= n_draws[:, None]] = np.nan
-        return (*out, n_draws, stops.reason, stops.low, stops.high,
-                self._spent(drawn, torch.as_tensor(n_draws, device=self.device)))
-
-    def _spent(self, drawn, lengths=None):
-        """Each run's summed cost of the distinct questions among its draws (its first
-        ``lengths[r]``), as the estimator's ``cost_spent_``; None without :attr:`costs`."""
-        if self.costs is None:
-            return None
-        budget = drawn.shape[1]
-        if lengths is not None:  # the draws past a run's length repeat its first (no new question)
-            drawn = torch.where(torch.arange(budget, device=drawn.device) < lengths[:, None], drawn, drawn[:, :1])
-        d = drawn.sort(1).values
-        first = torch.ones_like(d, dtype=torch.bool)
-        first[:, 1:] = d[:, 1:] != d[:, :-1]
-        return torch.where(first, self.costs[d], 0.0).sum(1).cpu().numpy()
+        values = (zs if self.method == "sample_mean" else phi).cpu().numpy()
+        ranges = None if ranges is None else ranges.cpu().numpy()
+        n_draws = stops.n_draws if stops else None
+        if stops:
+            for g, state, n in zip(generators, states, n_draws):  # the uniforms the run used, as the estimator's
+                if n < budget:
+                    g.bit_generator.state = state
+                    g.random(n)
+            for x in values, ranges:  # nothing after a run's stop
+                if x is not None:
+                    x[np.arange(budget) >= n_draws[:, None]] = np.nan
+        d, first = _firsts(drawn, None if n_draws is None else torch.as_tensor(n_draws, device=self.device))
+        # each run's summed cost of the distinct questions among its draws (the estimator's cost_spent_)
+        spent = None if self.costs is None else torch.where(first, self.costs[d], 0.0).sum(1).cpu().numpy()
+        stopping = (n_draws, stops.reason, stops.low, stops.high) if stops else (None,) * 4
+        return first.sum(1).cpu().numpy(), values, None, ranges, *stopping, spent
 
     def _numpy_draws(self, laws, available, later, u, stops):
         """Every run's draw from its numpy law (a later draw of a round: renormalised over the
         questions not yet drawn), as SequentialRun._round draws it: ``(questions, probabilities, laws)``."""
         avail = available.cpu().numpy() if later else None
-        picked, kept = [], []
-        for r, q in enumerate(laws):
-            q = within_round(q, avail[r], False) if later else q
-            if stops:  # normalised, the probability read from it (the loop's law with a confidence sequence)
-                q = q / q.sum()
-                j = inverse_cdf(q, u[r])[0]
-                picked.append((j, float(q[j])))
-            else:
-                picked.append(inverse_cdf(q, u[r]))
-            kept.append(q)
-        question = torch.as_tensor([j for j, _ in picked], dtype=torch.int64, device=self.device)
-        prob = self.tensor([p for _, p in picked])
-        return question, prob, (self.tensor(np.stack(kept)) if self.keep_ranges and kept else None)
+        laws = [within_round(q, avail[r], False) if later else q for r, q in enumerate(laws)]
+        picked = [draw_at(q, u[r], stops is not None) for r, q in enumerate(laws)]
+        question = torch.as_tensor([d[0] for d in picked], dtype=torch.int64, device=self.device)
+        prob = self.tensor([d[1] for d in picked])
+        if not (self.keep_ranges and laws):
+            return question, prob, None
+        return question, prob, self.tensor(np.stack([q if d[2] is None else d[2] for q, d in zip(laws, picked)]))
 
     # -- nature's-order designs ----------------------------------------------------
     def _run_stream(self, rows, generators):
@@ -357,32 +331,27 @@ class _Stops:
         """The sequences after a round of the runs still going, ``n_draws`` draws in; whether every run has stopped."""
         runs = np.flatnonzero(self.active)
         self.low[runs], self.high[runs] = self.cs.interval(runs)
-        if self.width is not None and n_draws > 1:
-            stopped = runs[self.high[runs] - self.low[runs] <= self.width]
+        if self.width is not None:
+            stopped = runs[width_reached(self.low[runs], self.high[runs], self.width, n_draws)]
             self.n_draws[stopped] = n_draws
             self.reason[stopped] = "width"
             self.active[stopped] = False
         return not self.active.any()
 
 
-def _distinct(drawn, replace, lengths=None):
-    """Distinct questions in each row of ``drawn`` (all of them without replacement), or in its
-    first ``lengths[r]`` entries."""
-    R, budget = drawn.shape
-    if not replace or budget < 2:
-        return torch.full((R,), budget, dtype=torch.int64, device=drawn.device) if lengths is None else lengths
+def _firsts(drawn, lengths=None):
+    """Each run's draws sorted, and where each question first appears (past ``lengths[r]`` none does)."""
     if lengths is not None:  # the draws past a run's length repeat its first (no new question)
-        drawn = torch.where(torch.arange(budget, device=drawn.device) < lengths[:, None], drawn, drawn[:, :1])
+        drawn = torch.where(torch.arange(drawn.shape[1], device=drawn.device) < lengths[:, None], drawn, drawn[:, :1])
     d = drawn.sort(1).values
-    return (d[:, 1:] != d[:, :-1]).sum(1) + 1
+    first = torch.ones_like(d, dtype=torch.bool)
+    first[:, 1:] = d[:, 1:] != d[:, :-1]
+    return d, first
 
 
 def _follow_scores(sampler, posterior, out):
-    """What ``sampler.scores`` gives for a policy whose ``scores_follow_predictions``, written into
-    ``out`` when given: ones where ``tau = 1`` (the law ignores the scores then, ``b = 0``: the
-    uniform policy's), else the oracle scores (UniformSampler, NeymanSampler and HybridSampler
-    follow the predictions): the posterior's own (the engine may zero entries of them until the
-    next refresh) or the same operations as ``posterior.oracle_scores``, so the same values."""
+    """``sampler.scores`` of a policy whose scores follow the predictions, into ``out`` when given: ones
+    where ``tau = 1`` (``b = 0``), else the oracle scores (the posterior's own, or computed as it does)."""
     P = posterior.predictions
     uniform = sampler.tau == 1.0
     if not uniform and posterior.scores is not None:

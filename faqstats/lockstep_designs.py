@@ -1,16 +1,8 @@
 """Groups, weighted estimands, costs and clusters in :func:`faqstats.batched.simulate`.
 
-These designs hold per-run state that the tensor loop (:mod:`faqstats.lockstep`) does not carry:
-an :class:`~faqstats.estimands.EstimandTracker` per run (groups, the macro or weighted estimand,
-``min_group_share``, ``stratify``), a policy weighed by cost with the draws a cost budget buys,
-or a law over clusters and cluster totals (:class:`~faqstats._engine.ClusterRun`). Here every
-run is the one-run engine's own loop (:func:`~faqstats.loop_setup.new_loop`, as
-:meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>` makes it), with its own
-predictor's posterior, and the runs advance a round at a time in lockstep: run ``r`` draws its round from its own generator, is answered from
-its row of the outcomes (:func:`~faqstats.loop_setup.answer_round`, as ``fit`` answers), and its
-results are the estimator's (:func:`~faqstats.run_results.result_of`,
-:func:`~faqstats.run_results.group_results_of`). So each run is ``PAIEstimator.fit`` exactly:
-the same draws, estimates and generator state afterwards; the cost is one estimator's per run.
+These designs hold per-run state the tensor loop does not carry (an estimand tracker, a law over
+clusters): every run is the one-run engine's own loop (:func:`~faqstats.loop_setup.new_loop`), the
+runs advancing a round at a time, so each is ``PAIEstimator.fit`` exactly, at one estimator's cost.
 """
 
 from __future__ import annotations
@@ -24,15 +16,13 @@ from .design import bank_size
 from .loop_setup import answer_round, new_loop
 from .run_results import group_results_of, result_of
 
-__all__ = ["DesignConfiguration", "DesignRuns", "run_designs"]
+__all__ = ["DesignConfiguration", "run_designs"]
 
 
 @dataclass(frozen=True)
 class DesignConfiguration:
-    """An estimator's configuration as :func:`~faqstats.loop_setup.new_loop` and
-    :func:`~faqstats.run_results.result_of` read it: :class:`~faqstats.PAIEstimator`'s parameters
-    (the same names and defaults) and ``bank_size``. (The batched engine does not
-    import the estimator: the estimator's module reaches the engine through the step weights.)
+    """:class:`~faqstats.PAIEstimator`'s parameters (same names and defaults) and ``bank_size``, as
+    :func:`~faqstats.loop_setup.new_loop` reads them (the batched engine does not import the estimator).
 
     Examples
     --------
@@ -69,46 +59,20 @@ class DesignConfiguration:
         return bank_size(self.predictor)
 
 
-@dataclass
-class DesignRuns:
-    """The per-run columns :func:`run_designs` gathers (arrays over the runs, length ``R``)."""
-
-    estimate: np.ndarray
-    std_error: np.ndarray
-    df: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    n_queries: np.ndarray
-    method: str
-    increments: np.ndarray
-    stop_reason: np.ndarray
-    n_draws: np.ndarray
-    anytime_low: np.ndarray | None
-    anytime_high: np.ndarray | None
-    cost_spent: np.ndarray | None
-    group_labels: np.ndarray | None
-    group_estimate: np.ndarray | None
-    group_std_error: np.ndarray | None
-    group_low: np.ndarray | None
-    group_high: np.ndarray | None
-    group_results: tuple | None
-
-
 def run_designs(est, outcomes, rows, generators, alpha, *, groups=None, costs=None, clusters=None, progress=None):
     """Every run ``r`` of ``est`` on ``outcomes[rows[r]]`` with ``generators[r]``, rounds in lockstep.
 
     Parameters
     ----------
     est : DesignConfiguration
-        The configuration (a :class:`~faqstats.PAIEstimator` works too; its ``random_state`` is
-        not used: each run has its generator).
+        The configuration (a :class:`~faqstats.PAIEstimator` works too).
     outcomes : ndarray of shape (n_models, N)
         Complete outcomes in [0, 1].
     rows : ndarray of int, shape (R,)
     generators : list of numpy Generators, length R
         Used as ``PAIEstimator(random_state=g).fit`` uses its generator.
     alpha : float
-        Level of the reported intervals (``AccuracyResult.conf_int``, the groups' ``conf_int``).
+        Level of the reported intervals.
     groups, costs, clusters : array-like of shape (N,) or None
         As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`.
     progress : callable or None
@@ -116,7 +80,8 @@ def run_designs(est, outcomes, rows, generators, alpha, *, groups=None, costs=No
 
     Returns
     -------
-    DesignRuns
+    dict
+        :class:`~faqstats.batched.BatchedRuns`' fields but ``increment_ranges`` and ``anytime_alpha``.
 
     Examples
     --------
@@ -126,7 +91,7 @@ def run_designs(est, outcomes, rows, generators, alpha, *, groups=None, costs=No
     >>> est = DesignConfiguration(sampler=fq.UniformSampler(), budget=6, estimand="macro")
     >>> runs = run_designs(est, z, np.array([0, 1]), [np.random.default_rng(s) for s in (0, 1)], 0.05,
     ...                    groups=np.arange(20) % 2)
-    >>> runs.group_estimate.shape, runs.estimate.shape
+    >>> runs["group_estimate"].shape, runs["estimate"].shape
     ((2, 2), (2,))
     """
     n_runs, n_questions = len(generators), outcomes.shape[1]
@@ -162,9 +127,10 @@ def run_designs(est, outcomes, rows, generators, alpha, *, groups=None, costs=No
         g_se = np.stack([g.std_error for g in per_group])
         bounds = np.stack([g.conf_int(alpha=alpha).to_numpy(dtype=float) for g in per_group])
         g_low, g_high = bounds[..., 0], bounds[..., 1]
-    method = results[0].method if n_runs else "pai"
-    return DesignRuns(column("estimate").astype(float), column("std_error").astype(float), df,
-                      intervals[:, 0], intervals[:, 1], column("n_queries").astype(np.int64), method,
-                      increments, np.array([x.stop_reason for x in results], dtype=object), n_draws,
-                      any_low, any_high, spent, labels, g_est, g_se, g_low, g_high,
-                      None if labels is None else tuple(per_group))
+    return dict(estimate=column("estimate").astype(float), std_error=column("std_error").astype(float), df=df,
+                low=intervals[:, 0], high=intervals[:, 1], n_queries=column("n_queries").astype(np.int64),
+                method=results[0].method if n_runs else "pai", increments=increments,
+                stop_reason=np.array([x.stop_reason for x in results], dtype=object), n_draws=n_draws,
+                anytime_low=any_low, anytime_high=any_high, cost_spent=spent, group_labels=labels,
+                group_estimate=g_est, group_std_error=g_se, group_low=g_low, group_high=g_high,
+                group_results=None if labels is None else tuple(per_group))
