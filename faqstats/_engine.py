@@ -1,9 +1,7 @@
 """The query loop: one engine under :class:`~faqstats.PAIEstimator`, the session and the paired estimator.
 
-A *run* holds one evaluation's state and arithmetic; a :class:`QueryLoop` drives it
-(docs/architecture.md, "One loop"). The increments, with and without replacement, and
-why they are unbiased: docs/statistics.md, "Increments".
-"""
+A *run* holds one evaluation's state and arithmetic; a :class:`QueryLoop` drives it (docs/architecture.md,
+"One loop"; the increments: docs/statistics.md, "Increments")."""
 
 from __future__ import annotations
 
@@ -12,55 +10,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._backend import namespace
 from ._validation import check_outcome_values
 from .posterior import read_only
-from .sampling import PolicyState, check_law, inverse_cdf, within_round
+from .sampling import PolicyState, Sampler, check_law, inverse_cdf, within_round
 
-__all__ = [
-    "CLUSTER_QUERY_DTYPE",
-    "QUERY_DTYPE",
-    "ClusterRun",
-    "Draw",
-    "Oracle",
-    "QueryLoop",
-    "Run",
-    "SequentialRun",
-    "aipw_terms",
-    "cluster_law",
-    "encode_clusters",
-    "des_raj_base",
-    "draw_at",
-    "increment_range",
-    "pai_increment",
-    "width_reached",
-]
+__all__ = ["CLUSTER_QUERY_DTYPE", "QUERY_DTYPE", "ClusterRun", "Draw", "Oracle", "QueryLoop", "Run", "SequentialRun",
+           "aipw_terms", "cluster_law", "encode_clusters", "des_raj_base", "draw_at", "increment_range",
+           "pai_increment", "policy_law", "width_reached"]
 
 _sum = np.add.reduce  # ndarray.sum without its Python wrapper (the live step calls it several times)
 
-QUERY_DTYPE = np.dtype(
-    [
-        ("question", np.int64),
-        ("probability", np.float64),
-        ("outcome", np.float64),
-        ("increment", np.float64),
-        ("prediction", np.float64),
-        ("prediction_total", np.float64),
-    ]
-)
-
+_DRAW_FIELDS = [(name, np.float64) for name in ("probability", "outcome", "increment", "prediction",
+                                                 "prediction_total")]
+QUERY_DTYPE = np.dtype([("question", np.int64)] + _DRAW_FIELDS)
 #: One row per cluster draw: the cluster (index into the sorted labels), its size, q_t(c), Y_c, phi_t, P_c, the base.
-CLUSTER_QUERY_DTYPE = np.dtype(
-    [
-        ("cluster", np.int64),
-        ("size", np.int64),
-        ("probability", np.float64),
-        ("outcome", np.float64),
-        ("increment", np.float64),
-        ("prediction", np.float64),
-        ("prediction_total", np.float64),
-    ]
-)
+CLUSTER_QUERY_DTYPE = np.dtype([("cluster", np.int64), ("size", np.int64)] + _DRAW_FIELDS)
 
 
 def des_raj_base(prediction_sum, asked_prediction_sum, asked_outcome_sum):
@@ -85,10 +49,9 @@ def increment_range(base, predictions, law, n_questions, top=1.0):
         p, q = predictions[support], law[support]
         top = top[support] if isinstance(top, np.ndarray) else top
         return (base + np.min(-p / q)) / n_questions, (base + np.max((top - p) / q)) / n_questions
-    torch = namespace(law)  # a tensor: its support by masking, one row per run
-    inf = law.new_full((), float("inf"))
-    low = torch.where(law > 0, -predictions / law, inf).amin(-1)
-    high = torch.where(law > 0, (1.0 - predictions) / law, -inf).amax(-1)
+    inf = law.new_full((), float("inf"))  # a tensor: its support by masking, one row per run
+    low = (-predictions / law).where(law > 0, inf).amin(-1)
+    high = ((top - predictions) / law).where(law > 0, -inf).amax(-1)
     return (base + low) / n_questions, (base + high) / n_questions
 
 
@@ -100,7 +63,12 @@ def aipw_terms(prediction, outcome, probability):
 
 def draw_at(q, u, keep_law):
     """A draw from ``q`` at the uniform ``u``: ``(question, probability, law)``; with ``keep_law`` (a
-    confidence sequence) the law is normalised and the probability read from it, else the law is None."""
+    confidence sequence) the law is normalised and the probability read from it, else the law is None.
+
+    Parameters
+    ----------
+    q, u, keep_law : ndarray, float, bool
+    """
     if not keep_law:
         return (*inverse_cdf(q, u), None)
     q = q / q.sum()
@@ -108,8 +76,25 @@ def draw_at(q, u, keep_law):
     return question, float(q[question]), q
 
 
+def policy_law(sampler, state):
+    """The policy's law ``q_t`` in ``state`` (checked where :class:`~faqstats.Sampler` says so).
+
+    Parameters
+    ----------
+    sampler, state : Sampler, PolicyState
+    """
+    q = sampler.probabilities(state)
+    name = f"{type(sampler).__name__}.probabilities"
+    return check_law(q, state.available.shape, state.asked, name) if sampler.checks_law else q
+
+
 def width_reached(low, high, width, n_draws):
-    """The stopping rule: after more than one draw, a confidence sequence at most ``width`` wide (or arrays)."""
+    """The stopping rule: after more than one draw, a confidence sequence at most ``width`` wide.
+
+    Parameters
+    ----------
+    low, high, width, n_draws : float or ndarray
+    """
     return (high - low <= width) & (n_draws > 1)
 
 
@@ -126,16 +111,14 @@ class Oracle:
     """Answers questions from an array or a callable; validates and caches answers."""
 
     def __init__(self, outcomes, n_questions):
-        self.n_questions = n_questions
-        self.cache = {}
+        self.n_questions, self.cache = n_questions, {}
         self.fn = outcomes if callable(outcomes) else None
         self.array = None
         if self.fn is None:
             arr = self.array = check_outcome_values(outcomes, "outcomes", allow_nan=True)  # in [0, 1] or NaN
             if arr.ndim != 1 or arr.size != n_questions:
-                raise ValueError(
-                    f"outcomes must be a 1-D array with one entry per question ({n_questions}), got shape {arr.shape}."
-                )
+                raise ValueError(f"outcomes must be a 1-D array with one entry per question ({n_questions}), "
+                                 f"got shape {arr.shape}.")
 
     def ask(self, questions):
         """Outcomes of ``questions``; the callable is called once with the not-yet-answered ones."""
@@ -146,10 +129,8 @@ class Oracle:
         if new:
             got = np.atleast_1d(check_outcome_values(self.fn(np.array(new)), f"outcomes returned for questions {new}"))
             if got.shape != (len(new),):
-                raise ValueError(
-                    "the outcomes callable must return one outcome per requested question; "
-                    f"asked for {len(new)} question(s), got shape {got.shape}."
-                )
+                raise ValueError("the outcomes callable must return one outcome per requested question; "
+                                 f"asked for {len(new)} question(s), got shape {got.shape}.")
             # the bank is fixed: a repeated question has the same answer, asked once
             self.cache.update(zip(new, map(float, got)))
         return [self.cache[q] for q in questions]
@@ -168,15 +149,12 @@ class Run:
     """What both designs' runs hold: the policy, the predictor, the bank, the budget, the records."""
 
     def __init__(self, sampler, predictor, n_questions, budget):
-        self.sampler = sampler
-        self.predictor = predictor
-        self.n_questions = int(n_questions)
-        self.budget = int(budget)
+        self.sampler, self.predictor = sampler, predictor
+        self.n_questions, self.budget = int(n_questions), int(budget)
         self.available = np.ones(self.n_questions, dtype=bool)  # askable, or (stream) not yet visited
         self.records = []
         # with costs: the cost per question and the expected cost per draw that fixed the budget
-        self.costs = None
-        self.cost_per_draw = None
+        self.costs = self.cost_per_draw = None
 
     @property
     def predictions(self):
@@ -204,9 +182,7 @@ class SequentialRun(Run):
         self._available_view = read_only(self.available.view())
         self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
         self._asked = np.empty(max(self.budget, 1), dtype=np.intp)  # those questions, in order
-        self._n_asked = 0
-        self._asked_view = self._asked[:0]
-        self.step = 1
+        self._n_asked, self._asked_view, self.step = 0, self._asked[:0], 1
         self.tracker = None  # an estimands.EstimandTracker when groups or a weighted estimand are asked for
 
     @property
@@ -229,24 +205,12 @@ class SequentialRun(Run):
     def state(self):
         """The read-only :class:`~faqstats.sampling.PolicyState` the policy sees now (for this round)."""
         view = self.predictor.view()
-        return PolicyState(
-            predictions=self.predictions,
-            available=self._available_view,
-            step=self.step,
-            budget=self.budget,
-            question_factors=view.question_factors,
-            posterior_mean=view.mean,
-            posterior_cov=view.cov,
-            posterior=view,
-            asked=self.asked,
-        )
+        return PolicyState(self.predictions, self._available_view, self.step, self.budget, view.question_factors,
+                           view.mean, view.cov, posterior=view, asked=self.asked)
 
     def law(self):
-        """``q_t`` of the round's first draw (checked where :class:`~faqstats.Sampler` says so)."""
-        state = self.state()
-        q = self.sampler.probabilities(state)
-        if self.sampler.checks_law:
-            q = check_law(q, state.available.shape, state.asked, f"{type(self.sampler).__name__}.probabilities")
+        """``q_t`` of the round's first draw (:func:`policy_law`, restricted by a tracker)."""
+        q = policy_law(self.sampler, self.state())
         return q if self.tracker is None else self.tracker.law(q, self.available)
 
     def draw_round(self, rng, size, keep_laws=False):
@@ -261,10 +225,9 @@ class SequentialRun(Run):
             q = q / q.sum()
             expected = float(q[question])
             if not math.isclose(expected, probability, rel_tol=1e-9):
-                raise ValueError(
-                    f"{where}: {self.unit} {question} was drawn with probability {probability!r}, but the policy "
-                    f"now gives {expected!r}: the state does not match the factor model or sampler."
-                )
+                raise ValueError(f"{where}: {self.unit} {question} was drawn with probability {probability!r}, but "
+                                 f"the policy now gives {expected!r}: the state does not match the factor model or "
+                                 "sampler.")
             return (question, expected, q) if keep_laws else (question, probability, None)
 
         return self._round(len(draws), check)
@@ -284,11 +247,8 @@ class SequentialRun(Run):
 
     def base(self):
         """The prediction part of the next increment times N: sum p, or asked z + unasked p."""
-        p = self.predictions
-        if self.replace:
-            return _sum(p)
-        # all predictions less the few asked: a gather, not a pass over a mask
-        return des_raj_base(_sum(p), _sum(p[self.asked]), self.asked_total)
+        p = self.predictions  # without replacement: all predictions less the few asked (a gather, not a mask)
+        return _sum(p) if self.replace else des_raj_base(_sum(p), _sum(p[self.asked]), self.asked_total)
 
     def increment_range(self, q):
         """``[L, U]`` containing ``phi_t`` whatever ``q`` draws (:func:`increment_range`)."""
@@ -317,8 +277,6 @@ class SequentialRun(Run):
 def encode_clusters(clusters, n_questions):
     """``(codes, labels)``: each question's cluster as an integer code into ``labels`` (sorted).
 
-    Refuses a wrong length, NaN or missing (``None``) ids, and fewer than two clusters.
-
     >>> codes, labels = encode_clusters(["b", "a", "b", "c"], 4)
     >>> codes.tolist(), labels.tolist()
     ([1, 0, 1, 2], ['a', 'b', 'c'])
@@ -336,10 +294,8 @@ def encode_clusters(clusters, n_questions):
     except TypeError as exc:
         raise ValueError(f"clusters must be ids of one sortable kind (all ints or all strings): {exc}") from None
     if labels.size < 2:
-        raise ValueError(
-            f"clusters must define at least 2 clusters, got {labels.size}: with one cluster every draw asks the "
-            "whole bank (leave clusters out, or give each question its own id)."
-        )
+        raise ValueError(f"clusters must define at least 2 clusters, got {labels.size}: with one cluster every draw "
+                         "asks the whole bank (leave clusters out, or give each question its own id).")
     return codes.reshape(-1).astype(np.intp), labels
 
 
@@ -348,14 +304,8 @@ CLUSTER_SCORES = ("root-sum-square", "sum")
 
 
 def cluster_law(sampler, state, codes, sizes, cluster_available, root_costs=None, score="root-sum-square"):
-    """The law over clusters (summing to 1, zero at the asked ones) of a policy over questions.
-
-    ``q(c) = tau m_c / |R| + (1 - tau) S_c / sum S``, ``S_c`` the root sum of squares (or the sum) of
-    the cluster's scores over ``sqrt(cost_c)``; a policy overriding ``probabilities`` gets its law
-    summed per cluster (docs/statistics.md, "Clusters").
-    """
-    from .sampling import Sampler
-
+    """The law over clusters of a policy over questions (docs/statistics.md, "Clusters"): ``q(c) = tau m_c / |R|
+    + (1 - tau) S_c / sum S``, or a policy's own law summed per cluster."""
     n_clusters = sizes.size
     name = type(sampler).__name__
     if type(sampler).probabilities is Sampler.probabilities:  # defined by its scores
@@ -368,10 +318,7 @@ def cluster_law(sampler, state, codes, sizes, cluster_available, root_costs=None
         top = float(s.max())
         if top > 0:
             s = s / top  # scale-free: the law normalises; no overflow in the squares
-        if score == "sum":
-            S = np.bincount(codes, s, n_clusters)
-        else:
-            S = np.sqrt(np.bincount(codes, s * s, n_clusters))
+        S = np.bincount(codes, s, n_clusters) if score == "sum" else np.sqrt(np.bincount(codes, s * s, n_clusters))
         if root_costs is not None:
             S = S / root_costs
         S = np.where(cluster_available, S, 0.0)
@@ -393,18 +340,13 @@ def cluster_law(sampler, state, codes, sizes, cluster_available, root_costs=None
 
 
 class ClusterRun(SequentialRun):
-    """A sequential PAI run whose unit of sampling is a cluster of questions (``fit(clusters=)``).
-
-    A draw asks every question of a cluster ``c``: ``phi_t = [base + (Y_c - P_c) / q_t(c)] / N`` over
-    cluster totals; the policy sees the questions and :func:`cluster_law` makes its law one over
-    clusters; ``budget`` and ``available`` count clusters (docs/statistics.md, "Clusters").
-    """
+    """A sequential PAI run whose unit of sampling is a cluster of questions: ``phi_t`` over cluster totals,
+    the law over clusters from :func:`cluster_law`; ``budget`` and ``available`` count clusters."""
 
     def __init__(self, sampler, predictor, n_questions, budget, codes, root_costs=None,
                  score="root-sum-square"):
         super().__init__(sampler, predictor, n_questions, budget)
-        self.codes = codes
-        self.sizes = np.bincount(codes)
+        self.codes, self.sizes = codes, np.bincount(codes)
         self.n_clusters = int(self.sizes.size)
         order = np.argsort(codes, kind="stable")
         self.members = np.split(order, np.cumsum(self.sizes)[:-1])  # each cluster's questions, in order
@@ -413,8 +355,7 @@ class ClusterRun(SequentialRun):
         self._available_view = read_only(self.question_available.view())
         self._asked = np.empty(0, dtype=np.intp)  # asked questions, cluster by cluster in draw order
         self._asked_view = read_only(self._asked.view())
-        self.root_costs = root_costs
-        self.score = score
+        self.root_costs, self.score = root_costs, score
         self.values = np.zeros(self.n_questions)  # the asked questions' outcomes (without replacement)
         self.group_codes = None  # with groups (every cluster in one group): each question's group code
         self.group_rows = []  # every draw's group increments (set_groups)
@@ -470,9 +411,8 @@ class ClusterRun(SequentialRun):
 
     def end_round(self, questions, outcomes):
         """The predictor learns the round's clusters' answers, in draw order, each in question order."""
-        for cluster, z in zip(questions, outcomes):
-            for question, outcome in zip(self.members[int(cluster)], np.asarray(z, dtype=float)):
-                self.predictor.update(int(question), float(outcome))
+        members = np.concatenate([self.members[int(c)] for c in questions])
+        super().end_round(map(int, members), map(float, np.concatenate([np.asarray(z, float) for z in outcomes])))
 
     def table(self):
         return np.array(self.records, dtype=CLUSTER_QUERY_DTYPE)
@@ -487,23 +427,14 @@ class QueryLoop:
     batch_size : int
         Draws per round (the predictor learns between rounds).
     confidence_sequence : BettingConfidenceSequence or None
-        Updated with every increment and its range.
     stop_when_width : float or None
-        Stop after a round once the confidence sequence is at most this wide.
     """
 
     def __init__(self, run, *, batch_size=1, confidence_sequence=None, stop_when_width=None):
-        self.run = run
-        self.batch_size = batch_size
-        self.cs = confidence_sequence
-        self.stop_when_width = stop_when_width
-        self.draws = []
-        self.outcomes = []
-        self.n_recorded = 0
+        self.run, self.batch_size, self.cs, self.stop_when_width = run, batch_size, confidence_sequence, stop_when_width
+        self.draws, self.outcomes, self.confidence_rows = [], [], []
+        self.n_recorded = self._round_start = self._rounds = 0
         self.stop_reason = "budget" if run.done else None
-        self.confidence_rows = []
-        self._round_start = 0
-        self._rounds = 0
 
     @property
     def done(self):

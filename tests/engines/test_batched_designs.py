@@ -136,16 +136,6 @@ def test_designs_errors_are_the_estimators(bank, fm):
                  groups=np.arange(N) % 2)
 
 
-def test_the_design_configuration_has_the_estimators_parameters():
-    import dataclasses
-
-    from faqstats.lockstep_designs import DesignConfiguration
-
-    fields = {f.name: f.default for f in dataclasses.fields(DesignConfiguration)}
-    params = fq.PAIEstimator().get_params()
-    assert fields == {k: v for k, v in params.items() if k not in ("random_state", "verbose")}
-
-
 @pytest.mark.parametrize("kw", [dict(sampler=fq.HybridSampler(tau=0.2), budget_cost=25.0, batch_size=2),
                                 dict(sampler=fq.NeymanSampler(replace=True), budget=40, stop_when_width=0.5,
                                      alpha=0.05)], ids=["budget_cost", "stop_when_width"])
