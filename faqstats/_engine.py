@@ -275,12 +275,7 @@ class SequentialRun(Run):
 
 
 def encode_clusters(clusters, n_questions):
-    """``(codes, labels)``: each question's cluster as an integer code into ``labels`` (sorted).
-
-    >>> codes, labels = encode_clusters(["b", "a", "b", "c"], 4)
-    >>> codes.tolist(), labels.tolist()
-    ([1, 0, 1, 2], ['a', 'b', 'c'])
-    """
+    """``(codes, labels)``: each question's cluster as an integer code into ``labels`` (sorted)."""
     c = np.asarray(clusters)
     if c.ndim != 1 or c.size != n_questions:
         raise ValueError(f"clusters must hold one cluster id per question ({n_questions}), got shape {c.shape}.")

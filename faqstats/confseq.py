@@ -45,8 +45,7 @@ class BettingConfidenceSequences:
         self.squares = np.full(shape[0], 0.25)  # prior sum of squared deviations: a Bernoulli(1/2) variance
 
     def update(self, x, lower, upper, runs=None):
-        """Add one increment ``x[i]``, known beforehand to lie in ``[lower[i], upper[i]]``, to
-        each run ``runs[i]`` (every run when ``runs`` is None)."""
+        """Add ``x[i]``, known beforehand to lie in ``[lower[i], upper[i]]``, to run ``runs[i]`` (None: all)."""
         rows = np.arange(self.n.size) if runs is None else np.asarray(runs, dtype=np.intp)
         x, lower, upper = (np.asarray(v, dtype=float).reshape(-1, 1) for v in (x, lower, upper))
         n = self.n[rows]

@@ -72,10 +72,8 @@ def check_estimator(est, n_questions, budget=None, sampler=None):
 
     Parameters
     ----------
-    est : PAIEstimator or an object with its parameters
-    n_questions : int
-    budget : int or None, default=None
-    sampler : Sampler or None, default=None
+    est, n_questions : PAIEstimator (or an object with its parameters), int
+    budget, sampler : int or None, Sampler or None
     """
     budget = est.budget if budget is None else budget
     sampler = est.sampler if sampler is None else sampler

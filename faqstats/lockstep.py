@@ -26,14 +26,14 @@ class Lockstep:
 
     def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
         self.sampler, self.budget, self.N, self.device, self.dtype = sampler, budget, n_questions, device, dtype
-        self.keep_ranges, self.batch_size = False, 1  # (draws per round)
+        self.keep_ranges, self.batch_size = False, 1  # batch_size: draws per round
         self.stops = None  # (alpha, stop_when_width) of the runs' confidence sequences, or None
         self.stream = sampler.design == "stream"
-        self.factor_model, self.predict_every = factor_model, 1  # (batched_posterior: the posteriors of a chunk)
+        self.factor_model, self.predict_every = factor_model, 1  # each chunk's posteriors come from these
         self.outcomes = None  # the (models x N) outcomes the runs read, set by simulate
         self.costs = None  # with costs: a tensor of the cost per question (the runs' spend is reported)
         self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
-        self.posterior = None  # the current chunk's
+        self.posterior = None  # the current chunk's posteriors
 
     def tensor(self, a, dtype=None):
         """``a`` as a tensor of the engine's dtype (or ``dtype``) on its device."""

@@ -24,9 +24,7 @@ def predictor_for(predictor, n_questions, dtype="float64", predict_every=1):
     Parameters
     ----------
     predictor : fitted predictor or None
-    n_questions : int
-    dtype : {"float64", "float32"}, default="float64"
-    predict_every : int, default=1
+    n_questions, dtype, predict_every : int, {"float64", "float32"}, int
     """
     if predictor is None:
         return FixedPredictions(np.zeros(n_questions))
@@ -76,9 +74,7 @@ def answer_round(loop, rng, oracle):
 
     Parameters
     ----------
-    loop : faqstats._engine.QueryLoop
-    rng : numpy.random.Generator
-    oracle : faqstats._engine.Oracle
+    loop, rng, oracle : QueryLoop, numpy.random.Generator, Oracle
     """
     run = loop.run
     drawn = [d.question for d in loop.draw_round(rng)]
@@ -97,11 +93,8 @@ def estimand_tracker(est, sampler, n_questions, groups, budget):
 
     Parameters
     ----------
-    est : PAIEstimator
-    sampler : Sampler
-    n_questions : int
-    groups : array-like of shape (N,) or None
-    budget : int
+    est, sampler : PAIEstimator, Sampler
+    n_questions, groups, budget : int, array-like of shape (N,) or None, int
     """
     estimand = as_estimand(est.estimand)
     micro = estimand.is_bank_mean
@@ -142,11 +135,8 @@ def cost_design(est, n_questions, groups, costs):
 
     Parameters
     ----------
-    est : PAIEstimator
-    n_questions : int
-    groups : array-like of shape (N,) or None
-        With ``budget_cost``: the groups the run's first law sees.
-    costs : array-like of shape (N,) or None
+    est, n_questions : PAIEstimator, int
+    groups, costs : array-like of shape (N,) or None
     """
     if costs is None:
         if est.budget_cost is not None:

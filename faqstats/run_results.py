@@ -23,8 +23,7 @@ def confidence_rows(loop):
 
 
 def census_answers(run, table):
-    """Every question's answer when the draws in ``table`` are a census, else None (a census reports
-    the answers' exact mean, not the rounding of its increments)."""
+    """Every question's answer when the draws in ``table`` are a census (reported exactly), else None."""
     if run.design == "stream":  # a census by design only when every item was labelled with certainty
         certain = len(table) == run.n_questions and bool(np.all(table["probability"] == 1.0))
         return table["outcome"].copy() if certain else None
@@ -50,9 +49,7 @@ def group_results_of(est, loop, n_draws=None):
 
     Parameters
     ----------
-    est : PAIEstimator
-    loop : faqstats._engine.QueryLoop
-    n_draws : int or None, default=None
+    est, loop, n_draws : PAIEstimator, QueryLoop, int or None
     """
     run, table = loop.run, loop.run.table()[:n_draws]
     if isinstance(run, ClusterRun):
@@ -83,9 +80,7 @@ def result_of(est, loop, n_draws=None):
 
     Parameters
     ----------
-    est : PAIEstimator
-    loop : faqstats._engine.QueryLoop
-    n_draws : int or None, default=None
+    est, loop, n_draws : PAIEstimator, QueryLoop, int or None
     """
     run = loop.run
     table = run.table()[:n_draws]
