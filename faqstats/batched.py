@@ -193,9 +193,8 @@ def simulate(outcomes, generators, *, predictor=None, sampler=None, budget=100, 
     cost_sampler, budget, costs, _ = cost_design(est, N, None, costs)
     sampler = check_estimator(est, N, budget, None if costs is None else cost_sampler)
     engine = Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
-    engine.predict_every = int(predict_every)
+    engine.predict_every, engine.batch_size = int(predict_every), int(batch_size)
     engine.costs = None if costs is None else engine.tensor(np.array(costs))  # (a writable copy)
-    engine.batch_size = int(batch_size)
     engine.stops = None if cs_alpha is None else (cs_alpha, stop_when_width)
     if keep_increments and engine.stream:
         raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
@@ -208,8 +207,7 @@ def simulate(outcomes, generators, *, predictor=None, sampler=None, budget=100, 
     chunk = max(1, int(max_elements) // max(N, 1))
     chunk = -(-R // -(-R // chunk)) if R else chunk  # as many chunks, of even sizes
     engine.outcomes = engine.tensor(Z)  # one copy of the rows, read by index (no runs x N copy)
-    parts = []
-    start = 0
+    parts, start = [], 0
     while start < R:
         sl = slice(start, min(R, start + chunk))
         states = [g.bit_generator.state for g in gens[sl]]

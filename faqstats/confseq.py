@@ -32,17 +32,13 @@ class BettingConfidenceSequences:
     """
 
     def __init__(self, n_runs, alpha=0.05, grid_size=2001, truncation=0.5, horizon=None):
-        self.alpha = check_alpha(alpha)
-        self.horizon = horizon
+        self.alpha, self.horizon, self.truncation = check_alpha(alpha), horizon, float(truncation)
         self.grid = np.linspace(0.0, 1.0, int(grid_size))
-        self.truncation = float(truncation)
         shape = (int(n_runs), self.grid.size)
-        self.log_plus = np.zeros(shape)
-        self.log_minus = np.zeros(shape)
+        self.log_plus, self.log_minus = np.zeros(shape), np.zeros(shape)
         self.alive = np.ones(shape, dtype=bool)  # running intersection
         self.n = np.zeros(shape[0], dtype=np.int64)
-        self.sums = np.zeros(shape[0])
-        self.squares = np.full(shape[0], 0.25)  # prior sum of squared deviations: a Bernoulli(1/2) variance
+        self.sums, self.squares = np.zeros(shape[0]), np.full(shape[0], 0.25)  # the single sequence's prior
 
     def update(self, x, lower, upper, runs=None):
         """Add ``x[i]``, known beforehand to lie in ``[lower[i], upper[i]]``, to run ``runs[i]`` (None: all)."""
@@ -104,24 +100,35 @@ class BettingConfidenceSequence:
     """
 
     def __init__(self, alpha=0.05, grid_size=2001, truncation=0.5, horizon=None):
-        self._runs = BettingConfidenceSequences(1, alpha, grid_size, truncation, horizon)  # the one run
-        self.alpha, self.grid = self._runs.alpha, self._runs.grid
-
-    @property
-    def alive(self):
-        """Whether each candidate is still in the sequence."""
-        return self._runs.alive[0]
+        self.alpha, self.horizon, self.truncation = check_alpha(alpha), horizon, float(truncation)
+        self.grid = np.linspace(0.0, 1.0, int(grid_size))
+        self.log_plus, self.log_minus = np.zeros_like(self.grid), np.zeros_like(self.grid)
+        self.alive = np.ones(self.grid.size, dtype=bool)  # running intersection
+        self.n, self._sum, self._sq = 0, 0.0, 0.25  # prior sum of squared deviations: a Bernoulli(1/2) variance
 
     def update(self, x, lower, upper):
         """Add an increment ``x`` known beforehand to lie in ``[lower, upper]``."""
         if not (lower <= x <= upper):
             raise ValueError(f"increment {x} outside its announced range [{lower}, {upper}].")
-        self._runs.update(x, lower, upper)
+        plus, minus = _log_factors(x, self.grid, lower, upper, self._sq, self.n + 1, self.alpha, self.truncation,
+                                   self.horizon)
+        self.log_plus += plus
+        self.log_minus += minus
+        log_capital = np.logaddexp(self.log_plus, self.log_minus) - np.log(2.0)  # the hedged capital, in log-space
+        self.alive &= log_capital < np.log(1.0 / self.alpha)
+        mean_before = self._sum / self.n if self.n else 0.5
+        self._sq += (x - mean_before) ** 2
+        self._sum += x
+        self.n += 1
 
     def interval(self):
         """``(low, high)``: the hull of the candidates never rejected so far, in [0, 1]."""
-        low, high = self._runs.interval()
-        return float(low[0]), float(high[0])
+        idx = np.flatnonzero(self.alive)
+        if idx.size == 0:  # every candidate rejected: happens with probability <= alpha
+            mean = min(max(self._sum / max(self.n, 1), 0.0), 1.0)
+            return mean, mean
+        step = self.grid[1] - self.grid[0]
+        return max(0.0, self.grid[idx[0]] - step), min(1.0, self.grid[idx[-1]] + step)
 
 
 def log_capital_paths(increments, lower, upper, m, *, alpha=0.05, truncation=0.5, horizon=None):

@@ -66,8 +66,7 @@ class Lockstep:
                                                        None if cov is None else cov[r], asked=asked[r]))
 
     def _run_sequential(self, rows, generators):
-        R, N, budget = len(generators), self.N, self.budget
-        sampler, post = self.sampler, self.posterior
+        R, N, budget, sampler, post = len(generators), self.N, self.budget, self.sampler, self.posterior
         replace, tau = sampler.replace, sampler.tau
         states = [g.bit_generator.state for g in generators] if self.stops else None
         U = np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget))
@@ -202,8 +201,7 @@ class Lockstep:
     # -- nature's-order designs ----------------------------------------------------
     def _run_stream(self, rows, generators):
         """Nature's-order label/skip runs (:class:`~faqstats.sampling.StreamSampler`), one item per step."""
-        sampler, post = self.sampler, self.posterior
-        R, N, budget = len(generators), self.N, self.budget
+        R, N, budget, sampler, post = len(generators), self.N, self.budget, self.sampler, self.posterior
         # the estimator draws the order first, then one coin per item
         drawn = [(sampler.stream_order(N, g), g.random(N)) for g in generators]
         order = torch.as_tensor(np.stack([o for o, _ in drawn]) if R else np.empty((0, N), np.int64),

@@ -82,8 +82,7 @@ def result_of(est, loop, n_draws=None):
     ----------
     est, loop, n_draws : PAIEstimator, QueryLoop, int or None
     """
-    run = loop.run
-    table = run.table()[:n_draws]
+    run, table = loop.run, loop.run.table()[:n_draws]
     partial = n_draws is not None
     n_questions = run.n_questions
     clustered = isinstance(run, ClusterRun)
