@@ -1,7 +1,5 @@
-"""Arithmetic written once for numpy arrays (one live run) and torch tensors (runs in lockstep
-with a leading run axis, :mod:`faqstats.batched`), so each formula of the policies' scores and the
-Laplace step has one copy. torch is never imported here: a tensor can only come from code that did.
-"""
+"""Arithmetic written once for numpy arrays (one run) and torch tensors (runs in lockstep, a leading run
+axis). torch is never imported here: a tensor can only come from code that did."""
 
 from __future__ import annotations
 
@@ -21,18 +19,12 @@ def is_torch(x):
 
 
 def namespace(x):
-    """The module whose functions apply to ``x``: ``torch`` for a tensor, else ``numpy`` (both
-    have ``where``, ``sqrt``, ``clip``, ``ones_like`` and ``zeros_like`` with the same arguments).
-
-    >>> namespace(np.zeros(2)) is np
-    True
-    """
+    """The module whose functions apply to ``x``: ``torch`` for a tensor, else ``numpy``."""
     return sys.modules["torch"] if is_torch(x) else np
 
 
 def sigmoid(x):
-    """``1 / (1 + exp(-x))``, exact in both tails and without overflow warnings (a Python
-    float gives a Python float: the one-answer Laplace step stays in fast scalar arithmetic)."""
+    """``1 / (1 + exp(-x))`` without overflow warnings (a Python float gives a Python float: fast scalar steps)."""
     if isinstance(x, float):
         return 1.0 / (1.0 + math.exp(-x)) if x > -700.0 else 0.0  # exp(700) is finite; beyond, p < 1e-304
     return x.sigmoid() if is_torch(x) else expit(x)

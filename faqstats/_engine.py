@@ -1,9 +1,7 @@
 """The query loop: one engine under :class:`~faqstats.PAIEstimator`, the session and the paired estimator.
 
-A *run* holds one evaluation's state and arithmetic; a :class:`QueryLoop` drives it
-(docs/architecture.md, "One loop"). The increments, with and without replacement, and
-why they are unbiased: docs/statistics.md, "Increments".
-"""
+A *run* holds one evaluation's state and arithmetic; a :class:`QueryLoop` drives it (docs/architecture.md,
+"One loop"; the increments: docs/statistics.md, "Increments")."""
 
 from __future__ import annotations
 
@@ -12,54 +10,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._backend import namespace
 from ._validation import check_outcome_values
 from .posterior import read_only
-from .sampling import PolicyState, check_law, draw_from, within_round
+from .sampling import PolicyState, Sampler, check_law, inverse_cdf, within_round
 
-__all__ = [
-    "CLUSTER_QUERY_DTYPE",
-    "QUERY_DTYPE",
-    "ClusterRun",
-    "Draw",
-    "Oracle",
-    "QueryLoop",
-    "Run",
-    "SequentialRun",
-    "aipw_terms",
-    "cluster_law",
-    "encode_clusters",
-    "des_raj_base",
-    "increment_range",
-    "pai_increment",
-]
+__all__ = ["CLUSTER_QUERY_DTYPE", "QUERY_DTYPE", "ClusterRun", "Draw", "Oracle", "QueryLoop", "Run", "SequentialRun",
+           "aipw_terms", "cluster_law", "encode_clusters", "des_raj_base", "draw_at", "increment_range",
+           "pai_increment", "policy_law", "width_reached"]
 
 _sum = np.add.reduce  # ndarray.sum without its Python wrapper (the live step calls it several times)
 
-QUERY_DTYPE = np.dtype(
-    [
-        ("question", np.int64),
-        ("probability", np.float64),
-        ("outcome", np.float64),
-        ("increment", np.float64),
-        ("prediction", np.float64),
-        ("prediction_total", np.float64),
-    ]
-)
-
-#: One row per cluster draw (``fit(clusters=)``): the cluster (an index into the sorted labels),
-#: its size, q_t(c), the cluster's total outcome Y_c, phi_t, the predicted total P_c and the base.
-CLUSTER_QUERY_DTYPE = np.dtype(
-    [
-        ("cluster", np.int64),
-        ("size", np.int64),
-        ("probability", np.float64),
-        ("outcome", np.float64),
-        ("increment", np.float64),
-        ("prediction", np.float64),
-        ("prediction_total", np.float64),
-    ]
-)
+_DRAW_FIELDS = [(name, np.float64) for name in ("probability", "outcome", "increment", "prediction",
+                                                 "prediction_total")]
+QUERY_DTYPE = np.dtype([("question", np.int64)] + _DRAW_FIELDS)
+#: One row per cluster draw: the cluster (index into the sorted labels), its size, q_t(c), Y_c, phi_t, P_c, the base.
+CLUSTER_QUERY_DTYPE = np.dtype([("cluster", np.int64), ("size", np.int64)] + _DRAW_FIELDS)
 
 
 def des_raj_base(prediction_sum, asked_prediction_sum, asked_outcome_sum):
@@ -72,10 +37,9 @@ def pai_increment(base, outcome, prediction, probability, n_questions):
     return (base + (outcome - prediction) / probability) / n_questions
 
 
-def increment_range(base, predictions, law, n_questions):
-    """``(L, U)`` containing ``phi_t = [base + (z_I - p_I) / q_t(I)] / N`` whichever question the
-    law ``q_t`` draws and whatever its outcome in [0, 1]: known before the draw (confidence
-    sequences bet with it). numpy for one run, or torch with a leading run axis (one ``base`` per run).
+def increment_range(base, predictions, law, n_questions, top=1.0):
+    """``(L, U)`` containing ``phi_t = [base + (z_I - p_I) / q_t(I)] / N`` whatever ``q_t`` draws, with
+    ``z`` in [0, ``top``] (a cluster's size): known before the draw. numpy, or torch with a run axis.
 
     >>> [float(x) for x in increment_range(1.0, np.array([0.5, 0.2, 0.9]), np.array([0.5, 0.5, 0.0]), 2)]
     [0.0, 1.3]
@@ -83,24 +47,59 @@ def increment_range(base, predictions, law, n_questions):
     if isinstance(law, np.ndarray):
         support = law > 0
         p, q = predictions[support], law[support]
-        return (base + np.min(-p / q)) / n_questions, (base + np.max((1.0 - p) / q)) / n_questions
-    torch = namespace(law)  # a tensor: its support by masking, one row per run
-    inf = law.new_full((), float("inf"))
-    low = torch.where(law > 0, -predictions / law, inf).amin(-1)
-    high = torch.where(law > 0, (1.0 - predictions) / law, -inf).amax(-1)
+        top = top[support] if isinstance(top, np.ndarray) else top
+        return (base + np.min(-p / q)) / n_questions, (base + np.max((top - p) / q)) / n_questions
+    inf = law.new_full((), float("inf"))  # a tensor: its support by masking, one row per run
+    low = (-predictions / law).where(law > 0, inf).amin(-1)
+    high = ((top - predictions) / law).where(law > 0, -inf).amax(-1)
     return (base + low) / n_questions, (base + high) / n_questions
 
 
 def aipw_terms(prediction, outcome, probability):
-    """A labelled item's AIPW term ``p + (z - p) / pi`` and its design-variance term
-    ``(z - p)^2 (1 - pi) / pi^2`` (numpy or torch)."""
+    """A labelled item's AIPW term ``p + (z - p) / pi`` and its variance term ``(z - p)^2 (1 - pi) / pi^2``."""
     residual = outcome - prediction
     return prediction + residual / probability, residual**2 * (1.0 - probability) / probability**2
 
 
+def draw_at(q, u, keep_law):
+    """A draw from ``q`` at the uniform ``u``: ``(question, probability, law)``; with ``keep_law`` (a
+    confidence sequence) the law is normalised and the probability read from it, else the law is None.
+
+    Parameters
+    ----------
+    q, u, keep_law : ndarray, float, bool
+    """
+    if not keep_law:
+        return (*inverse_cdf(q, u), None)
+    q = q / q.sum()
+    question = inverse_cdf(q, u)[0]
+    return question, float(q[question]), q
+
+
+def policy_law(sampler, state):
+    """The policy's law ``q_t`` in ``state`` (checked where :class:`~faqstats.Sampler` says so).
+
+    Parameters
+    ----------
+    sampler, state : Sampler, PolicyState
+    """
+    q = sampler.probabilities(state)
+    name = f"{type(sampler).__name__}.probabilities"
+    return check_law(q, state.available.shape, state.asked, name) if sampler.checks_law else q
+
+
+def width_reached(low, high, width, n_draws):
+    """The stopping rule: after more than one draw, a confidence sequence at most ``width`` wide.
+
+    Parameters
+    ----------
+    low, high, width, n_draws : float or ndarray
+    """
+    return (high - low <= width) & (n_draws > 1)
+
+
 class Draw(NamedTuple):
-    """One draw: the question (a pair for a paired run), its probability, the round's index
-    and, when a confidence sequence needs it, the law it was drawn from."""
+    """One draw: the question (a pair for a paired run), its probability, its round and its law (or None)."""
 
     question: object
     probability: object
@@ -112,20 +111,17 @@ class Oracle:
     """Answers questions from an array or a callable; validates and caches answers."""
 
     def __init__(self, outcomes, n_questions):
-        self.n_questions = n_questions
-        self.cache = {}
+        self.n_questions, self.cache = n_questions, {}
         self.fn = outcomes if callable(outcomes) else None
         self.array = None
         if self.fn is None:
             arr = self.array = check_outcome_values(outcomes, "outcomes", allow_nan=True)  # in [0, 1] or NaN
             if arr.ndim != 1 or arr.size != n_questions:
-                raise ValueError(
-                    f"outcomes must be a 1-D array with one entry per question ({n_questions}), got shape {arr.shape}."
-                )
+                raise ValueError(f"outcomes must be a 1-D array with one entry per question ({n_questions}), "
+                                 f"got shape {arr.shape}.")
 
     def ask(self, questions):
-        """Outcomes of ``questions`` (a sequence of indices); the callable is called once
-        with the not-yet-answered ones, so a round can be answered in parallel."""
+        """Outcomes of ``questions``; the callable is called once with the not-yet-answered ones."""
         questions = [int(q) for q in questions]
         if self.array is not None:  # one at a time: a round is a few questions, mostly one
             return [self._read(q) for q in questions]
@@ -133,10 +129,8 @@ class Oracle:
         if new:
             got = np.atleast_1d(check_outcome_values(self.fn(np.array(new)), f"outcomes returned for questions {new}"))
             if got.shape != (len(new),):
-                raise ValueError(
-                    "the outcomes callable must return one outcome per requested question; "
-                    f"asked for {len(new)} question(s), got shape {got.shape}."
-                )
+                raise ValueError("the outcomes callable must return one outcome per requested question; "
+                                 f"asked for {len(new)} question(s), got shape {got.shape}.")
             # the bank is fixed: a repeated question has the same answer, asked once
             self.cache.update(zip(new, map(float, got)))
         return [self.cache[q] for q in questions]
@@ -155,16 +149,12 @@ class Run:
     """What both designs' runs hold: the policy, the predictor, the bank, the budget, the records."""
 
     def __init__(self, sampler, predictor, n_questions, budget):
-        self.sampler = sampler
-        self.predictor = predictor
-        self.n_questions = int(n_questions)
-        self.budget = int(budget)
+        self.sampler, self.predictor = sampler, predictor
+        self.n_questions, self.budget = int(n_questions), int(budget)
         self.available = np.ones(self.n_questions, dtype=bool)  # askable, or (stream) not yet visited
         self.records = []
-        # with costs (a cost per question): they and the expected cost per draw that fixed the
-        # budget; the policy carries the cost weighting (sampling.CostWeightedSampler)
-        self.costs = None
-        self.cost_per_draw = None
+        # with costs: the cost per question and the expected cost per draw that fixed the budget
+        self.costs = self.cost_per_draw = None
 
     @property
     def predictions(self):
@@ -180,12 +170,8 @@ class Run:
 
 
 class SequentialRun(Run):
-    """State of one sequential PAI run: its predictor, the askable questions, the records.
-
-    A round's draws are successive from the policy's :meth:`law` at its start;
-    :meth:`record` takes the answers in draw order, :meth:`end_round` lets the predictor
-    learn them. The tests ``copy.deepcopy`` a run to enumerate all sampling paths.
-    """
+    """State of one sequential PAI run: a round's draws come from the policy's :meth:`law` at its
+    start, :meth:`record` takes the answers in draw order, :meth:`end_round` lets the predictor learn them."""
 
     design = "sequential"
     unit = "question"  # what a draw picks (in messages)
@@ -196,9 +182,7 @@ class SequentialRun(Run):
         self._available_view = read_only(self.available.view())
         self.asked_total = 0.0  # sum of outcomes of distinct asked questions (without replacement)
         self._asked = np.empty(max(self.budget, 1), dtype=np.intp)  # those questions, in order
-        self._n_asked = 0
-        self._asked_view = self._asked[:0]
-        self.step = 1
+        self._n_asked, self._asked_view, self.step = 0, self._asked[:0], 1
         self.tracker = None  # an estimands.EstimandTracker when groups or a weighted estimand are asked for
 
     @property
@@ -221,46 +205,34 @@ class SequentialRun(Run):
     def state(self):
         """The read-only :class:`~faqstats.sampling.PolicyState` the policy sees now (for this round)."""
         view = self.predictor.view()
-        return PolicyState(
-            predictions=self.predictions,
-            available=self._available_view,
-            step=self.step,
-            budget=self.budget,
-            question_factors=view.question_factors,
-            posterior_mean=view.mean,
-            posterior_cov=view.cov,
-            posterior=view,
-            asked=self.asked,
-        )
+        return PolicyState(self.predictions, self._available_view, self.step, self.budget, view.question_factors,
+                           view.mean, view.cov, posterior=view, asked=self.asked)
 
     def law(self):
-        """``q_t`` of the round's first draw (checked where :class:`~faqstats.Sampler` says so)."""
-        state = self.state()
-        q = self.sampler.probabilities(state)
-        if self.sampler.checks_law:
-            q = check_law(q, state.available.shape, state.asked, f"{type(self.sampler).__name__}.probabilities")
+        """``q_t`` of the round's first draw (:func:`policy_law`, restricted by a tracker)."""
+        q = policy_law(self.sampler, self.state())
         return q if self.tracker is None else self.tracker.law(q, self.available)
 
     def draw_round(self, rng, size, keep_laws=False):
         """``size`` draws ``(question, probability, law)`` from the current policy."""
-        return self._round(size, lambda q, i: draw_from(q, rng), keep_laws)
+        return self._round(size, lambda q, i: draw_at(q, rng.random(), keep_laws))
 
     def replay_round(self, draws, keep_laws=False, where="session"):
         """A stored round's draws ``(question, probability)``, each checked against the policy now."""
 
         def check(q, i):
             question, probability = draws[i]
-            expected = float(q[question] / q.sum())
+            q = q / q.sum()
+            expected = float(q[question])
             if not math.isclose(expected, probability, rel_tol=1e-9):
-                raise ValueError(
-                    f"{where}: {self.unit} {question} was drawn with probability {probability!r}, but the policy "
-                    f"now gives {expected!r}: the state does not match the factor model or sampler."
-                )
-            return question, probability
+                raise ValueError(f"{where}: {self.unit} {question} was drawn with probability {probability!r}, but "
+                                 f"the policy now gives {expected!r}: the state does not match the factor model or "
+                                 "sampler.")
+            return (question, expected, q) if keep_laws else (question, probability, None)
 
-        return self._round(len(draws), check, keep_laws)
+        return self._round(len(draws), check)
 
-    def _round(self, size, pick, keep_laws):
+    def _round(self, size, pick):
         q_round = self.law()
         available = self.available.copy() if size > 1 and not self.replace else self.available
         draws = []
@@ -268,25 +240,18 @@ class SequentialRun(Run):
             q = q_round if i == 0 or self.replace else within_round(q_round, available, False)
             if self.tracker is not None:  # a stratified design: the draw's group, fixed in advance
                 q = self.tracker.restrict(q, available, self.step - 1 + i)
-            if keep_laws:  # normalised, and the probability read from it: inside its increment's range
-                q = q / q.sum()
-            question, probability = pick(q, i)
-            draws.append((question, float(q[question]), q) if keep_laws else (question, probability, None))
+            draws.append(pick(q, i))
             if size > 1 and not self.replace:
-                available[question] = False
+                available[draws[-1][0]] = False
         return draws
 
     def base(self):
         """The prediction part of the next increment times N: sum p, or asked z + unasked p."""
-        p = self.predictions
-        if self.replace:
-            return _sum(p)
-        # all predictions less the few asked: a gather, not a pass over a mask
-        return des_raj_base(_sum(p), _sum(p[self.asked]), self.asked_total)
+        p = self.predictions  # without replacement: all predictions less the few asked (a gather, not a mask)
+        return _sum(p) if self.replace else des_raj_base(_sum(p), _sum(p[self.asked]), self.asked_total)
 
     def increment_range(self, q):
-        """``[L, U]`` containing ``phi_t`` whichever question ``q`` draws and whatever its
-        outcome in [0, 1]; known before the draw (used by confidence sequences)."""
+        """``[L, U]`` containing ``phi_t`` whatever ``q`` draws (:func:`increment_range`)."""
         return increment_range(self.base(), self.predictions, q, self.n_questions)
 
     def record(self, question, probability, outcome):
@@ -310,14 +275,7 @@ class SequentialRun(Run):
 
 
 def encode_clusters(clusters, n_questions):
-    """``(codes, labels)``: each question's cluster as an integer code into ``labels`` (sorted).
-
-    Refuses a wrong length, NaN or missing (``None``) ids, and fewer than two clusters.
-
-    >>> codes, labels = encode_clusters(["b", "a", "b", "c"], 4)
-    >>> codes.tolist(), labels.tolist()
-    ([1, 0, 1, 2], ['a', 'b', 'c'])
-    """
+    """``(codes, labels)``: each question's cluster as an integer code into ``labels`` (sorted)."""
     c = np.asarray(clusters)
     if c.ndim != 1 or c.size != n_questions:
         raise ValueError(f"clusters must hold one cluster id per question ({n_questions}), got shape {c.shape}.")
@@ -331,10 +289,8 @@ def encode_clusters(clusters, n_questions):
     except TypeError as exc:
         raise ValueError(f"clusters must be ids of one sortable kind (all ints or all strings): {exc}") from None
     if labels.size < 2:
-        raise ValueError(
-            f"clusters must define at least 2 clusters, got {labels.size}: with one cluster every draw asks the "
-            "whole bank (leave clusters out, or give each question its own id)."
-        )
+        raise ValueError(f"clusters must define at least 2 clusters, got {labels.size}: with one cluster every draw "
+                         "asks the whole bank (leave clusters out, or give each question its own id).")
     return codes.reshape(-1).astype(np.intp), labels
 
 
@@ -343,25 +299,8 @@ CLUSTER_SCORES = ("root-sum-square", "sum")
 
 
 def cluster_law(sampler, state, codes, sizes, cluster_available, root_costs=None, score="root-sum-square"):
-    """The law over clusters of a policy defined over questions (docs/statistics.md, "Clusters").
-
-    For a policy defined by its ``scores`` ``s_j`` (with floor ``tau``):
-    ``q(c) = tau m_c / |R| + (1 - tau) S_c / sum_{c' askable} S_c'`` over the askable clusters,
-    ``m_c`` the cluster's size, ``|R|`` the askable questions, and ``S_c`` the root sum of squares
-    of its questions' scores (``score="root-sum-square"``: the Neyman score of the cluster total
-    for uncorrelated residuals, when ``s_j`` is ``sqrt(p_j (1 - p_j))``) or their sum (``"sum"``),
-    divided by ``sqrt(cost_c)`` with ``root_costs``. The floor is the question-level uniform floor
-    summed over the cluster, so ``|Y_c - P_c| / q(c) <= |R| / tau`` as for one question. A policy
-    that overrides ``probabilities`` gets its question law summed over each cluster (draw a
-    question, ask its cluster).
-
-    Returns
-    -------
-    ndarray of shape (n_clusters,)
-        ``q(c)``, summing to 1, zero at the clusters already asked.
-    """
-    from .sampling import Sampler
-
+    """The law over clusters of a policy over questions (docs/statistics.md, "Clusters"): ``q(c) = tau m_c / |R|
+    + (1 - tau) S_c / sum S``, or a policy's own law summed per cluster."""
     n_clusters = sizes.size
     name = type(sampler).__name__
     if type(sampler).probabilities is Sampler.probabilities:  # defined by its scores
@@ -374,10 +313,7 @@ def cluster_law(sampler, state, codes, sizes, cluster_available, root_costs=None
         top = float(s.max())
         if top > 0:
             s = s / top  # scale-free: the law normalises; no overflow in the squares
-        if score == "sum":
-            S = np.bincount(codes, s, n_clusters)
-        else:
-            S = np.sqrt(np.bincount(codes, s * s, n_clusters))
+        S = np.bincount(codes, s, n_clusters) if score == "sum" else np.sqrt(np.bincount(codes, s * s, n_clusters))
         if root_costs is not None:
             S = S / root_costs
         S = np.where(cluster_available, S, 0.0)
@@ -399,23 +335,13 @@ def cluster_law(sampler, state, codes, sizes, cluster_available, root_costs=None
 
 
 class ClusterRun(SequentialRun):
-    """A sequential PAI run whose unit of sampling is a cluster of questions (``fit(clusters=)``).
-
-    Every draw asks all questions of one cluster ``c``; its increment is the PAI (with
-    replacement) or Des Raj (without) increment of the cluster totals,
-    ``phi_t = [base + (Y_c - P_c) / q_t(c)] / N`` with ``Y_c`` the cluster's summed outcomes and
-    ``P_c`` its summed predictions, and ``base`` the predicted bank total (with replacement) or
-    the asked clusters' outcomes plus the unasked questions' predictions (without). The policy
-    sees the questions (:class:`~faqstats.sampling.PolicyState` over the bank) and its law is made
-    a law over clusters by :func:`cluster_law`; ``budget`` counts cluster draws. ``available``
-    is over clusters; the predictor learns a cluster's answers in question order.
-    """
+    """A sequential PAI run whose unit of sampling is a cluster of questions: ``phi_t`` over cluster totals,
+    the law over clusters from :func:`cluster_law`; ``budget`` and ``available`` count clusters."""
 
     def __init__(self, sampler, predictor, n_questions, budget, codes, root_costs=None,
                  score="root-sum-square"):
         super().__init__(sampler, predictor, n_questions, budget)
-        self.codes = codes
-        self.sizes = np.bincount(codes)
+        self.codes, self.sizes = codes, np.bincount(codes)
         self.n_clusters = int(self.sizes.size)
         order = np.argsort(codes, kind="stable")
         self.members = np.split(order, np.cumsum(self.sizes)[:-1])  # each cluster's questions, in order
@@ -424,16 +350,13 @@ class ClusterRun(SequentialRun):
         self._available_view = read_only(self.question_available.view())
         self._asked = np.empty(0, dtype=np.intp)  # asked questions, cluster by cluster in draw order
         self._asked_view = read_only(self._asked.view())
-        self.root_costs = root_costs
-        self.score = score
+        self.root_costs, self.score = root_costs, score
         self.values = np.zeros(self.n_questions)  # the asked questions' outcomes (without replacement)
         self.group_codes = None  # with groups (every cluster in one group): each question's group code
         self.group_rows = []  # every draw's group increments (set_groups)
 
     def set_groups(self, codes):
-        """Track every group's increment too: ``codes`` (a group code per question) must put
-        every cluster in one group. A group's increment is the cluster increment restricted to
-        it, ``[sum_{j in g} v_j + 1{c in g} (Y_c - P_c) / q_t(c)] / N_g``."""
+        """Track every group's increment too (``codes``: a group per question, one per cluster)."""
         self.group_codes = codes
         self.group_sizes = np.bincount(codes)
         self.cluster_group = codes[[m[0] for m in self.members]]  # each cluster's group
@@ -443,23 +366,19 @@ class ClusterRun(SequentialRun):
 
     def law(self):
         """``q_t`` over clusters for the round's first draw (:func:`cluster_law`)."""
-        state = self.state()
-        return cluster_law(self.sampler, state, self.codes, self.sizes, self.available, self.root_costs, self.score)
+        return cluster_law(self.sampler, self.state(), self.codes, self.sizes, self.available, self.root_costs,
+                           self.score)
 
     def cluster_predictions(self):
         """``P_c``: every cluster's summed predictions."""
         return np.bincount(self.codes, self.predictions, self.n_clusters)
 
     def increment_range(self, q):
-        """``[L, U]`` containing ``phi_t`` whichever cluster ``q`` draws and whatever its outcomes in [0, 1]."""
-        support = q > 0
-        P, m, qs = self.cluster_predictions()[support], self.sizes[support], q[support]
-        base = self.base()
-        return (base + np.min(-P / qs)) / self.n_questions, (base + np.max((m - P) / qs)) / self.n_questions
+        """``[L, U]`` containing ``phi_t`` whatever cluster ``q`` draws and whatever its outcomes."""
+        return increment_range(self.base(), self.cluster_predictions(), q, self.n_questions, self.sizes)
 
     def record(self, question, probability, outcome):
-        """Record the answers ``outcome`` (one per question of cluster ``question``, in question
-        order); return ``phi_t``."""
+        """Record cluster ``question``'s answers (in question order); return ``phi_t``."""
         cluster = int(question)
         members = self.members[cluster]
         z = np.asarray(outcome, dtype=float)
@@ -486,15 +405,12 @@ class ClusterRun(SequentialRun):
         return phi
 
     def end_round(self, questions, outcomes):
-        """The predictor learns every answer of the round's clusters, cluster by cluster in draw
-        order, each cluster's in question order."""
-        for cluster, z in zip(questions, outcomes):
-            for question, outcome in zip(self.members[int(cluster)], np.asarray(z, dtype=float)):
-                self.predictor.update(int(question), float(outcome))
+        """The predictor learns the round's clusters' answers, in draw order, each in question order."""
+        members = np.concatenate([self.members[int(c)] for c in questions])
+        super().end_round(map(int, members), map(float, np.concatenate([np.asarray(z, float) for z in outcomes])))
 
     def table(self):
         return np.array(self.records, dtype=CLUSTER_QUERY_DTYPE)
-
 
 
 class QueryLoop:
@@ -504,35 +420,16 @@ class QueryLoop:
     ----------
     run : SequentialRun, StreamRun or a paired run
     batch_size : int
-        Draws per round (a round's draws share the predictor; it learns between rounds).
+        Draws per round (the predictor learns between rounds).
     confidence_sequence : BettingConfidenceSequence or None
-        Updated with every increment and its range (sequential runs).
     stop_when_width : float or None
-        Stop after a round once the confidence sequence is at most this wide.
-
-    Attributes
-    ----------
-    draws : list of Draw
-        Every draw made, in order; ``draws[n_recorded:]`` wait for their answers.
-    outcomes : list
-        The answers recorded, in draw order.
-    stop_reason : {"budget", "width"} or None
-    confidence_rows : list of (draws so far, low, high)
-        The confidence sequence after each round.
     """
 
     def __init__(self, run, *, batch_size=1, confidence_sequence=None, stop_when_width=None):
-        self.run = run
-        self.batch_size = batch_size
-        self.cs = confidence_sequence
-        self.stop_when_width = stop_when_width
-        self.draws = []
-        self.outcomes = []
-        self.n_recorded = 0
+        self.run, self.batch_size, self.cs, self.stop_when_width = run, batch_size, confidence_sequence, stop_when_width
+        self.draws, self.outcomes, self.confidence_rows = [], [], []
+        self.n_recorded = self._round_start = self._rounds = 0
         self.stop_reason = "budget" if run.done else None
-        self.confidence_rows = []
-        self._round_start = 0
-        self._rounds = 0
 
     @property
     def done(self):
@@ -587,7 +484,7 @@ class QueryLoop:
         if self.cs is not None:
             low, high = self.cs.interval()
             self.confidence_rows.append((run.progress, low, high))
-            if self.stop_when_width is not None and high - low <= self.stop_when_width and run.progress > 1:
+            if self.stop_when_width is not None and width_reached(low, high, self.stop_when_width, run.progress):
                 self.stop_reason = "width"
         if run.done and self.stop_reason is None:
             self.stop_reason = "budget"

@@ -6,8 +6,7 @@ __all__ = ["progress_bar"]
 
 
 def progress_bar(total, desc, enabled=True, **kwargs):
-    """``tqdm(total=total, desc=desc, disable=not enabled)``; use it as a context manager
-    or call ``update``/``close`` unconditionally (a disabled bar does nothing)."""
+    """``tqdm(total=total, desc=desc, disable=not enabled)``: call it unconditionally (a disabled bar does nothing)."""
     from tqdm.auto import tqdm
 
     kwargs.setdefault("leave", False)

@@ -1,11 +1,7 @@
 """Many PAI runs in lockstep: a batched torch engine for simulations.
 
-:func:`simulate` advances ``R`` runs of :class:`~faqstats.PAIEstimator`'s loop together, each
-round a few tensor operations over an ``R x N`` block, with the estimator's parts (policies'
-scores, Laplace step, increments, inference) and draws: in float64 it asks the estimator's
-questions (docs/architecture.md, "One loop"; memory and timings: docs/performance.md,
-"Batched engine"). Groups, weighted estimands, costs and clusters run each run's own one-run
-loop, rounds in lockstep (``faqstats.lockstep_designs``). What it covers: :func:`supports`.
+:func:`simulate` advances ``R`` runs of :class:`~faqstats.PAIEstimator`'s loop together: in float64 it asks
+the estimator's questions (docs/architecture.md, "One loop"; timings: docs/performance.md, "Batched engine").
 """
 
 from __future__ import annotations
@@ -16,23 +12,24 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ._engine import Oracle
 from ._inference import census_mean, fpc_mean, interval_df, pai_inference
 from ._validation import check_alpha, check_generator
-from .design import bank_size, check_configuration, confidence_alpha
+from .design import bank_size, check_estimator, confidence_alpha, resolve_bank_size
+from .estimator import PAIEstimator
 from .intervals import interval_rule
 from .lockstep import Lockstep
-from .lockstep_designs import DesignConfiguration, run_designs
-from .loop_setup import cost_design
+from .loop_setup import answer_round, cost_design, new_loop
 from .predictor import resolve_predictor_keyword
+from .run_results import group_results_of, result_of
 
-__all__ = ["BatchedRuns", "simulate", "supports", "uncovered_setting"]
+__all__ = ["BatchedRuns", "simulate"]
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 #: elements of one ``R x N`` block; runs are processed in chunks of at most this size
 DEFAULT_MAX_ELEMENTS = 2**20
-#: the same where the scores are kept between prediction refreshes: a query then costs little
-#: per run, so larger chunks spread its fixed cost (about 25 bytes per element in float64: up to 840 MB)
+#: the same where the scores are kept between prediction refreshes (about 25 bytes per element in float64)
 CACHED_MAX_ELEMENTS = 2**25
 
 
@@ -42,55 +39,34 @@ class BatchedRuns:
 
     Attributes
     ----------
-    estimate, std_error : ndarray
-    df : ndarray
-        Degrees of freedom of the t quantile (``inf`` for the normal quantile).
-    low, high : ndarray
-        Two-sided ``1 - alpha`` intervals, clipped to [0, 1] as :meth:`AccuracyResult.conf_int` does
-        (for a run that stopped on width, its confidence sequence's interval, as there).
+    estimate, std_error, df, low, high : ndarray
+        As :class:`~faqstats.AccuracyResult` gives them (``df`` is ``inf`` for the normal quantile).
     n_queries : ndarray of int
         Distinct questions answered.
     method : str
-        ``"pai"``, ``"sample_mean"`` or ``"aipw"``, as in :class:`~faqstats.AccuracyResult`.
+        ``"pai"``, ``"sample_mean"`` or ``"aipw"``.
     increments : ndarray of shape (R, budget) or None
         With ``keep_increments=True``: each run's ``phi_t`` (its outcomes for the sample mean).
     increment_ranges : ndarray of shape (R, budget, 2) or None
-        With ``keep_increments=True``: the range of each ``phi_t`` known before its draw.
-        A run that stopped early (``stop_when_width``) has NaN after its last draw.
-    stop_reason : ndarray of str or None
-        ``"budget"`` or ``"width"``, as :attr:`AccuracyResult.stop_reason`.
-    n_draws : ndarray of int or None
-        Draws each run made (``budget``, or fewer after stopping on width); None for the stream design.
-    anytime_low, anytime_high : ndarray or None
-        With a confidence sequence: each run's sequence after its last round, at level
-        ``1 - anytime_alpha`` (:attr:`AccuracyResult.anytime_interval`).
-    anytime_alpha : float or None
-        The confidence sequence's level, as :attr:`AccuracyResult.anytime_alpha`.
+        With ``keep_increments=True``: the range of each ``phi_t`` known before its draw (NaN after a stop).
+    stop_reason, n_draws : ndarray or None
+        ``"budget"`` or ``"width"``, and the draws each run made (None for the stream design).
+    anytime_low, anytime_high, anytime_alpha : ndarray, ndarray, float or None
+        With a confidence sequence: each run's sequence after its last round, and its level.
     cost_spent : ndarray or None
-        With ``costs``: each run's summed cost of the distinct questions asked
-        (the estimator's ``cost_spent_``).
+        With ``costs``: each run's summed cost of the distinct questions asked.
     group_labels : ndarray of shape (G,) or None
-        With ``groups``: the sorted group labels (the columns of the group arrays).
     group_estimate, group_std_error, group_low, group_high : ndarray of shape (R, G) or None
-        With ``groups``: every run's group estimates, standard errors and ``1 - alpha``
-        intervals (the estimator's ``group_results_`` and its ``conf_int``).
     group_results : tuple of GroupResults or None
-        With ``groups``: each run's :class:`~faqstats.GroupResults` (simultaneous intervals, draws per group).
+        With ``groups``: the sorted labels, every run's group estimates, errors, intervals and results.
 
     Examples
     --------
-    >>> import numpy as np
     >>> import faqstats as fq
     >>> z = fq.make_synthetic_bank(n_models=30, n_questions=100, n_new=2, random_state=0).new_outcomes
-    >>> runs = simulate(z, [0, 1, 2, 3], sampler=fq.UniformSampler(), budget=20, rows=[0, 0, 1, 1],
-    ...                 keep_increments=True)
+    >>> runs = simulate(z, [0, 1], sampler=fq.UniformSampler(), budget=20, keep_increments=True)
     >>> runs.method, runs.estimate.shape, runs.increments.shape
-    ('sample_mean', (4,), (4, 20))
-    >>> bool(np.all((runs.low <= runs.estimate) & (runs.estimate <= runs.high)))
-    True
-    >>> est = fq.PAIEstimator(sampler=fq.UniformSampler(), budget=20, random_state=2).fit(z[1])
-    >>> bool(runs.estimate[2] == est.estimate_)  # run 2: row 1 with seed 2
-    True
+    ('sample_mean', (2,), (2, 20))
     """
 
     estimate: np.ndarray
@@ -116,96 +92,11 @@ class BatchedRuns:
     group_results: tuple | None = None
 
 
-def supports(sampler=None, *, batch_size=1, variance="martingale", stop_when_width=None, confidence_sequence=False,
-             groups=None, costs=None, clusters=None):
-    """Whether :func:`simulate` reproduces ``PAIEstimator`` with these settings.
-
-    It does for any policy, batch size, confidence sequence, ``stop_when_width``, groups,
-    weighted estimands, costs and clusters, with the martingale variance; not with
-    ``variance="paper"``, which :func:`simulate` refuses by name (:func:`uncovered_setting`).
-
-    Parameters
-    ----------
-    sampler : Sampler, StreamSampler or None
-        The policy.
-    batch_size, variance, stop_when_width, confidence_sequence
-        As in :class:`~faqstats.PAIEstimator`.
-    groups, costs, clusters
-        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>` (all covered).
-
-    Returns
-    -------
-    bool
-        Whether :func:`simulate` covers the settings.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from faqstats import HybridSampler
-    >>> supports(HybridSampler(), batch_size=4, stop_when_width=0.1), supports(HybridSampler(), costs=np.ones(5))
-    (True, True)
-    >>> supports(HybridSampler(replace=True), variance="paper")
-    False
-    """
-    return uncovered_setting(variance=variance, groups=groups, costs=costs, clusters=clusters) is None
-
-
-def uncovered_setting(*, variance="martingale", groups=None, costs=None, clusters=None):
-    """The name of the first setting :func:`simulate` does not cover, or None.
-
-    Parameters
-    ----------
-    variance : {"martingale", "paper"}
-        As in :class:`~faqstats.PAIEstimator`.
-    groups, costs, clusters
-        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`: all covered (accepted so
-        that callers may pass a fit's settings as they are).
-
-    Returns
-    -------
-    str or None
-        ``"variance='paper'"``, or None when covered.
-
-    Examples
-    --------
-    >>> uncovered_setting(), uncovered_setting(variance="paper")
-    (None, "variance='paper'")
-    """
-    return None if variance == "martingale" else f"variance={variance!r}"
-
-
-def simulate(
-    outcomes,
-    generators,
-    *,
-    predictor=None,
-    sampler=None,
-    budget=100,
-    rows=None,
-    interval="robust-t",
-    alpha=0.05,
-    device="cpu",
-    dtype="float64",
-    max_elements=None,
-    progress=None,
-    keep_increments=False,
-    step_weights=None,
-    predict_every=1,
-    keep_ranges=None,
-    batch_size=1,
-    confidence_sequence=False,
-    stop_when_width=None,
-    variance="martingale",
-    groups=None,
-    costs=None,
-    clusters=None,
-    estimand="micro",
-    min_group_share=0.0,
-    stratify=False,
-    budget_cost=None,
-    cluster_score="root-sum-square",
-    **deprecated,
-):
+def simulate(outcomes, generators, *, predictor=None, sampler=None, budget=100, rows=None, interval="robust-t",
+             alpha=0.05, device="cpu", dtype="float64", max_elements=None, progress=None, keep_increments=False,
+             step_weights=None, predict_every=1, keep_ranges=None, batch_size=1, confidence_sequence=False,
+             stop_when_width=None, variance="martingale", groups=None, costs=None, clusters=None, estimand="micro",
+             min_group_share=0.0, stratify=False, budget_cost=None, cluster_score="root-sum-square", **deprecated):
     """Run ``PAIEstimator(predictor, sampler, budget)`` once per generator, in lockstep.
 
     Parameters
@@ -214,62 +105,37 @@ def simulate(
         The new models' complete outcomes in [0, 1].
     generators : sequence of numpy Generators (or seeds), length R
         One per run, used exactly as ``PAIEstimator(random_state=g)`` would use it.
-    predictor : fitted Predictor or None
-        Any fitted predictor (a built-in, or a :class:`~faqstats.Predictor` of your own, whose
-        one-run posteriors are then driven side by side); ``factor_model=`` is its old name
-        (deprecated, with a ``FutureWarning``).
-    sampler : Sampler, StreamSampler or None
-        Any policy (``None`` is ``HybridSampler()``); one with numpy-only ``scores`` is asked run by run.
-    budget : int
+    predictor, sampler, budget
+        As in :class:`~faqstats.PAIEstimator` (any predictor and policy).
     rows : array-like of int, shape (R,), or None
         Which row of ``outcomes`` run ``r`` evaluates; ``None`` means run ``r`` uses row ``r``.
-    interval : {"robust-t", "t", "normal"}, another registered name, or IntervalRule
-        As in :class:`~faqstats.PAIEstimator`.
-    alpha : float
-        Level of the reported intervals.
+    interval, alpha
+        As in :class:`~faqstats.PAIEstimator` and the level of the reported intervals.
     device : str
         Torch device ("cpu", "cuda", ...).
     dtype : {"float64", "float32"}
         float64 reproduces the sequential estimator to rounding; float32 is faster on GPUs.
     max_elements : int or None
-        Runs are processed in chunks of at most ``max_elements // N`` runs; a chunk that runs
-        out of memory is run again in halves (``ResourceWarning``), with the same results.
-        ``None``: :data:`DEFAULT_MAX_ELEMENTS`, or :data:`CACHED_MAX_ELEMENTS` where a query
-        costs O(R (N / 128 + 128)) between prediction refreshes (fixed predictions, or
-        ``predict_every > 1``, with a policy whose scores follow the predictions).
+        Runs go in chunks of at most ``max_elements // N`` (halved, with a ``ResourceWarning``, when
+        out of memory). ``None``: :data:`DEFAULT_MAX_ELEMENTS`, or :data:`CACHED_MAX_ELEMENTS` where scores are kept.
     progress : callable or None
         Called with the number of runs finished after each chunk.
     keep_increments : bool, default=False
         Also return every run's increments and their ranges (sequential samplers only).
-    step_weights : array-like or None
-        As in :class:`~faqstats.PAIEstimator` (weighted increments).
-    predict_every : int, default=1
-        As in :class:`~faqstats.PAIEstimator` (predictions refreshed on a schedule).
+    step_weights, predict_every
+        As in :class:`~faqstats.PAIEstimator`.
     keep_ranges : bool or None, default=None
-        Whether ``keep_increments`` includes the ranges (``None``: it does); computing them
-        costs a few passes over the ``R x N`` block per query.
+        Whether ``keep_increments`` includes the ranges (``None``: it does; they cost a few passes per query).
     batch_size, confidence_sequence, stop_when_width : optional
-        As in :class:`~faqstats.PAIEstimator`: draws per round (the predictor learns between
-        rounds), a confidence sequence per run, and stopping at the round a run's sequence is
-        at most ``stop_when_width`` wide (runs stop at their own rounds; a chunk goes on while
-        one of its runs does). With ``stop_when_width`` the intervals of the runs that stopped
-        on width are their sequences' (at ``alpha``, which must be the sequence's level).
+        As in :class:`~faqstats.PAIEstimator` (each run stops at its own round; with ``stop_when_width``,
+        ``alpha`` must be the sequence's level).
     variance : {"martingale"}
-        Accepted so that ``variance="paper"``, which the engine does not cover, is refused by
-        name (``ValueError``): run :class:`~faqstats.PAIEstimator` per run for it.
+        ``variance="paper"`` is refused by name (``ValueError``).
     groups, costs, clusters : array-like of shape (N,) or None
-        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`: every group's results
-        (``group_estimate``...), the policy weighed by cost and ``cost_spent``, cluster draws.
+        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`.
     estimand, min_group_share, stratify, budget_cost, cluster_score : optional
-        As in :class:`~faqstats.PAIEstimator`. Costs (with ``budget_cost`` or not) run in the
-        lockstep loop: the policy's scores divided by ``sqrt(cost)`` and the draws the cost
-        budget buys, fixed before the runs as the estimator fixes them. With ``groups``,
-        ``clusters``, a weighted estimand, ``min_group_share``, ``stratify`` or another
-        ``cluster_score``, every run is the estimator's own loop (its tracker of groups and
-        estimands, its cluster law), the runs advancing a round at a time
-        (``faqstats.lockstep_designs``): exact, at one estimator's cost per run, on the
-        host (``device``, ``max_elements`` and ``keep_ranges`` do not apply; ``increments``
-        are returned without ``increment_ranges``).
+        As in :class:`~faqstats.PAIEstimator`. With groups, clusters or these settings every run is the
+        estimator's own loop, on the host (no ``increment_ranges``).
     **deprecated
         ``factor_model``: the old name of ``predictor`` (accepted with a ``FutureWarning``).
 
@@ -288,17 +154,6 @@ def simulate(
     >>> est = fq.PAIEstimator(fm, budget=20, random_state=np.random.default_rng(2)).fit(bank.new_outcomes[1])
     >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9)
     True
-
-    Rounds of draws and stopping on the confidence sequence's width, each run at its own round:
-
-    >>> kw = dict(budget=60, batch_size=5, stop_when_width=0.45)
-    >>> runs = simulate(bank.new_outcomes, [np.random.default_rng(s) for s in range(4)], predictor=fm,
-    ...                 rows=[0, 0, 1, 1], **kw)
-    >>> est = fq.PAIEstimator(fm, random_state=np.random.default_rng(2), **kw).fit(bank.new_outcomes[1])
-    >>> (runs.stop_reason[2], int(runs.n_draws[2])) == (est.stop_reason_, len(est.queries_))
-    True
-    >>> bool(abs(runs.estimate[2] - est.estimate_) < 1e-9), (runs.low[2], runs.high[2]) == est.conf_int()
-    (True, True)
     """
     factor_model = resolve_predictor_keyword(predictor, deprecated, "simulate")
     alpha = check_alpha(alpha)
@@ -314,33 +169,32 @@ def simulate(
     rows = np.arange(R) if rows is None else np.asarray(rows, dtype=np.int64)
     if rows.shape != (R,) or (R and (rows.min() < 0 or rows.max() >= Z.shape[0])):
         raise ValueError(f"rows must hold one row index of outcomes per generator ({R}).")
-    # the estimator's own checks (budget, sampler, factor model, bank size, interval)
-    n_fm = bank_size(factor_model)
-    if n_fm is not None and n_fm != N:
-        raise ValueError(f"outcomes cover {N} questions but the factor model was fitted on {n_fm}.")
-    design = dict(estimand=estimand, min_group_share=min_group_share, stratify=stratify, budget_cost=budget_cost,
-                  cluster_score=cluster_score)
-    est = DesignConfiguration(factor_model, sampler, budget, variance=variance, interval=interval,
-                              batch_size=batch_size, stop_when_width=stop_when_width,
-                              confidence_sequence=confidence_sequence, step_weights=step_weights, dtype=dtype,
-                              predict_every=predict_every, **design)
-    if groups is not None or clusters is not None or dict(design, budget_cost=None) != _PLAIN_DESIGN:
-        # per-run state: the estimator's own loops (which check the configuration themselves)
-        cs_alpha = _sequence_level(alpha, variance, confidence_sequence, stop_when_width)
-        return _design_runs(run_designs(est, Z, rows, gens, alpha, groups=groups, costs=costs, clusters=clusters,
-                                        progress=progress), keep_increments, cs_alpha)
+    resolve_bank_size(bank_size(factor_model), N)
+    est = PAIEstimator(factor_model, sampler, budget, variance, interval, batch_size, stop_when_width,
+                       confidence_sequence, step_weights, dtype=dtype, predict_every=predict_every, estimand=estimand,
+                       min_group_share=min_group_share, stratify=stratify, budget_cost=budget_cost,
+                       cluster_score=cluster_score)
+    if variance != "martingale":
+        raise ValueError(f"simulate does not cover variance={variance!r}: "
+                         "run faqstats.PAIEstimator once per run for it.")
+    cs_alpha = confidence_alpha(confidence_sequence, stop_when_width)  # the level of the runs' sequences
+    if stop_when_width is not None and abs(alpha - cs_alpha) > 1e-12:
+        raise ValueError(f"alpha={alpha} but with stop_when_width a run that stops on width reports its confidence "
+                         f"sequence's interval, at level {cs_alpha}: pass alpha={cs_alpha} "
+                         "(or confidence_sequence=alpha).")
+    if (groups is not None or clusters is not None
+            or (estimand, min_group_share, stratify, cluster_score) != ("micro", 0.0, False, "root-sum-square")):
+        # per-run state the tensors do not carry (a tracker, a law over clusters): the estimator's own loops
+        runs = run_designs(est, Z, rows, gens, alpha, groups=groups, costs=costs, clusters=clusters,
+                           progress=progress)
+        return BatchedRuns(**dict(runs, increments=runs["increments"] if keep_increments else None),
+                           anytime_alpha=cs_alpha)
     # costs: the policy weighed by cost (its scores over the runs' tensors too) and the draws budget_cost buys
     cost_sampler, budget, costs, _ = cost_design(est, N, None, costs)
-    sampler = sampler if costs is None else cost_sampler
-    sampler = check_configuration(N, budget, sampler, predictor=factor_model, interval=interval,
-                                  step_weights=step_weights, predict_every=predict_every, batch_size=batch_size,
-                                  variance=variance, stop_when_width=stop_when_width,
-                                  confidence_sequence=confidence_sequence)
-    cs_alpha = _sequence_level(alpha, variance, confidence_sequence, stop_when_width)
+    sampler = check_estimator(est, N, budget, None if costs is None else cost_sampler)
     engine = Lockstep(factor_model, sampler, int(budget), N, torch.device(device), _DTYPES[dtype])
-    engine.predict_every = int(predict_every)
+    engine.predict_every, engine.batch_size = int(predict_every), int(batch_size)
     engine.costs = None if costs is None else engine.tensor(np.array(costs))  # (a writable copy)
-    engine.batch_size = int(batch_size)
     engine.stops = None if cs_alpha is None else (cs_alpha, stop_when_width)
     if keep_increments and engine.stream:
         raise ValueError("keep_increments is for sequential samplers; BernoulliAIPW has no per-query increments.")
@@ -353,21 +207,23 @@ def simulate(
     chunk = max(1, int(max_elements) // max(N, 1))
     chunk = -(-R // -(-R // chunk)) if R else chunk  # as many chunks, of even sizes
     engine.outcomes = engine.tensor(Z)  # one copy of the rows, read by index (no runs x N copy)
-    parts = []
-    start = 0
+    parts, start = [], 0
     while start < R:
         sl = slice(start, min(R, start + chunk))
         states = [g.bit_generator.state for g in gens[sl]]
         try:
             parts.append(engine.run(rows[sl], gens[sl]))
         except Exception as exc:
-            if sl.stop - sl.start == 1 or not _out_of_memory(exc):
+            text = str(exc)  # an allocation failure (host or device) that a smaller chunk may avoid?
+            oom = isinstance(exc, (MemoryError, getattr(torch, "OutOfMemoryError", ()))) or isinstance(
+                exc, RuntimeError) and ("out of memory" in text.lower() or "can't allocate memory" in text)
+            if sl.stop - sl.start == 1 or not oom:
                 raise
             for g, state in zip(gens[sl], states):
                 g.bit_generator.state = state
             chunk = (sl.stop - sl.start) // 2
             del exc
-            engine.release()  # the failed chunk's blocks, before the smaller chunk allocates its own
+            engine.posterior = None  # the failed chunk's blocks, before the smaller chunk allocates its own
             if engine.device.type == "cuda":
                 torch.cuda.empty_cache()
             warnings.warn(f"simulate: out of memory with {sl.stop - sl.start} runs per chunk; going on with {chunk}.",
@@ -385,10 +241,15 @@ def simulate(
     estimate, var, df = np.empty(R), np.empty(R), np.empty(R)
     for n in np.unique(lengths):  # runs that stopped together: their first n values (all runs, usually)
         at = np.flatnonzero(lengths == n)
-        census = census_mean(Z[rows[at]], N) if engine.method == "pai" and not sampler.replace and n == N else None
-        estimate[at], var[at], df[at] = _inference(engine.method, values[at, :n],
-                                                   None if var_terms is None else var_terms[at],
-                                                   interval, step_weights, N, sampler, census)
+        v = values[at, :n]
+        if engine.method == "aipw":  # as result_of infers them
+            estimate[at], var[at], df[at] = v.sum(1) / N, var_terms[at].sum(1) / N**2, np.inf
+        elif engine.method == "sample_mean":
+            (estimate[at], var[at]), df[at] = fpc_mean(v, N), interval_df(interval, v)
+        else:  # a census (every question asked, without replacement) reports the answers' exact mean
+            census = census_mean(Z[rows[at]], N) if not sampler.replace and n == N else None
+            estimate[at], var[at], df[at], _ = pai_inference(v, interval=interval, weights=step_weights,
+                                                             n_questions=None if sampler.replace else N, census=census)
     if not (np.all(np.isfinite(estimate)) and np.all(np.isfinite(var))):
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
     se = np.sqrt(var)
@@ -402,47 +263,54 @@ def simulate(
                        None if engine.stream else lengths.astype(np.int64), any_low, any_high, cs_alpha, spent)
 
 
-#: the estimator's defaults for the settings only the one-run loops take (run_designs)
-_PLAIN_DESIGN = dict(estimand="micro", min_group_share=0.0, stratify=False, budget_cost=None,
-                     cluster_score="root-sum-square")
+def run_designs(est, outcomes, rows, generators, alpha, *, groups=None, costs=None, clusters=None, progress=None):
+    """Every run ``r`` of ``est`` (``fit`` with ``generators[r]``) on ``outcomes[rows[r]]``, rounds in lockstep:
+    :class:`BatchedRuns`' fields but ``increment_ranges`` and ``anytime_alpha``.
 
-
-def _sequence_level(alpha, variance, confidence_sequence, stop_when_width):
-    """The confidence sequence's level (None without one), after refusing what the engine does not cover."""
-    uncovered = uncovered_setting(variance=variance)
-    if uncovered is not None:
-        raise ValueError(f"simulate does not cover {uncovered}: run faqstats.PAIEstimator once per run for it.")
-    cs_alpha = confidence_alpha(confidence_sequence, stop_when_width)
-    if stop_when_width is not None and abs(alpha - cs_alpha) > 1e-12:
-        raise ValueError(f"alpha={alpha} but with stop_when_width a run that stops on width reports its confidence "
-                         f"sequence's interval, at level {cs_alpha}: pass alpha={cs_alpha} (or confidence_sequence=alpha).")
-    return cs_alpha
-
-
-def _design_runs(runs, keep_increments, cs_alpha):
-    """The :class:`BatchedRuns` of :func:`~faqstats.lockstep_designs.run_designs`' columns."""
-    return BatchedRuns(runs.estimate, runs.std_error, runs.df, runs.low, runs.high, runs.n_queries, runs.method,
-                       runs.increments if keep_increments else None, None, runs.stop_reason, runs.n_draws,
-                       runs.anytime_low, runs.anytime_high, cs_alpha, runs.cost_spent, runs.group_labels,
-                       runs.group_estimate, runs.group_std_error, runs.group_low, runs.group_high,
-                       runs.group_results)
-
-
-def _inference(method, values, var_terms, interval, step_weights, N, sampler, census=None):
-    """``(estimate, variance, df)`` of runs of equal length from their values (as result_of infers them);
-    ``census``: each run's exact mean when it asked every question (without replacement)."""
-    if method == "aipw":
-        return values.sum(1) / N, var_terms.sum(1) / N**2, np.full(values.shape[0], np.inf)
-    if method == "sample_mean":
-        return (*fpc_mean(values, N), interval_df(interval, values))
-    estimate, var, df, _ = pai_inference(values, interval=interval, weights=step_weights,
-                                         n_questions=None if sampler.replace else N, census=census)
-    return estimate, var, df
-
-
-def _out_of_memory(exc):
-    """Whether ``exc`` is an allocation failure (host or device) that a smaller chunk may avoid."""
-    if isinstance(exc, MemoryError) or isinstance(exc, getattr(torch, "OutOfMemoryError", ())):
-        return True
-    text = str(exc)
-    return isinstance(exc, RuntimeError) and ("out of memory" in text.lower() or "can't allocate memory" in text)
+    Parameters
+    ----------
+    est : PAIEstimator
+    outcomes : ndarray of shape (n_models, N)
+    rows : ndarray of int, shape (R,)
+    generators : list of numpy Generators, length R
+    alpha : float
+    groups, costs, clusters : array-like of shape (N,) or None
+    progress : callable or None
+    """
+    n_runs, n_questions = len(generators), outcomes.shape[1]
+    loops = [new_loop(est, n_questions, g, groups=groups, costs=costs, clusters=clusters) for g in generators]
+    oracles = [Oracle(outcomes[i], n_questions) for i in rows]
+    going = list(range(n_runs))
+    while going:  # a round of every run still going, each from its own generator
+        for r in going:
+            answer_round(loops[r], generators[r], oracles[r])
+        going = [r for r in going if not loops[r].done]
+    results = [result_of(est, loop) for loop in loops]
+    per_group = [group_results_of(est, loop) for loop in loops]
+    if progress is not None:
+        progress(n_runs)
+    column = lambda name: np.array([getattr(x, name) for x in results])  # noqa: E731
+    intervals = np.array([x.conf_int(alpha=alpha) for x in results], dtype=float).reshape(n_runs, 2)
+    n_draws = np.array([len(loop.run.records) for loop in loops], dtype=np.int64)
+    increments = np.full((n_runs, int(n_draws.max(initial=0))), np.nan)
+    for r, loop in enumerate(loops):  # the estimate's values: increments, or outcomes for the sample mean
+        table = loop.run.table()
+        increments[r, :n_draws[r]] = table["outcome" if results[r].method.endswith("sample_mean") else "increment"]
+    any_low = any_high = None
+    if n_runs and results[0].anytime_interval is not None:
+        any_low, any_high = np.array([x.anytime_interval for x in results], dtype=float).T
+    labels = g_est = g_se = g_low = g_high = None
+    if n_runs and per_group[0] is not None:
+        labels = per_group[0].labels
+        g_est, g_se = (np.stack([getattr(g, k) for g in per_group]) for k in ("estimate", "std_error"))
+        bounds = np.stack([g.conf_int(alpha=alpha).to_numpy(dtype=float) for g in per_group])
+        g_low, g_high = bounds[..., 0], bounds[..., 1]
+    df = np.array([np.inf if x.df is None else x.df for x in results], dtype=float)
+    return dict(estimate=column("estimate").astype(float), std_error=column("std_error").astype(float), df=df,
+                low=intervals[:, 0], high=intervals[:, 1], n_queries=column("n_queries").astype(np.int64),
+                method=results[0].method if n_runs else "pai", increments=increments,
+                stop_reason=np.array([x.stop_reason for x in results], dtype=object), n_draws=n_draws,
+                anytime_low=any_low, anytime_high=any_high, group_labels=labels,
+                cost_spent=None if costs is None else column("cost_spent").astype(float),
+                group_estimate=g_est, group_std_error=g_se, group_low=g_low, group_high=g_high,
+                group_results=None if labels is None else tuple(per_group))

@@ -1,11 +1,5 @@
-"""Many runs' posteriors in lockstep (torch): what :mod:`faqstats.posterior` is for one run.
-
-:class:`BatchedPosterior` holds ``R`` runs of the low-rank form (factor models, the 2PL, the
-Gaussian-process surrogate) or their fixed zero predictions; :func:`batched_posterior` picks the
-form of a fitted predictor (a predictor of its own form, such as a stack or a mixture, gives its
-own through its ``batched_posterior`` method; any other :class:`~faqstats.Predictor` runs as
-:class:`RunsSideBySide`, one one-run posterior per run). Used by :func:`faqstats.batched.simulate`.
-"""
+"""Many runs' posteriors in lockstep (torch): what :mod:`faqstats.posterior` is for one run, for
+:func:`faqstats.batched.simulate` (:func:`batched_posterior` picks a fitted predictor's form)."""
 
 from __future__ import annotations
 
@@ -21,37 +15,22 @@ _DTYPE_NAMES = {torch.float64: "float64", torch.float32: "float32"}
 
 
 class BatchedPosterior:
-    """The factor posteriors of ``R`` runs (or fixed zero predictions without a factor
-    model): what :class:`~faqstats.posterior.FactorPosterior` is for one run.
+    """The low-rank posteriors of ``R`` runs (or fixed zero predictions): a ``FactorPosterior`` per run.
 
     Parameters
     ----------
-    V : tensor of shape (N, k) or None
-        The question factors; ``None``: fixed zero predictions.
-    mean0, cov0 : tensor of shape (k,) and (k, k) or None
-        The prior every run starts from.
-    R, N : int
-        Runs and questions.
-    dtype : torch.dtype
-    device : torch.device
+    V, mean0, cov0 : tensors of shape (N, k), (k,) and (k, k), or None
+        The question factors and the prior (``None``: fixed zero predictions).
+    R, N, dtype, device
+        Runs, questions, and the tensors' dtype and device.
     offsets, noise : tensor of shape (N,) or None, default=None
         A Gaussian process's question means and residual variances (identity link).
     predict_every : int, default=1
-        Recompute the predictions after every ``predict_every``-th answer only.
-
-    Attributes
-    ----------
-    predictions : tensor of shape (R, N)
-    mean, cov : tensor of shape (R, k) and (R, k, k) or None
-    scores : tensor of shape (R, N) or None
-        The oracle scores computed with the predictions (logistic form on a schedule), else None.
-    refreshes : int
-        Times the runs' predictions were recomputed (caches key on it).
     """
 
     def __init__(self, V, mean0, cov0, R, N, dtype, device, offsets=None, noise=None, predict_every=1):
         self.question_factors = V
-        # answers each run learned since its predictions were computed (FactorPosterior's schedule)
+        # answers each run learned since its predictions were computed
         self.predict_every, self._unpredicted = predict_every, np.zeros(R, dtype=np.int64)
         self.offsets, self.noise = offsets, noise  # a Gaussian process (identity link) when set
         if V is None:
@@ -61,8 +40,7 @@ class BatchedPosterior:
             return
         self.mean = mean0.expand(R, -1).clone()
         self.cov = cov0.expand(R, -1, -1).clone()
-        # on a schedule, the logistic posterior computes its oracle scores with its predictions, as
-        # FactorPosterior does: one exp for both, no sqrt (the refresh is most of the cost there)
+        # on a schedule, the logistic form computes its oracle scores with its predictions, as FactorPosterior does
         self.scores = torch.empty(R, N, dtype=dtype, device=device) if predict_every > 1 and noise is None else None
         self.predictions = self._predict(self.mean)
         self.refreshes = 0  # times all runs' predictions were recomputed in lockstep (caches key on it)
@@ -70,8 +48,7 @@ class BatchedPosterior:
 
     def _predict(self, mean, out=None):
         if self.scores is not None and mean.shape[0] == self.scores.shape[0]:
-            # sigmoid(x) = 1 / (1 + h^2) with h = exp(-x / 2) (clipped where h^2 would overflow), and
-            # sqrt(p (1 - p)) = h p: FactorPosterior's arithmetic
+            # sigmoid(x) = 1 / (1 + h^2) with h = exp(-x / 2), and sqrt(p (1 - p)) = h p: FactorPosterior's
             h = torch.mm(mean * -0.5, self.question_factors.T, out=self.scores).clamp_(max=709.0).exp_()
             p = torch.addcmul(h.new_ones(()), h, h, out=out).reciprocal_()
             h.mul_(p)
@@ -83,7 +60,7 @@ class BatchedPosterior:
 
     @property
     def oracle_scores(self):
-        """``sqrt(p (1 - p))`` of every run, a new tensor (the engine zeroes asked questions in it)."""
+        """``sqrt(p (1 - p))`` of every run, a new tensor."""
         return oracle_scores(self.predictions)
 
     def quadratic_forms(self):
@@ -115,8 +92,7 @@ class BatchedPosterior:
             due = self._unpredicted[runs] == self.predict_every
             self._unpredicted[runs[due]] = 0
             idx = idx[torch.as_tensor(due, device=idx.device)]
-        if self.scores is not None:  # only some runs move: their scores as the engine computes them
-            self.scores = None
+        self.scores = None  # only some runs move: their scores as the engine computes them
         self.predictions[idx] = self._predict(self.mean[idx])
         self.refreshes += 1
 
@@ -124,26 +100,14 @@ class BatchedPosterior:
 def batched_posterior(model, runs, n_questions, dtype, device, predict_every=1):
     """The posteriors of ``runs`` runs in lockstep for a fitted predictor.
 
-    Its own ``batched_posterior`` (:class:`~faqstats.StackedPredictor`,
-    :class:`~faqstats.HistoryMixture`), else the low-rank form's (factor models, the 2PL, the
-    Gaussian-process surrogate), fixed zero predictions for ``None``, or for any other predictor
-    its one-run posteriors side by side (:class:`RunsSideBySide`).
+    Its own ``batched_posterior``, else the low-rank form's, fixed zero predictions for ``None``,
+    or its one-run posteriors side by side (:class:`RunsSideBySide`).
 
     Parameters
     ----------
     model : fitted predictor or None
-        The predictor.
-    runs, n_questions : int
-        Runs and questions.
-    dtype : torch.dtype
-    device : torch.device
-    predict_every : int, default=1
-        Recompute the predictions after every ``predict_every``-th answer only.
-
-    Returns
-    -------
-    BatchedPosterior or the predictor's own form
-        What the batched engine conditions on each answer.
+    runs, n_questions, dtype, device, predict_every
+        As for :class:`BatchedPosterior`.
     """
     if model is not None and hasattr(model, "batched_posterior"):
         return model.batched_posterior(runs, n_questions, dtype, device, predict_every)
@@ -162,36 +126,18 @@ def batched_posterior(model, runs, n_questions, dtype, device, predict_every=1):
 
 
 class RunsSideBySide:
-    """The one-run posteriors of ``R`` runs driven side by side: the batched form of a predictor
-    written for one run (the generic fallback of :func:`batched_posterior`).
-
-    Each run's posterior learns its own answers (``update(question, outcome)``, in the runs'
-    order); the predictions of the runs that learned are copied into one tensor after each step.
+    """The one-run posteriors of ``R`` runs driven side by side (a predictor written for one run).
 
     Parameters
     ----------
     posteriors : list of posteriors
-        One per run, each at its prior (``predictions`` of shape (N,), ``update``).
-    n_questions : int
-    dtype : torch.dtype
-    device : torch.device
-
-    Attributes
-    ----------
-    predictions : tensor of shape (R, N)
-    refreshes : int
-        Steps at which some run's predictions were copied again (caches key on it).
-
-    Examples
-    --------
-    >>> import torch
-    >>> from faqstats.posterior import FixedPredictions
-    >>> runs = RunsSideBySide([FixedPredictions([0.2, 0.8]) for _ in range(3)], 2, torch.float64, "cpu")
-    >>> tuple(runs.predictions.shape), runs.refreshes
-    ((3, 2), 0)
+        One per run, each at its prior.
+    n_questions, dtype, device
+        As for :class:`BatchedPosterior`.
     """
 
     question_factors = mean = cov = noise = scores = None
+    oracle_scores = BatchedPosterior.oracle_scores
 
     def __init__(self, posteriors, n_questions, dtype, device):
         self.runs = [engine_posterior(p, n_questions) for p in posteriors]
@@ -201,15 +147,9 @@ class RunsSideBySide:
             self._copy(r)
         self.refreshes = 0
 
-    def _copy(self, r):
-        """Run ``r``'s predictions into the tensor (a writable host copy first: they are read-only)."""
+    def _copy(self, r):  # a writable host copy first: the predictions are read-only
         self.predictions[r] = torch.as_tensor(np.array(self.runs[r].predictions), dtype=self.dtype,
                                               device=self.device)
-
-    @property
-    def oracle_scores(self):
-        """``sqrt(p (1 - p))`` of every run, a new tensor."""
-        return oracle_scores(self.predictions)
 
     def quadratic_forms(self):
         raise ValueError("a predictor driven run by run has no question factors: no quadratic forms.")

@@ -1,9 +1,4 @@
-"""The checks of an estimator's configuration, shared by the estimators and the batched engine.
-
-:func:`check_configuration` is :meth:`PAIEstimator.validate <faqstats.PAIEstimator.validate>`;
-:func:`check_design` the part the paired estimator shares; :func:`bank_size` and
-:func:`resolve_bank_size` the bank size a factor model and the outcomes agree on.
-"""
+"""The checks of an estimator's configuration, shared by the estimators and the batched engine."""
 
 from __future__ import annotations
 
@@ -17,22 +12,16 @@ from ._inference import check_interval
 from ._validation import check_alpha, check_scalar
 from .sampling import HybridSampler, Sampler, StreamSampler, UniformSampler
 
-__all__ = ["bank_size", "check_configuration", "check_design", "check_estimator", "confidence_alpha", "resolve_bank_size",
+__all__ = ["bank_size", "check_design", "check_estimator", "confidence_alpha", "resolve_bank_size",
            "sample_mean_design"]
 
 
 def bank_size(predictor):
-    """Questions of the predictor's bank, or ``None`` without a predictor.
+    """Questions of the predictor's bank (its ``n_features_in_``), or ``None`` without a predictor.
 
     Parameters
     ----------
-    predictor : fitted estimator with ``n_features_in_`` or None
-        The predictor.
-
-    Returns
-    -------
-    int or None
-        Its ``n_features_in_``.
+    predictor : fitted estimator or None
     """
     if predictor is None:
         return None
@@ -41,8 +30,7 @@ def bank_size(predictor):
 
 
 def resolve_bank_size(n_factor_model, n_questions):
-    """The bank size: the factor model's (``n_factor_model``, None without one) and the
-    outcomes' (``n_questions``, None when unknown) must agree, and one must be known."""
+    """The bank size the factor model's and the outcomes' (each None when unknown) agree on."""
     n = n_factor_model if n_questions is None else n_questions
     if n is None:
         raise ValueError("Without a factor model the bank size comes from the outcomes; pass n_questions.")
@@ -65,10 +53,8 @@ def check_design(sampler, predictor, n_questions, budget, batch_size, interval):
     if predictor is None and sampler.needs_factor_model:
         raise ValueError(f"{type(sampler).__name__} needs a fitted factor_model; pass one or use UniformSampler.")
     if not sampler.replace and budget > n_questions:
-        raise ValueError(
-            f"budget={budget} exceeds the {n_questions} questions of the bank; sampling without "
-            "replacement can ask each question only once."
-        )
+        raise ValueError(f"budget={budget} exceeds the {n_questions} questions of the bank; sampling without "
+                         "replacement can ask each question only once.")
     return sampler
 
 
@@ -81,51 +67,41 @@ def confidence_alpha(confidence_sequence, stop_when_width):
     return check_alpha(confidence_sequence)
 
 
-def check_configuration(n_questions, budget, sampler=None, *, predictor=None, variance="martingale",
-                        interval="robust-t", batch_size=1, stop_when_width=None, confidence_sequence=False,
-                        step_weights=None, dtype="float64", predict_every=1, cluster_score="root-sum-square"):
-    """Check every parameter of a :class:`~faqstats.PAIEstimator` for a bank of ``n_questions``.
+def check_estimator(est, n_questions, budget=None, sampler=None):
+    """Check every parameter of an estimator (or an object with its public parameters) for ``n_questions``.
 
     Parameters
     ----------
-    n_questions : int
-        The bank size ``N``.
-    budget : int
-        The draws of the run.
-    sampler : Sampler, StreamSampler or None, default=None
-        The policy (``None``: ``HybridSampler()``).
-    predictor, variance, interval, batch_size, stop_when_width, confidence_sequence, step_weights, dtype, \
-predict_every, cluster_score
-        As in :class:`~faqstats.PAIEstimator`.
-
-    Returns
-    -------
-    Sampler or StreamSampler
-        The policy to run.
+    est, n_questions : PAIEstimator (or an object with its parameters), int
+    budget, sampler : int or None, Sampler or None
     """
+    budget = est.budget if budget is None else budget
+    sampler = est.sampler if sampler is None else sampler
     sampler = HybridSampler() if sampler is None else sampler
+    predictor, variance, step_weights = est.predictor, est.variance, est.step_weights
     if not isinstance(sampler, (Sampler, StreamSampler)):
         raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
     stream = sampler.design == "stream"
-    if dtype not in ("float64", "float32"):
-        raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
-    check_scalar(predict_every, "predict_every", kind=numbers.Integral, low=1)
+    if est.dtype not in ("float64", "float32"):
+        raise ValueError(f"dtype must be 'float64' or 'float32', got {est.dtype!r}.")
+    check_scalar(est.predict_every, "predict_every", kind=numbers.Integral, low=1)
     if variance not in ("martingale", "paper"):
         raise ValueError(f"variance must be 'martingale' or 'paper', got {variance!r}.")
-    if stop_when_width is not None:
-        check_scalar(stop_when_width, "stop_when_width", low=0.0, high=1.0, closed="right")
-    if confidence_alpha(confidence_sequence, stop_when_width) is not None and stream:
+    if est.stop_when_width is not None:
+        check_scalar(est.stop_when_width, "stop_when_width", low=0.0, high=1.0, closed="right")
+    if confidence_alpha(est.confidence_sequence, est.stop_when_width) is not None and stream:
         raise ValueError("Confidence sequences and stop_when_width need a sequential sampler, not BernoulliAIPW.")
-    if cluster_score not in CLUSTER_SCORES:
-        raise ValueError(f"cluster_score must be one of {CLUSTER_SCORES}, got {cluster_score!r}.")
-    check_design(sampler, predictor, n_questions, budget, batch_size, interval)
+    if est.cluster_score not in CLUSTER_SCORES:
+        raise ValueError(f"cluster_score must be one of {CLUSTER_SCORES}, got {est.cluster_score!r}.")
+    check_design(sampler, predictor, n_questions, budget, est.batch_size, est.interval)
     if variance == "paper" and (not sampler.replace or stream):
         raise ValueError("variance='paper' is defined for with-replacement sequential sampling only.")
     if step_weights is None:
         return sampler
     w = np.asarray(step_weights, dtype=float)
     if w.ndim != 1 or w.size < budget:
-        raise ValueError(f"step_weights must be a 1-D array with at least budget={budget} entries, got shape {w.shape}.")
+        raise ValueError(f"step_weights must be a 1-D array with at least budget={budget} entries, "
+                         f"got shape {w.shape}.")
     if not np.all(np.isfinite(w[:budget])) or np.any(w[:budget] <= 0):
         raise ValueError("step_weights must be finite and positive.")
     if stream:
@@ -135,38 +111,3 @@ predict_every, cluster_score
     if variance != "martingale":
         raise ValueError("step_weights need variance='martingale'.")
     return sampler
-
-
-def check_estimator(est, n_questions, budget=None, sampler=None):
-    """Check every parameter of an estimator's configuration for a bank of ``n_questions``.
-
-    ``est`` is read through :class:`~faqstats.PAIEstimator`'s public parameters (the estimator,
-    or any object with the same names); :func:`check_configuration` checks them.
-
-    Parameters
-    ----------
-    est : PAIEstimator or an object with its parameters
-    n_questions : int
-        The bank size ``N``.
-    budget : int or None, default=None
-        The draws of the run (``None``: ``est.budget``; a cost budget's draws otherwise).
-    sampler : Sampler or None, default=None
-        The policy to check (``None``: ``est.sampler``; a cost-weighted one otherwise).
-
-    Returns
-    -------
-    Sampler or StreamSampler
-        The policy to run (``HybridSampler()`` when there is none).
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> check_estimator(fq.PAIEstimator(sampler=fq.UniformSampler(), budget=5), 20)
-    UniformSampler()
-    """
-    return check_configuration(
-        n_questions, est.budget if budget is None else budget, est.sampler if sampler is None else sampler,
-        predictor=est.predictor, variance=est.variance, interval=est.interval, batch_size=est.batch_size,
-        stop_when_width=est.stop_when_width, confidence_sequence=est.confidence_sequence,
-        step_weights=est.step_weights, dtype=est.dtype, predict_every=est.predict_every,
-        cluster_score=est.cluster_score)

@@ -1,12 +1,5 @@
-"""The lockstep loop of :func:`faqstats.batched.simulate`: ``R`` runs of one configuration, a chunk at a time.
-
-Each round is a few tensor operations over an ``R x N`` block with the estimator's parts: the
-policy's law (its torch scores, or its numpy law run by run), the two-level draw
-(:mod:`faqstats.batched_draw`), the increments and their ranges (:mod:`faqstats._engine`), the
-posteriors' Laplace steps (:mod:`faqstats.batched_posterior`) and the confidence sequences
-(:class:`~faqstats.confseq.BettingConfidenceSequences`); a round's draws follow
-``SequentialRun.draw_round`` (docs/architecture.md, "One loop").
-"""
+"""The lockstep loop of :func:`faqstats.batched.simulate`: ``R`` runs of one configuration, a chunk at a time,
+with the one-run engine's increments, ranges, draw and stopping rules (docs/architecture.md, "One loop")."""
 
 from __future__ import annotations
 
@@ -15,63 +8,40 @@ import math
 import numpy as np
 import torch
 
-from ._engine import aipw_terms, des_raj_base, increment_range, pai_increment
-from .batched_draw import block_sums, draw_runs, resum_block
+from ._engine import aipw_terms, des_raj_base, draw_at, increment_range, pai_increment, policy_law, width_reached
 from .batched_posterior import batched_posterior
 from .confseq import BettingConfidenceSequences
 from .design import sample_mean_design
 from .posterior import PosteriorView
-from .sampling import DRAW_BLOCK, PolicyState, check_law, inverse_cdf, mixture_coefficients, within_round
+from .sampling import DRAW_BLOCK, PolicyState, mixture_coefficients, within_round
 
-__all__ = ["Lockstep"]
+__all__ = ["Lockstep", "block_sums", "draw_runs", "resum_block"]
 
 _BLOCK = DRAW_BLOCK  # the estimator's draw uses the same blocks
 
 
 class Lockstep:
-    """The lockstep loop for one configuration; :meth:`run` handles one chunk of runs.
-
-    :func:`faqstats.batched.simulate` sets its settings (``batch_size``, ``stops``,
-    ``keep_ranges``, ``predict_every``) and :attr:`outcomes`, then runs the chunks.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from faqstats import UniformSampler
-    >>> engine = Lockstep(None, UniformSampler(), 5, 20, torch.device("cpu"), torch.float64)
-    >>> engine.outcomes = engine.tensor(np.ones((1, 20)))
-    >>> n_queries, values = engine.run([0, 0], [np.random.default_rng(0), np.random.default_rng(1)])[:2]
-    >>> n_queries.tolist(), values.mean(1).tolist()
-    ([5, 5], [1.0, 1.0])
-    """
+    """The lockstep loop for one configuration (:func:`faqstats.batched.simulate` sets its settings);
+    :meth:`run` handles one chunk of runs."""
 
     def __init__(self, factor_model, sampler, budget, n_questions, device, dtype):
-        self.sampler, self.budget, self.N = sampler, budget, n_questions
-        self.keep_ranges = False
-        self.batch_size = 1  # draws per round
+        self.sampler, self.budget, self.N, self.device, self.dtype = sampler, budget, n_questions, device, dtype
+        self.keep_ranges, self.batch_size = False, 1  # batch_size: draws per round
         self.stops = None  # (alpha, stop_when_width) of the runs' confidence sequences, or None
-        self.device, self.dtype = device, dtype
         self.stream = sampler.design == "stream"
-        self.factor_model = factor_model  # batched_posterior gives its runs' posteriors, chunk by chunk
-        self.predict_every = 1
+        self.factor_model, self.predict_every = factor_model, 1  # each chunk's posteriors come from these
         self.outcomes = None  # the (models x N) outcomes the runs read, set by simulate
         self.costs = None  # with costs: a tensor of the cost per question (the runs' spend is reported)
         self.method = "aipw" if self.stream else "sample_mean" if sample_mean_design(factor_model, sampler) else "pai"
-        self.posterior = None
+        self.posterior = None  # the current chunk's posteriors
 
     def tensor(self, a, dtype=None):
         """``a`` as a tensor of the engine's dtype (or ``dtype``) on its device."""
         return torch.as_tensor(a, dtype=self.dtype if dtype is None else dtype, device=self.device)
 
-    def release(self):
-        """Drop the current chunk's per-run tensors (predictions, posteriors, quadratic forms)."""
-        self.posterior = None
-
     def run(self, rows, generators):
-        """``(distinct questions asked, increments or terms, variance terms, ranges, draws made, stop
-        reasons, anytime lows, anytime highs, cost spent)`` of one chunk (draws made to anytime highs
-        None without a confidence sequence, cost spent None without :attr:`costs`): run ``r``
-        evaluates row ``rows[r]`` of :attr:`outcomes`."""
+        """``(distinct questions asked, increments or terms, variance terms, ranges, draws made, stop reasons,
+        anytime lows and highs, cost spent)`` of one chunk (run ``r`` on row ``rows[r]`` of :attr:`outcomes`)."""
         self.posterior = batched_posterior(self.factor_model, len(generators), self.N, self.dtype, self.device,
                                            self.predict_every)
         rows = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=self.device)
@@ -80,11 +50,6 @@ class Lockstep:
         return self._run_sequential(rows, generators)
 
     # -- sequential designs --------------------------------------------------------
-    def _state(self, available, step, drawn):
-        post = self.posterior
-        return PolicyState(post.predictions, available, step, self.budget, post.question_factors, post.mean, post.cov,
-                           posterior=PosteriorView(post), asked=drawn)
-
     def _numpy_laws(self, available, step, drawn, stops=None):
         """Each run's law from the policy's numpy scores (a policy without torch scores); a run
         that has stopped gets the uniform law instead (its draws are not used)."""
@@ -92,19 +57,16 @@ class Lockstep:
         host = lambda x: None if x is None else x.detach().cpu().numpy().astype(float)  # noqa: E731
         P, mean, cov, V = host(post.predictions), host(post.mean), host(post.cov), host(post.question_factors)
         avail, asked = available.cpu().numpy(), drawn.cpu().numpy()
-        name = f"{type(self.sampler).__name__}.probabilities"
         for r in range(P.shape[0]):
             if stops and not stops.active[r]:
                 yield avail[r].astype(float)
                 continue
-            state = PolicyState(P[r], avail[r], step, self.budget, V, None if mean is None else mean[r],
-                                None if cov is None else cov[r], asked=asked[r])
-            q = self.sampler.probabilities(state)
-            yield check_law(q, avail[r].shape, asked[r], name) if self.sampler.checks_law else q
+            yield policy_law(self.sampler, PolicyState(P[r], avail[r], step, self.budget, V,
+                                                       None if mean is None else mean[r],
+                                                       None if cov is None else cov[r], asked=asked[r]))
 
     def _run_sequential(self, rows, generators):
-        R, N, budget = len(generators), self.N, self.budget
-        sampler, post = self.sampler, self.posterior
+        R, N, budget, sampler, post = len(generators), self.N, self.budget, self.sampler, self.posterior
         replace, tau = sampler.replace, sampler.tau
         states = [g.bit_generator.state for g in generators] if self.stops else None
         U = np.stack([g.random(budget) for g in generators]) if R else np.empty((0, budget))
@@ -112,20 +74,17 @@ class Lockstep:
         Zt = self.outcomes
         ar = torch.arange(R, device=self.device)
         A = torch.ones(R, N, dtype=self.dtype, device=self.device)  # 1 where askable
-        available = torch.ones(R, N, dtype=torch.bool, device=self.device)
         drawn = torch.zeros(R, budget, dtype=torch.int64, device=self.device)  # questions, in draw order
         asked_total = torch.zeros(R, dtype=self.dtype, device=self.device)
-        phi = torch.empty(R, budget, dtype=self.dtype, device=self.device)
-        zs = torch.empty(R, budget, dtype=self.dtype, device=self.device)
+        phi, zs = (torch.empty(R, budget, dtype=self.dtype, device=self.device) for _ in range(2))
         # availability per block of _BLOCK questions (the draw's first level)
         nb = -(-N // _BLOCK)
         counts = torch.full((R, nb), float(_BLOCK), dtype=self.dtype, device=self.device)
         counts[:, -1] = N - (nb - 1) * _BLOCK
         ranges = torch.empty(R, budget, 2, dtype=self.dtype, device=self.device) if self.keep_ranges else None
         stops = _Stops(R, budget, *self.stops) if self.stops else None
-        # scores that follow the predictions are kept, with their block sums and the prediction
-        # sums, while the predictions stand (fixed ones, or on a schedule): only the asked
-        # question's entries move; recomputed (as before) after every refresh
+        # scores that follow the predictions are kept, with their block sums and the prediction sums,
+        # while the predictions stand: only the asked question's entries move until the next refresh
         cache = sampler.batched and sampler.scores_follow_predictions
         cached_at = -1  # the posterior's refresh count the cached scores belong to
         s = None  # the kept scores' buffer
@@ -137,30 +96,25 @@ class Lockstep:
             n_avail = N if replace else N - t
             done = drawn[:, :t]
             asked_now = drawn[:, :0] if replace else done
+            refresh = not cache or cached_at != post.refreshes
+            if cache and refresh:
+                cached_at = post.refreshes
+                p_sum = post.predictions.sum(1)
+                p_asked = post.predictions.gather(1, done).sum(1)
             if uniform:  # q = 1 / n_avail on the askable questions, as mixture_coefficients gives it
-                if cached_at != post.refreshes:
-                    cached_at = post.refreshes
-                    p_sum = post.predictions.sum(1)
-                    p_asked = post.predictions.gather(1, done).sum(1)
                 a = torch.full((R,), 1.0 / n_avail, dtype=self.dtype, device=self.device)
             elif sampler.batched:
-                if not cache or cached_at != post.refreshes:
-                    if cache:  # the sampler's scores, into one buffer (no fresh R x N block per refresh)
-                        s = _follow_scores(sampler, post, s)
-                    else:
-                        s = sampler.scores(self._state(available, t + 1, asked_now))
+                if refresh:  # kept scores go into one buffer (no fresh R x N block per refresh)
+                    s = _follow_scores(sampler, post, s) if cache else sampler.scores(PolicyState(
+                        post.predictions, A > 0, t + 1, budget, post.question_factors, post.mean, post.cov,
+                        posterior=PosteriorView(post), asked=asked_now))
                     if not replace and t:
                         s.scatter_(1, done, 0.0)
                     block_s = block_sums(s)
-                    if cache:
-                        cached_at = post.refreshes
-                        p_sum = post.predictions.sum(1)
-                        p_asked = post.predictions.gather(1, done).sum(1)
                 a, b = mixture_coefficients(block_s.sum(1), tau, n_avail)
             else:
-                laws = list(self._numpy_laws(available, t + 1, asked_now, stops))
+                laws = list(self._numpy_laws(A > 0, t + 1, asked_now, stops))
             P = post.predictions  # the round's: the predictor learns at its end
-            answers = []
             for k in range(t, t + size):
                 # a later draw of a round without replacement: the round's law less the questions
                 # drawn, renormalised (sampling.within_round)
@@ -185,7 +139,7 @@ class Lockstep:
                         prob = a + b * s[ar, question]
                         prob = prob / mass if later else prob
                 else:
-                    question, prob, q_full = self._numpy_draws(laws, available, later, U[:, k], stops)
+                    question, prob, q_full = self._numpy_draws(laws, A > 0, later, U[:, k], stops)
                 z = Zt[rows, question]
                 p_q = P[ar, question]
                 if cache:  # the sums kept since the last refresh
@@ -200,10 +154,8 @@ class Lockstep:
                     stops.record(phi[:, k], ranges[:, k, 0], ranges[:, k, 1])
                 zs[:, k] = z
                 drawn[:, k] = question
-                answers.append((question, z))
                 if not replace:
                     A[ar, question] = 0.0
-                    available[ar, question] = False
                     counts[ar, question // _BLOCK] -= 1.0
                     asked_total += z
                     if cache:
@@ -212,70 +164,49 @@ class Lockstep:
                     if s is not None and not uniform and (cache or k + 1 < t + size):
                         s[ar, question] = 0.0
                         resum_block(s, block_s, question // _BLOCK)
-            for question, z in answers:  # the round's answers, in draw order (Run.end_round)
-                post.update(None, question, z)
+            for k in range(t, t + size):  # the round's answers, in draw order (Run.end_round)
+                post.update(None, drawn[:, k], zs[:, k])
             t += size
             if stops and stops.end_round(t):  # every run has stopped
                 break
-        values = zs if self.method == "sample_mean" else phi
-        out = [_distinct(drawn, replace).cpu().numpy(), values.cpu().numpy(), None,
-               None if ranges is None else ranges.cpu().numpy()]
-        if not stops:
-            return (*out, None, None, None, None, self._spent(drawn))
-        n_draws = stops.n_draws
-        for g, state, n in zip(generators, states, n_draws):  # the uniforms the run used, as the estimator draws them
-            if n < budget:
-                g.bit_generator.state = state
-                g.random(n)
-        out[0] = _distinct(drawn, replace, torch.as_tensor(n_draws, device=self.device)).cpu().numpy()
-        for x in out[1], out[3]:  # nothing after a run's stop
-            if x is not None:
-                x[np.arange(budget) >= n_draws[:, None]] = np.nan
-        return (*out, n_draws, stops.reason, stops.low, stops.high,
-                self._spent(drawn, torch.as_tensor(n_draws, device=self.device)))
-
-    def _spent(self, drawn, lengths=None):
-        """Each run's summed cost of the distinct questions among its draws (its first
-        ``lengths[r]``), as the estimator's ``cost_spent_``; None without :attr:`costs`."""
-        if self.costs is None:
-            return None
-        budget = drawn.shape[1]
-        if lengths is not None:  # the draws past a run's length repeat its first (no new question)
-            drawn = torch.where(torch.arange(budget, device=drawn.device) < lengths[:, None], drawn, drawn[:, :1])
-        d = drawn.sort(1).values
-        first = torch.ones_like(d, dtype=torch.bool)
-        first[:, 1:] = d[:, 1:] != d[:, :-1]
-        return torch.where(first, self.costs[d], 0.0).sum(1).cpu().numpy()
+        values = (zs if self.method == "sample_mean" else phi).cpu().numpy()
+        ranges = None if ranges is None else ranges.cpu().numpy()
+        n_draws = stops.n_draws if stops else None
+        if stops:
+            for g, state, n in zip(generators, states, n_draws):  # the uniforms the run used, as the estimator's
+                if n < budget:
+                    g.bit_generator.state = state
+                    g.random(n)
+            for x in values, ranges:  # nothing after a run's stop
+                if x is not None:
+                    x[np.arange(budget) >= n_draws[:, None]] = np.nan
+        d, first = _firsts(drawn, None if n_draws is None else torch.as_tensor(n_draws, device=self.device))
+        # each run's summed cost of the distinct questions among its draws (the estimator's cost_spent_)
+        spent = None if self.costs is None else torch.where(first, self.costs[d], 0.0).sum(1).cpu().numpy()
+        stopping = (n_draws, stops.reason, stops.low, stops.high) if stops else (None,) * 4
+        return first.sum(1).cpu().numpy(), values, None, ranges, *stopping, spent
 
     def _numpy_draws(self, laws, available, later, u, stops):
         """Every run's draw from its numpy law (a later draw of a round: renormalised over the
         questions not yet drawn), as SequentialRun._round draws it: ``(questions, probabilities, laws)``."""
         avail = available.cpu().numpy() if later else None
-        picked, kept = [], []
-        for r, q in enumerate(laws):
-            q = within_round(q, avail[r], False) if later else q
-            if stops:  # normalised, the probability read from it (the loop's law with a confidence sequence)
-                q = q / q.sum()
-                j = inverse_cdf(q, u[r])[0]
-                picked.append((j, float(q[j])))
-            else:
-                picked.append(inverse_cdf(q, u[r]))
-            kept.append(q)
-        question = torch.as_tensor([j for j, _ in picked], dtype=torch.int64, device=self.device)
-        prob = self.tensor([p for _, p in picked])
-        return question, prob, (self.tensor(np.stack(kept)) if self.keep_ranges and kept else None)
+        laws = [within_round(q, avail[r], False) if later else q for r, q in enumerate(laws)]
+        picked = [draw_at(q, u[r], stops is not None) for r, q in enumerate(laws)]
+        question = torch.as_tensor([d[0] for d in picked], dtype=torch.int64, device=self.device)
+        prob = self.tensor([d[1] for d in picked])
+        if not (self.keep_ranges and laws):
+            return question, prob, None
+        return question, prob, self.tensor(np.stack([q if d[2] is None else d[2] for q, d in zip(laws, picked)]))
 
     # -- nature's-order designs ----------------------------------------------------
     def _run_stream(self, rows, generators):
         """Nature's-order label/skip runs (:class:`~faqstats.sampling.StreamSampler`), one item per step."""
-        sampler, post = self.sampler, self.posterior
-        R, N, budget = len(generators), self.N, self.budget
-        orders, coins = [], []
-        for g in generators:  # the estimator draws the order first, then one coin per item
-            orders.append(sampler.stream_order(N, g))
-            coins.append(g.random(N))
-        order = torch.as_tensor(np.stack(orders) if R else np.empty((0, N), np.int64), device=self.device)
-        U = self.tensor(np.stack(coins) if R else np.empty((0, N)))
+        R, N, budget, sampler, post = len(generators), self.N, self.budget, self.sampler, self.posterior
+        # the estimator draws the order first, then one coin per item
+        drawn = [(sampler.stream_order(N, g), g.random(N)) for g in generators]
+        order = torch.as_tensor(np.stack([o for o, _ in drawn]) if R else np.empty((0, N), np.int64),
+                                device=self.device)
+        U = self.tensor(np.stack([c for _, c in drawn]) if R else np.empty((0, N)))
         Zt = self.outcomes
         ar = torch.arange(R, device=self.device)
         avail = torch.ones(R, N, dtype=torch.bool, device=self.device)
@@ -283,9 +214,7 @@ class Lockstep:
         item_scores, inclusion = self._stream_policy()
         S = item_scores(post.predictions)
         ssum = S.sum(1)
-        labels = torch.zeros(R, dtype=self.dtype, device=self.device)
-        total = torch.zeros(R, dtype=self.dtype, device=self.device)
-        var_total = torch.zeros(R, dtype=self.dtype, device=self.device)
+        labels, total, var_total = (torch.zeros(R, dtype=self.dtype, device=self.device) for _ in range(3))
         certain = torch.ones(R, dtype=torch.bool, device=self.device)  # every item labelled with pi = 1 so far
         for t in range(N):
             remaining = N - t
@@ -333,9 +262,7 @@ class Lockstep:
 
 
 class _Stops:
-    """The runs' confidence sequences and stopping rule (QueryLoop's): after each round, a run
-    whose sequence is at most ``width`` wide (after more than one draw) stops; its later draws
-    are masked (made, not used)."""
+    """The runs' confidence sequences and QueryLoop's stopping rule (a stopped run's later draws are made, unused)."""
 
     def __init__(self, n_runs, budget, alpha, width):
         self.cs = BettingConfidenceSequences(n_runs, alpha=alpha, truncation=0.9, horizon=budget)
@@ -347,42 +274,34 @@ class _Stops:
 
     def record(self, x, lower, upper):
         """One increment of every run still going, with its range."""
-        runs = None if self.active.all() else np.flatnonzero(self.active)
-        x, lower, upper = (v.detach().cpu().numpy().astype(float) for v in (x, lower, upper))
-        if runs is not None:
-            x, lower, upper = x[runs], lower[runs], upper[runs]
-        self.cs.update(x, lower, upper, runs)
+        runs = np.flatnonzero(self.active)
+        self.cs.update(*(v.detach().cpu().numpy().astype(float)[runs] for v in (x, lower, upper)), runs)
 
     def end_round(self, n_draws):
         """The sequences after a round of the runs still going, ``n_draws`` draws in; whether every run has stopped."""
         runs = np.flatnonzero(self.active)
         self.low[runs], self.high[runs] = self.cs.interval(runs)
-        if self.width is not None and n_draws > 1:
-            stopped = runs[self.high[runs] - self.low[runs] <= self.width]
+        if self.width is not None:
+            stopped = runs[width_reached(self.low[runs], self.high[runs], self.width, n_draws)]
             self.n_draws[stopped] = n_draws
             self.reason[stopped] = "width"
             self.active[stopped] = False
         return not self.active.any()
 
 
-def _distinct(drawn, replace, lengths=None):
-    """Distinct questions in each row of ``drawn`` (all of them without replacement), or in its
-    first ``lengths[r]`` entries."""
-    R, budget = drawn.shape
-    if not replace or budget < 2:
-        return torch.full((R,), budget, dtype=torch.int64, device=drawn.device) if lengths is None else lengths
+def _firsts(drawn, lengths=None):
+    """Each run's draws sorted, and where each question first appears (past ``lengths[r]`` none does)."""
     if lengths is not None:  # the draws past a run's length repeat its first (no new question)
-        drawn = torch.where(torch.arange(budget, device=drawn.device) < lengths[:, None], drawn, drawn[:, :1])
+        drawn = torch.where(torch.arange(drawn.shape[1], device=drawn.device) < lengths[:, None], drawn, drawn[:, :1])
     d = drawn.sort(1).values
-    return (d[:, 1:] != d[:, :-1]).sum(1) + 1
+    first = torch.ones_like(d, dtype=torch.bool)
+    first[:, 1:] = d[:, 1:] != d[:, :-1]
+    return d, first
 
 
 def _follow_scores(sampler, posterior, out):
-    """What ``sampler.scores`` gives for a policy whose ``scores_follow_predictions``, written into
-    ``out`` when given: ones where ``tau = 1`` (the law ignores the scores then, ``b = 0``: the
-    uniform policy's), else the oracle scores (UniformSampler, NeymanSampler and HybridSampler
-    follow the predictions): the posterior's own (the engine may zero entries of them until the
-    next refresh) or the same operations as ``posterior.oracle_scores``, so the same values."""
+    """``sampler.scores`` of a policy whose scores follow the predictions, into ``out`` when given: ones
+    where ``tau = 1`` (``b = 0``), else the oracle scores (the posterior's own, or computed as it does)."""
     P = posterior.predictions
     uniform = sampler.tau == 1.0
     if not uniform and posterior.scores is not None:
@@ -392,3 +311,58 @@ def _follow_scores(sampler, posterior, out):
     if uniform:
         return out.fill_(1.0)
     return torch.addcmul(P, P, P, value=-1.0, out=out).sqrt_()  # posterior.oracle_scores
+
+
+def resum_block(s, block_s, blk):
+    """``block_s[r, blk[r]]`` summed again from ``s`` (as :func:`block_sums` sums it), for every run ``r``."""
+    R, N = s.shape
+    cols = blk[:, None] * _BLOCK + torch.arange(_BLOCK, device=s.device)
+    inside = cols < N
+    vals = s.gather(1, cols.clamp_(max=N - 1)).mul_(inside)
+    block_s.scatter_(1, blk[:, None], vals.sum(1, keepdim=True))
+
+
+def block_sums(s):
+    """Row sums of ``s`` (R, N) over consecutive blocks of ``DRAW_BLOCK`` columns (the last one shorter)."""
+    R, N = s.shape
+    full = N // _BLOCK * _BLOCK
+    parts = [s[:, :full].reshape(R, -1, _BLOCK).sum(2)]
+    if full < N:
+        parts.append(s[:, full:].sum(1, keepdim=True))
+    return torch.cat(parts, 1) if len(parts) > 1 else parts[0]
+
+
+def draw_runs(s, block_s, A, a, b, counts, u, with_mass=False):
+    """:func:`faqstats.sampling.draw_from` for every run at uniforms ``u``, ``q = a A + b s`` never formed:
+    each run's question, and with ``with_mass`` the total mass ``sum_j q_j`` the draw used.
+    """
+    R, N = A.shape
+    uniform = s is None  # the uniform law (b = 0): the masses are the counts'
+    mass = counts * a[:, None] if uniform else torch.addcmul(counts * a[:, None], block_s, b[:, None])
+    cdf = torch.cumsum(mass, 1)
+    target = u[:, None] * cdf[:, -1:]
+    nb = cdf.shape[1]
+    blk = torch.searchsorted(cdf, target, right=True)
+    # past the end only by rounding: then the last block with mass
+    if _guard_needed(blk, nb):
+        last = torch.where(mass > 0, torch.arange(nb, device=A.device), -1).amax(1, keepdim=True)
+        blk = torch.minimum(blk, last)
+    before = torch.where(blk > 0, cdf.gather(1, (blk - 1).clamp_(min=0)), torch.zeros_like(target))
+    cols = blk * _BLOCK + torch.arange(_BLOCK, device=A.device)
+    inside = cols < N
+    cols = cols.clamp_(max=N - 1)
+    q = A.gather(1, cols) * a[:, None]
+    if not uniform:
+        q = torch.addcmul(q, s.gather(1, cols), b[:, None])
+    q.mul_(inside)
+    j = torch.searchsorted(torch.cumsum(q, 1), target - before, right=True)
+    if _guard_needed(j, _BLOCK):  # likewise inside the block: its last question with mass
+        last = torch.where(q > 0, torch.arange(_BLOCK, device=A.device), -1).amax(1, keepdim=True)
+        j = torch.minimum(j, last)
+    question = (blk * _BLOCK + j).squeeze(1)
+    return (question, cdf[:, -1]) if with_mass else question
+
+
+def _guard_needed(index, size):
+    """Whether some search ran past the end (assumed off the CPU, where asking would wait for the device)."""
+    return index.device.type != "cpu" or bool((index >= size).any())

@@ -1,11 +1,5 @@
-"""The query loop of an estimator's configuration: its run, predictor, groups, costs and clusters.
-
-:func:`new_loop` makes the loop that :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>`,
-the session and :func:`faqstats.batched.simulate` drive: the run the policy's design needs, with the :class:`~faqstats.estimands.EstimandTracker` of groups and
-weighted estimands, the policy weighed by cost and the draws a cost budget buys
-(docs/statistics.md, "Cost budgets"), or a clustered run (docs/statistics.md, "Clusters").
-The estimator is read through its public parameters (:func:`~faqstats.design.check_estimator`).
-"""
+"""The query loop of an estimator's configuration (its run, predictor, groups, costs and clusters) that
+``PAIEstimator.fit``, the session and :func:`faqstats.batched.simulate` drive."""
 
 from __future__ import annotations
 
@@ -25,24 +19,12 @@ __all__ = ["answer_round", "cost_design", "estimand_tracker", "new_loop", "predi
 
 
 def predictor_for(predictor, n_questions, dtype="float64", predict_every=1):
-    """A new model's posterior at its prior: the predictor's, or zero predictions without one.
+    """A new model's posterior at its prior (the engine's protocol): the predictor's, or zero predictions.
 
     Parameters
     ----------
     predictor : fitted predictor or None
-        The estimator's ``predictor``.
-    n_questions : int
-        The bank size.
-    dtype : {"float64", "float32"}, default="float64"
-    predict_every : int, default=1
-        As in :class:`~faqstats.PAIEstimator`.
-
-    Returns
-    -------
-    object
-        A posterior with ``predictions``, ``update(question, outcome)``, ``oracle_scores`` and
-        ``view()`` (the protocol's defaults added where the predictor's posterior lacks them:
-        :func:`~faqstats.predictor.engine_posterior`).
+    n_questions, dtype, predict_every : int, {"float64", "float32"}, int
     """
     if predictor is None:
         return FixedPredictions(np.zeros(n_questions))
@@ -55,55 +37,44 @@ def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=
     Parameters
     ----------
     est : PAIEstimator
-        The configuration (read through its public parameters).
     n_questions : int or None, default=None
         The bank size (``None``: the predictor's).
     rng : numpy.random.Generator, int or None, default=None
-        Draws the order of a nature's-order design's stream (unused by sequential policies).
+        Draws a nature's-order design's stream order.
     groups, costs, clusters : array-like of shape (N,) or None, default=None
-        As in :meth:`PAIEstimator.fit <faqstats.PAIEstimator.fit>` (with ``clusters`` the run is
-        a :class:`~faqstats._engine.ClusterRun`).
-
-    Returns
-    -------
-    faqstats._engine.QueryLoop
-        The loop, before its first draw.
     """
     n_questions = resolve_bank_size(est.bank_size(), n_questions)
     if clusters is not None:
         run = _cluster_run_of(est, n_questions, groups, costs, clusters)
     else:
         sampler, budget, costs, per_draw = cost_design(est, n_questions, groups, costs)
-        sampler = check_estimator(est, n_questions, budget, sampler)
-        tracker = estimand_tracker(est, sampler, n_questions, groups, budget)
-        predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
-        rng = check_generator(rng)  # draws a stream's order
-        if sampler.design == "stream":
-            run = StreamRun(sampler, predictor, n_questions, budget, sampler.stream_order(n_questions, rng))
-        else:
-            run = SequentialRun(sampler, predictor, n_questions, budget)
-        run.tracker = tracker
+        run = _run(est, n_questions, budget, sampler, groups, rng)
         run.costs, run.cost_per_draw = costs, per_draw
     alpha = confidence_alpha(est.confidence_sequence, est.stop_when_width)
     cs = None if alpha is None else BettingConfidenceSequence(alpha=alpha, truncation=0.9, horizon=run.budget)
     return QueryLoop(run, batch_size=est.batch_size, confidence_sequence=cs, stop_when_width=est.stop_when_width)
 
 
+def _run(est, n_questions, budget, sampler, groups, rng=None):
+    """The (unclustered) run of ``budget`` draws of ``sampler`` for ``est``, at the predictor's prior."""
+    sampler = check_estimator(est, n_questions, budget, sampler)
+    tracker = estimand_tracker(est, sampler, n_questions, groups, budget)
+    predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
+    rng = check_generator(rng)  # draws a stream's order
+    if sampler.design == "stream":
+        run = StreamRun(sampler, predictor, n_questions, budget, sampler.stream_order(n_questions, rng))
+    else:
+        run = SequentialRun(sampler, predictor, n_questions, budget)
+    run.tracker = tracker
+    return run
+
+
 def answer_round(loop, rng, oracle):
     """Draw the loop's next round from ``rng``, ask ``oracle`` its answers and record them, in draw order.
 
-    With clusters every question of the round's clusters is asked at once, and each cluster's
-    answers are recorded together (in question order). :meth:`PAIEstimator.fit
-    <faqstats.PAIEstimator.fit>` and :func:`faqstats.batched.simulate` play their rounds with it.
-
     Parameters
     ----------
-    loop : faqstats._engine.QueryLoop
-        A loop made by :func:`new_loop`, not done.
-    rng : numpy.random.Generator
-        The run's generator.
-    oracle : faqstats._engine.Oracle
-        The run's answers.
+    loop, rng, oracle : QueryLoop, numpy.random.Generator, Oracle
     """
     run = loop.run
     drawn = [d.question for d in loop.draw_round(rng)]
@@ -122,18 +93,8 @@ def estimand_tracker(est, sampler, n_questions, groups, budget):
 
     Parameters
     ----------
-    est : PAIEstimator
-        The configuration (``estimand``, ``min_group_share``, ``stratify``...).
-    sampler : Sampler
-        The checked policy.
-    n_questions : int
-    groups : array-like of shape (N,) or None
-    budget : int
-        The run's draws.
-
-    Returns
-    -------
-    EstimandTracker or None
+    est, sampler : PAIEstimator, Sampler
+    n_questions, groups, budget : int, array-like of shape (N,) or None, int
     """
     estimand = as_estimand(est.estimand)
     micro = estimand.is_bank_mean
@@ -169,33 +130,13 @@ def estimand_tracker(est, sampler, n_questions, groups, budget):
 
 
 def cost_design(est, n_questions, groups, costs):
-    """The policy weighed by cost and the draws ``budget_cost`` buys, fixed before the first draw.
+    """``(sampler, draws, costs, E_q1[cost])``: the policy weighed by cost and the draws ``budget_cost`` buys
+    (fixed before the first draw; ``None, budget, None, None`` without costs).
 
     Parameters
     ----------
-    est : PAIEstimator
-        The configuration (``sampler``, ``budget``, ``budget_cost``...).
-    n_questions : int
-    groups : array-like of shape (N,) or None
-        With ``budget_cost``: the groups the run's first law sees.
-    costs : array-like of shape (N,) or None
-
-    Returns
-    -------
-    tuple
-        ``(sampler, draws, costs, E_q1[cost])``: the policy (a
-        :class:`~faqstats.sampling.CostWeightedSampler` unless ``tau = 1``), the run's draws, the
-        checked costs and the expected cost per draw that fixed the draws (``None, budget, None,
-        None`` without costs; ``E_q1[cost]`` is None without ``budget_cost``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import faqstats as fq
-    >>> est = fq.PAIEstimator(sampler=fq.UniformSampler(), budget_cost=12.0)
-    >>> sampler, draws, costs, per_draw = cost_design(est, 4, None, [1.0, 1.0, 2.0, 4.0])
-    >>> sampler, draws, per_draw
-    (UniformSampler(), 4, 2.0)
+    est, n_questions : PAIEstimator, int
+    groups, costs : array-like of shape (N,) or None
     """
     if costs is None:
         if est.budget_cost is not None:
@@ -217,11 +158,7 @@ def cost_design(est, n_questions, groups, costs):
         return sampler, est.budget, costs, None
 
     def first_law(n):  # the law of draw 1 in a run of n draws, from the prior predictor
-        checked = check_estimator(est, n_questions, n, sampler)
-        predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
-        run = SequentialRun(checked, predictor, n_questions, n)
-        run.tracker = estimand_tracker(est, checked, n_questions, groups, n)
-        return run.law()
+        return _run(est, n_questions, n, sampler, groups).law()
 
     n, per_draw = draws_for_cost(est.budget_cost, costs, first_law, base.replace, n_questions)
     return sampler, n, costs, per_draw
@@ -239,8 +176,8 @@ def _cluster_run_of(est, n_questions, groups, costs, clusters):
         if split.size:
             c = split[0]
             found = group_labels[np.unique(group_codes[codes == c])].tolist()
-            raise ValueError(f"cluster {labels.tolist()[c]!r} spans groups {found}: with clusters every cluster must lie in "
-                             f"one group ({split.size} cluster(s) do not).")
+            raise ValueError(f"cluster {labels.tolist()[c]!r} spans groups {found}: with clusters every cluster must "
+                             f"lie in one group ({split.size} cluster(s) do not).")
     if not as_estimand(est.estimand).is_bank_mean:
         raise ValueError("clusters estimate the bank's accuracy (and every group's): use estimand='micro' "
                          "(the default).")
@@ -283,10 +220,8 @@ def _cluster_run_of(est, n_questions, groups, costs, clusters):
 def _cluster_run(est, n_questions, budget, sampler, codes, root_costs):
     n_clusters = int(codes.max()) + 1
     if not sampler.replace and budget > n_clusters:
-        raise ValueError(
-            f"budget={budget} exceeds the {n_clusters} clusters; without replacement each cluster can be drawn "
-            "only once (with clusters, budget counts cluster draws)."
-        )
+        raise ValueError(f"budget={budget} exceeds the {n_clusters} clusters; without replacement each cluster can be "
+                         "drawn only once (with clusters, budget counts cluster draws).")
     sampler = check_estimator(est, n_questions, budget, sampler)
     predictor = predictor_for(est.predictor, n_questions, est.dtype, est.predict_every)
     return ClusterRun(sampler, predictor, n_questions, budget, codes, root_costs, est.cluster_score)

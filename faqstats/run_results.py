@@ -1,11 +1,5 @@
-"""What a finished (or interim) query loop reports: its :class:`~faqstats.AccuracyResult` and groups.
-
-:func:`result_of` and :func:`group_results_of` give :meth:`PAIEstimator.fit
-<faqstats.PAIEstimator.fit>`'s ``result_`` and ``group_results_`` (and a session's): the
-inference of the run's design (the martingale of the increments, weighted or not, the paper's
-closed form, the FPC sample mean, nature's-order AIPW, strata, clusters) for the estimator's
-parameters, read through its public attributes.
-"""
+"""What a finished (or interim) query loop reports: its :class:`~faqstats.AccuracyResult` and groups
+(``PAIEstimator.fit``'s ``result_`` and ``group_results_``, and a session's)."""
 
 from __future__ import annotations
 
@@ -29,9 +23,7 @@ def confidence_rows(loop):
 
 
 def census_answers(run, table):
-    """Every question's answer when the draws in ``table`` are a census (every question, or every
-    cluster, drawn without replacement), else None: a census reports the answers' exact mean
-    (``census_mean``), not the rounding of its increments."""
+    """Every question's answer when the draws in ``table`` are a census (reported exactly), else None."""
     if run.design == "stream":  # a census by design only when every item was labelled with certainty
         certain = len(table) == run.n_questions and bool(np.all(table["probability"] == 1.0))
         return table["outcome"].copy() if certain else None
@@ -47,80 +39,54 @@ def census_answers(run, table):
 
 
 def _weights_for(est, run):
-    """The increment weights and the bank size the inference needs (None with replacement):
-    with clusters the number of clusters (the finite-population weights and the census)."""
+    """The increment weights and the units (questions or clusters; None with replacement) of the inference."""
     units = run.n_clusters if isinstance(run, ClusterRun) else run.n_questions
     return est.step_weights, None if run.sampler.replace else units
 
 
 def group_results_of(est, loop, n_draws=None):
-    """Every group's estimate from a loop of ``est`` started with ``groups``.
+    """Every group's estimate from a loop of ``est`` (from its first ``n_draws`` draws), or None without groups.
 
     Parameters
     ----------
-    est : PAIEstimator
-        The configuration the loop ran.
-    loop : faqstats._engine.QueryLoop
-        The loop, with its recorded draws.
-    n_draws : int or None, default=None
-        Use the first ``n_draws`` draws only; ``None``: every recorded draw.
-
-    Returns
-    -------
-    GroupResults or None
-        None when the loop was started without groups.
+    est, loop, n_draws : PAIEstimator, QueryLoop, int or None
     """
-    run = loop.run
-    weights, without = _weights_for(est, run)
+    run, table = loop.run, loop.run.table()[:n_draws]
     if isinstance(run, ClusterRun):
         if run.group_codes is None:
             return None
-        table = run.table()[:n_draws]
         rows = np.array(run.group_rows, dtype=float).reshape(len(run.group_rows), -1)[:n_draws]
-        answers = census_answers(run, table)
-        census = None if answers is None else group_census_means(answers, run.group_codes, run.group_sizes.size)
-        return group_results(rows, run.group_labels, run.group_sizes, run.cluster_group[table["cluster"]],
-                             interval=est.interval, weights=weights, n_questions=without, n_units=run.group_clusters,
-                             census=census)
-    tracker = run.tracker
-    if tracker is None or tracker.codes is None:
-        return None
-    n_groups = tracker.labels.size
-    if tracker.stratified:  # a group fully asked has all its answers in tracker.values
-        return stratified_results(tracker.strata[:n_draws], tracker.labels, tracker.sizes, interval=est.interval,
-                                  replace=run.sampler.replace,
-                                  census=group_census_means(tracker.values, tracker.codes, n_groups))
-    table = run.table()[:n_draws]
+        codes, labels, sizes, units = run.group_codes, run.group_labels, run.group_sizes, run.group_clusters
+        drawn = run.cluster_group[table["cluster"]]
+    else:
+        tracker = run.tracker
+        if tracker is None or tracker.codes is None:
+            return None
+        codes, labels, sizes, units = tracker.codes, tracker.labels, tracker.sizes, None
+        if tracker.stratified:  # a group fully asked has all its answers in tracker.values
+            return stratified_results(tracker.strata[:n_draws], labels, sizes, interval=est.interval,
+                                      replace=run.sampler.replace,
+                                      census=group_census_means(tracker.values, codes, labels.size))
+        rows, drawn = tracker.increments()[:n_draws, 1:], codes[table["question"]]
+    weights, without = _weights_for(est, run)
     answers = census_answers(run, table)
-    return group_results(tracker.increments()[:n_draws, 1:], tracker.labels, tracker.sizes,
-                         tracker.codes[table["question"]], interval=est.interval, weights=weights,
-                         n_questions=without,
-                         census=None if answers is None else group_census_means(answers, tracker.codes, n_groups))
+    return group_results(rows, labels, sizes, drawn, interval=est.interval, weights=weights, n_questions=without,
+                         n_units=units, census=None if answers is None else group_census_means(answers, codes,
+                                                                                                sizes.size))
 
 
 def result_of(est, loop, n_draws=None):
-    """The :class:`~faqstats.AccuracyResult` of a loop of ``est``.
+    """The :class:`~faqstats.AccuracyResult` of a loop of ``est`` (an interim one from its first ``n_draws``).
 
     Parameters
     ----------
-    est : PAIEstimator
-        The configuration the loop ran.
-    loop : faqstats._engine.QueryLoop
-        The loop, with its recorded draws.
-    n_draws : int or None, default=None
-        Use the first ``n_draws`` draws only (an interim result, ``stop_reason`` None);
-        ``None``: every recorded draw.
-
-    Returns
-    -------
-    AccuracyResult
-        The estimate and its uncertainty.
+    est, loop, n_draws : PAIEstimator, QueryLoop, int or None
     """
-    run = loop.run
-    table = run.table()[:n_draws]
+    run, table = loop.run, loop.run.table()[:n_draws]
     partial = n_draws is not None
     n_questions = run.n_questions
     clustered = isinstance(run, ClusterRun)
+    weights, without = _weights_for(est, run)
     answers = census_answers(run, table)
     census = None if answers is None else census_mean(answers, n_questions)
     if run.design == "stream":
@@ -139,7 +105,6 @@ def result_of(est, loop, n_draws=None):
         # the headline is a weighted estimand: its own increments (estimands.py), same inference
         estimand = as_estimand(est.estimand)
         method = estimand.method
-        weights, without = _weights_for(est, run)
         estimate, var, df, variance_method = estimand.inference(
             run.tracker.increments()[:n_draws, 0], interval=est.interval, weights=weights, n_questions=without,
             answers=answers, codes=run.tracker.codes)
@@ -153,15 +118,13 @@ def result_of(est, loop, n_draws=None):
         df = interval_df(est.interval, table["outcome"])
     elif est.variance == "martingale":
         method = "pai"
-        weights, without = _weights_for(est, run)
         estimate, var, df, variance_method = pai_inference(
             table["increment"], interval=est.interval, weights=weights, n_questions=without, census=census)
     else:
         method, variance_method = "pai", "paper"
         estimate = float(table["increment"].mean())
-        var = paper_variance(
-            table["outcome"], table["prediction"], table["probability"], table["prediction_total"], n_questions
-        )
+        var = paper_variance(table["outcome"], table["prediction"], table["probability"], table["prediction_total"],
+                             n_questions)
         if var < 0:
             warnings.warn("The paper's variance estimate is negative; reporting 0.", RuntimeWarning, stacklevel=4)
             var = 0.0
@@ -169,50 +132,25 @@ def result_of(est, loop, n_draws=None):
     if not np.isfinite(estimate) or not np.isfinite(var):
         raise FloatingPointError("Non-finite estimate or variance; check the sampler's probabilities.")
     rows = None if partial else confidence_rows(loop)
-    if clustered:  # distinct questions asked; costs are per cluster
-        units = np.unique(table["cluster"])
-        n_queries = int(run.sizes[units].sum())
-    else:
-        units = np.unique(table["question"])
-        n_queries = int(units.size)
+    units = np.unique(table["cluster" if clustered else "question"])  # costs are per cluster
     return AccuracyResult(
-        estimate=float(estimate),
-        std_error=float(np.sqrt(var)),
-        n_queries=n_queries,
-        n_questions=n_questions,
-        method=method,
-        variance_method=variance_method,
-        df=df,
+        estimate=float(estimate), std_error=float(np.sqrt(var)),
+        n_queries=int(run.sizes[units].sum()) if clustered else int(units.size),  # distinct questions asked
+        n_questions=n_questions, method=method, variance_method=variance_method, df=df,
         stop_reason=None if partial else loop.stop_reason,
         anytime_interval=None if rows is None else tuple(rows[-1, 1:]),
         anytime_alpha=confidence_alpha(est.confidence_sequence, est.stop_when_width),
-        design=_design_label(est, run.sampler) + (
-            f"; {run.n_clusters} clusters, one per draw" if clustered else ""),
+        design=_design_label(est, run.sampler) + (f"; {run.n_clusters} clusters, one per draw" if clustered else ""),
         cost_spent=None if run.costs is None else float(run.costs[units].sum()),
-        cost_budget=None if run.costs is None else est.budget_cost,
-        interval_rule=est.interval,
-    )
+        cost_budget=None if run.costs is None else est.budget_cost, interval_rule=est.interval)
 
 
 def cluster_inference(est, run, table):
-    """``(estimate, variance, df, method, variance_method)`` of a clustered run of ``est``.
-
-    The cluster sample mean with its FPC variance for uniform draws of equal-size clusters
-    without replacement and no predictor, else the martingale inference of the cluster increments.
+    """The cluster sample mean (uniform draws of equal clusters, no predictor) or the martingale inference.
 
     Parameters
     ----------
-    est : PAIEstimator
-        The configuration the run ran.
-    run : faqstats._engine.ClusterRun
-        The run.
-    table : structured ndarray
-        Its draws (``run.table()``, or the first rows of it).
-
-    Returns
-    -------
-    tuple
-        ``(estimate, variance, df, method, variance_method)``.
+    est, run, table : PAIEstimator, ClusterRun, structured ndarray
     """
     if sample_mean_design(est.factor_model, run.sampler) and np.all(run.sizes == run.sizes[0]):
         scale = run.n_clusters / run.n_questions  # theta = (C / N) mean_c Y_c
@@ -228,11 +166,8 @@ def cluster_inference(est, run, table):
 def _design_label(est, sampler):
     """One line naming the predictor, the policy and the increment weights (for the summary)."""
     fm = est.factor_model
-    if fm is None:
-        predictor = "none"
-    else:
-        rank = getattr(fm, "n_components", None)
-        predictor = type(fm).__name__ + ("" if rank is None else f" (rank {rank})")
+    rank = getattr(fm, "n_components", None)
+    predictor = "none" if fm is None else type(fm).__name__ + ("" if rank is None else f" (rank {rank})")
     if est.step_weights is not None:
         weights = "given (step_weights)"
     else:  # what pai_inference does without step_weights

@@ -1,9 +1,5 @@
-"""The nature's-order design's run: items visited in stream order, each labelled or skipped by a coin.
-
-:class:`StreamRun` is what :class:`~faqstats._engine.SequentialRun` is for the sequential
-designs, for a :class:`~faqstats.sampling.StreamSampler` (``BernoulliAIPW``): the same
-:class:`~faqstats._engine.QueryLoop` drives it (docs/architecture.md, "One loop").
-"""
+"""The nature's-order design's run (``BernoulliAIPW``): items visited in stream order, each labelled or
+skipped by a coin, driven by the same :class:`~faqstats._engine.QueryLoop` (docs/architecture.md, "One loop")."""
 
 from __future__ import annotations
 
@@ -15,20 +11,15 @@ __all__ = ["StreamRun"]
 
 
 class StreamRun(Run):
-    """State of one nature's-order run (:class:`~faqstats.sampling.StreamSampler`).
-
-    Items are visited in stream order, each labelled with probability
-    :meth:`inclusion_probability`: a skipped item contributes its prediction
-    (:meth:`skip`), a labelled one ``p + (z - p) / pi`` (:meth:`record`).
-    """
+    """State of one nature's-order run: a skipped item contributes its prediction, a labelled one
+    ``p + (z - p) / pi``."""
 
     design = "stream"
 
     def __init__(self, sampler, predictor, n_questions, budget, order):
         super().__init__(sampler, predictor, n_questions, budget)
         self.order = np.asarray(order)
-        self.position = 0
-        self.labels_used = 0
+        self.position = self.labels_used = 0
         self.terms = []  # psi_t = p_t + (z_t - p_t) xi_t / pi_t, one per visited item
         self.variance_terms = []  # xi_t (z_t - p_t)^2 (1 - pi_t) / pi_t^2
         self._rescore()
@@ -56,10 +47,8 @@ class StreamRun(Run):
     def inclusion_probability(self):
         """``pi_t`` of the current item."""
         remaining = self.n_questions - self.position
-        return float(self.sampler.inclusion_probability(
-            self.scores[self.item], self.score_sum / remaining, self.labels_used, remaining, self.budget,
-            self.n_questions,
-        ))
+        return float(self.sampler.inclusion_probability(self.scores[self.item], self.score_sum / remaining,
+                                                        self.labels_used, remaining, self.budget, self.n_questions))
 
     def _advance(self, item):
         self.available[item] = False

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import faqstats as fq
-from faqstats.batched import simulate, supports, uncovered_setting
+from faqstats.batched import simulate
 from faqstats.lockstep import Lockstep
 from faqstats._inference import effective_df, interval_df
 from faqstats.experiments import run_experiment
@@ -147,15 +147,7 @@ def test_robust_df_matches_effective_df():
     np.testing.assert_allclose(interval_df("robust-t", phi), [effective_df(row) for row in phi])
 
 
-def test_supports_and_errors(bank, fm):
-    class MySampler(fq.NeymanSampler):
-        pass
-
-    assert supports(fq.NeymanSampler())
-    assert supports(MySampler())  # every policy runs batched (issue 13)
-    assert supports(fq.HybridSampler(), stop_when_width=0.1, batch_size=2, confidence_sequence=0.1)
-    assert supports(fq.HybridSampler(), groups=np.zeros(5))  # groups, costs, clusters: tests/test_batched_designs.py
-    assert not supports(fq.HybridSampler(replace=True), variance="paper")
+def test_errors(bank, fm):
     Z = bank.new_outcomes
     with pytest.raises(ValueError, match="complete"):
         simulate(np.where(Z == 1, np.nan, Z), [0], predictor=fm, budget=5)
@@ -298,8 +290,6 @@ def test_many_confidence_sequences_are_the_single_ones():
 def test_the_paper_variance_is_refused_by_name(bank, fm):
     sampler = fq.HybridSampler(replace=True)
     name = "variance='paper'"
-    assert uncovered_setting(variance="paper") == name and not supports(sampler, variance="paper")
-    assert uncovered_setting(groups=np.arange(120) % 3, costs=np.ones(120), clusters=np.arange(120) // 4) is None
     with pytest.raises(ValueError, match=f"simulate does not cover {name}"):
         simulate(bank.new_outcomes, [0], predictor=fm, sampler=sampler, budget=5, variance="paper")
 
