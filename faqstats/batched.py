@@ -15,8 +15,7 @@ import torch
 from ._engine import Oracle
 from ._inference import census_mean, fpc_mean, interval_df, pai_inference
 from ._validation import check_alpha, check_generator
-from .design import bank_size, check_estimator, confidence_alpha, resolve_bank_size
-from .estimator import PAIEstimator
+from .design import EstimatorParameters, bank_size, check_estimator, confidence_alpha, resolve_bank_size
 from .intervals import interval_rule
 from .lockstep import Lockstep
 from .loop_setup import answer_round, cost_design, new_loop
@@ -170,10 +169,10 @@ def simulate(outcomes, generators, *, predictor=None, sampler=None, budget=100, 
     if rows.shape != (R,) or (R and (rows.min() < 0 or rows.max() >= Z.shape[0])):
         raise ValueError(f"rows must hold one row index of outcomes per generator ({R}).")
     resolve_bank_size(bank_size(factor_model), N)
-    est = PAIEstimator(factor_model, sampler, budget, variance, interval, batch_size, stop_when_width,
-                       confidence_sequence, step_weights, dtype=dtype, predict_every=predict_every, estimand=estimand,
-                       min_group_share=min_group_share, stratify=stratify, budget_cost=budget_cost,
-                       cluster_score=cluster_score)
+    est = EstimatorParameters(factor_model, sampler, budget, variance, interval, batch_size, stop_when_width,
+                              confidence_sequence, step_weights, dtype=dtype, predict_every=predict_every,
+                              estimand=estimand, min_group_share=min_group_share, stratify=stratify,
+                              budget_cost=budget_cost, cluster_score=cluster_score)
     if variance != "martingale":
         raise ValueError(f"simulate does not cover variance={variance!r}: "
                          "run faqstats.PAIEstimator once per run for it.")

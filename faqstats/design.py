@@ -10,9 +10,10 @@ from sklearn.utils.validation import check_is_fitted
 from ._engine import CLUSTER_SCORES
 from ._inference import check_interval
 from ._validation import check_alpha, check_scalar
+from .predictor import resolve_predictor_keyword
 from .sampling import HybridSampler, Sampler, StreamSampler, UniformSampler
 
-__all__ = ["bank_size", "check_design", "check_estimator", "confidence_alpha", "resolve_bank_size",
+__all__ = ["EstimatorParameters", "bank_size", "check_design", "check_estimator", "confidence_alpha", "resolve_bank_size",
            "sample_mean_design"]
 
 
@@ -111,3 +112,35 @@ def check_estimator(est, n_questions, budget=None, sampler=None):
     if variance != "martingale":
         raise ValueError("step_weights need variance='martingale'.")
     return sampler
+
+
+class EstimatorParameters:
+    """:class:`~faqstats.PAIEstimator`'s parameters (its ``__init__``) and the bank size they imply: what the query
+    loop reads of an estimator, so that :func:`~faqstats.batched.simulate` configures its runs without the class."""
+
+    def __init__(self, predictor=None, sampler=None, budget=100, variance="martingale", interval="robust-t",
+                 batch_size=1, stop_when_width=None, confidence_sequence=False, step_weights=None, random_state=None,
+                 verbose=False, dtype="float64", predict_every=1, estimand="micro", min_group_share=0.0,
+                 stratify=False, budget_cost=None, cluster_score="root-sum-square", **deprecated):
+        self.predictor = resolve_predictor_keyword(predictor, deprecated, "PAIEstimator")
+        self.sampler = sampler
+        self.budget = budget
+        self.variance = variance
+        self.interval = interval
+        self.batch_size = batch_size
+        self.stop_when_width = stop_when_width
+        self.confidence_sequence = confidence_sequence
+        self.step_weights = step_weights
+        self.random_state = random_state
+        self.verbose = verbose
+        self.dtype = dtype
+        self.predict_every = predict_every
+        self.estimand = estimand
+        self.min_group_share = min_group_share
+        self.stratify = stratify
+        self.budget_cost = budget_cost
+        self.cluster_score = cluster_score
+
+    def bank_size(self):
+        """Questions of the predictor's bank, or ``None`` without a predictor."""
+        return bank_size(self.predictor)

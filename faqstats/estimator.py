@@ -12,7 +12,7 @@ from ._engine import ClusterRun, Oracle
 from ._inference import martingale_variance, paper_variance, weighted_martingale
 from ._progress import progress_bar
 from ._validation import check_generator
-from .design import bank_size, resolve_bank_size
+from .design import EstimatorParameters, bank_size, resolve_bank_size
 from .loop_setup import answer_round, new_loop
 from .predictor import resolve_predictor_keyword
 from .run_results import confidence_rows, group_results_of, result_of
@@ -84,7 +84,7 @@ class PAIResultMixin:
         return self.result_.summary(alpha)
 
 
-class PAIEstimator(PAIResultMixin, BaseEstimator):
+class PAIEstimator(PAIResultMixin, EstimatorParameters, BaseEstimator):
     """Estimate a new model's accuracy on a bank from a small, actively chosen set of queries.
 
     Parameters
@@ -163,29 +163,6 @@ class PAIEstimator(PAIResultMixin, BaseEstimator):
     >>> 0 <= low <= est.estimate_ <= high <= 1
     True
     """
-
-    def __init__(self, predictor=None, sampler=None, budget=100, variance="martingale", interval="robust-t",
-                 batch_size=1, stop_when_width=None, confidence_sequence=False, step_weights=None, random_state=None,
-                 verbose=False, dtype="float64", predict_every=1, estimand="micro", min_group_share=0.0,
-                 stratify=False, budget_cost=None, cluster_score="root-sum-square", **deprecated):
-        self.predictor = resolve_predictor_keyword(predictor, deprecated, "PAIEstimator")
-        self.sampler = sampler
-        self.budget = budget
-        self.variance = variance
-        self.interval = interval
-        self.batch_size = batch_size
-        self.stop_when_width = stop_when_width
-        self.confidence_sequence = confidence_sequence
-        self.step_weights = step_weights
-        self.random_state = random_state
-        self.verbose = verbose
-        self.dtype = dtype
-        self.predict_every = predict_every
-        self.estimand = estimand
-        self.min_group_share = min_group_share
-        self.stratify = stratify
-        self.budget_cost = budget_cost
-        self.cluster_score = cluster_score
 
     @classmethod
     def from_history(cls, history, budget, *, random_state=0, **options):

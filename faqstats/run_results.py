@@ -112,7 +112,7 @@ def result_of(est, loop, n_draws=None):
         estimate, var, df, method, variance_method = cluster_inference(est, run, table)
         if census is not None:
             estimate = census
-    elif sample_mean_design(est.factor_model, run.sampler):
+    elif sample_mean_design(est.predictor, run.sampler):
         method, variance_method = "sample_mean", "finite-population"
         estimate, var = fpc_mean(table["outcome"], n_questions)
         df = interval_df(est.interval, table["outcome"])
@@ -152,7 +152,7 @@ def cluster_inference(est, run, table):
     ----------
     est, run, table : PAIEstimator, ClusterRun, structured ndarray
     """
-    if sample_mean_design(est.factor_model, run.sampler) and np.all(run.sizes == run.sizes[0]):
+    if sample_mean_design(est.predictor, run.sampler) and np.all(run.sizes == run.sizes[0]):
         scale = run.n_clusters / run.n_questions  # theta = (C / N) mean_c Y_c
         estimate, var = fpc_mean(table["outcome"], run.n_clusters)
         return (scale * estimate, scale**2 * var, interval_df(est.interval, table["outcome"]),
@@ -165,7 +165,7 @@ def cluster_inference(est, run, table):
 
 def _design_label(est, sampler):
     """One line naming the predictor, the policy and the increment weights (for the summary)."""
-    fm = est.factor_model
+    fm = est.predictor
     rank = getattr(fm, "n_components", None)
     predictor = "none" if fm is None else type(fm).__name__ + ("" if rank is None else f" (rank {rank})")
     if est.step_weights is not None:
