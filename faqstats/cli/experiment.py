@@ -61,17 +61,14 @@ def _factor_model(args):
 def run_experiment_command(args):
     from ..experiments import (DEFAULT_BUDGETS, format_summary, per_model_coverage, run_experiment, summarize,
                                summarize_groups, write_csv)
-    from ..experiments.plots import plot_all
+    from ..experiments.plots import plot_all, plot_step_weights
 
     start = time.perf_counter()
     matrix, meta = load_response_matrix(args.data)
-    groups = costs = clusters = None
     if args.clusters_from is not None and args.cluster_size is not None:
         raise ValueError("give --clusters-from FILE or --cluster-size K, not both.")
-    if args.groups_from is not None or args.costs_from is not None or args.clusters_from is not None:
-        # read by the matrix's question ids
-        ids = matrix_question_ids(meta) or [str(j) for j in range(matrix.shape[1])]
-        groups, costs, clusters = question_files(args, ids)
+    groups, costs, clusters = question_files(args, lambda: matrix_question_ids(meta) or
+                                             [str(j) for j in range(matrix.shape[1])])
     if args.cluster_size is not None:  # consecutive questions, K at a time
         if args.cluster_size < 1:
             raise ValueError(f"--cluster-size must be a positive number of questions, got {args.cluster_size}.")
@@ -92,9 +89,7 @@ def run_experiment_command(args):
             tuning={"seeds": args.tune_seeds}, step_weights=given(args, "weight_runs") and {"n_runs": args.weight_runs},
             groups=groups, costs=costs, clusters=clusters, verbose=not args.quiet,
         )
-    summary = summarize(result.records)
-    models = per_model_coverage(result.records)
-    out = Path(args.out)
+    summary, models, out = summarize(result.records), per_model_coverage(result.records), Path(args.out)
     files = [write_csv(result.records, out / "records.csv"), write_csv(summary, out / "summary.csv"),
              write_csv(models, out / "model_coverage.csv"), *plot_all(summary, models, out)]
     if result.tuning:  # one table per budget, stacked, with the budget as first column
@@ -105,7 +100,11 @@ def run_experiment_command(args):
                   for b, cfg in result.configurations.items()]
         files.append(write_csv(pd.concat(tables, ignore_index=True), out / "configurations.csv"))
     if result.step_weights:  # the learned increment weights, one row per (method, budget, step)
-        files += _write_step_weights(result.step_weights, out)
+        tables = [pd.DataFrame({"method": m, "budget": b, "step": np.arange(1, b + 1), "step_variance": sw.step_variance,
+                                "smoothed_variance": sw.smoothed_variance, "weight": sw.weights})
+                  for (m, b), sw in result.step_weights.items()]
+        files += [write_csv(pd.concat(tables, ignore_index=True), out / "step_weights.csv"),
+                  plot_step_weights(result.step_weights, out / "step_weights.png")]
     group_summary = None
     if result.group_records is not None:  # every group's estimate in every run, and its coverage
         group_summary = summarize_groups(result.group_records)
@@ -158,16 +157,6 @@ def _on_cluster(address):
                          f"({type(exc).__name__}: {exc}).") from exc
     with client, joblib.parallel_config(backend="dask", client=client):
         yield
-
-
-def _write_step_weights(weights, out):
-    from ..experiments import write_csv
-    from ..experiments.plots import plot_step_weights
-
-    table = pd.concat([pd.DataFrame({"method": m, "budget": b, "step": np.arange(1, b + 1),
-                                     "step_variance": sw.step_variance, "smoothed_variance": sw.smoothed_variance,
-                                     "weight": sw.weights}) for (m, b), sw in weights.items()], ignore_index=True)
-    return [write_csv(table, out / "step_weights.csv"), plot_step_weights(weights, out / "step_weights.png")]
 
 
 def run_draw_bank_command(args):

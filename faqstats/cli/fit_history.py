@@ -12,12 +12,11 @@ from ..configure import configure_from_history
 from ..datasets import load_response_matrix
 from ..factor_model import LogisticFactorModel
 from ..integrations import read_question_ids, task_groups
-from ..integrations._harness import read_history
 from ..io import save_configuration, save_factor_model, save_step_weights
 from ..step_weights import learn_step_weights
-from .common import (add_reader_options, all_reader_options, check_option_tasks, count, emit, finish, given,
-                     harness_of, matrix_question_ids, option_words, reader_kwargs, reader_options, reading_harness)
-from .tables import add_table_options, check_table_columns, read_table_history
+from .common import (add_reader_options, add_table_options, check_option_tasks, check_table_columns, count, emit,
+                     finish, given, harness_of, matrix_question_ids, option_words, read_harness_history,
+                     read_table_history)
 
 # the options of a plain factor model fit, which --budget chooses itself
 _FIT_OPTIONS = ("n_components", "regularization", "max_iter", "learning_rate", "prior_scale")
@@ -25,17 +24,14 @@ _NO_IDS = " (no question ids: a session will number the questions 0..N-1)"
 
 
 def run_fit_history(args):
-    harness, paths = harness_of(args)
-    options = reader_options(args, harness)
+    harness, paths, options = harness_of(args)
     models = reader = None
     if harness is not None:  # earlier runs read straight from the harness output, ids "<task>/<sample id>"
         if args.question_ids is not None:
             raise ValueError(f"--question-ids goes with --data; with --{harness} the ids are the harness's.")
         check_table_columns(args)
-        # stored with the model: 'session record' reads the new model's runs the same way
-        reader = {"harness": harness, "options": all_reader_options(harness, options)}
-        with reading_harness(harness):
-            matrix, models, ids = read_history(harness, paths, **reader_kwargs(reader["options"]))
+        # the reader is stored with the model: 'session record' reads the new model's runs the same way
+        matrix, models, ids, reader = read_harness_history(harness, paths, options)
         check_option_tasks(options, set(task_groups(ids)), f"the {harness} output read")
     elif args.table is not None:  # a long table, one row per model x question: ids as the table gives them
         matrix, models, ids = read_table_history(args)

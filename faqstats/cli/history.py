@@ -6,15 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..history import add_rows_to_history, add_sessions_to_history
-from ..integrations._harness import read_history
 from ..io.history import load_history, save_history
-from .common import (add_allow_unchecked, add_reader_options, all_reader_options, emit, finish, harness_of,
-                     reader_kwargs, reader_options, reading_harness)
-from .tables import add_table_options, read_table_history
+from .common import (add_reader_options, add_table_options, emit, finish, harness_of, read_harness_history,
+                     read_table_history)
 
 
 def run_from_table(args):
-    outcomes, models, ids = read_table_history(args, args.table)
+    outcomes, models, ids = read_table_history(args)
     out = save_history(args.out, outcomes, models, ids)
     observed = float(np.mean(~np.isnan(outcomes)))
     payload = {"history": str(out), "n_models": len(models), "n_questions": len(ids), "observed_fraction": observed}
@@ -23,8 +21,7 @@ def run_from_table(args):
 
 
 def run_add(args):
-    harness, paths = harness_of(args)
-    options = reader_options(args, harness)
+    harness, paths, options = harness_of(args)
     if bool(args.sessions) == (harness is not None):
         raise ValueError("give session directories (SESSION_DIR ...) or harness runs (--lm-eval, --inspect) to add, "
                          "one kind per command (each is checked whole before the history is written).")
@@ -32,11 +29,9 @@ def run_add(args):
         if args.name is not None or args.partial:
             raise ValueError("--name and --partial go with session directories; harness runs are named by their "
                              "models.")
-        options = all_reader_options(harness, options)
-        with reading_harness(harness, after=" Nothing was added."):
-            rows, names, ids = read_history(harness, paths, **reader_kwargs(options))
+        rows, names, ids, reader = read_harness_history(harness, paths, options, after=" Nothing was added.")
         source = {"kind": harness, "path": [str(paths)] if isinstance(paths, str) else [str(p) for p in paths],
-                  "reader": {"harness": harness, "options": options}}
+                  "reader": reader}
         out = add_rows_to_history(args.history, rows, names, ids, replace=args.replace, out=args.out, source=source)
         n_added = len(names)
     else:
@@ -91,5 +86,4 @@ def add_history_parser(sub):
                      help="also add a session that is not done (the answers it holds so far; default: refuse it)")
     add.add_argument("--out", default=None, help="write the grown history here instead of over HISTORY")
     add_reader_options(add)
-    add_allow_unchecked(add)
-    finish(add, run_add)
+    finish(add, run_add, allow_unchecked=True)
