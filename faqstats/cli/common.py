@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..integrations import read_question_costs, read_question_labels, task_groups
-from ..integrations._harness import OPTIONS, PerTask, read_history
+from ..integrations._harness import OPTIONS, PerTask
 from ..io.tables import read_history_table
 
 
@@ -167,14 +167,6 @@ def all_reader_options(harness, chosen):
     return {name: chosen.get(name, {"default": default, "tasks": {}}) for name, default in OPTIONS[harness].items()}
 
 
-def read_harness_history(harness, paths, options, after=""):
-    """``(outcomes, models, question ids, reader)`` of harness output, read with ``options`` (the defaults
-    for the rest; ``reader``: them, as stored with a model)."""
-    reader = {"harness": harness, "options": all_reader_options(harness, options)}
-    with reading_harness(harness, after):
-        return (*read_history(harness, paths, **reader_kwargs(reader["options"])), reader)
-
-
 def reader_kwargs(options):
     """Reader options as the reader's keyword arguments (a name, or a mapping task -> name)."""
     return {name: PerTask(spec["tasks"], spec["default"]) if spec["tasks"] else spec["default"]
@@ -246,8 +238,8 @@ def read_table_history(args):
         raise ValueError("--question-ids goes with --data; a table's question ids are its --question-col.")
     columns = {name: getattr(args, name) or default for name, default in _COLUMNS.items()}
     path = args.table
-    outcomes, models, ids = read_history_table(path, columns["model_col"], columns["question_col"], columns["score_col"],
-                                               duplicates=args.duplicates or "refuse")
+    outcomes, models, ids = read_history_table(path, columns["model_col"], columns["question_col"],
+                                               columns["score_col"], duplicates=args.duplicates or "refuse")
     empty = np.isnan(outcomes).all(axis=1)
     if empty.all():
         raise ValueError(f"{path}: no model has a score (column {columns['score_col']!r} is empty throughout).")

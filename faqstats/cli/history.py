@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..history import add_rows_to_history, add_sessions_to_history
+from ..integrations._harness import read_history
 from ..io.history import load_history, save_history
-from .common import (add_reader_options, add_table_options, emit, finish, harness_of, read_harness_history,
-                     read_table_history)
+from .common import (add_reader_options, add_table_options, all_reader_options, emit, finish, harness_of,
+                     read_table_history, reader_kwargs, reading_harness)
 
 
 def run_from_table(args):
@@ -29,9 +30,11 @@ def run_add(args):
         if args.name is not None or args.partial:
             raise ValueError("--name and --partial go with session directories; harness runs are named by their "
                              "models.")
-        rows, names, ids, reader = read_harness_history(harness, paths, options, after=" Nothing was added.")
+        options = all_reader_options(harness, options)
+        with reading_harness(harness, after=" Nothing was added."):
+            rows, names, ids = read_history(harness, paths, **reader_kwargs(options))
         source = {"kind": harness, "path": [str(paths)] if isinstance(paths, str) else [str(p) for p in paths],
-                  "reader": reader}
+                  "reader": {"harness": harness, "options": options}}
         out = add_rows_to_history(args.history, rows, names, ids, replace=args.replace, out=args.out, source=source)
         n_added = len(names)
     else:

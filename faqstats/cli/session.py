@@ -43,8 +43,7 @@ def _new_configured(args, stored_ids):
     session = EvaluationSession.from_configuration(
         args.model, ids, budget=args.budget, directory=args.directory, batch_size=args.batch_size,
         stop_when_width=args.stop_when_width, alpha=args.alpha, random_state=args.seed, groups=groups,
-        estimand=args.estimand, min_group_share=args.min_group_share, stratify=args.stratify, costs=costs,
-    )
+        estimand=args.estimand, min_group_share=args.min_group_share, stratify=args.stratify, costs=costs)
     st = session.status()
     sampler = st["sampler"]
     policy = f"{sampler['class']}({', '.join(f'{k}={v!r}' for k, v in sampler['params'].items())})"
@@ -76,14 +75,12 @@ def run_new(args):
     groups, costs, clusters = question_files(args, bank_ids)
     weights = None if args.step_weights is None else load_step_weights(args.step_weights,
                                                                        allow_unchecked=args.allow_unchecked).weights
+    sampler = HybridSampler(tau=0.5 if args.tau is None else args.tau, replace=args.replace)
     session = EvaluationSession.create(
-        args.directory, model, ids, sampler=HybridSampler(tau=0.5 if args.tau is None else args.tau,
-                                                          replace=args.replace),
-        budget=100 if args.budget is None else args.budget, batch_size=args.batch_size,
-        stop_when_width=args.stop_when_width, alpha=args.alpha, step_weights=weights,
+        args.directory, model, ids, sampler=sampler, budget=100 if args.budget is None else args.budget,
+        batch_size=args.batch_size, step_weights=weights, stop_when_width=args.stop_when_width, alpha=args.alpha,
         random_state=args.seed, groups=groups, estimand=args.estimand, min_group_share=args.min_group_share,
-        stratify=args.stratify, costs=costs, budget_cost=args.budget_cost, clusters=clusters,
-    )
+        stratify=args.stratify, costs=costs, budget_cost=args.budget_cost, clusters=clusters)
     st = session.status()
     extra = "" if groups is None else f", {len(set(groups))} groups, estimand {args.estimand}"
     if clusters is not None:

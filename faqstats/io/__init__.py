@@ -14,6 +14,6 @@ from .session_state import SESSION_FORMAT, SESSION_FORMAT_VERSION
 from .session_state import read_session_state, session_checksums, write_session_state
 from .step_weights import STEP_WEIGHTS_FORMAT, STEP_WEIGHTS_FORMAT_VERSION, load_step_weights, save_step_weights
 
-__all__ = ["save_factor_model", "load_factor_model", "check_question_ids", "check_reader_options", "question_ids_sha256",
-           "array_sha256", "save_step_weights", "load_step_weights", "save_configuration", "load_configuration",
-           "read_session_state", "session_checksums", "write_session_state"]
+__all__ = ["save_factor_model", "load_factor_model", "check_question_ids", "check_reader_options",
+           "question_ids_sha256", "array_sha256", "save_step_weights", "load_step_weights", "save_configuration",
+           "load_configuration", "read_session_state", "session_checksums", "write_session_state"]

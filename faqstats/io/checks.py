@@ -40,10 +40,8 @@ def check_format_header(doc, path, *, format_name, max_version, what, version_la
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"{path}: format_version must be a positive integer, got {version!r}.")
     if version > max_version:
-        raise ValueError(
-            f"{path} was written by a newer faqstats ({version_label} {version} > {max_version}); upgrade faqstats "
-            f"to load it (it was written by faqstats {doc.get('faqstats_version')!s})."
-        )
+        raise ValueError(f"{path} was written by a newer faqstats ({version_label} {version} > {max_version}); upgrade "
+                         f"faqstats to load it (it was written by faqstats {doc.get('faqstats_version')!s}).")
     return version
 
 
@@ -134,10 +132,8 @@ def json_safe(value, name, notes):
         return [json_safe(v, f"{name}[{i}]", notes) for i, v in enumerate(list(value))]
     if isinstance(value, dict):
         return {str(k): json_safe(v, f"{name}[{k!r}]", notes) for k, v in value.items()}
-    notes.append(
-        f"{name} was a {type(value).__module__}.{type(value).__name__} (not storable as JSON) and is stored as "
-        "null; a refit of the loaded model is not seeded the same way."
-    )
+    notes.append(f"{name} was a {type(value).__module__}.{type(value).__name__} (not storable as JSON) and is stored "
+                 "as null; a refit of the loaded model is not seeded the same way.")
     return None
 
 
@@ -213,9 +209,8 @@ def check_question_ids(model, question_ids):
     if given != expected:
         first = next(i for i, (a, b) in enumerate(zip(given, expected)) if a != b)
         how = "the model's in a different order" if sorted(given) == sorted(expected) else "not the model's"
-        raise ValueError(
-            f"question ids are {how} (first difference at index {first}: {given[first]!r} != {expected[first]!r})."
-        )
+        raise ValueError(f"question ids are {how} (first difference at index {first}: {given[first]!r} != "
+                         f"{expected[first]!r}).")
 
 
 def check_reader_options(reader, where="reader"):

@@ -50,16 +50,13 @@ def save_configuration(configuration, path, *, question_ids=None, reader=None):
     'cfg.npz'
     """
     est, table, notes = configuration.estimator, configuration.table, []
-    doc = {
-        "choice": str(configuration.choice), "budget": int(est.budget), "predict_every": int(est.predict_every),
-        "policy": sampler_spec(est.sampler),
-        "predicted_ess": json_safe(configuration.predicted_ess, "predicted_ess", notes),
-        "n_validation": int(configuration.n_validation), "n_runs": int(configuration.n_runs),
-        "seconds": float(configuration.seconds), "configured_budget": int(configuration.budget),
-        "table": {"columns": [str(c) for c in table.columns],
-                  "rows": json_safe(table.to_numpy(dtype=object).tolist(), "table", notes)},
-        "notes": notes,
-    }
+    doc = {"choice": str(configuration.choice), "budget": int(est.budget), "predict_every": int(est.predict_every),
+           "policy": sampler_spec(est.sampler), "predicted_ess": json_safe(configuration.predicted_ess, "predicted_ess",
+                                                                           notes),
+           "n_validation": int(configuration.n_validation), "n_runs": int(configuration.n_runs),
+           "seconds": float(configuration.seconds), "configured_budget": int(configuration.budget),
+           "table": {"columns": [str(c) for c in table.columns],
+                     "rows": json_safe(table.to_numpy(dtype=object).tolist(), "table", notes)}, "notes": notes}
     weights = None
     if est.step_weights is not None:
         weights = np.asarray(est.step_weights, dtype=np.float64)[: doc["budget"]]

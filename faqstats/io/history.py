@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .checks import METADATA_KEY, check_ids, checksum_error, header, read_npz_metadata, utc_now, write_npz
-from .npz import npz_path, open_array_file, read_array
+from .npz import npz_path, open_array_file, read_array, read_ids
 
 __all__ = ["HISTORY_FORMAT", "HISTORY_FORMAT_VERSION", "check_history_checksums", "load_history", "save_history"]
 
@@ -144,10 +144,9 @@ def load_history(path):
             raise ValueError(f"{path}: 'outcomes' must be a numeric models x questions matrix, got {raw.dtype} of "
                              f"shape {raw.shape}.")
         n_models, n_questions = raw.shape
-        models = _names(data, "models", n_models, path)
+        models = read_ids(data, "models", n_models, path, "Uiu")
         id_key = next((k for k in ("question_ids", "items") if k in data.files), None)
-        ids = (_names(data, id_key, n_questions, path) if id_key is not None
-               else [str(j) for j in range(n_questions)])
+        ids = read_ids(data, id_key, n_questions, path, "Uiu") if id_key else [str(j) for j in range(n_questions)]
         arrays = {}
         for key in sorted(set(data.files) - {*_CORE, METADATA_KEY, id_key}):
             value = read_array(data, key, path)
@@ -166,17 +165,3 @@ def load_history(path):
     metadata = {"format": None, "created_utc": None, "sources": []} if meta is None else {
         "format": meta["format"], "created_utc": meta.get("created_utc"), "sources": meta["sources"]}
     return outcomes, models, ids, metadata | {"arrays": arrays}
-
-
-def _names(data, key, n, path):
-    """Entry ``key`` as a list of ``n`` unique strings, or None when the archive has none."""
-    if key not in data.files:
-        return None
-    arr = read_array(data, key, path)
-    if arr.shape != (n,) or arr.dtype.kind not in "Uiu":
-        raise ValueError(f"{path}: {key!r} must be an array of {n} names or ids, got {arr.dtype} {arr.shape}.")
-    names = [str(v) for v in arr.tolist()]
-    try:
-        return check_ids(names, n, f"{path}: {key!r}")
-    except (TypeError, ValueError) as exc:
-        raise ValueError(str(exc)) from None

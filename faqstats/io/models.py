@@ -182,10 +182,9 @@ def _save(model, path, question_ids, reader, configuration, n_questions, first_f
     if question_ids is not None:
         question_ids = check_ids(question_ids, n, "question_ids")
         arrays["question_ids"] = np.array(question_ids, dtype=str)
-    metadata = header(FORMAT_NAME, version) | {
-        "numpy_version": np.__version__, "created_utc": utc_now(), **meta,
-        "question_ids_sha256": None if question_ids is None else question_ids_sha256(question_ids), "notes": notes,
-    }
+    ids_sha256 = None if question_ids is None else question_ids_sha256(question_ids)
+    metadata = header(FORMAT_NAME, version) | {"numpy_version": np.__version__, "created_utc": utc_now(), **meta,
+                                               "question_ids_sha256": ids_sha256, "notes": notes}
     reader = check_reader_options(reader)
     if reader is not None:  # only when given: files without it read as before
         metadata["reader"] = reader
@@ -206,6 +205,9 @@ def _predictor_entries(model, prefix, notes, first_format=False):
 def load_factor_model(path, *, allow_unchecked=False):
     """Load a factor model written by :func:`save_factor_model`, without pickle, checking it all first.
 
+    A file that is damaged or edited, of a newer format, without its checksums (unless ``allow_unchecked``)
+    or without a predictor (:func:`~faqstats.load_configuration` reads that one) is refused (``ValueError``).
+
     Parameters
     ----------
     path : str or os.PathLike
@@ -220,12 +222,6 @@ def load_factor_model(path, *, allow_unchecked=False):
         Predicting exactly as the saved one, with its parameters (a Generator ``random_state``: None),
         ``question_ids_`` and ``metadata_`` (the JSON metadata; a CV model's
         ``metadata_["cv"]["cv_results"]``: a dict of ndarrays).
-
-    Raises
-    ------
-    ValueError
-        If the file is not a faqstats factor model (or a newer format), was damaged or edited, lacks
-        its checksums (unless ``allow_unchecked``), or holds no predictor (:func:`~faqstats.load_configuration`).
 
     Examples
     --------
@@ -270,11 +266,11 @@ def load_model_file(path, *, allow_unchecked=False):
                                                                             meta["format_version"])
         ids = read_ids(data, "question_ids", n, path)
         names = read_ids(data, "feature_names_in", n, path)
-        cv_results = {
-            key[len(_CV_PREFIX) :]: read_array(data, key, path) for key in data.files if key.startswith(_CV_PREFIX)
-        }
+        cv_results = {key[len(_CV_PREFIX):]: read_array(data, key, path) for key in data.files
+                      if key.startswith(_CV_PREFIX)}
         weights = _read_configuration_weights(data, meta, path)
-        hash_error = _array_hash_error(data, meta, path, allow_unchecked)  # raised last: the specific checks name what is wrong
+        # raised last: the specific checks name what is wrong
+        hash_error = _array_hash_error(data, meta, path, allow_unchecked)
 
     stored_hash = meta.get("question_ids_sha256")
     if ids is not None and stored_hash != question_ids_sha256(ids):

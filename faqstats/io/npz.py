@@ -133,7 +133,8 @@ def read_array(data, key, path):
         arr = data[key]
     except ValueError as exc:  # object arrays need pickle, which is refused
         if "pickle" in str(exc):
-            raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load it.") from exc
+            raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load "
+                             "it.") from exc
         raise ValueError(f"{path}: entry {key!r} is damaged ({exc}).") from exc
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
         # a flipped byte, a truncated file; zipfile reads flipped flag bits as "encrypted" or "patched"
@@ -160,16 +161,19 @@ def read_float(data, key, shape, path, bound=None, why=""):
     return arr.astype(np.float64, copy=False)
 
 
-def read_ids(data, key, n, path):
-    """Entry ``key`` as a list of ``n`` str, or None when the archive has none."""
+def read_ids(data, key, n, path, kinds="U"):
+    """Entry ``key`` as a list of ``n`` unique str (with ``kinds="Uiu"`` integers too, as str), or None when the
+    archive has none."""
     if key not in data.files:
         return None
     arr = read_array(data, key, path)
-    if arr.dtype.kind != "U" or arr.shape != (n,):
-        raise ValueError(f"{path}: {key!r} must be a str array of shape ({n},), got {arr.dtype} {arr.shape}.")
-    ids = arr.tolist()
+    if arr.dtype.kind not in kinds or arr.shape != (n,):
+        what = f"a str array of shape ({n},)" if kinds == "U" else f"an array of {n} names or ids"
+        raise ValueError(f"{path}: {key!r} must be {what}, got {arr.dtype} {arr.shape}.")
+    ids = [str(v) for v in arr.tolist()]
     if len(set(ids)) != n:
-        dup = next(q for q in ids if ids.count(q) > 1)
+        seen = set()
+        dup = next(q for q in ids if q in seen or seen.add(q))
         raise ValueError(f"{path}: {key!r} must be unique; {dup!r} appears more than once.")
     return ids
 

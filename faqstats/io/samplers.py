@@ -68,8 +68,7 @@ def sampler_from_spec(spec, sampler=None):
         return sampler
     cls = getattr(sampling, spec["class"], None)
     if spec["module"] != sampling.__name__ or not (isinstance(cls, type) and issubclass(cls, Sampler)):
-        raise ValueError(
-            f"The session's sampler is {spec['module']}.{spec['class']}, not one of faqstats.sampling: pass an "
-            f"instance with parameters {spec['params']} as EvaluationSession.load(directory, sampler=...)."
-        )
+        raise ValueError(f"The session's sampler is {spec['module']}.{spec['class']}, not one of faqstats.sampling: "
+                         f"pass an instance with parameters {spec['params']} as EvaluationSession.load(directory, "
+                         "sampler=...).")
     return cls(**spec["params"])

@@ -72,12 +72,10 @@ def read_session_state(path, *, allow_unchecked=False):
             raise ValueError(f"{path}: not a valid session state ({exc}).") from exc
         changed = [name for name in now if not isinstance(stored, dict) or stored.get(name) != now[name]]
         if changed:
-            raise ValueError(
-                f"{path}: the session's {', '.join(changed)} differ from the checksums written with them: the file "
-                "was edited by hand or damaged; restore it (a session cannot be changed after the fact)."
-            )
-    kinds = {"config": dict, "rng_state": dict, "draws": list, "answers": list, "revision": int,
-             "n_questions": int}
+            raise ValueError(f"{path}: the session's {', '.join(changed)} differ from the checksums written with them: "
+                             "the file was edited by hand or damaged; restore it (a session cannot be changed after "
+                             "the fact).")
+    kinds = {"config": dict, "rng_state": dict, "draws": list, "answers": list, "revision": int, "n_questions": int}
     wrong = [key for key, kind in kinds.items()
              if key in state and (not isinstance(state[key], kind) or isinstance(state[key], bool))]
     if wrong:

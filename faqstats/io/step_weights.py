@@ -43,15 +43,11 @@ def save_step_weights(step_weights, path):
     'w.json'
     """
     doc = header(STEP_WEIGHTS_FORMAT, STEP_WEIGHTS_FORMAT_VERSION) | {
-        "budget": int(step_weights.weights.size),
-        "weights": step_weights.weights.tolist(),
+        "budget": int(step_weights.weights.size), "weights": step_weights.weights.tolist(),
         "step_variance": step_weights.step_variance.tolist(),
         "smoothed_variance": step_weights.smoothed_variance.tolist(),
-        "n_validation": int(step_weights.n_validation),
-        "n_runs": int(step_weights.n_runs),
-        "variance_ratio": float(step_weights.variance_ratio),
-        "seconds": float(step_weights.seconds),
-    }
+        "n_validation": int(step_weights.n_validation), "n_runs": int(step_weights.n_runs),
+        "variance_ratio": float(step_weights.variance_ratio), "seconds": float(step_weights.seconds)}
     return write_json(path, doc | {"sha256": json_sha256(doc)}, indent=1)
 
 
@@ -87,11 +83,16 @@ def load_step_weights(path, *, allow_unchecked=False):
         raise ValueError(f"{path}: step-weights file of format version 1 has no checksum, so damage to it cannot be "
                          "seen; load it with allow_unchecked=True (the command line: --allow-unchecked), or learn "
                          "the weights again.")
-    if doc["format_version"] >= 2 and "sha256" not in doc:
-        raise ValueError(f"{path}: step-weights file has no 'sha256' (format version 2 always has one): it was "
-                         "edited; restore it or learn the weights again.")
-    if doc["format_version"] >= 2 and doc.pop("sha256") != _checksum(doc, path):
-        raise ValueError(f"{path}: step-weights file does not match its checksum (edited or damaged).")
+    if doc["format_version"] >= 2:
+        if "sha256" not in doc:
+            raise ValueError(f"{path}: step-weights file has no 'sha256' (format version 2 always has one): it was "
+                             "edited; restore it or learn the weights again.")
+        try:
+            checked = doc.pop("sha256") == json_sha256(doc)
+        except ValueError as exc:  # a number that reads as infinite ("1e999"): no file faqstats writes holds one
+            raise ValueError(f"{path}: step-weights file holds a value JSON cannot store ({exc}).") from exc
+        if not checked:
+            raise ValueError(f"{path}: step-weights file does not match its checksum (edited or damaged).")
     try:
         arrays = {k: np.asarray(doc[k], dtype=float) for k in ("weights", "step_variance", "smoothed_variance")}
         budget, n_val, n_runs = int(doc["budget"]), int(doc["n_validation"]), int(doc["n_runs"])
@@ -104,10 +105,3 @@ def load_step_weights(path, *, allow_unchecked=False):
     if w.shape != (budget,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
         raise ValueError(f"{path}: weights must be {budget} finite positive numbers.")
     return StepWeights(w, arrays["step_variance"], arrays["smoothed_variance"], n_val, n_runs, ratio, seconds)
-
-
-def _checksum(doc, path):
-    try:
-        return json_sha256(doc)
-    except ValueError as exc:  # a number that reads as infinite ("1e999"): no file faqstats writes holds one
-        raise ValueError(f"{path}: step-weights file holds a value JSON cannot store ({exc}).") from exc

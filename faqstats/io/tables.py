@@ -25,6 +25,8 @@ _NA_TEXT = {"", "na", "n/a", "nan", "null", "none", "<na>"}
 def history_from_frame(frame, model="model", question="question", score="score", *, duplicates="refuse"):
     """The models x questions matrix of a long table: one row per (model, question) outcome.
 
+    Every error names the row (its index in ``frame``), the model and the question at fault.
+
     Parameters
     ----------
     frame : pandas.DataFrame
@@ -44,23 +46,14 @@ def history_from_frame(frame, model="model", question="question", score="score",
     question_ids : list of str
         The questions' ids as given (``/`` and all), in the order of their first row.
 
-    Raises
-    ------
-    ValueError
-        For a missing column, model or question, a score not in [0, 1], or a repeated pair with
-        ``duplicates="refuse"``, naming the row (its index in ``frame``), model and question.
-
     Examples
     --------
     >>> import pandas as pd
     >>> df = pd.DataFrame({"model": ["a", "a", "b", "b", "b"], "example_id": ["Mbpp/2", "Mbpp/3", "Mbpp/2",
     ...                    "Mbpp/3", "Mbpp/3"], "pass1": [1, 0, 1, 1, 0]})
     >>> outcomes, models, ids = history_from_frame(df, "model", "example_id", "pass1", duplicates="mean")
-    >>> outcomes
-    array([[1. , 0. ],
-           [1. , 0.5]])
-    >>> models, ids
-    (['a', 'b'], ['Mbpp/2', 'Mbpp/3'])
+    >>> outcomes.tolist(), models, ids
+    ([[1.0, 0.0], [1.0, 0.5]], ['a', 'b'], ['Mbpp/2', 'Mbpp/3'])
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}.")
@@ -184,8 +177,6 @@ def read_table(path, columns=None):
                                   "pip install \"faqstats[parquet]\" (or pip install pyarrow).") from exc
         # dtype=False: the values as JSON gives them (no dates guessed, ids not turned into numbers)
         return pd.read_json(path, lines=kind == "jsonl", orient="records", dtype=False)
-    except ImportError:
-        raise
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError, OSError) as exc:
         if isinstance(exc, (FileNotFoundError, PermissionError)):
             raise
