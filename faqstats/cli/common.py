@@ -32,17 +32,13 @@ def note(message):
     print(f"faqstats: note: {' '.join(message.split())}", file=sys.stderr)
 
 
-# the largest count a command line takes: beyond it numpy's int64 (and any real budget) ends
-MAX_COUNT = 2**53
-
-
 def count(text):
     """An ``argparse`` type: a positive integer (a budget, a batch size, a number of runs)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= value <= MAX_COUNT:
+    if not 1 <= value <= 2**53:  # beyond it numpy's int64 (and any real budget) ends
         raise argparse.ArgumentTypeError(f"expected a positive integer (at most 2**53), got {text!r}")
     return value
 

@@ -37,11 +37,9 @@ def _read_inspect(args, paths):
         raise ValueError("--group metadata.FIELD needs a FIELD (a key of the samples' metadata).")
     if args.cluster_field == "":
         raise ValueError("--cluster-field needs a FIELD (a key of the samples' metadata).")
-    clusters = None
     with reading_harness("inspect"):
         groups = read_inspect_groups(paths, field)
-        if args.cluster_field is not None:
-            clusters = read_inspect_clusters(paths, args.cluster_field)
+        clusters = None if args.cluster_field is None else read_inspect_clusters(paths, args.cluster_field)
         try:
             costs = read_inspect_costs(paths, tokens=args.tokens)
         except ValueError as exc:

@@ -87,9 +87,8 @@ def history_from_frame(frame, model="model", question="question", score="score",
     size = len(models) * len(question_ids)
     total = np.bincount(cells[seen], weights=scores[seen], minlength=size)
     n = np.bincount(cells[seen], minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        outcomes = np.where(n > 0, total / np.maximum(n, 1), np.nan)
-    outcomes = np.clip(outcomes, 0.0, 1.0)  # a mean of values in [0, 1]: rounding only
+    # a mean of values in [0, 1]: clipped for rounding only
+    outcomes = np.clip(np.where(n > 0, total / np.maximum(n, 1), np.nan), 0.0, 1.0)
     return outcomes.reshape(len(models), len(question_ids)), list(models), list(question_ids)
 
 
