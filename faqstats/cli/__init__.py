@@ -28,13 +28,9 @@ def build_parser():
     """The ``faqstats`` parser, a subcommand each (``args.func`` runs it)."""
     parser = _Parser(prog="faqstats", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    add_demo_parser(sub)
-    add_experiment_parser(sub)
-    add_draw_bank_parser(sub)
-    add_fit_history_parser(sub)
-    add_history_parser(sub)
-    add_session_parser(sub)
-    add_question_table_parser(sub)
+    for add in (add_demo_parser, add_experiment_parser, add_draw_bank_parser, add_fit_history_parser,
+                add_history_parser, add_session_parser, add_question_table_parser):
+        add(sub)
     return parser
 
 

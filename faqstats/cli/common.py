@@ -1,4 +1,4 @@
-"""What the subcommands share: output, notes, the per-question files and the harness readers' options."""
+"""What the subcommands share: output, notes, the per-question files, the harness readers' options and tables."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 from ..integrations import read_question_costs, read_question_labels, task_groups
 from ..integrations._harness import OPTIONS, PerTask
+from ..io.tables import read_history_table
 
 
 def given(args, *names):
@@ -29,31 +32,24 @@ def note(message):
     print(f"faqstats: note: {' '.join(message.split())}", file=sys.stderr)
 
 
-# the largest count a command line takes: beyond it numpy's int64 (and any real budget) ends
-MAX_COUNT = 2**53
-
-
 def count(text):
     """An ``argparse`` type: a positive integer (a budget, a batch size, a number of runs)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= value <= MAX_COUNT:
+    if not 1 <= value <= 2**53:  # beyond it numpy's int64 (and any real budget) ends
         raise argparse.ArgumentTypeError(f"expected a positive integer (at most 2**53), got {text!r}")
     return value
 
 
-def add_allow_unchecked(parser):
-    """``--allow-unchecked``: also read files written before faqstats stored checksums."""
-    parser.add_argument("--allow-unchecked", action="store_true",
-                        help="also read a session, model or step-weights file written before faqstats stored "
-                             "checksums (format version 1 without them); a file whose checksums do not match is still "
-                             "refused")
-
-
-def finish(parser, func):
-    """``--json`` (last in the help), then the function that runs the command."""
+def finish(parser, func, allow_unchecked=False):
+    """``--allow-unchecked`` (with ``allow_unchecked``), ``--json`` (last in the help) and the command's function."""
+    if allow_unchecked:
+        parser.add_argument("--allow-unchecked", action="store_true",
+                            help="also read a session, model or step-weights file written before faqstats stored "
+                                 "checksums (format version 1 without them); a file whose checksums do not match is "
+                                 "still refused")
     parser.add_argument("--json", action="store_true", help="print one JSON object (errors too) for scripting")
     parser.set_defaults(func=func)
 
@@ -64,29 +60,26 @@ def matrix_question_ids(meta):
     return None if key is None else [str(q) for q in meta[key].tolist()]
 
 
-# -- --groups-from, --costs-from and --clusters-from: a value per question id, from a file ------
-def groups_from(source, ids):
-    """Group labels of ``ids`` (a list in the bank's order): ``tasks`` (the ``<task>`` of each
-    ``<task>/<id>``) or a file."""
-    if source == "tasks" and not Path(source).exists():
-        try:
-            return task_groups([str(q) for q in ids])
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"--groups-from tasks needs harness question ids '<task>/<id>': {exc}") from None
-    return read_question_labels(source, ids, "group")
-
-
 def question_files(args, ids, clusters=True):
-    """``(groups, costs, clusters)`` of the bank's ``ids`` from ``--groups-from``, ``--costs-from``
-    and (with ``clusters``) ``--clusters-from``, None where not given; the ids of a file that are
-    not the bank's are ignored with a note."""
+    """``(groups, costs, clusters)`` from ``--groups-from``, ``--costs-from`` and (with ``clusters``)
+    ``--clusters-from``, None where not given, read by the bank's ids (``ids()``: a list in the bank's order);
+    ids of a file that are not the bank's are ignored with a note."""
+    clusters = clusters and args.clusters_from is not None
+    if args.groups_from is None and args.costs_from is None and not clusters:
+        return None, None, None
+    ids = ids()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            return (None if args.groups_from is None else groups_from(args.groups_from, ids),
-                    None if args.costs_from is None else read_question_costs(args.costs_from, ids),
-                    None if not clusters or args.clusters_from is None
-                    else read_question_labels(args.clusters_from, ids, "cluster"))
+            if args.groups_from != "tasks" or Path(args.groups_from).exists():
+                groups = None if args.groups_from is None else read_question_labels(args.groups_from, ids, "group")
+            else:  # the <task> of each <task>/<id>
+                try:
+                    groups = task_groups([str(q) for q in ids])
+                except (ValueError, TypeError) as exc:
+                    raise ValueError(f"--groups-from tasks needs harness question ids '<task>/<id>': {exc}") from None
+            return (groups, None if args.costs_from is None else read_question_costs(args.costs_from, ids),
+                    read_question_labels(args.clusters_from, ids, "cluster") if clusters else None)
         finally:
             for warning in caught:
                 note(str(warning.message))
@@ -117,13 +110,14 @@ def reading_harness(harness, after=""):
 
 
 def harness_of(args):
-    """``(harness, paths)`` of ``--lm-eval``/``--inspect`` (paths: one, or a list), or ``(None, None)``."""
+    """``(harness, paths, options)`` of ``--lm-eval``/``--inspect`` (paths: one, or a list; ``(None, None, {})``
+    without) and the reader options given (:func:`reader_options`)."""
     chosen = [(h, getattr(args, h.replace("-", "_"))) for h in ("lm-eval", "inspect")]
     chosen = [(h, paths) for h, paths in chosen if paths]
     if len(chosen) > 1:
         raise ValueError("give --lm-eval or --inspect, not both.")
     if not chosen:
-        return None, None
+        return None, None, reader_options(args, None)
     harness, paths = chosen[0]
     seen = {}
     for path in paths:  # the same output twice would count its scores twice
@@ -132,16 +126,13 @@ def harness_of(args):
             also = "" if seen[key] == path else f" (also as {seen[key]})"
             raise ValueError(f"--{harness}: {path} is given twice{also}.")
         seen[key] = path
-    return harness, paths[0] if len(paths) == 1 else list(paths)
+    return harness, paths[0] if len(paths) == 1 else list(paths), reader_options(args, harness)
 
 
 def reader_options(args, harness):
     """The reader options (``--metric``, ``--filter``, ``--scorer``) given, checked against ``harness``:
-    ``{name: {"default": NAME or None, "tasks": {TASK: NAME}}}`` (:func:`faqstats.io.check_reader_options`).
-
-    Each is ``NAME`` (every task) and/or ``TASK=NAME`` (repeatable); tasks not named read the
-    ``NAME`` given, else the reader's default.
-    """
+    ``{name: {"default": NAME or None, "tasks": {TASK: NAME}}}`` (:func:`faqstats.io.check_reader_options`);
+    tasks not named read the ``NAME`` given, else the reader's default."""
     options = {}
     for name in ("metric", "filter", "scorer"):
         values = getattr(args, name, None)
@@ -207,3 +198,50 @@ def add_reader_options(parser, recording=False):
                        help="lm-eval: the filter whose lines to read (default none), e.g. flexible-extract")
     group.add_argument("--scorer", action="append", metavar="[TASK=]NAME",
                        help="inspect: the scorer to read (default: the log's only scorer)")
+
+
+# -- --table FILE and its columns (fit-history, history from-table) --------------------------
+# the columns' defaults: the names history_from_frame uses
+_COLUMNS = {"model_col": "model", "question_col": "question", "score_col": "score"}
+
+
+def add_table_options(parser, required=False):
+    """The ``reading a table`` group: ``--model-col``, ``--question-col``, ``--score-col``, ``--duplicates``."""
+    group = parser.add_argument_group(
+        "reading a table", "the columns of --table: one row per model x question" if not required else
+        "the columns of the table: one row per model x question")
+    group.add_argument("--model-col", default=None, metavar="NAME", help="the column naming the model (default model)")
+    group.add_argument("--question-col", default=None, metavar="NAME",
+                       help="the column of the question ids, kept as written ('/' and all) (default question)")
+    group.add_argument("--score-col", default=None, metavar="NAME",
+                       help="the column of the outcomes: numbers in [0, 1], graded in between; empty: not observed "
+                            "(default score)")
+    group.add_argument("--duplicates", choices=["refuse", "mean"], default=None,
+                       help="a model x question pair on several rows: refuse the table (default), or take their "
+                            "mean as a graded outcome")
+
+
+def check_table_columns(args):
+    """Refuse the table options without a table (they would be ignored)."""
+    given = [f"--{name.replace('_', '-')}" for name in (*_COLUMNS, "duplicates") if getattr(args, name) is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} read(s) a table: it goes with --table FILE.")
+
+
+def read_table_history(args):
+    """``(outcomes, models, question ids)`` of ``--table``; models without any score are left out, with a note."""
+    if getattr(args, "question_ids", None) is not None:
+        raise ValueError("--question-ids goes with --data; a table's question ids are its --question-col.")
+    columns = {name: getattr(args, name) or default for name, default in _COLUMNS.items()}
+    path = args.table
+    outcomes, models, ids = read_history_table(path, columns["model_col"], columns["question_col"],
+                                               columns["score_col"], duplicates=args.duplicates or "refuse")
+    empty = np.isnan(outcomes).all(axis=1)
+    if empty.all():
+        raise ValueError(f"{path}: no model has a score (column {columns['score_col']!r} is empty throughout).")
+    if empty.any():  # nothing to learn from, and a fit refuses them
+        dropped = [m for m, e in zip(models, empty) if e]
+        note(f"{path}: {len(dropped)} model(s) without any score are left out: "
+             f"{', '.join(map(repr, dropped[:5]))}{' ...' if len(dropped) > 5 else ''}.")
+        outcomes, models = outcomes[~empty], [m for m, e in zip(models, empty) if not e]
+    return outcomes, models, ids

@@ -1,8 +1,5 @@
 """``faqstats demo``, ``experiment`` and ``draw-bank``: studies of the methods on banks of outcomes.
-
-:mod:`faqstats.experiments` imports torch, which the other commands would otherwise wait for
-just to build the parser: it is imported when a command runs (or its help is shown).
-"""
+:mod:`faqstats.experiments` (it imports torch) is imported when a command runs or its help is shown."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ def run_demo_command(args):
     print(f"Factor model: k={fm.n_components}, regularization={fm.regularization}, final training loss "
           f"{fm.loss_curve_[-1]:.4f}.")
     print("".join(f"\n  {name}: {what}" for name, what in DEMO_METHODS.items()) + "\n")
-    examples = demo.examples(budget=args.budgets[len(args.budgets) // 2])
-    print(examples, format_summary(demo.summary()), sep="\n\n")
+    print(demo.examples(budget=args.budgets[len(args.budgets) // 2]), format_summary(demo.summary()), sep="\n\n")
     print(f"\nPlot written to {demo.plot(Path(args.out) / 'width_vs_budget.png')}")
 
 
@@ -51,27 +47,22 @@ def _factor_model(args):
     if args.prior_scale is not None:
         raise ValueError("--prior-scale is not passed to the cross-validated factor model; drop one of them.")
     return LogisticFactorModelCV(
-        n_components_grid=tuple(args.cv_components or (16,)),
-        regularization_grid=tuple(args.cv_regularization or (0.1,)),
-        cv=args.cv_folds, max_iter=args.max_iter or 2000, solver=args.solver or "adamw", random_state=0,
-        verbose=not args.quiet,
-    )
+        n_components_grid=tuple(args.cv_components or (16,)), cv=args.cv_folds, verbose=not args.quiet,
+        regularization_grid=tuple(args.cv_regularization or (0.1,)), max_iter=args.max_iter or 2000,
+        solver=args.solver or "adamw", random_state=0)
 
 
 def run_experiment_command(args):
     from ..experiments import (DEFAULT_BUDGETS, format_summary, per_model_coverage, run_experiment, summarize,
                                summarize_groups, write_csv)
-    from ..experiments.plots import plot_all
+    from ..experiments.plots import plot_all, plot_step_weights
 
     start = time.perf_counter()
     matrix, meta = load_response_matrix(args.data)
-    groups = costs = clusters = None
     if args.clusters_from is not None and args.cluster_size is not None:
         raise ValueError("give --clusters-from FILE or --cluster-size K, not both.")
-    if args.groups_from is not None or args.costs_from is not None or args.clusters_from is not None:
-        # read by the matrix's question ids
-        ids = matrix_question_ids(meta) or [str(j) for j in range(matrix.shape[1])]
-        groups, costs, clusters = question_files(args, ids)
+    groups, costs, clusters = question_files(args, lambda: matrix_question_ids(meta) or
+                                             [str(j) for j in range(matrix.shape[1])])
     if args.cluster_size is not None:  # consecutive questions, K at a time
         if args.cluster_size < 1:
             raise ValueError(f"--cluster-size must be a positive number of questions, got {args.cluster_size}.")
@@ -84,17 +75,13 @@ def run_experiment_command(args):
     n_jobs = args.n_jobs if args.n_jobs is not None else (-1 if args.scheduler is not None else 1)
     with _on_cluster(args.scheduler):
         result = run_experiment(
-            matrix, history_fraction=args.history_fraction, split_seed=args.split_seed,
+            matrix, history_fraction=args.history_fraction, split_seed=args.split_seed, seeds=args.seeds,
             complete_rows=args.complete_rows, n_full_obs=args.n_full_obs, p_obs=args.p_obs, max_models=args.max_models,
-            budgets=tuple(args.budgets or DEFAULT_BUDGETS),
-            seeds=args.seeds, methods=tuple(args.methods), factor_model=factor_model, random_state=args.seed,
-            n_jobs=n_jobs, backend=None if args.scheduler is not None else args.backend,
+            budgets=tuple(args.budgets or DEFAULT_BUDGETS), methods=tuple(args.methods), factor_model=factor_model,
+            random_state=args.seed, n_jobs=n_jobs, backend=None if args.scheduler is not None else args.backend,
             tuning={"seeds": args.tune_seeds}, step_weights=given(args, "weight_runs") and {"n_runs": args.weight_runs},
-            groups=groups, costs=costs, clusters=clusters, verbose=not args.quiet,
-        )
-    summary = summarize(result.records)
-    models = per_model_coverage(result.records)
-    out = Path(args.out)
+            groups=groups, costs=costs, clusters=clusters, verbose=not args.quiet)
+    summary, models, out = summarize(result.records), per_model_coverage(result.records), Path(args.out)
     files = [write_csv(result.records, out / "records.csv"), write_csv(summary, out / "summary.csv"),
              write_csv(models, out / "model_coverage.csv"), *plot_all(summary, models, out)]
     if result.tuning:  # one table per budget, stacked, with the budget as first column
@@ -105,7 +92,12 @@ def run_experiment_command(args):
                   for b, cfg in result.configurations.items()]
         files.append(write_csv(pd.concat(tables, ignore_index=True), out / "configurations.csv"))
     if result.step_weights:  # the learned increment weights, one row per (method, budget, step)
-        files += _write_step_weights(result.step_weights, out)
+        tables = [pd.DataFrame({"method": m, "budget": b, "step": np.arange(1, b + 1),
+                                "step_variance": sw.step_variance, "smoothed_variance": sw.smoothed_variance,
+                                "weight": sw.weights})
+                  for (m, b), sw in result.step_weights.items()]
+        files += [write_csv(pd.concat(tables, ignore_index=True), out / "step_weights.csv"),
+                  plot_step_weights(result.step_weights, out / "step_weights.png")]
     group_summary = None
     if result.group_records is not None:  # every group's estimate in every run, and its coverage
         group_summary = summarize_groups(result.group_records)
@@ -121,10 +113,8 @@ def run_experiment_command(args):
         config["factor_model_cv"] = {k: float(v) for k, v in result.factor_model.best_params_.items()}
     (out / "config.json").write_text(json.dumps(config, indent=2))
     n_hist, n_q = result.history_shape
-    print(
-        f"{args.data}: history {n_hist} models x {n_q} questions ({100 * result.history_observed:.1f}% observed), "
-        f"{result.new_rows.size} new models, {len(result.config['seeds'])} seed(s)."
-    )
+    print(f"{args.data}: history {n_hist} models x {n_q} questions ({100 * result.history_observed:.1f}% observed), "
+          f"{result.new_rows.size} new models, {len(result.config['seeds'])} seed(s).")
     if result.factor_model is not None:
         print(f"Factor model fit: {result.fit_seconds:.1f} s.")
         if hasattr(result.factor_model, "best_params_"):
@@ -134,14 +124,14 @@ def run_experiment_command(args):
         shown = group_summary.drop(columns=["budget_fraction"]).round(3)
         print("\nPer group (coverage of each group's interval; simultaneous: Bonferroni over the groups, joint: all "
               "groups covered at once):\n" + shown.to_string(index=False))
-    names = ", ".join(p.name for p in files)
-    print(f"Wrote {names}, summary.md, config.json to {out} ({time.perf_counter() - start:.1f} s).")
+    print(f"Wrote {', '.join(p.name for p in files)}, summary.md, config.json to {out} "
+          f"({time.perf_counter() - start:.1f} s).")
 
 
 @contextlib.contextmanager
 def _on_cluster(address):
-    """``--scheduler ADDRESS``: joblib's dask backend on a client of that dask scheduler, closed after
-    (the cluster itself is left running); nothing without an address."""
+    """``--scheduler ADDRESS``: joblib's dask backend on a client of that scheduler, closed after (the cluster left
+    running); nothing without an address."""
     if address is None:
         yield
         return
@@ -158,16 +148,6 @@ def _on_cluster(address):
                          f"({type(exc).__name__}: {exc}).") from exc
     with client, joblib.parallel_config(backend="dask", client=client):
         yield
-
-
-def _write_step_weights(weights, out):
-    from ..experiments import write_csv
-    from ..experiments.plots import plot_step_weights
-
-    table = pd.concat([pd.DataFrame({"method": m, "budget": b, "step": np.arange(1, b + 1),
-                                     "step_variance": sw.step_variance, "smoothed_variance": sw.smoothed_variance,
-                                     "weight": sw.weights}) for (m, b), sw in weights.items()], ignore_index=True)
-    return [write_csv(table, out / "step_weights.csv"), plot_step_weights(weights, out / "step_weights.png")]
 
 
 def run_draw_bank_command(args):
@@ -192,8 +172,7 @@ def run_draw_bank_command(args):
 
 
 class _ExperimentHelp(argparse.HelpFormatter):
-    """Fills ``{methods}`` in when the help is shown (the list lives with the runner, which
-    imports torch)."""
+    """Fills ``{methods}`` in when the help is shown (the list lives with the runner, which imports torch)."""
 
     def _get_help_string(self, action):
         text = super()._get_help_string(action)
@@ -224,10 +203,8 @@ def add_draw_bank_parser(sub):
 
 
 def add_experiment_parser(sub):
-    exp = sub.add_parser(
-        "experiment", formatter_class=_ExperimentHelp,
-        help="run methods x budgets x seeds on a response matrix (.npz); write CSV tables and PNG figures",
-    )
+    exp = sub.add_parser("experiment", formatter_class=_ExperimentHelp, help="run methods x budgets x seeds on a "
+                         "response matrix (.npz); write CSV tables and PNG figures")
     exp.add_argument("--data", required=True, help=".npz file with an 'outcomes' models x items matrix (-1 missing)")
     exp.add_argument("--out", required=True, help="directory for CSV tables and figures")
     exp.add_argument("--budgets", type=float, nargs="+", default=None,

@@ -15,9 +15,9 @@ from ..integrations import read_question_ids, task_groups
 from ..integrations._harness import read_history
 from ..io import save_configuration, save_factor_model, save_step_weights
 from ..step_weights import learn_step_weights
-from .common import (add_reader_options, all_reader_options, check_option_tasks, count, emit, finish, given,
-                     harness_of, matrix_question_ids, option_words, reader_kwargs, reader_options, reading_harness)
-from .tables import add_table_options, check_table_columns, read_table_history
+from .common import (add_reader_options, add_table_options, all_reader_options, check_option_tasks, check_table_columns,
+                     count, emit, finish, given, harness_of, matrix_question_ids, option_words, read_table_history,
+                     reader_kwargs, reading_harness)
 
 # the options of a plain factor model fit, which --budget chooses itself
 _FIT_OPTIONS = ("n_components", "regularization", "max_iter", "learning_rate", "prior_scale")
@@ -25,14 +25,13 @@ _NO_IDS = " (no question ids: a session will number the questions 0..N-1)"
 
 
 def run_fit_history(args):
-    harness, paths = harness_of(args)
-    options = reader_options(args, harness)
+    harness, paths, options = harness_of(args)
     models = reader = None
     if harness is not None:  # earlier runs read straight from the harness output, ids "<task>/<sample id>"
         if args.question_ids is not None:
             raise ValueError(f"--question-ids goes with --data; with --{harness} the ids are the harness's.")
         check_table_columns(args)
-        # stored with the model: 'session record' reads the new model's runs the same way
+        # the reader is stored with the model: 'session record' reads the new model's runs the same way
         reader = {"harness": harness, "options": all_reader_options(harness, options)}
         with reading_harness(harness):
             matrix, models, ids = read_history(harness, paths, **reader_kwargs(reader["options"]))
@@ -48,9 +47,8 @@ def run_fit_history(args):
                          "a factor model's rank is at most that.")
     if args.budget is not None:  # the configured path: PAIEstimator.from_history's choice, saved whole
         return _fit_configured(args, matrix, ids, reader, harness, models)
-    verbose = not (args.quiet or args.json)
     fm = LogisticFactorModel(**given(args, *_FIT_OPTIONS), device=args.device, random_state=args.seed,
-                             verbose=verbose)
+                             verbose=not (args.quiet or args.json))
     try:
         fm.fit(matrix)
     except FloatingPointError as exc:  # in the command line's words
@@ -61,13 +59,11 @@ def run_fit_history(args):
     if args.step_weights_budget is not None:  # cross-fitted on the history: a second fit on 75% of it
         sw = learn_step_weights(matrix, fm, budget=args.step_weights_budget, random_state=args.seed)
         weights_file = save_step_weights(sw, Path(str(out)).with_suffix(".step_weights.json"))
-    payload = {
-        "model": str(out), "n_models": int(matrix.shape[0]), "n_questions": int(matrix.shape[1]),
-        "observed_fraction": float(np.mean(~np.isnan(matrix))), "n_components": fm.n_components,
-        "regularization": fm.regularization, "max_iter": fm.max_iter, "final_loss": float(fm.loss_curve_[-1]),
-        "question_ids": ids is not None, "step_weights": None if weights_file is None else str(weights_file),
-        "harness": harness, "models": models, "reader": reader,
-    }
+    payload = {"model": str(out), "n_models": int(matrix.shape[0]), "n_questions": int(matrix.shape[1]),
+               "observed_fraction": float(np.mean(~np.isnan(matrix))), "n_components": fm.n_components,
+               "regularization": fm.regularization, "max_iter": fm.max_iter, "final_loss": float(fm.loss_curve_[-1]),
+               "question_ids": ids is not None, "step_weights": None if weights_file is None else str(weights_file),
+               "harness": harness, "models": models, "reader": reader}
     read = "" if harness is None else (
         f"Read {len(models)} model(s) from the {harness} output ({', '.join(models[:5])}"
         f"{', ...' if len(models) > 5 else ''}) with "
@@ -78,8 +74,7 @@ def run_fit_history(args):
         f"({100 * payload['observed_fraction']:.1f}% observed), final loss {payload['final_loss']:.4f}.\n"
         f"Wrote {out}{'' if ids is not None else _NO_IDS}."
         + ("" if weights_file is None else f"\nWrote increment weights for up to {args.step_weights_budget} queries "
-           f"to {weights_file} (pass it to 'faqstats session new --step-weights').")
-    ))
+           f"to {weights_file} (pass it to 'faqstats session new --step-weights').")))
 
 
 def _budget_value(text):
@@ -96,8 +91,8 @@ def _budget_value(text):
 
 
 def _fit_configured(args, matrix, ids, reader, harness, models):
-    """``fit-history --budget B``: :func:`~faqstats.configure_from_history` on the history, every
-    choice saved in ``--out`` (:func:`~faqstats.save_configuration`), the validation table beside it."""
+    """``fit-history --budget B``: :func:`~faqstats.configure_from_history` on the history, saved in ``--out``
+    (:func:`~faqstats.save_configuration`), the validation table beside it."""
     fit_options = [f"--{name.replace('_', '-')}" for name in (*_FIT_OPTIONS, "step_weights_budget")
                    if getattr(args, name) is not None]
     if fit_options:
@@ -114,13 +109,11 @@ def _fit_configured(args, matrix, ids, reader, harness, models):
     cfg.table.to_csv(table_file, index=False)
     est = cfg.estimator
     predictor = "none (the FPC sample mean)" if est.factor_model is None else type(est.factor_model).__name__
-    payload = {
-        "model": str(out), "validation_table": str(table_file), "n_models": int(matrix.shape[0]),
-        "n_questions": int(N), "budget": budget, "choice": cfg.choice, "predictor": predictor,
-        "policy": repr(est.sampler), "predicted_ess": cfg.predicted_ess, "predict_every": cfg.predict_every,
-        "step_weights": est.step_weights is not None, "question_ids": ids is not None, "harness": harness,
-        "models": models, "reader": reader,
-    }
+    payload = {"model": str(out), "validation_table": str(table_file), "n_models": int(matrix.shape[0]),
+               "n_questions": int(N), "budget": budget, "choice": cfg.choice, "predictor": predictor,
+               "policy": repr(est.sampler), "predicted_ess": cfg.predicted_ess, "predict_every": cfg.predict_every,
+               "step_weights": est.step_weights is not None, "question_ids": ids is not None, "harness": harness,
+               "models": models, "reader": reader}
     emit(args, payload, f"{cfg.summary()}\n"
          f"Chose {cfg.choice}: predictor {predictor}, policy {est.sampler!r}, for {budget} queries.\n"
          f"Wrote {out}{'' if ids is not None else _NO_IDS} and {table_file}.\n"
@@ -128,8 +121,8 @@ def _fit_configured(args, matrix, ids, reader, harness, models):
 
 
 def add_fit_history_parser(sub):
-    fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz, a table, lm-eval or "
-                                             "inspect output) and save it; with --budget, configure the whole "
+    fit = sub.add_parser("fit-history", help="fit a factor model on earlier models' outcomes (.npz, a table, lm-eval "
+                                             "or inspect output) and save it; with --budget, configure the whole "
                                              "estimator from them (PAIEstimator.from_history) and save that")
     source = fit.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help=".npz file with an 'outcomes' models x questions matrix (-1 missing)")

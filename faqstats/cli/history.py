@@ -8,13 +8,12 @@ import numpy as np
 from ..history import add_rows_to_history, add_sessions_to_history
 from ..integrations._harness import read_history
 from ..io.history import load_history, save_history
-from .common import (add_allow_unchecked, add_reader_options, all_reader_options, emit, finish, harness_of,
-                     reader_kwargs, reader_options, reading_harness)
-from .tables import add_table_options, read_table_history
+from .common import (add_reader_options, add_table_options, all_reader_options, emit, finish, harness_of,
+                     read_table_history, reader_kwargs, reading_harness)
 
 
 def run_from_table(args):
-    outcomes, models, ids = read_table_history(args, args.table)
+    outcomes, models, ids = read_table_history(args)
     out = save_history(args.out, outcomes, models, ids)
     observed = float(np.mean(~np.isnan(outcomes)))
     payload = {"history": str(out), "n_models": len(models), "n_questions": len(ids), "observed_fraction": observed}
@@ -23,8 +22,7 @@ def run_from_table(args):
 
 
 def run_add(args):
-    harness, paths = harness_of(args)
-    options = reader_options(args, harness)
+    harness, paths, options = harness_of(args)
     if bool(args.sessions) == (harness is not None):
         raise ValueError("give session directories (SESSION_DIR ...) or harness runs (--lm-eval, --inspect) to add, "
                          "one kind per command (each is checked whole before the history is written).")
@@ -91,5 +89,4 @@ def add_history_parser(sub):
                      help="also add a session that is not done (the answers it holds so far; default: refuse it)")
     add.add_argument("--out", default=None, help="write the grown history here instead of over HISTORY")
     add_reader_options(add)
-    add_allow_unchecked(add)
-    finish(add, run_add)
+    finish(add, run_add, allow_unchecked=True)

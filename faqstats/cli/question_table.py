@@ -13,7 +13,7 @@ from .common import emit, finish, harness_of, note, reading_harness
 
 
 def _read_lm_eval(args, paths):
-    """``(groups, costs, unit)`` of lm-eval output."""
+    """``(groups, costs, clusters, unit)`` of lm-eval output (it logs no clusters)."""
     if args.cluster_field is not None:
         raise ValueError("--cluster-field reads inspect sample metadata: it goes with --inspect (lm-eval logs "
                          "no cluster of a document; write a question_id,cluster file for --clusters-from).")
@@ -23,7 +23,8 @@ def _read_lm_eval(args, paths):
         raise ValueError("--tokens goes with --inspect: lm-eval logs no token counts (the cost is the prompt's "
                          "length in characters).")
     with reading_harness("lm-eval"):
-        return read_lm_eval_groups(paths, level=args.group), read_lm_eval_costs(paths), "characters of the requests"
+        return (read_lm_eval_groups(paths, level=args.group), read_lm_eval_costs(paths), None,
+                "characters of the requests")
 
 
 def _read_inspect(args, paths):
@@ -36,11 +37,9 @@ def _read_inspect(args, paths):
         raise ValueError("--group metadata.FIELD needs a FIELD (a key of the samples' metadata).")
     if args.cluster_field == "":
         raise ValueError("--cluster-field needs a FIELD (a key of the samples' metadata).")
-    clusters = None
     with reading_harness("inspect"):
         groups = read_inspect_groups(paths, field)
-        if args.cluster_field is not None:
-            clusters = read_inspect_clusters(paths, args.cluster_field)
+        clusters = None if args.cluster_field is None else read_inspect_clusters(paths, args.cluster_field)
         try:
             costs = read_inspect_costs(paths, tokens=args.tokens)
         except ValueError as exc:
@@ -51,15 +50,9 @@ def _read_inspect(args, paths):
 
 
 def run_question_table(args):
-    harness, paths = harness_of(args)
-    group = args.group
-    if harness == "lm-eval":
-        groups, costs, unit = _read_lm_eval(args, paths)
-        clusters = None
-    else:
-        groups, costs, clusters, unit = _read_inspect(args, paths)
+    harness, paths, _ = harness_of(args)
+    groups, costs, clusters, unit = (_read_lm_eval if harness == "lm-eval" else _read_inspect)(args, paths)
     ids = list(groups) + [q for q in costs if q not in groups]
-    tasks = task_groups(ids)
     no_cost = [q for q in ids if q not in costs]
     # --costs-from needs a positive cost for every question: a column with gaps would be refused there
     with_costs = not no_cost
@@ -69,7 +62,7 @@ def run_question_table(args):
         writer = csv.writer(f)
         writer.writerow(["question_id", "task", "group"] + (["cost"] if with_costs else [])
                         + ([] if clusters is None else ["cluster"]))
-        for qid, task in zip(ids, tasks):
+        for qid, task in zip(ids, task_groups(ids)):
             row = [qid, task, groups.get(qid, "")] + ([f"{costs[qid]:.10g}"] if with_costs else [])
             writer.writerow(row + ([] if clusters is None else [clusters.get(qid, "")]))
     if no_cost:
@@ -77,13 +70,13 @@ def run_question_table(args):
              f"column (--costs-from needs a cost for every question): "
              f"{', '.join(map(repr, no_cost[:5]))}{' ...' if len(no_cost) > 5 else ''}.")
     payload = {"out": str(out), "n_questions": len(ids), "n_groups": len(set(groups.values())),
-               "group": group, "cost": unit if with_costs else None, "missing_costs": no_cost}
+               "group": args.group, "cost": unit if with_costs else None, "missing_costs": no_cost}
     also = ""
     if clusters is not None:
         payload["n_clusters"], payload["cluster_field"] = len(set(clusters.values())), args.cluster_field
         also = f", {payload['n_clusters']} clusters (metadata.{args.cluster_field})"
     costs_from = f" --costs-from {out}" if with_costs else ""
-    emit(args, payload, f"Wrote {out}: {len(ids)} questions, {payload['n_groups']} groups ({group}){also}, "
+    emit(args, payload, f"Wrote {out}: {len(ids)} questions, {payload['n_groups']} groups ({args.group}){also}, "
          + (f"cost = {unit}." if with_costs else "no costs.")
          + f"\nUse it with: faqstats session new DIR --model MODEL --groups-from {out}{costs_from} "
          + ("..." if clusters is None else f"(or --clusters-from {out}{costs_from}) ..."))

@@ -13,9 +13,8 @@ from ..integrations._harness import read_round, round_arguments
 from ..io import load_factor_model, load_model_file, load_step_weights
 from ..sampling import HybridSampler
 from ..session import EvaluationSession
-from .common import (add_allow_unchecked, add_reader_options, all_reader_options, check_option_tasks, count, emit,
-                     finish, harness_of, note, option_words, question_files, reader_kwargs, reader_options,
-                     reading_harness)
+from .common import (add_reader_options, all_reader_options, check_option_tasks, count, emit, finish, harness_of,
+                     note, option_words, question_files, reader_kwargs, reading_harness)
 
 
 def _load(args):
@@ -27,7 +26,7 @@ def _check_group_options(args):
         raise ValueError("--estimand macro, --min-group-share and --stratify need --groups-from (tasks or a FILE).")
 
 
-def _new_configured(args):
+def _new_configured(args, stored_ids):
     """``session new --model`` of a ``fit-history --budget`` file: exactly the configured estimator."""
     chosen = [option for option, value in (("--tau", args.tau), ("--step-weights", args.step_weights),
                                            ("--replace", args.replace or None), ("--budget-cost", args.budget_cost))
@@ -37,18 +36,14 @@ def _new_configured(args):
                          f"used; drop {', '.join(chosen)}.")
     _check_group_options(args)
     ids = read_question_ids(args.question_ids) if args.question_ids is not None else None
-    _, _, stored_ids = load_model_file(args.model)
     bank_ids = ids or stored_ids
-    groups = costs = None
-    if args.groups_from is not None or args.costs_from is not None:
-        if bank_ids is None:
-            raise ValueError("--groups-from and --costs-from read the bank's question ids: give --question-ids.")
-        groups, costs, _ = question_files(args, bank_ids, clusters=False)
+    if (args.groups_from is not None or args.costs_from is not None) and bank_ids is None:
+        raise ValueError("--groups-from and --costs-from read the bank's question ids: give --question-ids.")
+    groups, costs, _ = question_files(args, lambda: bank_ids, clusters=False)
     session = EvaluationSession.from_configuration(
         args.model, ids, budget=args.budget, directory=args.directory, batch_size=args.batch_size,
         stop_when_width=args.stop_when_width, alpha=args.alpha, random_state=args.seed, groups=groups,
-        estimand=args.estimand, min_group_share=args.min_group_share, stratify=args.stratify, costs=costs,
-    )
+        estimand=args.estimand, min_group_share=args.min_group_share, stratify=args.stratify, costs=costs)
     st = session.status()
     sampler = st["sampler"]
     policy = f"{sampler['class']}({', '.join(f'{k}={v!r}' for k, v in sampler['params'].items())})"
@@ -59,9 +54,11 @@ def _new_configured(args):
 
 
 def run_new(args):
-    _check_directory(args.directory)
-    if load_model_file(args.model, allow_unchecked=args.allow_unchecked)[1].get("configuration") is not None:
-        return _new_configured(args)  # from 'fit-history --budget'
+    if not args.directory.strip():  # an empty DIR would write into the current directory
+        raise ValueError(f"the session directory must be a path, got {args.directory!r}.")
+    _, meta, stored_ids = load_model_file(args.model, allow_unchecked=args.allow_unchecked)
+    if meta.get("configuration") is not None:  # from 'fit-history --budget'
+        return _new_configured(args, stored_ids)
     # a model file written before faqstats stored checksums is read here, with --allow-unchecked
     model = load_factor_model(args.model, allow_unchecked=True) if args.allow_unchecked else args.model
     if (args.budget is None) == (args.budget_cost is None):
@@ -70,20 +67,20 @@ def run_new(args):
         raise ValueError("--budget-cost needs --costs-from FILE (a positive cost per question id).")
     _check_group_options(args)
     ids = read_question_ids(args.question_ids) if args.question_ids is not None else None
-    groups = costs = clusters = None
-    if args.groups_from is not None or args.costs_from is not None or args.clusters_from is not None:
-        fm = load_factor_model(args.model, allow_unchecked=args.allow_unchecked)  # the bank's ids, to read by
-        bank_ids = ids if ids is not None else (fm.question_ids_ or [str(j) for j in range(fm.n_features_in_)])
-        groups, costs, clusters = question_files(args, bank_ids)
+
+    def bank_ids():  # the ids to read the files by
+        fm = load_factor_model(args.model, allow_unchecked=args.allow_unchecked)
+        return ids if ids is not None else (fm.question_ids_ or [str(j) for j in range(fm.n_features_in_)])
+
+    groups, costs, clusters = question_files(args, bank_ids)
+    weights = None if args.step_weights is None else load_step_weights(args.step_weights,
+                                                                       allow_unchecked=args.allow_unchecked).weights
+    sampler = HybridSampler(tau=0.5 if args.tau is None else args.tau, replace=args.replace)
     session = EvaluationSession.create(
-        args.directory, model, ids, sampler=HybridSampler(tau=0.5 if args.tau is None else args.tau,
-                                                               replace=args.replace),
-        budget=100 if args.budget is None else args.budget, batch_size=args.batch_size,
-        stop_when_width=args.stop_when_width, alpha=args.alpha,
-        step_weights=None if args.step_weights is None else load_step_weights(args.step_weights, allow_unchecked=args.allow_unchecked).weights,
+        args.directory, model, ids, sampler=sampler, budget=100 if args.budget is None else args.budget,
+        batch_size=args.batch_size, step_weights=weights, stop_when_width=args.stop_when_width, alpha=args.alpha,
         random_state=args.seed, groups=groups, estimand=args.estimand, min_group_share=args.min_group_share,
-        stratify=args.stratify, costs=costs, budget_cost=args.budget_cost, clusters=clusters,
-    )
+        stratify=args.stratify, costs=costs, budget_cost=args.budget_cost, clusters=clusters)
     st = session.status()
     extra = "" if groups is None else f", {len(set(groups))} groups, estimand {args.estimand}"
     if clusters is not None:
@@ -124,21 +121,15 @@ def status_text(st):
 
 def _group_lines(rows, alpha):
     """The per-group table of ``session status``/``report``: one line per group, aligned."""
-    level = f"{100 * (1 - alpha):g}%"
     simultaneous = "simultaneous_lower" in rows[0]
-    head = ["group", "questions", "asked", "estimate", "std_err", "lower", "upper"]
-    if simultaneous:
-        head += ["simult_lower", "simult_upper"]
-    body = []
-    for r in rows:
-        cells = [str(r["group"]), str(r["n_questions"]), str(r["n_asked"])] + [
-            f"{r[k]:.4f}" for k in ("estimate", "std_error", "lower", "upper")]
-        if simultaneous:
-            cells += [f"{r['simultaneous_lower']:.4f}", f"{r['simultaneous_upper']:.4f}"]
-        body.append(cells)
+    keys = ["estimate", "std_error", "lower", "upper"] + (["simultaneous_lower", "simultaneous_upper"] if simultaneous
+                                                         else [])
+    head = ["group", "questions", "asked", "estimate", "std_err", "lower", "upper"] + (
+        ["simult_lower", "simult_upper"] if simultaneous else [])
+    body = [[str(r["group"]), str(r["n_questions"]), str(r["n_asked"])] + [f"{r[k]:.4f}" for k in keys] for r in rows]
     widths = [max(len(row[k]) for row in [head, *body]) for k in range(len(head))]
     fmt = lambda row: "  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths)))
-    title = f"Groups ({len(rows)}), {level} intervals" + (
+    title = f"Groups ({len(rows)}), {100 * (1 - alpha):g}% intervals" + (
         " (simult: for all groups at once):" if simultaneous else ":")
     return [title, fmt(head), *map(fmt, body)]
 
@@ -151,31 +142,19 @@ def run_next(args):
     payload = {"ids": ids, "probabilities": probabilities, "done": session.done, "stop_reason": session.stop_reason}
     done = f"Done ({session.stop_reason}): nothing left to ask. See: faqstats session report {session.directory}"
     if args.format == "ids":
-        emit(args, payload, "\n".join(f"{q}\t{p:.6g}" for q, p in zip(ids, probabilities)) if ids else done)
-        return
+        return emit(args, payload, "\n".join(f"{q}\t{p:.6g}" for q, p in zip(ids, probabilities)) if ids else done)
     key = "samples" if args.format == "lm-eval" else "sample_id"
     harness = round_arguments(args.format, ids) if ids else {"tasks": [], key: None}
     payload.update(harness)
     if not ids:  # with --print: nothing on stdout, so that a shell loop ends on an empty value
-        if args.print is None:
-            emit(args, payload, done)
-        else:
-            print(f"faqstats: {done}", file=sys.stderr)
-        return
+        return emit(args, payload, done) if args.print is None else print(f"faqstats: {done}", file=sys.stderr)
     # the values as the harness takes them: lm-eval --tasks a,b --samples JSON; inspect --sample-id, tasks one a line
     value = json.dumps(harness["samples"]) if args.format == "lm-eval" else harness["sample_id"]
     tasks = ",".join(harness["tasks"]) if args.format == "lm-eval" else "\n".join(harness["tasks"])
     if args.print is not None:
-        print(tasks if args.print == "tasks" else value)
-        return
+        return print(tasks if args.print == "tasks" else value)
     line = ["--tasks", tasks, "--samples", value] if args.format == "lm-eval" else ["--sample-id", value]
     emit(args, payload, shlex.join(line))
-
-
-def _check_directory(directory):
-    """``session new DIR``: DIR must name a directory (an empty one would write into the current one)."""
-    if not directory.strip():
-        raise ValueError(f"the session directory must be a path, got {directory!r}.")
 
 
 def _outcome(text, qid=None, where=""):
@@ -203,10 +182,9 @@ def _json_pairs(path):
 
 
 def run_record(args):
-    harness, paths = harness_of(args)
+    harness, paths, options = harness_of(args)
     if sum((bool(args.pairs), args.from_json is not None, harness is not None)) > 1:
         raise ValueError("give answers one way: ID VALUE pairs, --from-json, --lm-eval or --inspect.")
-    options = reader_options(args, harness)
     if harness is not None:
         return _record_harness(args, harness, paths, options)
     if args.from_json is not None:
@@ -300,29 +278,27 @@ def run_report(args):
     payload["trajectory"] = session.trajectory().tolist()
     cs = session.confidence_sequence()
     payload["confidence_sequence"] = None if cs is None else cs.tolist()
-    if args.png is not None:
-        png = _png_path(args.png)
+    if args.png is not None:  # a FILE without an extension gets .png, as matplotlib would add it
+        png = Path(args.png)
+        if not args.png.strip() or png.is_dir():
+            raise ValueError(f"--png takes a file to write the plot to; {args.png!r} is a directory.")
+        png = png if png.suffix else png.with_name(png.name + ".png")
         session.plot(png)
         payload["png"] = str(png)
         text.append(f"Plot written to {payload['png']}")
     emit(args, payload, "\n".join(text))
 
 
-def _png_path(text):
-    """``--png FILE``: the file the plot goes to (``.png`` added when FILE has no extension, as
-    matplotlib would add it); a directory is refused."""
-    path = Path(text)
-    if not text.strip() or path.is_dir():
-        raise ValueError(f"--png takes a file to write the plot to; {text!r} is a directory.")
-    return path if path.suffix else path.with_name(path.name + ".png")
-
-
 def add_session_parser(sub):
     session = sub.add_parser("session", help="a resumable evaluation: new, next, record, status, report")
     ssub = session.add_subparsers(dest="session_command", required=True)
 
-    new = ssub.add_parser("new", help="start a session in DIR from a saved factor model")
-    new.add_argument("directory", help="session directory (created)")
+    def command(name, help, directory_help=None):
+        parser = ssub.add_parser(name, help=help)
+        parser.add_argument("directory", help=directory_help)
+        return parser
+
+    new = command("new", "start a session in DIR from a saved factor model", "session directory (created)")
     new.add_argument("--model", required=True, help="factor model saved by 'faqstats fit-history' (.npz); one "
                      "saved with --budget brings its predictor, policy, weights and budget")
     new.add_argument("--budget", type=count, default=None, help="maximum number of queries (or --budget-cost; default "
@@ -341,9 +317,8 @@ def add_session_parser(sub):
                      help="file of the bank's question ids (default: those stored with the model)")
     grouped = new.add_argument_group(
         "groups, costs and clusters", "FILE: a .csv (.tsv) of 'question_id,VALUE' rows (a header may name a 'group', "
-        "'cost' or 'cluster' column) "
-        "or a .json object {question id: VALUE}, covering every question of the bank (other ids are ignored, "
-        "with a note)")
+        "'cost' or 'cluster' column) or a .json object {question id: VALUE}, covering every question of the bank "
+        "(other ids are ignored, with a note)")
     grouped.add_argument("--groups-from", default=None, metavar="FILE|tasks",
                          help="a group label per question: from FILE, or 'tasks' for the task of each harness id "
                               "'<task>/<id>' (a file named tasks: ./tasks); status and report then show every "
@@ -364,11 +339,9 @@ def add_session_parser(sub):
                          help="a cluster id per question (questions on one passage, image, prompt): every draw asks "
                               "a whole cluster, --budget counts cluster draws (with --groups-from: every cluster in "
                               "one group, --estimand micro)")
-    add_allow_unchecked(new)
-    finish(new, run_new)
+    finish(new, run_new, allow_unchecked=True)
 
-    nxt = ssub.add_parser("next", help="print the questions to ask now (the pending ones again until answered)")
-    nxt.add_argument("directory")
+    nxt = command("next", "print the questions to ask now (the pending ones again until answered)")
     nxt.add_argument("--n", type=count, default=None, help="size of a new round (default: the batch size)")
     nxt.add_argument("--format", choices=["ids", "lm-eval", "inspect"], default="ids",
                      help="ids: one 'ID<TAB>probability' a line (default); lm-eval: the --tasks and --samples "
@@ -377,35 +350,27 @@ def add_session_parser(sub):
                      help="print only this value (for \"$(...)\"; nothing once done): the --tasks value "
                           "(lm-eval; inspect: one task a line), or the --samples JSON (lm-eval) / --sample-id "
                           "value (inspect)")
-    add_allow_unchecked(nxt)
-    finish(nxt, run_next)
+    finish(nxt, run_next, allow_unchecked=True)
 
-    rec = ssub.add_parser("record", help="record answers: ID VALUE [ID VALUE ...] (VALUE in [0, 1]), or those "
-                                         "of the pending questions from a harness run")
-    rec.add_argument("directory")
+    rec = command("record", "record answers: ID VALUE [ID VALUE ...] (VALUE in [0, 1]), or those of the pending "
+                            "questions from a harness run")
     rec.add_argument("pairs", nargs="*", metavar="ID VALUE", help="question id and its outcome")
     rec.add_argument("--from-json", default=None, metavar="FILE",
                      help="JSON {id: outcome} or [[id, outcome], ...] ('-' reads stdin)")
+    pending = "on the pending questions: every one must be there; other samples are ignored (repeat for several)"
     rec.add_argument("--lm-eval", action="append", metavar="OUTDIR",
-                     help="the --output_path of an lm-eval run (--log_samples) on the pending questions: every "
-                          "one must be there; other samples are ignored (repeat for several)")
+                     help=f"the --output_path of an lm-eval run (--log_samples) {pending}")
     rec.add_argument("--inspect", action="append", metavar="LOGDIR",
-                     help="the --log-dir (or a log file) of an inspect eval run on the pending questions: every "
-                          "one must be there; other samples are ignored (repeat for several)")
+                     help=f"the --log-dir (or a log file) of an inspect eval run {pending}")
     add_reader_options(rec, recording=True)
-    add_allow_unchecked(rec)
-    finish(rec, run_record)
+    finish(rec, run_record, allow_unchecked=True)
 
     simultaneous = "with --groups-from: also the intervals that hold for all groups at once"
-    stat = ssub.add_parser("status", help="progress, pending questions and the estimate so far (and every group's)")
-    stat.add_argument("directory")
+    stat = command("status", "progress, pending questions and the estimate so far (and every group's)")
     stat.add_argument("--simultaneous", action="store_true", help=simultaneous)
-    add_allow_unchecked(stat)
-    finish(stat, run_status)
+    finish(stat, run_status, allow_unchecked=True)
 
-    rep = ssub.add_parser("report", help="the estimate with its interval; --png plots it as queries accumulate")
-    rep.add_argument("directory")
+    rep = command("report", "the estimate with its interval; --png plots it as queries accumulate")
     rep.add_argument("--png", default=None, metavar="FILE", help="write a plot of the running estimate and interval")
     rep.add_argument("--simultaneous", action="store_true", help=simultaneous)
-    add_allow_unchecked(rep)
-    finish(rep, run_report)
+    finish(rep, run_report, allow_unchecked=True)

@@ -1,4 +1,5 @@
-"""What every disk format shares: the header, hashes, JSON safety, question ids and JSON documents."""
+"""What every disk format shares: the header, hashes, JSON safety, question ids, JSON documents and checksummed
+``.npz`` archives."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import numpy as np
 
 from .._atomic import atomic_write
 from .._version import __version__
-from .npz import check_regular_file, read_array
+from .npz import check_regular_file, npz_path, read_array
+
+__all__ = ["array_sha256", "check_format_header", "check_question_ids", "check_reader_options", "json_safe",
+           "question_ids_sha256", "utc_now"]
+
+METADATA_KEY = "metadata_json"
 
 
 def utc_now():
@@ -34,10 +40,8 @@ def check_format_header(doc, path, *, format_name, max_version, what, version_la
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"{path}: format_version must be a positive integer, got {version!r}.")
     if version > max_version:
-        raise ValueError(
-            f"{path} was written by a newer faqstats ({version_label} {version} > {max_version}); upgrade faqstats "
-            f"to load it (it was written by faqstats {doc.get('faqstats_version')!s})."
-        )
+        raise ValueError(f"{path} was written by a newer faqstats ({version_label} {version} > {max_version}); upgrade "
+                         f"faqstats to load it (it was written by faqstats {doc.get('faqstats_version')!s}).")
     return version
 
 
@@ -73,23 +77,41 @@ def json_sha256(value):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def changed_entries(data, stored, path, skip=()):
-    """The entries of an open archive whose bytes differ from their SHA-256 in ``stored``
-    (``{entry: hex digest}``), those missing from either side included, sorted; ``skip``: entries
-    not covered (the metadata that holds ``stored``).
+def write_npz(path, entries, metadata):
+    """Write ``entries`` and ``metadata`` (with every entry's SHA-256) as the entry ``metadata_json``
+    to one ``.npz``, atomically; an object array (it would need pickle) is refused."""
+    for key, arr in entries.items():
+        if arr.dtype.hasobject:
+            raise TypeError(f"Refusing to save: entry {key!r} has dtype object (it would need pickle).")
+    metadata["array_sha256"] = {key: array_sha256(arr) for key, arr in entries.items()}
+    text = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    entries[METADATA_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    return atomic_write(npz_path(path), lambda f: np.savez(f, **entries))
 
-    Examples
-    --------
-    >>> import io
-    >>> buffer = io.BytesIO()
-    >>> np.savez(buffer, x=np.zeros(2), y=np.ones(2))
-    >>> _ = buffer.seek(0)
-    >>> with np.load(buffer) as data:
-    ...     changed_entries(data, {"x": array_sha256(np.zeros(2)), "y": "0" * 64}, "a.npz")
-    ['y']
-    """
-    return sorted(key for key in set(stored) | (set(data.files) - set(skip))
-                  if key not in data.files or stored.get(key) != array_sha256(read_array(data, key, path)))
+
+def read_npz_metadata(data, path, format_name, max_version, what):
+    """The ``metadata_json`` of an open archive, its header checked (:func:`check_format_header`)."""
+    raw = read_array(data, METADATA_KEY, path)
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise ValueError(f"{path}: {METADATA_KEY!r} must be a 1-D uint8 array, got {raw.dtype} {raw.shape}.")
+    try:
+        meta = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path}: {METADATA_KEY!r} is not valid UTF-8 JSON ({exc}).") from exc
+    check_format_header(meta, path, format_name=format_name, max_version=max_version, what=what)
+    return meta
+
+
+def checksum_error(data, stored, path, written, advice):
+    """The error naming the entries of an open archive whose bytes differ from their SHA-256 in
+    ``stored`` (those missing from either side included), or None."""
+    changed = sorted(key for key in set(stored) | (set(data.files) - {METADATA_KEY})
+                     if key not in data.files or stored.get(key) != array_sha256(read_array(data, key, path)))
+    if not changed:
+        return None
+    what = f"entry {changed[0]!r} differs" if len(changed) == 1 else f"entries {changed} differ"
+    return ValueError(f"{path}: {what} from the SHA-256 written with the {written}: the file was edited or damaged; "
+                      f"{advice}.")
 
 
 def json_safe(value, name, notes):
@@ -110,10 +132,8 @@ def json_safe(value, name, notes):
         return [json_safe(v, f"{name}[{i}]", notes) for i, v in enumerate(list(value))]
     if isinstance(value, dict):
         return {str(k): json_safe(v, f"{name}[{k!r}]", notes) for k, v in value.items()}
-    notes.append(
-        f"{name} was a {type(value).__module__}.{type(value).__name__} (not storable as JSON) and is stored as "
-        "null; a refit of the loaded model is not seeded the same way."
-    )
+    notes.append(f"{name} was a {type(value).__module__}.{type(value).__name__} (not storable as JSON) and is stored "
+                 "as null; a refit of the loaded model is not seeded the same way.")
     return None
 
 
@@ -167,18 +187,11 @@ def check_question_ids(model, question_ids):
     question_ids : sequence of str
         The bank's ids, in the order the outcomes will be given.
 
-    Raises
-    ------
-    ValueError
-        If the model carries no ids, or they differ in number, content or order.
-
     Examples
     --------
-    >>> import numpy as np
     >>> from faqstats import LogisticFactorModel
     >>> fm = LogisticFactorModel.from_factors(np.eye(2), np.zeros(2), np.eye(2))
     >>> fm.question_ids_ = ["a", "b"]
-    >>> check_question_ids(fm, ["a", "b"])
     >>> check_question_ids(fm, ["b", "a"])
     Traceback (most recent call last):
     ...
@@ -196,19 +209,15 @@ def check_question_ids(model, question_ids):
     if given != expected:
         first = next(i for i, (a, b) in enumerate(zip(given, expected)) if a != b)
         how = "the model's in a different order" if sorted(given) == sorted(expected) else "not the model's"
-        raise ValueError(
-            f"question ids are {how} (first difference at index {first}: {given[first]!r} != {expected[first]!r})."
-        )
+        raise ValueError(f"question ids are {how} (first difference at index {first}: {given[first]!r} != "
+                         f"{expected[first]!r}).")
 
 
 def check_reader_options(reader, where="reader"):
     """``reader`` (how a history was read from harness output) checked and as plain JSON, or None.
 
-    ``{"harness": "lm-eval" | "inspect", "options": {name: {"default": str or None, "tasks":
-    {task: str}}}}``: for each reader option (``metric``, ``filter``, ``scorer``), the value for every
-    task (``None``: the reader's own choice) and the tasks that read another one. ``faqstats
-    fit-history --lm-eval/--inspect`` stores it with the model; ``faqstats session record`` reads
-    with it unless an option is given again.
+    ``{"harness": "lm-eval" | "inspect", "options": {name: {"default": str or None, "tasks": {task: str}}}}``
+    for the reader options ``metric``, ``filter`` and ``scorer`` (``None``: the reader's own choice).
 
     Parameters
     ----------
@@ -226,8 +235,6 @@ def check_reader_options(reader, where="reader"):
     --------
     >>> check_reader_options({"harness": "lm-eval", "options": {"metric": {"default": "acc", "tasks": {}}}})
     {'harness': 'lm-eval', 'options': {'metric': {'default': 'acc', 'tasks': {}}}}
-    >>> check_reader_options(None) is None
-    True
     """
     if reader is None:
         return None

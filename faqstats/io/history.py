@@ -1,47 +1,21 @@
-"""A history as a file: earlier models' outcomes with the models' names and the questions' ids,
-checksummed, written atomically (what ``faqstats history add`` grows).
-
-File format ``faqstats.history``, format version 1
---------------------------------------------------
-An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads, and that
-:func:`~faqstats.load_response_matrix` and ``faqstats fit-history --data`` read as any response matrix:
-
-``outcomes`` : float64 (n_models, n_questions)
-    In [0, 1] (graded outcomes in between); NaN where a model was not asked a question.
-``models`` : str (n_models,)
-    The models' names, unique: a row per model.
-``question_ids`` : str (n_questions,)
-    The questions' ids, unique, in the columns' order.
-other entries of shape (n_questions, ...)
-    Per-question arrays kept as they were given (an ``items`` or ``groups`` array of a response matrix).
-``metadata_json`` : uint8
-    UTF-8 JSON: the header fields (``format``, ``format_version``, ``faqstats_version``),
-    ``created_utc``, ``updated_utc``, ``n_models``, ``n_questions``, ``sources`` (one object per row
-    added from a session or a harness run: ``model``, ``kind``, ``path``, ``sha256`` of what was read,
-    ``n_answers``, ``complete``, ``added_utc``) and ``array_sha256``
-    (:func:`~faqstats.io.checks.array_sha256` of every other entry): an edited or damaged file is
-    refused by name, and so is one whose checksums were deleted.
-
-A response matrix written by other tools (no ``metadata_json``: an ``outcomes`` matrix, ``-1`` for
-not observed, optionally ``models`` and ``question_ids`` or ``items``) is read as it is and written
-back in this format.
+"""A history file (format ``faqstats.history``, version 1; what ``faqstats history add`` grows): an ``.npz``
+with ``outcomes`` (float64, models x questions, NaN: not asked), ``models`` and ``question_ids`` (unique str),
+per-question arrays kept as given, and ``metadata_json`` (the header, ``created_utc``, ``updated_utc``,
+``n_models``, ``n_questions``, ``sources``: where rows came from, and the SHA-256 of every other entry). A response
+matrix of other tools (no metadata, ``-1``: not observed) is read as it is and written back in this format.
 """
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
-from .._atomic import atomic_write
-from .checks import array_sha256, changed_entries, check_format_header, check_ids, header, utc_now
-from .npz import npz_path, open_array_file, read_array
+from .checks import METADATA_KEY, check_ids, checksum_error, header, read_npz_metadata, utc_now, write_npz
+from .npz import npz_path, open_array_file, read_array, read_ids
 
 __all__ = ["HISTORY_FORMAT", "HISTORY_FORMAT_VERSION", "check_history_checksums", "load_history", "save_history"]
 
 HISTORY_FORMAT = "faqstats.history"
 HISTORY_FORMAT_VERSION = 1
-METADATA_KEY = "metadata_json"
 _CORE = ("outcomes", "models", "question_ids")
 
 
@@ -63,7 +37,7 @@ def save_history(path, outcomes, models, question_ids, *, arrays=None, sources=N
     sources : list of dict, optional
         Where rows came from (:func:`faqstats.add_sessions_to_history` writes them).
     created_utc : str, optional
-        When the history was first written (kept when it grows; default now).
+        When the history was first written (default now).
 
     Returns
     -------
@@ -73,16 +47,9 @@ def save_history(path, outcomes, models, question_ids, *, arrays=None, sources=N
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> import numpy as np
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "history"
     >>> save_history(path, [[1, 0, np.nan], [0.5, 1, 1]], ["m1", "m2"], ["q/1", "q/2", "q/3"]).name
     'history.npz'
-    >>> outcomes, models, ids, metadata = load_history(path)
-    >>> outcomes
-    array([[1. , 0. , nan],
-           [0.5, 1. , 1. ]])
-    >>> models, ids, metadata["format"]
-    (['m1', 'm2'], ['q/1', 'q/2', 'q/3'], 'faqstats.history')
     """
     outcomes = np.array(outcomes, dtype=np.float64)
     if outcomes.ndim != 2:
@@ -101,14 +68,9 @@ def save_history(path, outcomes, models, question_ids, *, arrays=None, sources=N
                              f"object dtype, not named {name!r}), got {value.dtype} {value.shape}.")
         entries[name] = value
     now = utc_now()
-    metadata = header(HISTORY_FORMAT, HISTORY_FORMAT_VERSION) | {
+    return write_npz(path, entries, header(HISTORY_FORMAT, HISTORY_FORMAT_VERSION) | {
         "created_utc": created_utc or now, "updated_utc": now, "n_models": n_models, "n_questions": n_questions,
-        "sources": list(sources or []),
-        "array_sha256": {key: array_sha256(value) for key, value in entries.items()},
-    }
-    text = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
-    entries[METADATA_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    return atomic_write(npz_path(path), lambda f: np.savez(f, **entries))
+        "sources": list(sources or [])})
 
 
 def check_history_checksums(data, path):
@@ -125,30 +87,15 @@ def check_history_checksums(data, path):
     -------
     dict
         The metadata.
-
-    Raises
-    ------
-    ValueError
-        Naming the file and the entries that differ (or the checksums missing).
     """
-    raw = read_array(data, METADATA_KEY, path)
-    if raw.dtype != np.uint8 or raw.ndim != 1:
-        raise ValueError(f"{path}: {METADATA_KEY!r} must be a 1-D uint8 array, got {raw.dtype} {raw.shape}.")
-    try:
-        meta = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"{path}: {METADATA_KEY!r} is not valid UTF-8 JSON ({exc}).") from exc
-    check_format_header(meta, path, format_name=HISTORY_FORMAT, max_version=HISTORY_FORMAT_VERSION,
-                        what="history file")
+    meta = read_npz_metadata(data, path, HISTORY_FORMAT, HISTORY_FORMAT_VERSION, "history file")
     stored = meta.get("array_sha256")
     if not isinstance(stored, dict) or not stored:
         raise ValueError(f"{path}: metadata has no 'array_sha256' (faqstats writes the SHA-256 of every entry of a "
                          "history): the file was edited; restore it.")
-    changed = changed_entries(data, stored, path, skip=(METADATA_KEY,))
-    if changed:
-        what = f"entry {changed[0]!r} differs" if len(changed) == 1 else f"entries {changed} differ"
-        raise ValueError(f"{path}: {what} from the SHA-256 written with the history: the file was edited or "
-                         "damaged; restore it.")
+    error = checksum_error(data, stored, path, "history", "restore it")
+    if error is not None:
+        raise error
     if not isinstance(meta.get("sources"), list):
         raise ValueError(f"{path}: metadata 'sources' must be a list.")
     return meta
@@ -174,15 +121,9 @@ def load_history(path):
         ``format`` (``"faqstats.history"``, or None for a response matrix), ``created_utc``,
         ``sources`` (empty for a response matrix) and ``arrays`` (the per-question arrays beside them).
 
-    Raises
-    ------
-    ValueError
-        For a damaged, edited or malformed file, naming the file and the entry at fault.
-
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> import numpy as np
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "bank.npz"
     >>> np.savez(path, outcomes=np.array([[1, -1], [0, 1]], dtype=np.int8), models=np.array(["a", "b"]),
     ...          items=np.array(["arc/1", "arc/2"]))
@@ -203,10 +144,9 @@ def load_history(path):
             raise ValueError(f"{path}: 'outcomes' must be a numeric models x questions matrix, got {raw.dtype} of "
                              f"shape {raw.shape}.")
         n_models, n_questions = raw.shape
-        models = _names(data, "models", n_models, path)
+        models = read_ids(data, "models", n_models, path, "Uiu")
         id_key = next((k for k in ("question_ids", "items") if k in data.files), None)
-        ids = (_names(data, id_key, n_questions, path) if id_key is not None
-               else [str(j) for j in range(n_questions)])
+        ids = read_ids(data, id_key, n_questions, path, "Uiu") if id_key else [str(j) for j in range(n_questions)]
         arrays = {}
         for key in sorted(set(data.files) - {*_CORE, METADATA_KEY, id_key}):
             value = read_array(data, key, path)
@@ -225,17 +165,3 @@ def load_history(path):
     metadata = {"format": None, "created_utc": None, "sources": []} if meta is None else {
         "format": meta["format"], "created_utc": meta.get("created_utc"), "sources": meta["sources"]}
     return outcomes, models, ids, metadata | {"arrays": arrays}
-
-
-def _names(data, key, n, path):
-    """Entry ``key`` as a list of ``n`` unique strings, or None when the archive has none."""
-    if key not in data.files:
-        return None
-    arr = read_array(data, key, path)
-    if arr.shape != (n,) or arr.dtype.kind not in "Uiu":
-        raise ValueError(f"{path}: {key!r} must be an array of {n} names or ids, got {arr.dtype} {arr.shape}.")
-    names = [str(v) for v in arr.tolist()]
-    try:
-        return check_ids(names, n, f"{path}: {key!r}")
-    except (TypeError, ValueError) as exc:
-        raise ValueError(str(exc)) from None

@@ -1,42 +1,18 @@
-"""Factor models and every other predictor as one ``.npz`` file: arrays plus JSON metadata, never a pickle.
-
-File format ``faqstats.factor_model``
--------------------------------------
-An ``.npz`` archive that ``np.load(path, allow_pickle=False)`` reads (no object arrays):
-
-``metadata_json`` : uint8 array
-    UTF-8 JSON: the header fields (``format``, ``format_version``, ``faqstats_version``), ``numpy_version``,
-    ``created_utc``, ``question_ids_sha256`` (:func:`~faqstats.io.checks.question_ids_sha256`), ``notes``,
-    ``reader`` (only in a model fitted on harness output: how ``faqstats fit-history`` read it,
-    ``{"harness": "lm-eval" | "inspect", "options": {name: {"default": str or null, "tasks": {task: str}}}}``,
-    the defaults of ``faqstats session record``; :func:`~faqstats.io.checks.check_reader_options`), the
-    predictor's fields (``estimator``: the name it is registered under, or null: no predictor, the FPC sample
-    mean; ``params``: ``get_params()``, JSON-safe; ``n_questions``; its own) and ``array_sha256``
-    (:func:`~faqstats.io.checks.array_sha256` of every other entry: an edited or damaged file is refused, and
-    so is a file without it, unless read with ``allow_unchecked=True``: files written before faqstats stored it).
-the predictor's arrays : as its ``get_entries`` names them (:mod:`faqstats.predictor`)
-``question_ids``, ``feature_names_in`` : str (n,), when given / when the model has ``feature_names_in_``
-
-Format version 1 holds the low-rank form (:mod:`faqstats.factor_model`), as :func:`save_factor_model`
-writes it. Format version 2 (same format name, header and checks) holds any other predictor (a
-mixture, a stack: their ``get_entries``; one of your own through its save pair,
-:mod:`faqstats.io.predictor_arrays`), or none, or a saved configuration; older faqstats refuse it as newer.
-``configuration`` (:func:`~faqstats.save_configuration`; with its own ``sha256``): ``choice``,
-``budget``, ``predict_every``, ``policy`` (class, module, params), ``predicted_ess``,
-``n_validation``, ``n_runs``, ``seconds``, ``configured_budget`` and ``table`` (``columns``,
-``rows``); the step weights are the array ``configuration.step_weights`` (budget,).
+"""Factor models and every other predictor as one ``.npz`` file (format ``faqstats.factor_model``): the
+predictor's arrays (as its ``get_entries`` names them), ``question_ids`` and ``feature_names_in`` (str), and
+``metadata_json`` (the header, ``created_utc``, ``question_ids_sha256``, ``notes``, ``reader``, the predictor's
+fields and the SHA-256 of every other entry). Version 1: the low-rank form (:func:`save_factor_model`); version 2:
+any other predictor, none (the sample mean) or a configuration (:func:`~faqstats.save_configuration`), its step
+weights the entry ``configuration.step_weights``. Never a pickle; see the user guide's file formats page.
 """
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
-from .._atomic import atomic_write
 from ..predictor import predictor_class
-from .checks import (array_sha256, changed_entries, check_format_header, check_ids, check_reader_options, header,
-                     json_safe, json_sha256, question_ids_sha256, utc_now)
+from .checks import (METADATA_KEY, check_ids, check_reader_options, checksum_error, header, json_safe, json_sha256,
+                     question_ids_sha256, read_npz_metadata, utc_now, write_npz)
 from .npz import npz_path, open_array_file, read_array, read_float, read_ids, require_entries
 from .predictor_arrays import read_save_pair, save_pair_entries, unsaved_reason
 
@@ -47,7 +23,6 @@ FORMAT_VERSION = 1  # what low-rank predictors are written as (older faqstats re
 #: 2: any other predictor, no predictor (the sample mean) or a saved configuration
 PREDICTOR_FORMAT_VERSION = 2
 
-METADATA_KEY = "metadata_json"
 CONFIG_WEIGHTS = "configuration.step_weights"
 _CV_PREFIX = "cv_results."
 # factors, means and noise beyond this (logits of 1e12 per component) make every score non-finite:
@@ -127,43 +102,30 @@ def save_factor_model(model, path, *, question_ids=None, reader=None):
     Parameters
     ----------
     model : fitted predictor
-        A built-in predictor: for the CV model its ``best_estimator_`` is saved, with the CV
-        results; an item response model as its factor-model view
-        (:meth:`~faqstats.ItemResponseModel.as_factor_model`); a mixture or a stack in format
-        version 2. Or a registered :class:`~faqstats.Predictor` of your own with the save pair
-        ``get_arrays`` / ``from_arrays`` (format version 2); one without it is refused with a
-        ``TypeError`` saying what to add.
+        A built-in predictor (the CV model: its ``best_estimator_``, with the CV results; an item
+        response model: its factor-model view), or a registered :class:`~faqstats.Predictor` with the
+        save pair ``get_arrays`` / ``from_arrays`` (one without it: ``TypeError`` saying what to add).
     path : str or os.PathLike
-        Destination; like :func:`numpy.savez`, ``".npz"`` is appended when missing
-        (:func:`load_factor_model` applies the same rule).
+        Destination; ``".npz"`` is appended when missing.
     question_ids : sequence of str, optional
-        Unique ids of the questions, in the order of ``question_factors_``, stored with
-        their SHA-256 for :func:`~faqstats.io.check_question_ids`. Defaults to ``feature_names_in_``.
+        Unique ids of the questions, in the model's order (default ``feature_names_in_``).
     reader : dict, optional
-        How the history was read from harness output (:func:`~faqstats.io.check_reader_options`), stored as
-        ``metadata_["reader"]``; ``faqstats fit-history`` writes it, ``faqstats session record``
-        reads with it.
+        How the history was read from harness output (:func:`~faqstats.io.check_reader_options`).
 
     Returns
     -------
     pathlib.Path
-        The file written (with the ``.npz`` suffix).
+        The file written.
 
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> import numpy as np
     >>> from faqstats import LogisticFactorModel, load_factor_model, save_factor_model
     >>> fm = LogisticFactorModel.from_factors(np.eye(3)[:, :2], np.zeros(2), np.eye(2))
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     path = save_factor_model(fm, pathlib.Path(tmp) / "fm", question_ids=["a", "b", "c"])
-    ...     loaded = load_factor_model(path)
-    >>> path.name
-    'fm.npz'
-    >>> np.array_equal(loaded.predict_proba([1.0, -1.0]), fm.predict_proba([1.0, -1.0]))
-    True
-    >>> loaded.question_ids_, loaded.metadata_["format_version"]
-    (['a', 'b', 'c'], 1)
+    ...     loaded = load_factor_model(save_factor_model(fm, pathlib.Path(tmp) / "fm", question_ids=["a", "b", "c"]))
+    >>> np.array_equal(loaded.predict_proba([1.0, -1.0]), fm.predict_proba([1.0, -1.0])), loaded.question_ids_
+    (True, ['a', 'b', 'c'])
     """
     return _save(model, path, question_ids, reader, None, None, first_format=True)
 
@@ -211,13 +173,8 @@ def _save(model, path, question_ids, reader, configuration, n_questions, first_f
     version = meta.pop("format_version", PREDICTOR_FORMAT_VERSION)  # 1: the low-rank form, in save_factor_model
     if version not in ((FORMAT_VERSION, PREDICTOR_FORMAT_VERSION) if first_format else (PREDICTOR_FORMAT_VERSION,)):
         raise ValueError(f"Refusing to save: {type(model).__name__}.get_entries gave format_version={version!r}.")
-    return _write_model_file(path, version, meta, arrays, notes, getattr(model, "feature_names_in_", None),
-                             question_ids, reader, extra)
-
-
-def _write_model_file(path, format_version, meta, arrays, notes, feature_names, question_ids, reader, extra):
-    """Add the ids, ``extra`` arrays and the metadata (with every array's SHA-256) and write the file."""
     n = meta["n_questions"]
+    feature_names = getattr(model, "feature_names_in_", None)
     if feature_names is not None:
         arrays["feature_names_in"] = np.array(check_ids(feature_names, n, "feature_names_in_"), dtype=str)
         if question_ids is None:
@@ -225,26 +182,17 @@ def _write_model_file(path, format_version, meta, arrays, notes, feature_names, 
     if question_ids is not None:
         question_ids = check_ids(question_ids, n, "question_ids")
         arrays["question_ids"] = np.array(question_ids, dtype=str)
-    arrays |= extra
-    metadata = header(FORMAT_NAME, format_version) | {
-        "numpy_version": np.__version__, "created_utc": utc_now(), **meta,
-        "question_ids_sha256": None if question_ids is None else question_ids_sha256(question_ids), "notes": notes,
-    }
+    ids_sha256 = None if question_ids is None else question_ids_sha256(question_ids)
+    metadata = header(FORMAT_NAME, version) | {"numpy_version": np.__version__, "created_utc": utc_now(), **meta,
+                                               "question_ids_sha256": ids_sha256, "notes": notes}
     reader = check_reader_options(reader)
     if reader is not None:  # only when given: files without it read as before
         metadata["reader"] = reader
-    metadata["array_sha256"] = {key: array_sha256(arr) for key, arr in arrays.items()}
-    text = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
-    arrays[METADATA_KEY] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    for key, arr in arrays.items():
-        if arr.dtype.hasobject:  # pragma: no cover - guarded by the conversions above
-            raise TypeError(f"Refusing to save: entry {key!r} has dtype object (it would need pickle).")
-    return atomic_write(npz_path(path), lambda f: np.savez(f, **arrays))
+    return write_npz(path, arrays | extra, metadata)
 
 
 def _predictor_entries(model, prefix, notes, first_format=False):
-    """``(metadata, arrays)`` of a fitted predictor of any kind, its array names prefixed with ``prefix``:
-    its ``get_entries``, else its save pair (a predictor of your own; TypeError without it)."""
+    """``(metadata, arrays)`` of a fitted predictor, its array names prefixed with ``prefix``."""
     saver = _Saver(prefix, notes, first_format)
     if callable(getattr(model, "get_entries", None)):
         fields, arrays = model.get_entries(saver)
@@ -257,41 +205,33 @@ def _predictor_entries(model, prefix, notes, first_format=False):
 def load_factor_model(path, *, allow_unchecked=False):
     """Load a factor model written by :func:`save_factor_model`, without pickle, checking it all first.
 
+    A file that is damaged or edited, of a newer format, without its checksums (unless ``allow_unchecked``)
+    or without a predictor (:func:`~faqstats.load_configuration` reads that one) is refused (``ValueError``).
+
     Parameters
     ----------
     path : str or os.PathLike
         The file, named as for :func:`save_factor_model`.
     allow_unchecked : bool, default=False
-        Also read a format-version-1 file written before faqstats stored the SHA-256 of its
-        entries (metadata ``array_sha256``): nothing in it can be verified. By default such a file
-        is refused, as is one whose hashes were deleted.
+        Also read a format version 1 file written before faqstats stored the SHA-256 of its entries
+        (nothing in it can be verified); by default it is refused, as is one whose hashes were deleted.
 
     Returns
     -------
     fitted predictor
-        Fitted, as saved (a CV model: its best estimator; an item response model: its factor-model view),
-        predicting exactly as the saved one, with its parameters (a Generator ``random_state`` comes back as None),
-        ``question_ids_`` (for :func:`~faqstats.io.check_question_ids`) and ``metadata_`` (the JSON
-        metadata; for a CV model ``metadata_["cv"]["cv_results"]`` is a dict of ndarrays).
-
-    Raises
-    ------
-    ValueError
-        If the file is not a faqstats factor model (or a newer format), needs pickle, has
-        a missing, misshapen, non-finite, out-of-range or altered entry, lacks its entries'
-        SHA-256 (unless ``allow_unchecked``), or holds no predictor
-        (a configuration that chose the sample mean: :func:`~faqstats.load_configuration`).
+        Predicting exactly as the saved one, with its parameters (a Generator ``random_state``: None),
+        ``question_ids_`` and ``metadata_`` (the JSON metadata; a CV model's
+        ``metadata_["cv"]["cv_results"]``: a dict of ndarrays).
 
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> import numpy as np
     >>> from faqstats import LogisticFactorModel, load_factor_model, save_factor_model
     >>> fm = LogisticFactorModel.from_factors(np.ones((4, 2)), model_factors=np.eye(2))
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     loaded = load_factor_model(save_factor_model(fm, pathlib.Path(tmp) / "fm.npz"))
-    >>> loaded.question_factors_.shape, loaded.model_factors_.shape, loaded.question_ids_
-    ((4, 2), (2, 2), None)
+    >>> loaded.question_factors_.shape, loaded.question_ids_
+    ((4, 2), None)
     """
     model, meta, _ = load_model_file(path, allow_unchecked=allow_unchecked)
     if model is None:
@@ -301,8 +241,7 @@ def load_factor_model(path, *, allow_unchecked=False):
 
 
 def load_model_file(path, *, allow_unchecked=False):
-    """The predictor, metadata and question ids of a file written by :func:`save_factor_model` or
-    :func:`~faqstats.save_configuration`, checked as :func:`load_factor_model` checks it.
+    """The predictor, metadata and question ids of a model file, checked as :func:`load_factor_model` does.
 
     Parameters
     ----------
@@ -327,11 +266,11 @@ def load_model_file(path, *, allow_unchecked=False):
                                                                             meta["format_version"])
         ids = read_ids(data, "question_ids", n, path)
         names = read_ids(data, "feature_names_in", n, path)
-        cv_results = {
-            key[len(_CV_PREFIX) :]: read_array(data, key, path) for key in data.files if key.startswith(_CV_PREFIX)
-        }
+        cv_results = {key[len(_CV_PREFIX):]: read_array(data, key, path) for key in data.files
+                      if key.startswith(_CV_PREFIX)}
         weights = _read_configuration_weights(data, meta, path)
-        hash_error = _array_hash_error(data, meta, path, allow_unchecked)  # raised last: the specific checks name what is wrong
+        # raised last: the specific checks name what is wrong
+        hash_error = _array_hash_error(data, meta, path, allow_unchecked)
 
     stored_hash = meta.get("question_ids_sha256")
     if ids is not None and stored_hash != question_ids_sha256(ids):
@@ -356,15 +295,7 @@ def load_model_file(path, *, allow_unchecked=False):
 def _read_metadata(data, path):
     if METADATA_KEY not in data.files:
         raise ValueError(f"{path} is not a faqstats factor model file: entry {METADATA_KEY!r} is missing.")
-    raw = read_array(data, METADATA_KEY, path)
-    if raw.dtype != np.uint8 or raw.ndim != 1:
-        raise ValueError(f"{path}: {METADATA_KEY!r} must be a 1-D uint8 array, got {raw.dtype} {raw.shape}.")
-    try:
-        meta = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: {METADATA_KEY!r} is not valid UTF-8 JSON ({exc}).") from exc
-    check_format_header(meta, path, format_name=FORMAT_NAME, max_version=PREDICTOR_FORMAT_VERSION,
-                        what="factor model file")
+    meta = read_npz_metadata(data, path, FORMAT_NAME, PREDICTOR_FORMAT_VERSION, "factor model file")
     value = meta.get("n_questions")  # the predictor's own fields are checked as it is read
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{path}: metadata 'n_questions' must be a positive integer, got {value!r}.")
@@ -396,8 +327,7 @@ def _read_configuration_weights(data, meta, path):
 
 
 def _array_hash_error(data, meta, path, allow_unchecked):
-    """The error naming the entries whose bytes differ from their stored SHA-256 (or the hashes
-    missing), or None."""
+    """The error naming the entries whose bytes differ from their stored SHA-256 (or the hashes missing), or None."""
     stored = meta.get("array_sha256")
     if stored is None:
         if allow_unchecked and meta["format_version"] == 1:  # written before faqstats stored the hashes
@@ -407,17 +337,12 @@ def _array_hash_error(data, meta, path, allow_unchecked):
                           "them reads with allow_unchecked=True).")
     if not isinstance(stored, dict):
         return ValueError(f"{path}: metadata 'array_sha256' must be a JSON object.")
-    changed = changed_entries(data, stored, path, skip=(METADATA_KEY,))
-    if not changed:
-        return None
-    what = f"entry {changed[0]!r} differs" if len(changed) == 1 else f"entries {changed} differ"
-    return ValueError(f"{path}: {what} from the SHA-256 written with the model: the file was edited or damaged; "
-                      "refit or restore it.")
+    return checksum_error(data, stored, path, "model", "refit or restore it")
 
 
 def _read_predictor(data, meta, prefix, n, path, format_version):
-    """The fitted predictor stored under ``prefix``, read by the ``from_entries`` of the class registered
-    under its metadata ``estimator`` (every entry checked), else by its save pair."""
+    """The predictor stored under ``prefix``: ``from_entries`` of the class registered as its ``estimator``,
+    else its save pair."""
     if not isinstance(meta, dict):
         raise ValueError(f"{path}: metadata of component {prefix!r} must be a JSON object.")
     where, kind = f" ({prefix})" if prefix else "", meta.get("estimator")

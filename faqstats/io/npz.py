@@ -1,5 +1,5 @@
-"""An ``.npz`` archive's name, its opening (every entry's declared shape checked against the bytes
-that hold it, before numpy allocates anything) and checked reads of its entries."""
+"""An ``.npz`` archive's name, its opening (every entry's declared shape checked against the bytes that hold it,
+before numpy allocates anything) and checked reads of its entries."""
 
 from __future__ import annotations
 
@@ -21,17 +21,8 @@ _NPY_MAGIC = b"\x93NUMPY"
 
 
 def check_regular_file(path, what="file"):
-    """Raise unless ``path`` is a regular file (following links): a FIFO would block a read, a
-    directory or a device is no file of data. A missing path raises ``FileNotFoundError``.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> check_regular_file(tempfile.mkdtemp(), "session state file")
-    Traceback (most recent call last):
-    ...
-    ValueError: ... is a directory, not a session state file.
-    """
+    """Raise unless ``path`` is a regular file (following links): a FIFO would block a read, a directory or a
+    device is no file of data. A missing path raises ``FileNotFoundError``."""
     mode = os.stat(path).st_mode  # FileNotFoundError, PermissionError: as open() reports them
     if not stat.S_ISREG(mode):
         kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
@@ -42,9 +33,8 @@ def check_regular_file(path, what="file"):
 
 
 def _check_npy_header(stream, size, where):
-    """Read the ``.npy`` header at the start of ``stream``; raise unless the array it declares
-    takes exactly the ``size`` bytes the stream holds after it (object arrays: not checked here,
-    numpy refuses them without pickle)."""
+    """Raise unless the ``.npy`` header at the start of ``stream`` declares an array of exactly the ``size``
+    bytes held after it (object arrays: numpy refuses them without pickle)."""
     fmt = np.lib.format
     try:
         version = fmt.read_magic(stream)
@@ -62,10 +52,9 @@ def _check_npy_header(stream, size, where):
 
 
 def open_array_file(path, what="array file"):
-    """``np.load(path, allow_pickle=False)`` of an ``.npz`` archive or an ``.npy`` array, refused
-    with a ``ValueError`` naming the file and entry unless every array's declared shape and dtype
-    fit the bytes stored for it, and every archive member's declared size fits the file's size
-    (so that a damaged or hostile header cannot make numpy allocate terabytes).
+    """``np.load(path, allow_pickle=False)`` of an ``.npz`` archive or ``.npy`` array, refused (naming the file
+    and entry) unless every array's declared shape and dtype fit the bytes stored for it and every member's
+    declared size fits the file (a damaged or hostile header cannot make numpy allocate terabytes).
 
     Parameters
     ----------
@@ -77,7 +66,7 @@ def open_array_file(path, what="array file"):
     Returns
     -------
     numpy.lib.npyio.NpzFile or ndarray
-        What ``np.load`` returns; entries of an archive are read with :func:`read_array`.
+        What ``np.load`` returns (read entries with :func:`read_array`).
 
     Examples
     --------
@@ -91,11 +80,11 @@ def open_array_file(path, what="array file"):
     check_regular_file(path, what)
     file_size = os.path.getsize(path)
     with open(path, "rb") as raw:
-        if raw.read(len(_NPY_MAGIC)) == _NPY_MAGIC:
-            raw.seek(0)
+        is_npy = raw.read(len(_NPY_MAGIC)) == _NPY_MAGIC
+        raw.seek(0)
+        if is_npy:
             _check_npy_header(raw, file_size, f"{path}")
         else:
-            raw.seek(0)
             _check_archive(raw, file_size, path, what)
     try:
         return np.load(path, allow_pickle=False)
@@ -126,8 +115,6 @@ def _check_archive(raw, file_size, path, what):
             try:
                 with archive.open(info) as stream:
                     _check_npy_header(stream, info.file_size, where)
-            except ValueError:
-                raise
             except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
                 raise ValueError(f"{where} is damaged ({type(exc).__name__}: {exc}).") from exc
 
@@ -146,7 +133,8 @@ def read_array(data, key, path):
         arr = data[key]
     except ValueError as exc:  # object arrays need pickle, which is refused
         if "pickle" in str(exc):
-            raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load it.") from exc
+            raise ValueError(f"{path}: entry {key!r} cannot be read without pickle ({exc}); refusing to load "
+                             "it.") from exc
         raise ValueError(f"{path}: entry {key!r} is damaged ({exc}).") from exc
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
         # a flipped byte, a truncated file; zipfile reads flipped flag bits as "encrypted" or "patched"
@@ -173,14 +161,16 @@ def read_float(data, key, shape, path, bound=None, why=""):
     return arr.astype(np.float64, copy=False)
 
 
-def read_ids(data, key, n, path):
-    """Entry ``key`` as a list of ``n`` str, or None when the archive has none."""
+def read_ids(data, key, n, path, kinds="U"):
+    """Entry ``key`` as a list of ``n`` unique str (with ``kinds="Uiu"`` integers too, as str), or None when the
+    archive has none."""
     if key not in data.files:
         return None
     arr = read_array(data, key, path)
-    if arr.dtype.kind != "U" or arr.shape != (n,):
-        raise ValueError(f"{path}: {key!r} must be a str array of shape ({n},), got {arr.dtype} {arr.shape}.")
-    ids = arr.tolist()
+    if arr.dtype.kind not in kinds or arr.shape != (n,):
+        what = f"a str array of shape ({n},)" if kinds == "U" else f"an array of {n} names or ids"
+        raise ValueError(f"{path}: {key!r} must be {what}, got {arr.dtype} {arr.shape}.")
+    ids = [str(v) for v in arr.tolist()]
     if len(set(ids)) != n:
         seen = set()
         dup = next(q for q in ids if q in seen or seen.add(q))

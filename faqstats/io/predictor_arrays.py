@@ -1,12 +1,7 @@
-"""A predictor of your own in a model file: its save pair's arrays and parameters, under its registered name.
-
-A :class:`~faqstats.Predictor` registered with :func:`~faqstats.register_predictor` and defining
-``get_arrays() -> (arrays, params)`` and the classmethod ``from_arrays(arrays, params)`` is written
-in format version 2 of :mod:`faqstats.io.models`: metadata ``estimator`` (the registered name),
-``params`` (``get_params()``), ``n_questions`` (``n_features_in_``), ``array_names`` (sorted) and
-``array_params`` (the JSON params of ``from_arrays``); each array as the entry ``arrays.<name>``,
-checksummed like every other entry. Only registered classes are read back.
-"""
+"""A predictor of your own in a model file (format version 2), through its save pair ``get_arrays() -> (arrays,
+params)`` / ``from_arrays(arrays, params)``: metadata ``estimator`` (its registered name), ``params``,
+``n_questions``, ``array_names`` and ``array_params``; each array as the entry ``arrays.<name>``. Only registered
+classes are read back."""
 
 from __future__ import annotations
 
@@ -75,8 +70,7 @@ def save_pair_entries(model, saver):
 
 
 def read_save_pair(cls, entries, fields, kind):
-    """The predictor registered as ``kind`` (its class ``cls``, or None), rebuilt by its ``from_arrays``
-    from its entries (``entries``: as ``from_entries`` is handed)."""
+    """The predictor registered as ``kind`` (class ``cls`` or None), rebuilt by its ``from_arrays``."""
     if not callable(getattr(cls, "from_arrays", None)):
         raise entries.error(f"metadata{entries.where} names an unknown estimator {kind!r} (a predictor of your own "
                             "must be registered with faqstats.register_predictor before loading).")

@@ -20,7 +20,7 @@ def sampler_spec(sampler):
     Returns
     -------
     dict
-        Its class name, module (:mod:`faqstats.sampling` for faqstats' own samplers) and parameters.
+        Its class name, module (:mod:`faqstats.sampling` for faqstats' own) and parameters.
 
     Examples
     --------
@@ -49,8 +49,7 @@ def sampler_from_spec(spec, sampler=None):
     spec : dict
         What :func:`sampler_spec` returned.
     sampler : Sampler, optional
-        An instance to use instead, needed for a class outside :mod:`faqstats.sampling`; it must
-        have the stored class and parameters.
+        An instance with the stored class and parameters, used instead (needed outside :mod:`faqstats.sampling`).
 
     Returns
     -------
@@ -69,8 +68,7 @@ def sampler_from_spec(spec, sampler=None):
         return sampler
     cls = getattr(sampling, spec["class"], None)
     if spec["module"] != sampling.__name__ or not (isinstance(cls, type) and issubclass(cls, Sampler)):
-        raise ValueError(
-            f"The session's sampler is {spec['module']}.{spec['class']}, not one of faqstats.sampling: pass an "
-            f"instance with parameters {spec['params']} as EvaluationSession.load(directory, sampler=...)."
-        )
+        raise ValueError(f"The session's sampler is {spec['module']}.{spec['class']}, not one of faqstats.sampling: "
+                         f"pass an instance with parameters {spec['params']} as EvaluationSession.load(directory, "
+                         "sampler=...).")
     return cls(**spec["params"])

@@ -1,17 +1,8 @@
-"""A session directory's ``session.json`` (:mod:`faqstats.session`): the state after every change.
-
-File format ``faqstats.session``, format version 1
---------------------------------------------------
-UTF-8 JSON with the header fields, ``created_utc``, ``updated_utc``, ``revision`` (+1 per write),
-``factor_model_file``, ``factor_model_sha256`` (of its bytes), ``question_ids_sha256``, ``n_questions``,
-``question_id_type`` (``"str"`` or ``"int"``), ``config`` (the sampler's class and parameters and
-the other :class:`~faqstats.EvaluationSession` parameters; ``step_weights``, ``dtype``, ``groups``,
-``estimand``, ``min_group_share``, ``stratify``, ``costs`` (a float per question, in the bank's order)
-and ``budget_cost`` only when not the defaults), ``rng_state`` (the generator's state after the last draw),
-``draws`` (``[question index, probability, round]``, pending ones included), ``answers`` (``[question
-index, outcome]`` in arrival order) and ``checksums`` (:func:`session_checksums`, checked on every
-load: a hand edit or damage is refused with the parts named; a state without them is refused too,
-unless read with ``allow_unchecked=True``: sessions written before faqstats stored them).
+"""A session directory's ``session.json`` (format ``faqstats.session``, version 1), written after every change:
+the header, ``revision`` (+1 per write), the factor model file and its SHA-256, the bank (``n_questions``, ids'
+SHA-256 and type), ``config`` (the sampler and session parameters), ``rng_state``, ``draws`` (``[question,
+probability, round]``), ``answers`` (``[question, outcome]``) and ``checksums`` (:func:`session_checksums`, checked
+on every load: an edit is refused with the parts named; a state without them only with ``allow_unchecked=True``).
 """
 
 from __future__ import annotations
@@ -42,7 +33,7 @@ def session_checksums(state):
     Returns
     -------
     dict
-        ``{part: hex digest}`` for the parts ``settings``, ``draws``, ``answers``, ``rng_state``, ``header``.
+        ``{part: hex digest}``.
     """
     parts = {"settings": {key: state.get(key) for key in _SETTINGS}, "draws": state.get("draws"),
              "answers": state.get("answers"), "rng_state": state.get("rng_state"),
@@ -58,8 +49,7 @@ def read_session_state(path, *, allow_unchecked=False):
     path : str or os.PathLike
         The ``session.json`` file.
     allow_unchecked : bool, default=False
-        Also read a state without ``checksums`` (written before faqstats stored them); by
-        default it is refused, as is one whose checksums were deleted.
+        Also read a state without ``checksums`` (written before faqstats stored them).
 
     Returns
     -------
@@ -75,19 +65,17 @@ def read_session_state(path, *, allow_unchecked=False):
         raise ValueError(f"{path}: the session has no 'checksums' (faqstats writes them with every state): the file "
                          "was edited; restore it (a session written before faqstats stored them loads with "
                          "allow_unchecked=True).")
-    if stored is not None:  # absent from sessions written before faqstats stored them
+    if stored is not None:
         try:
             now = session_checksums(state)
         except (TypeError, ValueError) as exc:  # e.g. NaN written by hand
             raise ValueError(f"{path}: not a valid session state ({exc}).") from exc
         changed = [name for name in now if not isinstance(stored, dict) or stored.get(name) != now[name]]
         if changed:
-            raise ValueError(
-                f"{path}: the session's {', '.join(changed)} differ from the checksums written with them: the file "
-                "was edited by hand or damaged; restore it (a session cannot be changed after the fact)."
-            )
-    kinds = {"config": dict, "rng_state": dict, "draws": list, "answers": list, "revision": int,
-             "n_questions": int}
+            raise ValueError(f"{path}: the session's {', '.join(changed)} differ from the checksums written with them: "
+                             "the file was edited by hand or damaged; restore it (a session cannot be changed after "
+                             "the fact).")
+    kinds = {"config": dict, "rng_state": dict, "draws": list, "answers": list, "revision": int, "n_questions": int}
     wrong = [key for key, kind in kinds.items()
              if key in state and (not isinstance(state[key], kind) or isinstance(state[key], bool))]
     if wrong:

@@ -1,10 +1,6 @@
-"""Histories from tables: one row per model x question (eval-arena's JSONL, HELM-style per-instance
-exports, CSV or Parquet written by pandas) pivoted into the models x questions matrix a history is.
-
-:func:`history_from_frame` pivots a :class:`pandas.DataFrame`; :func:`read_table` reads a CSV, TSV,
-Parquet or JSON Lines file into one (the id columns as the strings written, never as numbers);
-:func:`read_history_table` does both (``faqstats fit-history --table``).
-"""
+"""Histories from long tables, one row per model x question (eval-arena's JSONL, HELM-style per-instance exports,
+pandas' CSV or Parquet), pivoted into a models x questions matrix: :func:`history_from_frame` pivots a DataFrame,
+:func:`read_table` reads a file (ids as the strings written), :func:`read_history_table` does both."""
 
 from __future__ import annotations
 
@@ -29,17 +25,17 @@ _NA_TEXT = {"", "na", "n/a", "nan", "null", "none", "<na>"}
 def history_from_frame(frame, model="model", question="question", score="score", *, duplicates="refuse"):
     """The models x questions matrix of a long table: one row per (model, question) outcome.
 
+    Every error names the row (its index in ``frame``), the model and the question at fault.
+
     Parameters
     ----------
     frame : pandas.DataFrame
         The table (other columns are ignored).
     model, question, score : str, default="model", "question", "score"
-        The columns holding the model's name, the question's id and the outcome: a number in
-        [0, 1] (1 correct, 0 wrong, graded in between; booleans read as 1 and 0). A missing score
-        (NaN, None, or a text ``""``, ``"NA"``, ``"NaN"``, ``"null"``) leaves its cell unobserved.
+        The columns of the model's name, the question's id and the outcome in [0, 1] (booleans: 1 and 0;
+        missing: NaN, None, ``""``, ``"NA"``, ``"NaN"``, ``"null"`` leave the cell unobserved).
     duplicates : {"refuse", "mean"}, default="refuse"
-        A (model, question) pair given on several rows: refused (naming the pair and its rows), or
-        their mean taken as a graded outcome (repeated samples of one question).
+        A (model, question) pair on several rows: refused, or their mean taken as a graded outcome.
 
     Returns
     -------
@@ -50,32 +46,14 @@ def history_from_frame(frame, model="model", question="question", score="score",
     question_ids : list of str
         The questions' ids as given (``/`` and all), in the order of their first row.
 
-    Raises
-    ------
-    ValueError
-        For a column that is not there, a missing model or question, a score that is not a
-        number in [0, 1], or a repeated pair with ``duplicates="refuse"``; each names the row
-        (its index in ``frame``) and the model and question at fault.
-
-    See Also
-    --------
-    read_history_table : the same from a CSV, TSV, Parquet or JSON Lines file.
-
     Examples
     --------
     >>> import pandas as pd
     >>> df = pd.DataFrame({"model": ["a", "a", "b", "b", "b"], "example_id": ["Mbpp/2", "Mbpp/3", "Mbpp/2",
     ...                    "Mbpp/3", "Mbpp/3"], "pass1": [1, 0, 1, 1, 0]})
-    >>> history_from_frame(df, "model", "example_id", "pass1")
-    Traceback (most recent call last):
-    ...
-    ValueError: model 'b', question 'Mbpp/3' has 2 rows (3, 4); pass duplicates='mean' to average ...
     >>> outcomes, models, ids = history_from_frame(df, "model", "example_id", "pass1", duplicates="mean")
-    >>> outcomes
-    array([[1. , 0. ],
-           [1. , 0.5]])
-    >>> models, ids
-    (['a', 'b'], ['Mbpp/2', 'Mbpp/3'])
+    >>> outcomes.tolist(), models, ids
+    ([[1.0, 0.0], [1.0, 0.5]], ['a', 'b'], ['Mbpp/2', 'Mbpp/3'])
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}.")
@@ -109,9 +87,8 @@ def history_from_frame(frame, model="model", question="question", score="score",
     size = len(models) * len(question_ids)
     total = np.bincount(cells[seen], weights=scores[seen], minlength=size)
     n = np.bincount(cells[seen], minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        outcomes = np.where(n > 0, total / np.maximum(n, 1), np.nan)
-    outcomes = np.clip(outcomes, 0.0, 1.0)  # a mean of values in [0, 1]: rounding only
+    # a mean of values in [0, 1]: clipped for rounding only
+    outcomes = np.clip(np.where(n > 0, total / np.maximum(n, 1), np.nan), 0.0, 1.0)
     return outcomes.reshape(len(models), len(question_ids)), list(models), list(question_ids)
 
 
@@ -158,13 +135,10 @@ def read_table(path, columns=None):
     Parameters
     ----------
     path : str or os.PathLike
-        A ``.csv``, ``.tsv`` (``.tab``), ``.parquet`` (``.pq``), ``.jsonl`` (``.ndjson``: one JSON
-        object a line) or ``.json`` (a list of objects) file, possibly compressed (``.gz``,
-        ``.bz2``, ``.xz``, ``.zst``, ``.zip`` after the suffix). Parquet needs pyarrow
-        (``pip install "faqstats[parquet]"``).
+        A ``.csv``, ``.tsv`` (``.tab``), ``.parquet`` (``.pq``; needs pyarrow), ``.jsonl`` (``.ndjson``) or
+        ``.json`` (a list of objects) file, possibly compressed (``.gz``, ``.bz2``, ``.xz``, ``.zst``, ``.zip``).
     columns : sequence of str, optional
-        Columns of a CSV or TSV file read as strings, exactly as written (ids such as ``007``
-        or ``2.10`` are not numbers); JSON and Parquet files keep the types they store.
+        Columns of a CSV or TSV file read as strings, exactly as written (``007``, ``2.10``).
 
     Returns
     -------
@@ -202,8 +176,6 @@ def read_table(path, columns=None):
                                   "pip install \"faqstats[parquet]\" (or pip install pyarrow).") from exc
         # dtype=False: the values as JSON gives them (no dates guessed, ids not turned into numbers)
         return pd.read_json(path, lines=kind == "jsonl", orient="records", dtype=False)
-    except ImportError:
-        raise
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError, OSError) as exc:
         if isinstance(exc, (FileNotFoundError, PermissionError)):
             raise
@@ -224,8 +196,7 @@ def read_history_table(path, model="model", question="question", score="score", 
     Returns
     -------
     outcomes, models, question_ids
-        As :func:`history_from_frame` returns them; every error names ``path`` (and the row:
-        the line of a CSV or JSON Lines file, counted from 1 after the header).
+        As :func:`history_from_frame` returns them; errors name ``path`` and the row (counted from 1).
 
     Examples
     --------
