@@ -1,8 +1,6 @@
 """Arithmetic written once for numpy arrays (one run) and torch tensors (runs in lockstep, a leading run
 axis). torch is never imported here: a tensor can only come from code that did."""
 
-from __future__ import annotations
-
 import math
 import sys
 

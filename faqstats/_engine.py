@@ -3,8 +3,6 @@
 A *run* holds one evaluation's state and arithmetic; a :class:`QueryLoop` drives it (docs/architecture.md,
 "One loop"; the increments: docs/statistics.md, "Increments")."""
 
-from __future__ import annotations
-
 import math
 from typing import NamedTuple
 

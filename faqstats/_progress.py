@@ -1,7 +1,5 @@
 """The one progress-bar helper: a tqdm bar that is simply disabled when not wanted."""
 
-from __future__ import annotations
-
 __all__ = ["progress_bar"]
 
 

@@ -4,8 +4,6 @@
 the estimator's questions (docs/architecture.md, "One loop"; timings: docs/performance.md, "Batched engine").
 """
 
-from __future__ import annotations
-
 import warnings
 from dataclasses import dataclass
 

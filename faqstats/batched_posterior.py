@@ -1,8 +1,6 @@
 """Many runs' posteriors in lockstep (torch): what :mod:`faqstats.posterior` is for one run, for
 :func:`faqstats.batched.simulate` (:func:`batched_posterior` picks a fitted predictor's form)."""
 
-from __future__ import annotations
-
 import numpy as np
 import torch
 

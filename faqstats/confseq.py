@@ -2,8 +2,6 @@
 capital of Waudby-Smith and Ramdas (JRSS-B 2024) over a grid of candidate means (``docs/statistics.md``,
 "Anytime-valid confidence sequences")."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from ._validation import check_alpha

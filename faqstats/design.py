@@ -1,7 +1,5 @@
 """The checks of an estimator's configuration, shared by the estimators and the batched engine."""
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np

@@ -1,8 +1,6 @@
 """The lockstep loop of :func:`faqstats.batched.simulate`: ``R`` runs of one configuration, a chunk at a time,
 with the one-run engine's increments, ranges, draw and stopping rules (docs/architecture.md, "One loop")."""
 
-from __future__ import annotations
-
 import math
 
 import numpy as np

@@ -1,8 +1,6 @@
 """The query loop of an estimator's configuration (its run, predictor, groups, costs and clusters) that
 ``PAIEstimator.fit``, the session and :func:`faqstats.batched.simulate` drive."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from ._engine import ClusterRun, QueryLoop, SequentialRun, encode_clusters

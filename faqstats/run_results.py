@@ -1,8 +1,6 @@
 """What a finished (or interim) query loop reports: its :class:`~faqstats.AccuracyResult` and groups
 (``PAIEstimator.fit``'s ``result_`` and ``group_results_``, and a session's)."""
 
-from __future__ import annotations
-
 import warnings
 
 import numpy as np

@@ -1,8 +1,6 @@
 """The nature's-order design's run (``BernoulliAIPW``): items visited in stream order, each labelled or
 skipped by a coin, driven by the same :class:`~faqstats._engine.QueryLoop` (docs/architecture.md, "One loop")."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from ._engine import Run, aipw_terms

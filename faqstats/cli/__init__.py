@@ -1,7 +1,5 @@
 """Command-line interface: argument parsing only; the work lives in the library."""
 
-from __future__ import annotations
-
 import argparse
 import json
 import sys

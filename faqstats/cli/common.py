@@ -1,7 +1,5 @@
 """What the subcommands share: output, notes, the per-question files, the harness readers' options and tables."""
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import json

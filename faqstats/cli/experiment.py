@@ -1,8 +1,6 @@
 """``faqstats demo``, ``experiment`` and ``draw-bank``: studies of the methods on banks of outcomes.
 :mod:`faqstats.experiments` (it imports torch) is imported when a command runs or its help is shown."""
 
-from __future__ import annotations
-
 import argparse
 import contextlib
 import json

@@ -1,8 +1,6 @@
 """``faqstats fit-history``: a factor model (or, with ``--budget``, a whole configured estimator)
 fitted on earlier models' outcomes and saved for ``faqstats session new``."""
 
-from __future__ import annotations
-
 import argparse
 from pathlib import Path
 

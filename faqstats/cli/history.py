@@ -1,8 +1,6 @@
 """``faqstats history from-table|add``: a history file from a long table, and one that grows with
 every finished session (:func:`faqstats.add_sessions_to_history`)."""
 
-from __future__ import annotations
-
 import numpy as np
 
 from ..history import add_rows_to_history, add_sessions_to_history

@@ -2,8 +2,6 @@
 ``session new --groups-from``/``--costs-from`` (and ``--clusters-from``); without a cost for every
 question (logs without token counts) the file has no ``cost`` column."""
 
-from __future__ import annotations
-
 import csv
 from pathlib import Path
 

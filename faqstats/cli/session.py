@@ -1,7 +1,5 @@
 """``faqstats session new|next|record|status|report``: a resumable evaluation driven from the shell."""
 
-from __future__ import annotations
-
 import dataclasses
 import json
 import shlex

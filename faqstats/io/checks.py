@@ -1,8 +1,6 @@
 """What every disk format shares: the header, hashes, JSON safety, question ids, JSON documents and checksummed
 ``.npz`` archives."""
 
-from __future__ import annotations
-
 import datetime
 import hashlib
 import json

@@ -1,8 +1,6 @@
 """What :func:`~faqstats.configure_from_history` chose, in a factor model file (format version 2): the chosen
 predictor (none for the sample mean), the choice as its metadata's ``configuration`` and the step weights."""
 
-from __future__ import annotations
-
 import numpy as np
 import pandas as pd
 

@@ -5,8 +5,6 @@ per-question arrays kept as given, and ``metadata_json`` (the header, ``created_
 matrix of other tools (no metadata, ``-1``: not observed) is read as it is and written back in this format.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from .checks import METADATA_KEY, check_ids, checksum_error, header, read_npz_metadata, utc_now, write_npz

@@ -6,8 +6,6 @@ any other predictor, none (the sample mean) or a configuration (:func:`~faqstats
 weights the entry ``configuration.step_weights``. Never a pickle; see the user guide's file formats page.
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from ..predictor import predictor_class

@@ -1,8 +1,6 @@
 """An ``.npz`` archive's name, its opening (every entry's declared shape checked against the bytes that hold it,
 before numpy allocates anything) and checked reads of its entries."""
 
-from __future__ import annotations
-
 import math
 import os
 import stat

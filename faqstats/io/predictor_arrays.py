@@ -3,8 +3,6 @@ params)`` / ``from_arrays(arrays, params)``: metadata ``estimator`` (its registe
 ``n_questions``, ``array_names`` and ``array_params``; each array as the entry ``arrays.<name>``. Only registered
 classes are read back."""
 
-from __future__ import annotations
-
 import json
 
 import numpy as np

@@ -1,7 +1,5 @@
 """A sampler as JSON (its class and parameters), as sessions and saved configurations store it."""
 
-from __future__ import annotations
-
 from .. import sampling
 from ..sampling import Sampler
 from .checks import json_safe

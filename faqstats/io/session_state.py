@@ -5,8 +5,6 @@ probability, round]``), ``answers`` (``[question, outcome]``) and ``checksums`` 
 on every load: an edit is refused with the parts named; a state without them only with ``allow_unchecked=True``).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from .._atomic import remove_stale_temporaries

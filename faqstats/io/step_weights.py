@@ -3,8 +3,6 @@ the header fields, ``budget``, ``weights``, ``step_variance``, ``smoothed_varian
 ``n_validation``, ``n_runs``, ``variance_ratio``, ``seconds`` and ``sha256`` (of the rest; version 1 files have
 none and load only with ``allow_unchecked=True``)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import numpy as np

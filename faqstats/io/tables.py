@@ -2,8 +2,6 @@
 pandas' CSV or Parquet), pivoted into a models x questions matrix: :func:`history_from_frame` pivots a DataFrame,
 :func:`read_table` reads a file (ids as the strings written), :func:`read_history_table` does both."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import numpy as np
