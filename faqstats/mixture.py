@@ -53,11 +53,8 @@ class HistoryMixture(TransformerMixin, Predictor):
     """
 
     def __init__(self, smoothing=0.3, temperature=0.5, target="low-rank", n_components=32, random_state=None):
-        self.smoothing = smoothing
-        self.temperature = temperature
-        self.target = target
-        self.n_components = n_components
-        self.random_state = random_state
+        self.smoothing, self.temperature, self.target = smoothing, temperature, target
+        self.n_components, self.random_state = n_components, random_state
 
     def fit(self, X, y=None):
         """Keep the history's smoothed answer profiles.
@@ -203,32 +200,8 @@ class HistoryMixture(TransformerMixin, Predictor):
 
 
 class MixturePosterior(PosteriorBase):
-    """The weights of :class:`HistoryMixture`'s history models given a new model's answers.
-
-    Parameters
-    ----------
-    profiles : ndarray of shape (M, N)
-        The smoothed history, entries in (0, 1).
-    temperature : float
-    dtype : {"float64", "float32"}, default="float64"
-        Accepted; computed in float64.
-    predict_every : int, default=1
-
-    Attributes
-    ----------
-    log_weights : ndarray of shape (M,)
-        The unnormalised log posterior weights (0 at the prior).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> post = MixturePosterior(np.array([[0.9, 0.9], [0.1, 0.1]]), 1.0)
-    >>> post.predictions.tolist()
-    [0.5, 0.5]
-    >>> post.update(0, 1.0)
-    >>> post.predictions.round(2).tolist()
-    [0.82, 0.82]
-    """
+    """The weights of :class:`HistoryMixture`'s history models (``log_weights``, unnormalised, 0 at the prior)
+    given a new model's answers; ``profiles`` (M, N) is the smoothed history, ``dtype`` accepted (float64)."""
 
     def __init__(self, profiles, temperature, *, dtype="float64", predict_every=1):
         self.predict_every = check_posterior_options(dtype, predict_every)

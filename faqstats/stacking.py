@@ -64,11 +64,8 @@ class StackedPredictor(Predictor):
     """
 
     def __init__(self, estimators=None, validation_fraction=0.25, max_answers=None, n_paths=256, random_state=0):
-        self.estimators = estimators
-        self.validation_fraction = validation_fraction
-        self.max_answers = max_answers
-        self.n_paths = n_paths
-        self.random_state = random_state
+        self.estimators, self.validation_fraction, self.max_answers = estimators, validation_fraction, max_answers
+        self.n_paths, self.random_state = n_paths, random_state
 
     def _components(self):
         if self.estimators is None:
@@ -259,33 +256,8 @@ class StackedPredictor(Predictor):
 
 
 class StackedPosterior(PosteriorBase):
-    """Components' posteriors learning every answer, their predictions combined by answer count.
-
-    Parameters
-    ----------
-    components : list of posteriors
-        Refreshed on the same schedule.
-    steps : ndarray of int
-        The answer counts where each row of ``weights`` starts.
-    weights : ndarray of shape (len(steps), len(components))
-    predict_every : int, default=1
-
-    Attributes
-    ----------
-    n_answers : int
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from faqstats.posterior import FixedPredictions
-    >>> post = StackedPosterior([FixedPredictions([0.2, 0.4]), FixedPredictions([0.6, 0.8])], [0, 1],
-    ...                         np.array([[1.0, 0.0], [0.5, 0.5]]))
-    >>> post.predictions.tolist()
-    [0.2, 0.4]
-    >>> post.update(0, 1.0)
-    >>> post.predictions.round(3).tolist()
-    [0.4, 0.6]
-    """
+    """Components' posteriors (refreshed on the same schedule) learning every answer, their predictions combined
+    with the row of ``weights`` whose entry of ``steps`` is the last at most ``n_answers``."""
 
     def __init__(self, components, steps, weights, *, predict_every=1):
         self.components = list(components)
