@@ -21,10 +21,7 @@ _NEWTON_ROW_MAX_ITER = 100
 
 
 def low_rank_entries(self, saver):
-    """The entries it is saved as, the low-rank form of a factor model or Gaussian-process surrogate:
-    ``question_factors``, ``prior_mean``, ``prior_cov``, ``observed_questions`` and any of ``model_factors``,
-    ``question_means`` and ``noise`` (in :func:`~faqstats.save_factor_model`'s file, format version 1, also
-    ``loss_curve`` and the metadata ``n_models``, ``fitted_device`` and ``cv``).
+    """The entries it is saved as, its low-rank form (docs/architecture.md, "Adding a predictor").
 
     Parameters
     ----------
@@ -89,10 +86,8 @@ def read_low_rank(model, entries, fields, extra=()):
 class LogisticFactorModel(TransformerMixin, LowRankPredictor):
     """Low-rank logistic model of a partially observed 0/1 outcome matrix.
 
-    Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells, by ``max_iter`` full-batch
-    AdamW steps (``solver="adamw"``, the paper's) or by alternating damped Newton on the
-    L2-penalised cross-entropy until a sweep gains less than ``tol`` (``solver="newton"``, much
-    faster on large banks; docs/performance.md, "Factor fit").
+    Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells by ``max_iter`` AdamW steps (the
+    paper's) or by alternating damped Newton on the L2-penalised cross-entropy (much faster on large banks).
 
     Parameters
     ----------
@@ -122,13 +117,12 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
     prior_mean_, prior_cov_ : ndarray of shape (k,), (k, k)
         Mean and covariance (plus a tiny ridge, times ``prior_scale``) of ``model_factors_``.
     loss_curve_ : ndarray of shape (``n_iter_``,)
-        Mean cross-entropy over observed cells at each AdamW step or after each Newton sweep.
+        Mean cross-entropy over observed cells per AdamW step or Newton sweep.
     n_iter_, device_, n_features_in_, feature_names_in_
 
     References
     ----------
-    S. Wu, Y. Nair and E. J. Candès, "Efficient Evaluation of LLM Performance with
-    Statistical Guarantees" (the FAQ paper), Section 3.1 and Appendix A.1.
+    S. Wu, Y. Nair and E. J. Candès, "Efficient Evaluation of LLM Performance with Statistical Guarantees".
 
     Examples
     --------
@@ -147,8 +141,7 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
 
     @classmethod
     def from_factors(cls, question_factors, prior_mean=None, prior_cov=None, model_factors=None):
-        """A fitted model from known factors, without fitting: give ``model_factors`` (whose mean and
-        covariance give the prior) or the prior.
+        """A fitted model from known factors: ``model_factors`` (their mean and covariance: the prior) or the prior.
 
         Parameters
         ----------
@@ -231,7 +224,6 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
     def _solve(self, H, device, question_factors=None, init_model_factors=None):
         """The one solver behind fit and transform (V frozen when given)."""
         from . import _torch_backend as backend  # torch is imported only when fitting
-
         frozen = question_factors is not None
         newton = self.solver == "newton"
         max_iter = min(int(self.max_iter), _NEWTON_ROW_MAX_ITER) if newton and frozen else int(self.max_iter)
@@ -263,7 +255,6 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
         LogisticFactorModel
         """
         from . import _torch_backend as backend
-
         self.check_params()
         H = validate_history(self, X, reset=True)
         self.device_ = backend.resolve_device(self.device)
@@ -292,8 +283,7 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
         return self.fit(X).model_factors_
 
     def transform(self, X):
-        """Factors of new models (rows of ``X``) with the question factors frozen, each row on its own
-        from ``prior_mean_`` (rows with no observed cell keep it).
+        """Factors of new models (rows of ``X``, each from ``prior_mean_``) with the question factors frozen.
 
         Parameters
         ----------
@@ -308,7 +298,6 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
 
     def _transform(self, H):
         from . import _torch_backend as backend
-
         U = np.tile(self.prior_mean_, (H.shape[0], 1))
         has_data = ~np.isnan(H).all(axis=1)
         if has_data.any():
@@ -336,8 +325,8 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
         return expit(u @ self.question_factors_.T)
 
     def score(self, X, y=None):
-        """Held-out mean log-likelihood on new models (higher is better): a seeded half of each
-        row's observed cells fits its factor (as in ``transform``), the other half is scored.
+        """Held-out mean log-likelihood on new models: a seeded half of each row's cells fits its factor, the rest
+        is scored.
 
         Parameters
         ----------
@@ -382,8 +371,8 @@ def log_loss_on_cells(H, logits, cells):
 class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterior: the best estimator's
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
-    The one-standard-error rule (paper Section 4) picks the simplest candidate (fewest components,
-    then largest ``regularization``) within one standard error of the best, refitted on all of ``H``.
+    The one-standard-error rule (paper Section 4) picks the simplest candidate (fewest components, then largest
+    ``regularization``) within one standard error of the best, refitted on all of ``H``.
 
     Parameters
     ----------
@@ -393,7 +382,7 @@ class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterio
         Number of cell folds.
     scoring : {"log_loss", "accuracy"}, default="log_loss"
     one_standard_error : bool, default=True
-        Apply the 1-SE rule; otherwise take the best mean score.
+        Apply the 1-SE rule (else: the best mean score).
     learning_rate, max_iter, solver, tol, device, dtype, random_state, verbose
         As in :class:`LogisticFactorModel`.
 
@@ -403,7 +392,7 @@ class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterio
         ``n_components``, ``regularization``, ``mean_score``, ``std_error`` and ``fold_scores``.
     best_params_ : dict
     best_estimator_ : LogisticFactorModel
-        Refitted on all of ``H``; its fitted attributes are exposed here.
+        Refitted on all of ``H``; its fitted attributes show here too.
 
     Examples
     --------
@@ -480,8 +469,7 @@ class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterio
         return self
 
     def get_entries(self, saver):
-        """The entries it is saved as: its best estimator's, and in :func:`~faqstats.save_factor_model`'s file
-        (format version 1) its name and the CV record (metadata ``cv``, arrays ``cv_results.<name>``).
+        """The entries it is saved as: its best estimator's (:func:`~faqstats.save_factor_model`: and the CV record).
 
         Parameters
         ----------

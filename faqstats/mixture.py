@@ -1,5 +1,4 @@
-"""A new model as a mixture of the history's models: :class:`HistoryMixture`, its posterior for
-one run (:class:`MixturePosterior`) and for many in lockstep (:class:`BatchedMixture`)."""
+"""A new model as a mixture of the history's models: :class:`HistoryMixture` and its posteriors."""
 
 import numpy as np
 from sklearn.base import TransformerMixin
@@ -18,11 +17,10 @@ _TARGET_CLIP = 0.01
 class HistoryMixture(TransformerMixin, Predictor):
     """A new model as a mixture of the history's models: Bayesian model averaging over its rows.
 
-    Model ``i``'s smoothed profile is ``P_ij = (1 - smoothing) H_ij + smoothing T_ij``, ``T`` its
-    low-rank fit clipped to [0.01, 0.99] (or the question means), which also fills missing cells. From
-    uniform prior weights, an answer ``z`` to question ``j`` multiplies weight ``i`` by
-    ``(P_ij^z (1 - P_ij)^(1 - z))^temperature``; the predictions are ``sum_i w_i P_ij``. It has no
-    factors: policies that need them refuse it.
+    Model ``i``'s profile is ``P_ij = (1 - smoothing) H_ij + smoothing T_ij``, ``T`` its low-rank fit clipped to
+    [0.01, 0.99] (or the question means; it fills missing cells too). An answer ``z`` to question ``j`` multiplies
+    weight ``i`` (uniform at first) by ``(P_ij^z (1 - P_ij)^(1 - z))^temperature``; the predictions are
+    ``sum_i w_i P_ij``. It has no factors: policies that need them refuse it.
 
     Parameters
     ----------
@@ -76,7 +74,6 @@ class HistoryMixture(TransformerMixin, Predictor):
         means = (np.where(observed, H, 0.0).sum(0) + overall) / (counts + 1.0)
         if self.target == "low-rank" and H.shape[0] >= 2:
             from .surrogate import GaussianProcessSurrogate
-
             gp = GaussianProcessSurrogate(n_components=self.n_components, random_state=0).fit(H)
             target = np.clip(gp.predict(H), _TARGET_CLIP, 1.0 - _TARGET_CLIP)  # each model's low-rank fit
         else:
@@ -90,7 +87,7 @@ class HistoryMixture(TransformerMixin, Predictor):
         return self
 
     def check_params(self):
-        """Raise if a parameter is out of range (also what :func:`~faqstats.load_factor_model` checks)."""
+        """Raise if a parameter is out of range (what :func:`~faqstats.load_factor_model` checks too)."""
         check_scalar(self.smoothing, "smoothing", low=0.0, high=1.0, closed="right")
         check_scalar(self.temperature, "temperature", low=0.0, closed="neither")
         if self.target not in ("low-rank", "means"):
@@ -147,7 +144,7 @@ class HistoryMixture(TransformerMixin, Predictor):
         return MixturePosterior(self.profiles_, self.temperature, dtype=dtype, predict_every=predict_every)
 
     def batched_posterior(self, runs, n_questions, dtype, device, predict_every=1):
-        """The posteriors of ``runs`` runs in lockstep (:mod:`faqstats.batched`'s torch engine).
+        """The posteriors of ``runs`` runs in lockstep (the torch engine of :mod:`faqstats.batched`).
 
         Parameters
         ----------
@@ -173,7 +170,7 @@ class HistoryMixture(TransformerMixin, Predictor):
         Returns
         -------
         ndarray of shape (n_rows, n_models)
-            Largest 0.
+            Each row's largest is 0.
         """
         check_is_fitted(self, "profiles_")
         H = validate_history(self, X, reset=False, allow_empty_rows=True)
@@ -236,7 +233,6 @@ class BatchedMixture(BatchedPosteriorBase):
 
     def __init__(self, profiles, temperature, R, dtype, device, predict_every=1):
         import torch  # (torch only where runs go in lockstep: importing faqstats does not import it)
-
         P = torch.tensor(np.array(profiles, dtype=float), dtype=torch.float64, device=device)
         self.profiles = P
         self.log_p_t, self.log_q_t = torch.log(P).T.contiguous(), torch.log1p(-P).T.contiguous()  # (N, M)
@@ -246,7 +242,6 @@ class BatchedMixture(BatchedPosteriorBase):
 
     def _predict(self, sel):
         import torch
-
         log_weights = self.log_weights if sel is None else self.log_weights[sel]
         w = torch.exp(log_weights - log_weights.amax(1, keepdim=True))
         w = w / w.sum(1, keepdim=True)
@@ -254,7 +249,6 @@ class BatchedMixture(BatchedPosteriorBase):
 
     def update(self, idx, questions, outcomes):
         import torch
-
         z = outcomes.to(torch.float64)[:, None]
         step = (self.log_p_t[questions] * z + self.log_q_t[questions] * (1.0 - z)) * self.temperature
         if idx is None:

@@ -224,7 +224,6 @@ class BatchedPosteriorBase:
 
     def _learned(self, idx):
         import torch  # (torch only where runs go in lockstep: importing faqstats does not import it)
-
         runs = self._runs(idx, self._unpredicted.size)
         self._unpredicted[runs] += 1
         due = self._unpredicted[runs] == self.predict_every

@@ -1,5 +1,5 @@
-"""Predictors that plug in: the :class:`Predictor` base class, the posterior protocol's defaults and
-the registry by name. The protocol is in docs/architecture.md, "Adding a predictor"."""
+"""Predictors that plug in (docs/architecture.md, "Adding a predictor"): the base class, the posterior protocol's
+defaults and the registry by name."""
 
 import warnings
 

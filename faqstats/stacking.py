@@ -1,7 +1,5 @@
-"""Stacks of predictors: several fitted predictors side by side, combined by answer count.
-
-:class:`HistoryMixture`, which the default stack holds, lives in :mod:`faqstats.mixture`.
-"""
+"""Stacks of predictors: several fitted predictors side by side, combined by answer count (the default stack
+holds two :class:`~faqstats.mixture.HistoryMixture`)."""
 
 import numbers
 
@@ -24,17 +22,15 @@ STACK_STEPS = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 3
 class StackedPredictor(Predictor):
     """Several predictors side by side, combined with weights that depend on the answers seen.
 
-    Every component learns every answer; the prediction after ``n`` answers is ``sum_k w_k(n) p_k``,
-    convex weights constant on the ranges of :data:`STACK_STEPS`, chosen to minimise the squared
-    error on unasked questions of validation models (random answer orders) with the components fitted
-    without them; the components are then refitted on the whole history.
+    Every component learns every answer; the prediction after ``n`` answers is ``sum_k w_k(n) p_k``, convex
+    weights constant on the ranges of :data:`STACK_STEPS` that minimise the squared error on unasked questions of
+    validation models (components fitted without them, then refitted on the whole history).
 
     Parameters
     ----------
     estimators : list of (str, estimator) or None, default=None
-        Unfitted predictors. ``None``: a :class:`~faqstats.GaussianProcessSurrogate` and two
-        :class:`HistoryMixture` (``smoothing=0.5, temperature=1`` and the defaults; docs/results.md,
-        "Stacked predictors").
+        Unfitted predictors; ``None``: a :class:`~faqstats.GaussianProcessSurrogate` and two
+        :class:`HistoryMixture` (``smoothing=0.5, temperature=1`` and the defaults; user guide, Statistics).
     validation_fraction : float in (0, 1), default=0.25
         Share of the history's complete rows that learns the weights.
     max_answers : int or None, default=None
@@ -51,7 +47,7 @@ class StackedPredictor(Predictor):
         The answer counts where each set of weights starts.
     weights_ : ndarray of shape (n_steps, n_estimators)
     validation_mse_ : ndarray of shape (n_steps, n_estimators + 1)
-        The validation squared error per range: each component's, then the stack's.
+        Validation squared error per range: each component's, then the stack's.
     n_features_in_ : int
 
     Examples
@@ -70,7 +66,6 @@ class StackedPredictor(Predictor):
     def _components(self):
         if self.estimators is None:
             from .surrogate import GaussianProcessSurrogate
-
             return [("gp", GaussianProcessSurrogate(random_state=self.random_state)),
                     ("mixture-sharp", HistoryMixture(smoothing=0.5, temperature=1.0)),
                     ("mixture", HistoryMixture(smoothing=0.3, temperature=0.5))]
@@ -92,7 +87,7 @@ class StackedPredictor(Predictor):
         return [name for name, _ in self._components()]
 
     def fit(self, X, y=None):
-        """Learn the combination weights on validation models of the history, then refit the components on all of it.
+        """Learn the weights on validation models of the history, then refit the components on all of it.
 
         Parameters
         ----------
@@ -105,7 +100,6 @@ class StackedPredictor(Predictor):
         StackedPredictor
         """
         from .step_weights import validation_split
-
         components = self._components()
         check_scalar(self.n_paths, "n_paths", kind=numbers.Integral, low=1)
         seed = check_seed(self.random_state)
@@ -235,7 +229,7 @@ class StackedPredictor(Predictor):
         return StackedPosterior(parts, self.steps_, self.weights_, predict_every=predict_every)
 
     def batched_posterior(self, runs, n_questions, dtype, device, predict_every=1):
-        """The stacks of ``runs`` runs in lockstep (:mod:`faqstats.batched`'s torch engine).
+        """The stacks of ``runs`` runs in lockstep (the torch engine of :mod:`faqstats.batched`).
 
         Parameters
         ----------
@@ -249,7 +243,6 @@ class StackedPredictor(Predictor):
         BatchedStack
         """
         from .batched_posterior import batched_posterior
-
         check_is_fitted(self, "weights_")
         parts = [batched_posterior(est, runs, n_questions, dtype, device, predict_every) for est in self.estimators_]
         return BatchedStack(parts, self.steps_, self.weights_, runs, dtype, device, predict_every)
@@ -299,7 +292,6 @@ class BatchedStack(BatchedPosteriorBase):
 
     def _predict(self, sel):
         import torch
-
         counts = self.n_answers if sel is None else self.n_answers[sel.cpu().numpy()]
         w = self.weights[np.searchsorted(self.steps, counts, side="right") - 1]  # (runs, K)
         if sel is None and np.all(counts == counts[0]):  # in lockstep: the estimator's scalar weights, in its order

@@ -1,5 +1,5 @@
-"""A Gaussian-process surrogate of a new model's answers: the history's question means and low-rank
-covariance, conditioned on the answers so far, predict the rest."""
+"""A Gaussian-process surrogate: the history's question means and low-rank covariance, conditioned on a new
+model's answers so far, predict the rest."""
 
 import numbers
 
@@ -18,8 +18,8 @@ __all__ = ["GaussianProcessSurrogate"]
 class GaussianProcessSurrogate(TransformerMixin, LowRankPredictor):
     """Empirical-covariance Gaussian process on the history's responses, in low-rank form.
 
-    The covariance is ``V V' + diag(noise)``, ``V`` the top ``k`` principal directions of the centred
-    history; missing history cells are filled by iterated low-rank imputation.
+    The covariance is ``V V' + diag(noise)``, ``V`` the top ``k`` principal directions of the centred history
+    (missing cells filled by iterated low-rank imputation).
 
     Parameters
     ----------
@@ -60,7 +60,7 @@ class GaussianProcessSurrogate(TransformerMixin, LowRankPredictor):
         self.prior_count, self.n_iter, self.random_state = prior_count, n_iter, random_state
 
     def check_params(self):
-        """Raise if a parameter is out of range (also what :func:`~faqstats.load_factor_model` checks)."""
+        """Raise if a parameter is out of range (what :func:`~faqstats.load_factor_model` checks too)."""
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
         check_scalar(self.shrinkage, "shrinkage", low=0.0, high=1.0, closed="left")
         check_scalar(self.noise_floor, "noise_floor", low=0.0, closed="neither")
