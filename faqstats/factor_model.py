@@ -20,30 +20,29 @@ _SOLVERS = ("adamw", "newton")
 _NEWTON_ROW_MAX_ITER = 100
 
 
-def low_rank_entries(self, saver):
+def low_rank_entries(self, saver):  # the get_entries method of LogisticFactorModel and GaussianProcessSurrogate
     """The entries it is saved as, its low-rank form (docs/architecture.md, "Adding a predictor").
 
     Parameters
     ----------
     saver : object
     """
-    model = self  # a LogisticFactorModel's or GaussianProcessSurrogate's method
-    check_is_fitted(model, "question_factors_")
-    V = saver.float(model, "question_factors_", bound=1)
+    check_is_fitted(self, "question_factors_")
+    V = saver.float(self, "question_factors_", bound=1)
     if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
         raise ValueError(f"Refusing to save: question_factors_ must be a non-empty 2-D array, got shape {V.shape}.")
-    arrays = {"question_factors": V, "prior_mean": saver.float(model, "prior_mean_", bound=1),
-              "prior_cov": saver.float(model, "prior_cov_", bound=2),
-              "observed_questions": np.asarray(model.observed_questions_, dtype=bool)}
+    arrays = {"question_factors": V, "prior_mean": saver.float(self, "prior_mean_", bound=1),
+              "prior_cov": saver.float(self, "prior_cov_", bound=2),
+              "observed_questions": np.asarray(self.observed_questions_, dtype=bool)}
     for key in ("model_factors", *(("loss_curve",) if saver.first_format else ()), "question_means", "noise"):
-        if getattr(model, key + "_", None) is not None:
-            arrays[key] = saver.float(model, key + "_", bound=None if key == "loss_curve" else 1)
-    fields = {"estimator": type(model).__name__, "params": saver.json(model.get_params(deep=False), "params"),
+        if getattr(self, key + "_", None) is not None:
+            arrays[key] = saver.float(self, key + "_", bound=None if key == "loss_curve" else 1)
+    fields = {"estimator": type(self).__name__, "params": saver.json(self.get_params(deep=False), "params"),
               "n_questions": int(V.shape[0]), "n_components": int(V.shape[1])}
     if saver.first_format:  # save_factor_model's file: format version 1, as older faqstats read it
         n_models = int(arrays["model_factors"].shape[0]) if "model_factors" in arrays else None
         fields |= {"format_version": 1, "n_models": n_models, "cv": None,
-                   "fitted_device": saver.json(getattr(model, "device_", None), "device_")}
+                   "fitted_device": saver.json(getattr(self, "device_", None), "device_")}
     return fields, arrays
 
 
@@ -183,10 +182,8 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
         if not (np.isfinite(V).all() and np.isfinite(mean).all() and np.isfinite(cov).all()):
             raise ValueError("Factors must be finite.")
         fm = cls(n_components=k)
-        fm.question_factors_, fm.model_factors_, fm.prior_mean_ = V, U, mean
-        fm.prior_cov_ = 0.5 * (cov + cov.T)
-        fm.observed_questions_ = np.ones(V.shape[0], dtype=bool)
-        fm.n_features_in_ = V.shape[0]
+        fm.question_factors_, fm.model_factors_, fm.prior_mean_, fm.prior_cov_ = V, U, mean, 0.5 * (cov + cov.T)
+        fm.observed_questions_, fm.n_features_in_ = np.ones(V.shape[0], dtype=bool), V.shape[0]
         return fm
 
     get_entries = low_rank_entries
