@@ -74,9 +74,8 @@ class HistoryMixture(TransformerMixin, Predictor):
         self.check_params()
         H = validate_history(self, X, reset=True)
         observed = ~np.isnan(H)
-        counts = observed.sum(0)
         overall = float(np.nanmean(H))
-        means = (np.where(observed, H, 0.0).sum(0) + overall) / (counts + 1.0)
+        means = (np.where(observed, H, 0.0).sum(0) + overall) / (observed.sum(0) + 1.0)
         if self.target == "low-rank" and H.shape[0] >= 2:
             from .surrogate import GaussianProcessSurrogate
             gp = GaussianProcessSurrogate(n_components=self.n_components, random_state=0).fit(H)
@@ -87,8 +86,7 @@ class HistoryMixture(TransformerMixin, Predictor):
         s = float(self.smoothing)
         # the profiles stay inside (0, 1) whatever the target: every log-likelihood is finite
         floor = s * min(overall, 1.0 - overall, _TARGET_CLIP) / 2 + 1e-9
-        self.profiles_ = np.clip((1.0 - s) * filled + s * target, floor, 1.0 - floor)
-        self.question_means_ = means
+        self.profiles_, self.question_means_ = np.clip((1.0 - s) * filled + s * target, floor, 1.0 - floor), means
         return self
 
     def check_params(self):
