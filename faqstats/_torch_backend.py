@@ -26,8 +26,8 @@ def resolve_device(device):
 
 @contextlib.contextmanager
 def intra_op_threads(n):
-    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is), then restored (small
-    tensors gain nothing from a second thread, whose spin-waits cost much on a busy machine)."""
+    """Torch's intra-op threads set to ``n`` meanwhile (``None``: left as is): small tensors gain nothing from a
+    second thread, whose spin-waits cost much on a busy machine."""
     if n is None:
         yield
         return
@@ -68,23 +68,9 @@ def _start(H, k, seed, scale, init_model_factors, question_factors, tdtype, devi
 
 def fit_factors(H, *, n_components, regularization, learning_rate, max_iter, device, dtype, seed,
                 question_factors=None, init_model_factors=None, progress=lambda step: None):
-    """Fit model factors U (and question factors V unless given) to ``H`` with AdamW.
-
-    Parameters
-    ----------
-    H : ndarray of shape (n_models, n_questions)
-    question_factors : ndarray of shape (n_questions, k), optional
-        Frozen V: the loss is then the sum of each row's mean cross-entropy (rows independent).
-    init_model_factors : ndarray of shape (k,) or (n_models, k), optional
-        Starting point of U; default N(0, 1) draws from ``seed``.
-    progress : callable(int), optional
-        Called with the number of finished steps.
-
-    Returns
-    -------
-    U, V : float64 ndarrays
-    losses : float64 ndarray, the training loss before each step's update
-    """
+    """Fit model factors U (and question factors V unless given) to ``H`` with AdamW -> ``U, V, losses`` (float64;
+    the loss before each step). Frozen V: the loss sums each row's mean cross-entropy. U starts at
+    ``init_model_factors`` ((k,) or (n_models, k)), else N(0, 1) draws from ``seed``; ``progress(steps done)``."""
     tdtype = resolve_dtype(dtype)
     observed = ~np.isnan(H)
     U, V = _start(H, n_components, seed, 1.0, init_model_factors, question_factors, tdtype, device)
@@ -324,26 +310,9 @@ def _armijo(f0, slope, trial_loss, active):
 
 def fit_factors_newton(H, *, n_components, regularization, max_iter, tol, device, dtype, seed, question_factors=None,
                        init_model_factors=None, progress=lambda step: None):
-    """Alternating damped Newton on the L2-penalised sum of cross-entropies (see above).
-
-    Parameters
-    ----------
-    H, question_factors, progress
-        As in :func:`fit_factors`.
-    regularization : float > 0
-    max_iter : int
-    tol : float
-        Stop when a sweep lowers the objective by less than ``tol`` times its value (V frozen: each
-        row is solved to convergence instead).
-    init_model_factors : ndarray of shape (k,) or (n_models, k), optional
-        Starting point of U; default the AdamW solver's draws times 0.1 (a small start keeps the
-        first Newton steps where the loss is well curved).
-
-    Returns
-    -------
-    U, V : float64 ndarrays
-    losses : float64 ndarray, the mean cross-entropy over observed cells after each sweep
-    """
+    """Alternating damped Newton on the L2-penalised sum of cross-entropies (see above), as :func:`fit_factors`
+    but from the draws times 0.1 (where the loss is well curved), stopping when a sweep lowers the objective by
+    less than ``tol`` (relative; frozen V: each row to convergence); ``losses``: the mean after each sweep."""
     tdtype = resolve_dtype(dtype)
     n_models, n_questions = H.shape
     observed = ~np.isnan(H)

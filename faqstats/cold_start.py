@@ -1,8 +1,5 @@
-"""Cold start: question factors for a new bank, transferred from an old bank through embeddings.
-
-Each new question's factor is a weighted mean of those of its ``k`` most cosine-similar old
-questions (the paper's cross-suite transfer, Section 4); the old bank's prior carries over.
-"""
+"""Cold start: each question of a new bank gets the weighted mean factor of its ``k`` most cosine-similar
+questions (by embedding) of an old bank, whose prior carries over (the paper's cross-suite transfer, Section 4)."""
 
 import numbers
 
@@ -120,8 +117,8 @@ def transfer_question_factors(source_factors, source_embeddings, target_embeddin
 
 def cold_start_factor_model(source_model, source_embeddings, target_embeddings, *, n_neighbors=8,
                             weighting="similarity", temperature=0.1, prior_mean=None, prior_cov=None):
-    """A fitted :class:`~faqstats.LogisticFactorModel` for a new bank with no history: the question
-    factors :func:`transfer_question_factors` of ``source_model``'s, the prior its unless given.
+    """A fitted :class:`~faqstats.LogisticFactorModel` for a new bank with no history, its question factors
+    transferred from ``source_model``'s (:func:`transfer_question_factors`), the prior too unless given.
 
     Parameters
     ----------

@@ -20,33 +20,29 @@ _SOLVERS = ("adamw", "newton")
 _NEWTON_ROW_MAX_ITER = 100
 
 
-def low_rank_entries(self, saver):
-    """The entries it is saved as, the low-rank form of a factor model or Gaussian-process surrogate:
-    ``question_factors``, ``prior_mean``, ``prior_cov``, ``observed_questions`` and any of ``model_factors``,
-    ``question_means`` and ``noise`` (in :func:`~faqstats.save_factor_model`'s file, format version 1, also
-    ``loss_curve`` and the metadata ``n_models``, ``fitted_device`` and ``cv``).
+def low_rank_entries(self, saver):  # the get_entries method of LogisticFactorModel and GaussianProcessSurrogate
+    """The entries it is saved as, its low-rank form (docs/architecture.md, "Adding a predictor").
 
     Parameters
     ----------
     saver : object
     """
-    model = self  # a LogisticFactorModel's or GaussianProcessSurrogate's method
-    check_is_fitted(model, "question_factors_")
-    V = saver.float(model, "question_factors_", bound=1)
+    check_is_fitted(self, "question_factors_")
+    V = saver.float(self, "question_factors_", bound=1)
     if V.ndim != 2 or V.shape[0] < 1 or V.shape[1] < 1:
         raise ValueError(f"Refusing to save: question_factors_ must be a non-empty 2-D array, got shape {V.shape}.")
-    arrays = {"question_factors": V, "prior_mean": saver.float(model, "prior_mean_", bound=1),
-              "prior_cov": saver.float(model, "prior_cov_", bound=2),
-              "observed_questions": np.asarray(model.observed_questions_, dtype=bool)}
+    arrays = {"question_factors": V, "prior_mean": saver.float(self, "prior_mean_", bound=1),
+              "prior_cov": saver.float(self, "prior_cov_", bound=2),
+              "observed_questions": np.asarray(self.observed_questions_, dtype=bool)}
     for key in ("model_factors", *(("loss_curve",) if saver.first_format else ()), "question_means", "noise"):
-        if getattr(model, key + "_", None) is not None:
-            arrays[key] = saver.float(model, key + "_", bound=None if key == "loss_curve" else 1)
-    fields = {"estimator": type(model).__name__, "params": saver.json(model.get_params(deep=False), "params"),
+        if getattr(self, key + "_", None) is not None:
+            arrays[key] = saver.float(self, key + "_", bound=None if key == "loss_curve" else 1)
+    fields = {"estimator": type(self).__name__, "params": saver.json(self.get_params(deep=False), "params"),
               "n_questions": int(V.shape[0]), "n_components": int(V.shape[1])}
     if saver.first_format:  # save_factor_model's file: format version 1, as older faqstats read it
         n_models = int(arrays["model_factors"].shape[0]) if "model_factors" in arrays else None
         fields |= {"format_version": 1, "n_models": n_models, "cv": None,
-                   "fitted_device": saver.json(getattr(model, "device_", None), "device_")}
+                   "fitted_device": saver.json(getattr(self, "device_", None), "device_")}
     return fields, arrays
 
 
@@ -89,10 +85,8 @@ def read_low_rank(model, entries, fields, extra=()):
 class LogisticFactorModel(TransformerMixin, LowRankPredictor):
     """Low-rank logistic model of a partially observed 0/1 outcome matrix.
 
-    Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells, by ``max_iter`` full-batch
-    AdamW steps (``solver="adamw"``, the paper's) or by alternating damped Newton on the
-    L2-penalised cross-entropy until a sweep gains less than ``tol`` (``solver="newton"``, much
-    faster on large banks; docs/performance.md, "Factor fit").
+    Fits ``H[i, j] ~ Bernoulli(sigmoid(u_i . v_j))`` on the observed cells by ``max_iter`` AdamW steps (the
+    paper's) or by alternating damped Newton on the L2-penalised cross-entropy (much faster on large banks).
 
     Parameters
     ----------
@@ -122,13 +116,12 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
     prior_mean_, prior_cov_ : ndarray of shape (k,), (k, k)
         Mean and covariance (plus a tiny ridge, times ``prior_scale``) of ``model_factors_``.
     loss_curve_ : ndarray of shape (``n_iter_``,)
-        Mean cross-entropy over observed cells at each AdamW step or after each Newton sweep.
+        Mean cross-entropy over observed cells per AdamW step or Newton sweep.
     n_iter_, device_, n_features_in_, feature_names_in_
 
     References
     ----------
-    S. Wu, Y. Nair and E. J. Candès, "Efficient Evaluation of LLM Performance with
-    Statistical Guarantees" (the FAQ paper), Section 3.1 and Appendix A.1.
+    S. Wu, Y. Nair and E. J. Candès, "Efficient Evaluation of LLM Performance with Statistical Guarantees".
 
     Examples
     --------
@@ -141,22 +134,13 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
 
     def __init__(self, n_components=16, regularization=0.1, learning_rate=1e-2, max_iter=2000, solver="adamw",
                  tol=1e-4, device="auto", dtype="float32", random_state=None, verbose=False, prior_scale=1.0):
-        self.n_components = n_components
-        self.regularization = regularization
-        self.learning_rate = learning_rate
-        self.max_iter = max_iter
-        self.solver = solver
-        self.tol = tol
-        self.device = device
-        self.dtype = dtype
-        self.random_state = random_state
-        self.verbose = verbose
-        self.prior_scale = prior_scale
+        self.n_components, self.regularization, self.learning_rate = n_components, regularization, learning_rate
+        self.max_iter, self.solver, self.tol, self.device, self.dtype = max_iter, solver, tol, device, dtype
+        self.random_state, self.verbose, self.prior_scale = random_state, verbose, prior_scale
 
     @classmethod
     def from_factors(cls, question_factors, prior_mean=None, prior_cov=None, model_factors=None):
-        """A fitted model from known factors, without fitting: give ``model_factors`` (whose mean and
-        covariance give the prior) or the prior.
+        """A fitted model from known factors: ``model_factors`` (their mean and covariance: the prior) or the prior.
 
         Parameters
         ----------
@@ -198,10 +182,8 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
         if not (np.isfinite(V).all() and np.isfinite(mean).all() and np.isfinite(cov).all()):
             raise ValueError("Factors must be finite.")
         fm = cls(n_components=k)
-        fm.question_factors_, fm.model_factors_, fm.prior_mean_ = V, U, mean
-        fm.prior_cov_ = 0.5 * (cov + cov.T)
-        fm.observed_questions_ = np.ones(V.shape[0], dtype=bool)
-        fm.n_features_in_ = V.shape[0]
+        fm.question_factors_, fm.model_factors_, fm.prior_mean_, fm.prior_cov_ = V, U, mean, 0.5 * (cov + cov.T)
+        fm.observed_questions_, fm.n_features_in_ = np.ones(V.shape[0], dtype=bool), V.shape[0]
         return fm
 
     get_entries = low_rank_entries
@@ -239,7 +221,6 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
     def _solve(self, H, device, question_factors=None, init_model_factors=None):
         """The one solver behind fit and transform (V frozen when given)."""
         from . import _torch_backend as backend  # torch is imported only when fitting
-
         frozen = question_factors is not None
         newton = self.solver == "newton"
         max_iter = min(int(self.max_iter), _NEWTON_ROW_MAX_ITER) if newton and frozen else int(self.max_iter)
@@ -271,7 +252,6 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
         LogisticFactorModel
         """
         from . import _torch_backend as backend
-
         self.check_params()
         H = validate_history(self, X, reset=True)
         self.device_ = backend.resolve_device(self.device)
@@ -300,8 +280,7 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
         return self.fit(X).model_factors_
 
     def transform(self, X):
-        """Factors of new models (rows of ``X``) with the question factors frozen, each row on its own
-        from ``prior_mean_`` (rows with no observed cell keep it).
+        """Factors of new models (rows of ``X``, each from ``prior_mean_``) with the question factors frozen.
 
         Parameters
         ----------
@@ -316,7 +295,6 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
 
     def _transform(self, H):
         from . import _torch_backend as backend
-
         U = np.tile(self.prior_mean_, (H.shape[0], 1))
         has_data = ~np.isnan(H).all(axis=1)
         if has_data.any():
@@ -344,8 +322,8 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
         return expit(u @ self.question_factors_.T)
 
     def score(self, X, y=None):
-        """Held-out mean log-likelihood on new models (higher is better): a seeded half of each
-        row's observed cells fits its factor (as in ``transform``), the other half is scored.
+        """Held-out mean log-likelihood on new models: a seeded half of each row's cells fits its factor, the rest
+        is scored.
 
         Parameters
         ----------
@@ -390,8 +368,8 @@ def log_loss_on_cells(H, logits, cells):
 class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterior: the best estimator's
     """Choose ``(n_components, regularization)`` by K-fold cross-validation over observed cells.
 
-    The one-standard-error rule (paper Section 4) picks the simplest candidate (fewest components,
-    then largest ``regularization``) within one standard error of the best, refitted on all of ``H``.
+    The one-standard-error rule (paper Section 4) picks the simplest candidate (fewest components, then largest
+    ``regularization``) within one standard error of the best, refitted on all of ``H``.
 
     Parameters
     ----------
@@ -401,7 +379,7 @@ class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterio
         Number of cell folds.
     scoring : {"log_loss", "accuracy"}, default="log_loss"
     one_standard_error : bool, default=True
-        Apply the 1-SE rule; otherwise take the best mean score.
+        Apply the 1-SE rule (else: the best mean score).
     learning_rate, max_iter, solver, tol, device, dtype, random_state, verbose
         As in :class:`LogisticFactorModel`.
 
@@ -411,7 +389,7 @@ class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterio
         ``n_components``, ``regularization``, ``mean_score``, ``std_error`` and ``fold_scores``.
     best_params_ : dict
     best_estimator_ : LogisticFactorModel
-        Refitted on all of ``H``; its fitted attributes are exposed here.
+        Refitted on all of ``H``; its fitted attributes show here too.
 
     Examples
     --------
@@ -426,19 +404,10 @@ class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterio
     def __init__(self, n_components_grid=(4, 8, 16, 32), regularization_grid=(1e-3, 1e-2, 1e-1, 1.0), cv=5,
                  scoring="log_loss", one_standard_error=True, learning_rate=1e-2, max_iter=2000, solver="adamw",
                  tol=1e-4, device="auto", dtype="float32", random_state=None, verbose=False):
-        self.n_components_grid = n_components_grid
-        self.regularization_grid = regularization_grid
-        self.cv = cv
-        self.scoring = scoring
-        self.one_standard_error = one_standard_error
-        self.learning_rate = learning_rate
-        self.max_iter = max_iter
-        self.solver = solver
-        self.tol = tol
-        self.device = device
-        self.dtype = dtype
-        self.random_state = random_state
-        self.verbose = verbose
+        self.n_components_grid, self.regularization_grid, self.cv = n_components_grid, regularization_grid, cv
+        self.scoring, self.one_standard_error, self.learning_rate = scoring, one_standard_error, learning_rate
+        self.max_iter, self.solver, self.tol, self.device, self.dtype = max_iter, solver, tol, device, dtype
+        self.random_state, self.verbose = random_state, verbose
 
     def _model(self, k, regularization, seed):
         shared = ("learning_rate", "max_iter", "solver", "tol", "device", "dtype")
@@ -497,8 +466,7 @@ class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterio
         return self
 
     def get_entries(self, saver):
-        """The entries it is saved as: its best estimator's, and in :func:`~faqstats.save_factor_model`'s file
-        (format version 1) its name and the CV record (metadata ``cv``, arrays ``cv_results.<name>``).
+        """The entries it is saved as: its best estimator's (:func:`~faqstats.save_factor_model`: and the CV record).
 
         Parameters
         ----------

@@ -1,8 +1,5 @@
-"""Item response theory as a PAI predictor: the two-parameter logistic (2PL) and Rasch models.
-
-The rank-2 logistic factor model with ``u = (theta, 1)`` and ``v_j = (a_j, c_j)``: its posterior
-is a :class:`~faqstats.posterior.FactorPosterior` with prior covariance ``diag(var theta, 0)``.
-"""
+"""Item response theory as a PAI predictor: the 2PL and Rasch models, rank-2 logistic factor models with
+``u = (theta, 1)``, ``v_j = (a_j, c_j)`` and prior covariance ``diag(var theta, 0)``."""
 
 import numbers
 
@@ -24,9 +21,9 @@ _MAX_STEP = 2.0
 class ItemResponseModel(TransformerMixin, LowRankPredictor):
     """Two-parameter logistic (2PL) or Rasch model of a partially observed outcome matrix.
 
-    Fits ``H[i, j] ~ Bernoulli(sigmoid(a_j theta_i + c_j))`` on the observed cells (the joint MAP
-    under ``theta_i ~ N(0, 1)``, ``a_j ~ N(1, 1 / regularization)``, ``c_j ~ N(0, 1 / regularization)``)
-    by alternating Newton sweeps, then centres the abilities (2PL: to standard deviation 1 too).
+    Fits ``H[i, j] ~ Bernoulli(sigmoid(a_j theta_i + c_j))`` on the observed cells (joint MAP under ``theta_i ~
+    N(0, 1)``, ``a_j ~ N(1, 1 / regularization)``, ``c_j ~ N(0, 1 / regularization)``) by alternating Newton
+    sweeps, then centres the abilities (2PL: to standard deviation 1 too).
 
     Parameters
     ----------
@@ -52,7 +49,7 @@ class ItemResponseModel(TransformerMixin, LowRankPredictor):
     prior_mean_, prior_cov_ : ndarray of shape (2,), (2, 2)
         ``(0, 1)`` and ``diag(prior_scale * var theta, 0)`` (spread plus mean posterior variance).
     observed_questions_ : ndarray of bool, shape (N,)
-        Questions some history model answered (the others get the median ``a`` and mean ``c``).
+        The others get the median ``a`` and mean ``c``.
     n_iter_, n_features_in_ : int
 
     Examples
@@ -67,12 +64,8 @@ class ItemResponseModel(TransformerMixin, LowRankPredictor):
     """
 
     def __init__(self, model="2pl", regularization=0.1, max_iter=200, tol=1e-7, prior_scale=1.0, random_state=None):
-        self.model = model
-        self.regularization = regularization
-        self.max_iter = max_iter
-        self.tol = tol
-        self.prior_scale = prior_scale
-        self.random_state = random_state
+        self.model, self.regularization, self.max_iter, self.tol = model, regularization, max_iter, tol
+        self.prior_scale, self.random_state = prior_scale, random_state
 
     def _check_params(self):
         if self.model not in ("2pl", "rasch"):
@@ -204,7 +197,7 @@ class ItemResponseModel(TransformerMixin, LowRankPredictor):
         return theta[..., None] * self.question_factors_[:, 0] + self.question_factors_[:, 1]
 
     def get_entries(self, saver):
-        """The entries it is saved as: its factor-model view's (:meth:`as_factor_model`), loaded back as that.
+        """The entries it is saved as: those of :meth:`as_factor_model`, loaded back as that.
 
         Parameters
         ----------
@@ -229,7 +222,7 @@ class ItemResponseModel(TransformerMixin, LowRankPredictor):
         return fm
 
     def score(self, X, y=None):
-        """Held-out mean log-likelihood on new models, as :meth:`LogisticFactorModel.score` (abilities for factors).
+        """Held-out mean log-likelihood on new models, as :meth:`LogisticFactorModel.score`.
 
         Parameters
         ----------

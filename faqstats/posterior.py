@@ -19,17 +19,11 @@ _SCRATCH_ELEMENTS = 2**20
 
 
 def laplace_step(mean, cov, v, z, *, offset=None, noise=None):
-    """One online Laplace (Sherman-Morrison) update of Gaussian factor posteriors.
+    """One online Laplace (Sherman-Morrison) update of Gaussian factor posteriors -> ``mean', cov', Sv, c``.
 
-    Formulas: docs/statistics.md, "The factor model and its online update". With ``noise`` and
-    ``offset`` the link is the identity (exact Gaussian conditioning). One posterior (numpy) or
-    many (leading run axis, numpy or torch).
-
-    Returns
-    -------
-    mean', cov', Sv, c
-        ``Sv = cov v`` and ``c`` let callers downdate functions of ``cov`` (:class:`QuadraticForms`).
-    """
+    Formulas: docs/statistics.md, "The factor model and its online update"; with ``noise`` and ``offset`` the link
+    is the identity. One posterior or many (leading run axis, numpy or torch); ``Sv = cov v`` and ``c`` let
+    :class:`QuadraticForms` downdate."""
     if noise is None:
         p = sigmoid(dot(mean, v))
         w = p * (1.0 - p)
@@ -85,12 +79,9 @@ def quadratic_forms_from_scratch(question_factors, cov):
 
 
 class QuadraticForms:
-    """Lazily kept ``quad_j = v_j' cov v_j`` of a changing posterior covariance.
-
-    Computed when first asked for, then downdated by ``quad - c (V cov v)^2`` per Laplace update
-    (queued until asked for; dropped when ``max(4, k // 4)`` queue up unasked) and recomputed every
-    ``refresh_every`` updates. One posterior or many runs (forms (R, N)).
-    """
+    """Lazily kept ``v_j' cov v_j`` of a changing covariance (one posterior, or (R, N) for many runs): downdated
+    by ``- c (V cov v)^2`` per update (queued until asked for, dropped after ``max(4, k // 4)`` unasked) and
+    recomputed every ``refresh_every`` updates."""
 
     def __init__(self, question_factors, refresh_every=None):
         self.V = question_factors
@@ -141,16 +132,8 @@ def oracle_scores(predictions):
 
 
 class PosteriorView:
-    """What a sampling policy may read of a predictor: a read-only snapshot of its state and caches.
-
-    Attributes
-    ----------
-    predictions : ndarray of shape (N,)
-    question_factors, mean, cov : ndarray or None
-        The factor posterior's (N, k), (k,) and (k, k); ``None`` for predictors without factors.
-    noise : ndarray of shape (N,) or None
-        A Gaussian process's residual variances; ``None`` otherwise.
-    """
+    """What a sampling policy may read of a predictor: a read-only snapshot of ``predictions``,
+    ``question_factors``, ``mean``, ``cov`` and ``noise`` (``None`` where the posterior has none)."""
 
     __slots__ = ("_of", "predictions", "question_factors", "mean", "cov", "noise")
 
@@ -241,7 +224,6 @@ class BatchedPosteriorBase:
 
     def _learned(self, idx):
         import torch  # (torch only where runs go in lockstep: importing faqstats does not import it)
-
         runs = self._runs(idx, self._unpredicted.size)
         self._unpredicted[runs] += 1
         due = self._unpredicted[runs] == self.predict_every
@@ -262,15 +244,7 @@ class BatchedPosteriorBase:
 
 
 class FixedPredictions(PosteriorBase):
-    """Predictions that no answer moves (no factor model: all zero).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> p = FixedPredictions(np.zeros(3))
-    >>> p.update(0, 1.0); p.predictions
-    array([0., 0., 0.])
-    """
+    """Predictions that no answer moves (no factor model: all zero)."""
 
     def __init__(self, predictions):
         self.predictions = read_only(np.array(predictions, dtype=float))
@@ -280,33 +254,8 @@ class FixedPredictions(PosteriorBase):
 
 
 class FactorPosterior(PosteriorBase):
-    """Gaussian approximation of a new model's factor and the predictions ``sigmoid(V mean)`` it implies.
-
-    Parameters
-    ----------
-    question_factors, mean, cov : ndarray of shape (N, k), (k,), (k, k)
-    dtype : {"float64", "float32"}, default="float64"
-        Precision of the predictions (the posterior itself stays float64).
-    refresh_every : int or None
-        See :class:`QuadraticForms`.
-    predict_every : int, default=1
-        Recompute the predictions after every ``predict_every``-th answer only.
-
-    Attributes
-    ----------
-    mean, cov : ndarray
-        Read-only; replaced (never modified) by each update, as ``predictions`` is.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> post = FactorPosterior(np.array([[1.0], [-1.0]]), np.zeros(1), np.eye(1))
-    >>> post.predictions.tolist()
-    [0.5, 0.5]
-    >>> post.update(0, 1.0)
-    >>> post.predictions.round(3).tolist(), round(float(post.cov[0, 0]), 3)
-    ([0.599, 0.401], 0.8)
-    """
+    """Gaussian approximation of a new model's factor and the predictions ``sigmoid(V mean)`` it implies; ``dtype``
+    is the predictions' (the posterior stays float64), ``mean``, ``cov`` are read-only, replaced by each update."""
 
     def __init__(self, question_factors, mean, cov, *, dtype="float64", refresh_every=None, predict_every=1):
         self.predict_every = check_posterior_options(dtype, predict_every)
@@ -356,31 +305,8 @@ class FactorPosterior(PosteriorBase):
 
 
 class GaussianPosterior(FactorPosterior):
-    """A low-rank Gaussian process conditioned on a new model's answers.
-
-    ``z_j = m_j + v_j . u + e_j`` with ``u ~ N(mean, cov)``, ``e_j ~ N(0, noise_j)``; the
-    predictions are ``clip(m + V mean, 0, 1)``.
-
-    Parameters
-    ----------
-    question_factors, mean, cov
-        The loadings ``V`` and the prior of ``u``.
-    offsets : ndarray of shape (N,)
-        The prior means ``m``.
-    noise : ndarray of shape (N,)
-    dtype, refresh_every, predict_every
-        As in :class:`FactorPosterior`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> post = GaussianPosterior(np.array([[0.3], [0.3]]), np.zeros(1), np.eye(1), np.full(2, 0.5), np.full(2, 0.1))
-    >>> post.update(0, 1.0)
-    >>> post.predictions.round(3).tolist()
-    [0.737, 0.737]
-    >>> post.predictive_variance().round(3).tolist()
-    [0.147, 0.147]
-    """
+    """A low-rank Gaussian process conditioned on a new model's answers: ``z_j = offsets_j + v_j . u + e_j``,
+    ``u ~ N(mean, cov)``, ``e_j ~ N(0, noise_j)``; the predictions are ``clip(offsets + V mean, 0, 1)``."""
 
     def __init__(self, question_factors, mean, cov, offsets, noise, *, dtype="float64", refresh_every=None,
                  predict_every=1):

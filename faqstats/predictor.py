@@ -1,5 +1,5 @@
-"""Predictors that plug in: the :class:`Predictor` base class, the posterior protocol's defaults and
-the registry by name. The protocol is in docs/architecture.md, "Adding a predictor"."""
+"""Predictors that plug in (docs/architecture.md, "Adding a predictor"): the base class, the posterior protocol's
+defaults and the registry by name."""
 
 import warnings
 
@@ -105,17 +105,7 @@ class LowRankPredictor(Predictor):
     identity link, ``question_means_`` and ``noise_`` (what :mod:`faqstats.batched_posterior` runs too)."""
 
     def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior (identity link: its Gaussian twin).
-
-        Parameters
-        ----------
-        dtype : {"float64", "float32"}, default="float64"
-        predict_every : int, default=1
-
-        Returns
-        -------
-        faqstats.posterior.FactorPosterior
-        """
+        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior (identity link: the Gaussian one)."""
         check_is_fitted(self, "question_factors_")
         if getattr(self, "noise_", None) is None:
             return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,
@@ -125,31 +115,10 @@ class LowRankPredictor(Predictor):
 
 
 def held_out_log_likelihood(predictor, X, predict):
-    """What ``score`` means on every predictor: the mean held-out log-likelihood of observed cells.
+    """What ``score`` means on every predictor: the mean held-out log-likelihood of observed cells (0.0 if none).
 
-    Each row's observed cells are split in two seeded halves (seed: the predictor's int
-    ``random_state``, else 0); the first conditions ``predict``, the second is scored by
-    ``z log p + (1 - z) log(1 - p)``, ``p`` clipped to ``[1e-6, 1 - 1e-6]``.
-
-    Parameters
-    ----------
-    predictor : fitted Predictor
-    X : array-like of shape (n_rows, N)
-    predict : callable
-        Conditioning answers (NaN where not given) -> predictions, both ``(n_rows, N)``.
-
-    Returns
-    -------
-    float
-        0.0 when no cell is scored.
-
-    Examples
-    --------
-    >>> import numpy as np, faqstats as fq
-    >>> X = np.array([[1.0, 0.0, 1.0, np.nan], [0.0, 1.0, 1.0, 1.0]])
-    >>> gp = fq.GaussianProcessSurrogate(n_components=1).fit(np.vstack([X, X]))
-    >>> round(held_out_log_likelihood(gp, X, lambda C: np.full(C.shape, 0.5)), 4)  # log(1/2)
-    -0.6931
+    Each row's observed cells split in two seeded halves (seed: the int ``random_state``, else 0): ``predict``
+    maps the first (NaN elsewhere) to predictions, clipped to ``[1e-6, 1 - 1e-6]``, scored on the second.
     """
     H, fit_half, test_half = observed_halves(predictor, X)
     z = H[test_half]
@@ -223,41 +192,18 @@ def predictor_class(name):
 
 
 def predictor_name(model):
-    """The name ``model``'s class (or the class ``model``) is registered under, or None.
-
-    Parameters
-    ----------
-    model : predictor or type
-
-    Returns
-    -------
-    str or None
-    """
+    """The name ``model``'s class (or the class ``model``) is registered under, or None."""
     cls = model if isinstance(model, type) else type(model)
     return next((name for name, c in _REGISTRY.items() if c is cls), None)
 
 
 def registered_predictors():
-    """``{name: class}`` of every registered predictor (a copy).
-
-    Returns
-    -------
-    dict
-    """
+    """``{name: class}`` of every registered predictor (a copy)."""
     return dict(_REGISTRY)
 
 
 def saving_error(model):
-    """Why ``model`` cannot be saved through the registry (a message), or None when it can.
-
-    Parameters
-    ----------
-    model : predictor
-
-    Returns
-    -------
-    str or None
-    """
+    """Why ``model`` cannot be saved through the registry (a message), or None when it can."""
     kind = type(model).__name__
     if callable(getattr(model, "get_entries", None)):  # a built-in's layout
         return None
@@ -272,22 +218,8 @@ def saving_error(model):
 
 
 def resolve_predictor_keyword(predictor, deprecated, owner, unset=None):
-    """The predictor given as ``predictor=`` or as the deprecated ``factor_model=`` (in ``deprecated``).
-
-    Parameters
-    ----------
-    predictor : object
-    deprecated : dict
-        The other keyword arguments: only ``factor_model`` is accepted (with a ``FutureWarning``).
-    owner : str
-        Who takes them (for the messages).
-    unset : object, default=None
-        What ``predictor`` is when not given.
-
-    Returns
-    -------
-    object
-    """
+    """The predictor given as ``predictor=`` or as the deprecated ``factor_model=`` (the only key ``deprecated``,
+    the other keyword arguments, may hold); ``owner`` names the caller in messages, ``unset`` is "not given"."""
     extra = set(deprecated) - {"factor_model"}
     if extra:
         raise TypeError(f"{owner} got unexpected keyword argument(s) {sorted(extra)}.")
@@ -329,17 +261,7 @@ class _EngineDefaults(PosteriorBase):
 
 
 def engine_posterior(posterior, n_questions):
-    """``posterior`` as the engine reads it: itself when complete, else wrapped with the protocol's defaults.
-
-    Parameters
-    ----------
-    posterior : object
-    n_questions : int
-
-    Returns
-    -------
-    object
-    """
+    """``posterior`` as the engine reads it: itself when complete, else wrapped with the protocol's defaults."""
     missing = [m for m in ("predictions", "update") if not hasattr(posterior, m)]
     if missing or not callable(posterior.update):
         raise TypeError(f"a posterior needs predictions (an array of shape (N,)) and update(question, outcome); "

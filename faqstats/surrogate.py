@@ -1,5 +1,5 @@
-"""A Gaussian-process surrogate of a new model's answers: the history's question means and low-rank
-covariance, conditioned on the answers so far, predict the rest."""
+"""A Gaussian-process surrogate: the history's question means and low-rank covariance, conditioned on a new
+model's answers so far, predict the rest."""
 
 import numbers
 
@@ -18,8 +18,8 @@ __all__ = ["GaussianProcessSurrogate"]
 class GaussianProcessSurrogate(TransformerMixin, LowRankPredictor):
     """Empirical-covariance Gaussian process on the history's responses, in low-rank form.
 
-    The covariance is ``V V' + diag(noise)``, ``V`` the top ``k`` principal directions of the centred
-    history; missing history cells are filled by iterated low-rank imputation.
+    The covariance is ``V V' + diag(noise)``, ``V`` the top ``k`` principal directions of the centred history
+    (missing cells filled by iterated low-rank imputation).
 
     Parameters
     ----------
@@ -56,15 +56,11 @@ class GaussianProcessSurrogate(TransformerMixin, LowRankPredictor):
 
     def __init__(self, n_components=32, shrinkage=0.0, noise_floor=1e-3, prior_count=1.0, n_iter=10,
                  random_state=0):
-        self.n_components = n_components
-        self.shrinkage = shrinkage
-        self.noise_floor = noise_floor
-        self.prior_count = prior_count
-        self.n_iter = n_iter
-        self.random_state = random_state
+        self.n_components, self.shrinkage, self.noise_floor = n_components, shrinkage, noise_floor
+        self.prior_count, self.n_iter, self.random_state = prior_count, n_iter, random_state
 
     def check_params(self):
-        """Raise if a parameter is out of range (also what :func:`~faqstats.load_factor_model` checks)."""
+        """Raise if a parameter is out of range (what :func:`~faqstats.load_factor_model` checks too)."""
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=1)
         check_scalar(self.shrinkage, "shrinkage", low=0.0, high=1.0, closed="left")
         check_scalar(self.noise_floor, "noise_floor", low=0.0, closed="neither")
