@@ -46,9 +46,7 @@ def _session_row(session_dir, question_ids, partial, allow_unchecked):
 
 def add_sessions_to_history(history, session_dirs, *, names=None, replace=False, partial=False, out=None,
                             allow_unchecked=False):
-    """Append each session's answers to a history file, as a row under its model's name.
-
-    Every input is checked before the file is replaced atomically (with a ``sources`` entry per row).
+    """Append each session's answers to a history file, as a row under its model's name (with a ``sources`` entry).
 
     Parameters
     ----------
@@ -93,23 +91,17 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
     names = [str(n) for n in names]
     seen_dirs = {}
     for d in dirs:
-        if d.resolve() in seen_dirs:
-            also = "" if str(seen_dirs[d.resolve()]) == str(d) else f" (also as {seen_dirs[d.resolve()]})"
-            raise ValueError(f"session {d} is given twice{also}.")
-        seen_dirs[d.resolve()] = d
+        first = seen_dirs.setdefault(d.resolve(), d)
+        if first is not d:
+            raise ValueError(f"session {d} is given twice{'' if str(first) == str(d) else f' (also as {first})'}.")
     _check_names(path, names, models, replace, [f"session {d}" for d in dirs])
-    rows, sources = [], []
-    for d, name in zip(dirs, names):
-        row, source = _session_row(d, ids, partial, allow_unchecked)
-        rows.append(row)
-        sources.append({"model": name, **source, "added_utc": utc_now()})
+    rows, sources = zip(*(_session_row(d, ids, partial, allow_unchecked) for d in dirs))
+    sources = [{"model": name, **source, "added_utc": utc_now()} for name, source in zip(names, sources)]
     return _grow(path, out, outcomes, models, ids, metadata, names, rows, sources)
 
 
 def add_rows_to_history(history, outcomes, models, question_ids, *, replace=False, out=None, source=None):
-    """Append full rows (earlier runs of other models: harness output, a table) to a history file.
-
-    The rows' questions are matched by id (a question they lack is NaN in their row).
+    """Append full rows (other models' runs: harness output, a table) to a history file, questions matched by id.
 
     Parameters
     ----------
