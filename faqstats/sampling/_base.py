@@ -30,9 +30,8 @@ class PolicyState:
     predictions : ndarray of shape (N,)
         Current predicted P(correct) for every question, read-only.
     available : ndarray of bool, shape (N,)
-    step : int
+    step, budget : int
         The round being chosen, 1-based (``t``), of ``budget``.
-    budget : int
     question_factors, posterior_mean, posterior_cov : ndarray or None
         The factor posterior; ``None`` without a factor model.
     posterior : PosteriorView or None
