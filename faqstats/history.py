@@ -46,7 +46,8 @@ def _session_row(session_dir, question_ids, partial, allow_unchecked):
 
 def add_sessions_to_history(history, session_dirs, *, names=None, replace=False, partial=False, out=None,
                             allow_unchecked=False):
-    """Append each session's answers to a history file, as a row under its model's name (with a ``sources`` entry).
+    """Append each session's answers to a history file, as a row under its model's name (with a ``sources`` entry);
+    every input is checked before the file is replaced atomically.
 
     Parameters
     ----------
@@ -101,7 +102,8 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
 
 
 def add_rows_to_history(history, outcomes, models, question_ids, *, replace=False, out=None, source=None):
-    """Append full rows (other models' runs: harness output, a table) to a history file, questions matched by id.
+    """Append full rows (other models' runs: harness output, a table) to a history file, questions matched by id
+    (NaN where a row lacks one).
 
     Parameters
     ----------
