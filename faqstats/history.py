@@ -11,6 +11,7 @@ from .io.history import load_history, save_history
 from .io.npz import npz_path
 from .session import EvaluationSession, SessionStore
 from .session._store import file_sha256
+from .session.config import shown
 
 __all__ = ["add_rows_to_history", "add_sessions_to_history"]
 
@@ -30,8 +31,8 @@ def _session_row(session_dir, question_ids, partial, allow_unchecked):
     missing = [q for q in bank if q not in column]
     extra = sorted(set(column) - set(bank))
     if missing or extra:
-        parts = ([f"{len(missing)} id(s) not in the history ({_shown(missing)})"] if missing else []) + (
-            [f"{len(extra)} history id(s) not in the session's bank ({_shown(extra)})"] if extra else [])
+        parts = ([f"{len(missing)} id(s) not in the history ({shown(missing)})"] if missing else []) + (
+            [f"{len(extra)} history id(s) not in the session's bank ({shown(extra)})"] if extra else [])
         raise ValueError(f"{where}: the session's bank of {len(bank)} questions is not the history's "
                          f"{len(column)}: {'; '.join(parts)}.")
     row = np.full(len(column), np.nan)
@@ -145,7 +146,7 @@ def add_rows_to_history(history, outcomes, models, question_ids, *, replace=Fals
     column = {q: j for j, q in enumerate(ids)}
     unknown = [q for q in new_ids if q not in column]
     if unknown:
-        raise ValueError(f"{len(unknown)} question id(s) of the rows are not questions of {path}: {_shown(unknown)}.")
+        raise ValueError(f"{len(unknown)} question id(s) of the rows are not questions of {path}: {shown(unknown)}.")
     if len(set(new_ids)) != len(new_ids):
         raise ValueError("the rows' question ids must be unique.")
     _check_names(path, new_models, names, replace, [f"row {i}" for i in range(len(new_models))])
@@ -160,10 +161,6 @@ def add_rows_to_history(history, outcomes, models, question_ids, *, replace=Fals
         sources.append({"model": name, **(source or {"kind": "rows"}), "sha256": array_sha256(row),
                         "n_answers": n_answers, "complete": True, "added_utc": utc_now()})
     return _grow(path, out, current, names, ids, metadata, new_models, rows, sources)
-
-
-def _shown(ids):
-    return ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
 
 
 def _open_growing(history):

@@ -17,7 +17,7 @@ from ..io import check_question_ids, json_safe, load_factor_model, sampler_spec,
 from ..sampling import check_costs
 
 __all__ = ["bank_ids", "check_outcome", "check_question_clusters", "n_questions_of", "per_question",
-           "session_config", "session_estimator", "session_predictor"]
+           "session_config", "session_estimator", "session_predictor", "shown"]
 
 # PAIEstimator parameters stored under their own names: these always...
 _ALWAYS = ("budget", "batch_size", "stop_when_width")
@@ -135,9 +135,14 @@ def per_question(values, ids, name):
     text_ids = [str(q) for q in ids]
     missing = [q for q in text_ids if q not in given]
     if missing:
-        shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
-        raise ValueError(f"{name} has no entry for {len(missing)} of the bank's {len(ids)} question ids: {shown}.")
+        raise ValueError(f"{name} has no entry for {len(missing)} of the bank's {len(ids)} question ids: "
+                         f"{shown(missing)}.")
     return [given[q] for q in text_ids]  # (ids of other questions are ignored: a table of a larger bank)
+
+
+def shown(ids):
+    """The first five of ``ids`` for an error message."""
+    return ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
 
 
 def check_question_clusters(clusters, ids):
