@@ -1,5 +1,4 @@
-"""Synthetic banks with realistic factor structure (for the demo, the quickstart and the tests), and response
-matrices read from disk."""
+"""Synthetic banks with realistic factor structure (demo, quickstart, tests) and response matrices from disk."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,16 +48,13 @@ class SyntheticBank:
 def make_synthetic_bank(n_models=200, n_questions=500, n_new=20, n_components=4, missing_rate=0.0, random_state=None):
     """Draw a fixed bank from a planted logistic factor model.
 
-    Latent coordinates: an intercept, general ability, then sparse skills. New models are stronger
-    than the history, so the prior is imperfect.
+    Latent coordinates: an intercept, general ability, then sparse skills. New models are stronger than the
+    history, so the prior is imperfect.
 
     Parameters
     ----------
-    n_models : int, default=200
-    n_questions : int, default=500
-    n_new : int, default=20
-        New models to evaluate.
-    n_components : int, default=4
+    n_models, n_questions, n_new, n_components : int, default=200, 500, 20, 4
+        History models, questions, new models to evaluate, and latent coordinates.
     missing_rate : float in [0, 1), default=0.0
         Fraction of history cells hidden completely at random (every row keeps at least one).
     random_state : int, Generator or None

@@ -11,6 +11,7 @@ from .io.history import load_history, save_history
 from .io.npz import npz_path
 from .session import EvaluationSession, SessionStore
 from .session._store import file_sha256
+from .session.config import shown
 
 __all__ = ["add_rows_to_history", "add_sessions_to_history"]
 
@@ -30,8 +31,8 @@ def _session_row(session_dir, question_ids, partial, allow_unchecked):
     missing = [q for q in bank if q not in column]
     extra = sorted(set(column) - set(bank))
     if missing or extra:
-        parts = ([f"{len(missing)} id(s) not in the history ({_shown(missing)})"] if missing else []) + (
-            [f"{len(extra)} history id(s) not in the session's bank ({_shown(extra)})"] if extra else [])
+        parts = ([f"{len(missing)} id(s) not in the history ({shown(missing)})"] if missing else []) + (
+            [f"{len(extra)} history id(s) not in the session's bank ({shown(extra)})"] if extra else [])
         raise ValueError(f"{where}: the session's bank of {len(bank)} questions is not the history's "
                          f"{len(column)}: {'; '.join(parts)}.")
     row = np.full(len(column), np.nan)
@@ -46,9 +47,8 @@ def _session_row(session_dir, question_ids, partial, allow_unchecked):
 
 def add_sessions_to_history(history, session_dirs, *, names=None, replace=False, partial=False, out=None,
                             allow_unchecked=False):
-    """Append each session's answers to a history file, as a row under its model's name.
-
-    Every input is checked before the file is replaced atomically (with a ``sources`` entry per row).
+    """Append each session's answers to a history file, as a row under its model's name (with a ``sources`` entry);
+    every input is checked before the file is replaced atomically.
 
     Parameters
     ----------
@@ -93,23 +93,18 @@ def add_sessions_to_history(history, session_dirs, *, names=None, replace=False,
     names = [str(n) for n in names]
     seen_dirs = {}
     for d in dirs:
-        if d.resolve() in seen_dirs:
-            also = "" if str(seen_dirs[d.resolve()]) == str(d) else f" (also as {seen_dirs[d.resolve()]})"
-            raise ValueError(f"session {d} is given twice{also}.")
-        seen_dirs[d.resolve()] = d
+        first = seen_dirs.setdefault(d.resolve(), d)
+        if first is not d:
+            raise ValueError(f"session {d} is given twice{'' if str(first) == str(d) else f' (also as {first})'}.")
     _check_names(path, names, models, replace, [f"session {d}" for d in dirs])
-    rows, sources = [], []
-    for d, name in zip(dirs, names):
-        row, source = _session_row(d, ids, partial, allow_unchecked)
-        rows.append(row)
-        sources.append({"model": name, **source, "added_utc": utc_now()})
+    rows, sources = zip(*(_session_row(d, ids, partial, allow_unchecked) for d in dirs))
+    sources = [{"model": name, **source, "added_utc": utc_now()} for name, source in zip(names, sources)]
     return _grow(path, out, outcomes, models, ids, metadata, names, rows, sources)
 
 
 def add_rows_to_history(history, outcomes, models, question_ids, *, replace=False, out=None, source=None):
-    """Append full rows (earlier runs of other models: harness output, a table) to a history file.
-
-    The rows' questions are matched by id (a question they lack is NaN in their row).
+    """Append full rows (other models' runs: harness output, a table) to a history file, questions matched by id
+    (NaN where a row lacks one).
 
     Parameters
     ----------
@@ -151,7 +146,7 @@ def add_rows_to_history(history, outcomes, models, question_ids, *, replace=Fals
     column = {q: j for j, q in enumerate(ids)}
     unknown = [q for q in new_ids if q not in column]
     if unknown:
-        raise ValueError(f"{len(unknown)} question id(s) of the rows are not questions of {path}: {_shown(unknown)}.")
+        raise ValueError(f"{len(unknown)} question id(s) of the rows are not questions of {path}: {shown(unknown)}.")
     if len(set(new_ids)) != len(new_ids):
         raise ValueError("the rows' question ids must be unique.")
     _check_names(path, new_models, names, replace, [f"row {i}" for i in range(len(new_models))])
@@ -166,10 +161,6 @@ def add_rows_to_history(history, outcomes, models, question_ids, *, replace=Fals
         sources.append({"model": name, **(source or {"kind": "rows"}), "sha256": array_sha256(row),
                         "n_answers": n_answers, "complete": True, "added_utc": utc_now()})
     return _grow(path, out, current, names, ids, metadata, new_models, rows, sources)
-
-
-def _shown(ids):
-    return ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
 
 
 def _open_growing(history):

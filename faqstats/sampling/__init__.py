@@ -4,9 +4,9 @@
 from ..posterior import oracle_scores, quadratic_forms_from_scratch
 from ._base import (DRAW_BLOCK, PolicyState, Sampler, check_law, draw_from, inverse_cdf, mixture,
                     mixture_coefficients, within_round)
-from ._costs import CostWeightedSampler, check_costs, draws_for_cost
-from ._policies import (ActiveLearningSampler, HybridSampler, NeymanSampler, UniformSampler,
-                        VarianceReductionSampler, active_learning_scores, variance_reduction_scores)
+from ._policies import (ActiveLearningSampler, CostWeightedSampler, HybridSampler, NeymanSampler, UniformSampler,
+                        VarianceReductionSampler, active_learning_scores, check_costs, draws_for_cost,
+                        variance_reduction_scores)
 from ._stream import BernoulliAIPW, StreamSampler
 
 __all__ = [

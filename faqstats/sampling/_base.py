@@ -30,9 +30,8 @@ class PolicyState:
     predictions : ndarray of shape (N,)
         Current predicted P(correct) for every question, read-only.
     available : ndarray of bool, shape (N,)
-    step : int
+    step, budget : int
         The round being chosen, 1-based (``t``), of ``budget``.
-    budget : int
     question_factors, posterior_mean, posterior_cov : ndarray or None
         The factor posterior; ``None`` without a factor model.
     posterior : PosteriorView or None
@@ -86,11 +85,6 @@ class Sampler(BaseEstimator):
     replace : bool, default=False
         Sample without replacement (each question at most once) or with replacement (the seed paper).
 
-    Notes
-    -----
-    A subclass overriding ``scores`` or ``probabilities`` runs numpy-only with its law checked before each
-    draw unless it sets ``batched = True`` or ``checks_law = False`` (docs/architecture.md).
-
     Examples
     --------
     >>> import faqstats as fq
@@ -106,12 +100,12 @@ class Sampler(BaseEstimator):
 
     design = "sequential"  # (a stream design visits every item once)
     needs_factor_model = True
-    batched = False  # see Notes
-    checks_law = False
+    batched = False  # a subclass defining scores or probabilities: numpy-only, its law checked before each draw,
+    checks_law = False  # unless it sets batched = True or checks_law = False (docs/architecture.md)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "scores" in vars(cls) or "probabilities" in vars(cls):  # numpy-only, law checked, unless declared
+        if "scores" in vars(cls) or "probabilities" in vars(cls):
             cls.batched = vars(cls).get("batched", False)
             cls.checks_law = vars(cls).get("checks_law", True)
 
@@ -121,8 +115,8 @@ class Sampler(BaseEstimator):
 
     @property
     def scores_follow_predictions(self):
-        """Whether ``scores`` is a function of the current predictions alone (the batched engine then keeps
-        them between prediction refreshes); False unless a class says so."""
+        """Whether ``scores`` depends on the current predictions alone (the batched engine then keeps them between
+        prediction refreshes)."""
         return False
 
     def check_params(self):
@@ -183,11 +177,7 @@ class Sampler(BaseEstimator):
 
 def mixture(scores, tau, asked, name="scores"):
     """``q = tau / |R| + (1 - tau) s / sum_R s`` on the askable questions ``R`` (all but ``asked``), zero
-    elsewhere; uniform over ``R`` when every askable score is 0. Scores need only be finite where askable.
-
-    >>> mixture(np.array([3.0, 1.0, 5.0]), 0.5, np.array([2])).tolist()
-    [0.625, 0.375, 0.0]
-    """
+    elsewhere; uniform over ``R`` when every askable score is 0. Scores need only be finite where askable."""
     N = scores.size
     n_avail = N - asked.size
     if n_avail <= 0:
@@ -240,15 +230,9 @@ def check_law(q, shape, asked, name):
 
 
 def draw_from(q, rng):
-    """One question from the distribution ``q``: ``(question, probability)``.
-
-    A two-level inverse CDF (the block of :data:`DRAW_BLOCK` questions, then the question in it) from one
-    ``rng.random()``, as ``Generator.choice(p=q)`` up to rounding.
-
-    >>> q = np.array([0.5, 0.0, 0.5])
-    >>> draw_from(q, np.random.default_rng(0))
-    (2, 0.5)
-    """
+    """One question from the law ``q``, ``(question, probability)``: a two-level inverse CDF (the block of
+    :data:`DRAW_BLOCK` questions, then the question in it) of one ``rng.random()``: ``Generator.choice(p=q)``
+    up to rounding."""
     return inverse_cdf(q, rng.random())
 
 

@@ -1,16 +1,20 @@
-"""The built-in sequential policies; their scores work on numpy and on the batched engine's torch states."""
+"""The built-in sequential policies (their scores work on numpy and on the batched engine's torch states), the
+Neyman rule with costs (:class:`CostWeightedSampler`) and the draws a cost budget buys."""
 
 import math
+import numbers
+from operator import attrgetter
 
 import numpy as np
 
-from .._backend import matvec, namespace
+from .._backend import is_torch, matvec, namespace
 from .._validation import check_scalar
 from ..posterior import quadratic_forms_from_scratch
 from ._base import Sampler
 
 __all__ = ["UniformSampler", "NeymanSampler", "ActiveLearningSampler", "HybridSampler", "VarianceReductionSampler",
-           "active_learning_scores", "variance_reduction_scores"]
+           "CostWeightedSampler", "active_learning_scores", "check_costs", "draws_for_cost",
+           "variance_reduction_scores"]
 
 
 class UniformSampler(Sampler):
@@ -165,13 +169,11 @@ class HybridSampler(Sampler):
 
         Parameters
         ----------
-        step : int
-        budget : int
+        step, budget : int
 
         Returns
         -------
-        weight : float
-        exponent : float
+        weight, exponent : float
         """
         weight = max(0.0, 1.0 - step / (self.rho * budget)) if self.rho > 0 else 0.0
         exponent = self.beta0 * min(1.0, step / (self.gamma * budget)) if self.gamma > 0 else self.beta0
@@ -200,31 +202,9 @@ def _normalise(x, available):
 
 
 def variance_reduction_scores(predictions, question_factors, posterior_cov, available, quadratic_forms, noise=None):
-    """The randomised Bayesian-quadrature score ``|Cov(S, z_j)| / sd(z_j)``, ``S`` the unasked outcomes' sum.
-
-    Under the predictor's linearised posterior (user guide's Statistics page); leading run axes allowed.
-
-    Parameters
-    ----------
-    predictions : ndarray of shape (..., N)
-    question_factors : ndarray of shape (N, k)
-    posterior_cov : ndarray of shape (..., k, k)
-    available : ndarray of bool, shape (..., N)
-    quadratic_forms : ndarray of shape (..., N)
-        ``v_j' Sigma v_j``.
-    noise : ndarray of shape (N,) or None
-        The Gaussian process's residual variances; ``None``: the logistic link.
-
-    Returns
-    -------
-    ndarray of shape (..., N)
-
-    Examples
-    --------
-    >>> p, V = np.array([0.5, 0.9]), np.eye(2)
-    >>> variance_reduction_scores(p, V, np.zeros((2, 2)), np.ones(2, bool), np.zeros(2)).round(3)  # oracle score
-    array([0.5, 0.3])
-    """
+    """The randomised Bayesian-quadrature score ``|Cov(S, z_j)| / sd(z_j)`` (``S`` the unasked outcomes' sum) under
+    the linearised posterior; ``quadratic_forms`` are ``v_j' Sigma v_j``, ``noise`` a Gaussian process's residual
+    variances (None: the logistic link). Leading run axes allowed."""
     xp = namespace(predictions)
     bernoulli = predictions * (1.0 - predictions)
     slope = bernoulli if noise is None else xp.ones_like(predictions)
@@ -288,3 +268,109 @@ def _active_learning(sampler, state):
         raise ValueError(f"{type(sampler).__name__} needs a fitted factor model (its question factors and posterior).")
     return active_learning_scores(state.predictions, state.question_factors, state.posterior_cov,
                                   state.quadratic_forms())
+
+
+def check_costs(costs, n_questions, ids=None):
+    """``costs`` as a read-only float array of shape ``(n_questions,)``, every entry finite and > 0 (a bad one
+    named by its question id when ``ids`` are given)."""
+    try:
+        c = np.array(costs, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"costs must be an array of positive numbers: {exc}") from None
+    if c.ndim != 1 or c.size != n_questions:
+        raise ValueError(f"costs must be a 1-D array with one cost per question ({n_questions}), got shape {c.shape}.")
+    bad = np.flatnonzero(~(np.isfinite(c) & (c > 0)))  # NaN fails c > 0 too
+    if bad.size:
+        j = int(bad[0])
+        at = f"costs[{j}] =" if ids is None else f"question id {ids[j]!r} has cost"
+        raise ValueError(f"costs must be finite and positive; {at} {float(c[j])!r} ({bad.size} such entries).")
+    c.flags.writeable = False
+    return c
+
+
+class CostWeightedSampler(Sampler):
+    """A policy's scores divided by ``sqrt(cost)``: the Neyman rule with costs (the uniform floor kept as it is).
+
+    :class:`~faqstats.PAIEstimator` wraps its sampler in one when ``fit`` gets ``costs``.
+
+    Parameters
+    ----------
+    base_sampler : Sampler
+        The policy whose scores are weighed (its ``tau`` and ``replace`` are used); defined by ``scores``.
+    costs : array-like of shape (N,)
+        A finite, positive cost per question.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import faqstats as fq
+    >>> state = fq.PolicyState(predictions=np.full(3, 0.5), available=np.ones(3, bool), step=1, budget=2)
+    >>> sampler = fq.CostWeightedSampler(fq.NeymanSampler(tau=0.0), costs=[1.0, 4.0, 4.0])
+    >>> sampler.probabilities(state).round(3)  # equal scores: mass in proportion to 1 / sqrt(cost)
+    array([0.5 , 0.25, 0.25])
+    """
+
+    def __init__(self, base_sampler, costs):
+        self.base_sampler = base_sampler
+        self.costs = costs
+
+    # the base policy's (properties: not parameters of their own)
+    tau = property(attrgetter("base_sampler.tau"), doc="The base policy's uniform floor.")
+    replace = property(attrgetter("base_sampler.replace"), doc="Whether the base policy samples with replacement.")
+    needs_factor_model = property(attrgetter("base_sampler.needs_factor_model"), doc="Whether it needs a predictor.")
+    checks_law = property(attrgetter("base_sampler.checks_law"), doc="Whether the base policy's law is checked.")
+    batched = property(attrgetter("base_sampler.batched"), doc="Whether ``scores`` takes torch states.")
+
+    def check_params(self):
+        """Check the base policy and the costs; return ``self``."""
+        base = self.base_sampler
+        if not isinstance(base, Sampler):
+            raise TypeError(f"base_sampler must be a sequential faqstats Sampler, got {type(base).__name__}.")
+        if type(base).probabilities is not Sampler.probabilities:
+            raise ValueError(f"{type(base).__name__} overrides probabilities: costs weigh a policy's scores, so the "
+                             "policy must be defined by scores.")
+        base.check_params()
+        c = np.asarray(self.costs, dtype=float)
+        check_costs(c, c.size if c.ndim == 1 else -1)
+        return self
+
+    def __repr__(self, N_CHAR_MAX=700):  # (the costs array itself would fill a summary)
+        n = np.size(self.costs)
+        return f"CostWeightedSampler(base_sampler={self.base_sampler!r}, costs=<{n} costs>)"
+
+    def _root_costs(self, n):
+        c = getattr(self, "_root", None)
+        if c is None or c.size != n:  # (costs are fixed for the run: their roots once)
+            c = self._root = np.sqrt(check_costs(self.costs, n))
+        return c
+
+    def scores(self, state):
+        s = self.base_sampler.scores(state)
+        if is_torch(s):  # the batched engine's (runs x N) scores: the same division, run by run
+            return s / s.new_tensor(self._root_costs(s.shape[-1]))
+        s = np.asarray(s, dtype=float)
+        return s / self._root_costs(s.size)
+
+
+def draws_for_cost(budget_cost, costs, first_law, replace, n_questions, max_iter=5):
+    """``(n, E_{q_1}[cost])``: the draws a cost budget buys, ``n = floor(C / E_{q_1}[cost])``, fixed before the run.
+
+    ``first_law(n)`` is the policy's first law for ``n`` draws; ``n`` starts at ``floor(C / mean cost)`` and is
+    updated until it repeats (at most ``max_iter`` times); at most ``N`` without replacement.
+    """
+    check_scalar(budget_cost, "budget_cost", kind=numbers.Real, low=0.0, closed="neither")
+    C = float(budget_cost)
+    cap = n_questions if not replace else float("inf")
+    per_draw = float(costs.mean())
+    n = min(max(int(C // per_draw), 2), cap)
+    for _ in range(max_iter):
+        q = np.asarray(first_law(n), dtype=float)
+        per_draw = float(q @ costs / q.sum())
+        new = min(int(C // per_draw), cap)
+        if new < 2:
+            raise ValueError(f"budget_cost={budget_cost!r} buys {new} draw(s) at an expected cost of {per_draw:.4g} "
+                             "per draw; at least 2 are needed.")
+        if new == n:
+            break
+        n = new
+    return n, per_draw

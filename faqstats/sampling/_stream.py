@@ -52,7 +52,7 @@ class StreamSampler(BaseEstimator):
         Returns
         -------
         ndarray of int, shape (n_items,)
-            A permutation of ``0 .. N-1`` (the natural order here).
+            A permutation of ``0 .. N-1`` (here the natural order).
         """
         return np.arange(n_items)
 

@@ -18,11 +18,9 @@ LOCK_FILE = ".session.lock"
 
 
 class SessionStore:
-    """A session directory: reads and writes its files, one revision after another.
-
-    ``revision`` is the revision of the state on disk that this store last read or wrote; ``model_sha256``
-    the model file's; ``allow_unchecked`` whether files without checksums are read.
-    """
+    """A session directory, its files read and written one revision after another: ``revision`` is the state's
+    this store last read or wrote, ``model_sha256`` the model file's; ``allow_unchecked`` reads files without
+    checksums."""
 
     def __init__(self, directory, revision, model_sha256, question_ids=None, model_metadata=None,
                  allow_unchecked=False):

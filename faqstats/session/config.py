@@ -17,7 +17,7 @@ from ..io import check_question_ids, json_safe, load_factor_model, sampler_spec,
 from ..sampling import check_costs
 
 __all__ = ["bank_ids", "check_outcome", "check_question_clusters", "n_questions_of", "per_question",
-           "session_config", "session_estimator", "session_predictor"]
+           "session_config", "session_estimator", "session_predictor", "shown"]
 
 # PAIEstimator parameters stored under their own names: these always...
 _ALWAYS = ("budget", "batch_size", "stop_when_width")
@@ -36,21 +36,8 @@ _ORDER = ("step_weights", "dtype", "predict_every", "groups", "estimand", "min_g
 
 
 def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, groups, costs, clusters):
-    """A new session's ``config`` (plain JSON): ``estimator``'s parameters, the session's, the per-question values.
-
-    Parameters
-    ----------
-    estimator : PAIEstimator
-        Holds the session's policy and estimator parameters.
-    ids : list of str or int
-        The bank's ids.
-    alpha, confidence_sequence, random_state, groups, costs, clusters
-        As :class:`~faqstats.EvaluationSession` takes them.
-
-    Returns
-    -------
-    dict
-    """
+    """A new session's ``config`` (plain JSON): the parameters of ``estimator`` (a PAIEstimator), the session's
+    own, and the per-question values over the bank's ``ids``."""
     if random_state is None:
         random_state = int(np.random.SeedSequence().entropy)
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
@@ -79,19 +66,7 @@ def session_config(estimator, ids, *, alpha, confidence_sequence, random_state, 
 
 
 def session_estimator(predictor, sampler, config):
-    """The :class:`~faqstats.PAIEstimator` a session's ``config`` describes (its parameters checked by its loop).
-
-    Parameters
-    ----------
-    predictor : fitted predictor or None
-    sampler : Sampler
-    config : dict
-        As :func:`session_config` made it.
-
-    Returns
-    -------
-    PAIEstimator
-    """
+    """The :class:`~faqstats.PAIEstimator` a session's ``config`` describes (its parameters checked by its loop)."""
     alpha = config["alpha"]
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
         raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}.")
@@ -160,9 +135,14 @@ def per_question(values, ids, name):
     text_ids = [str(q) for q in ids]
     missing = [q for q in text_ids if q not in given]
     if missing:
-        shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
-        raise ValueError(f"{name} has no entry for {len(missing)} of the bank's {len(ids)} question ids: {shown}.")
+        raise ValueError(f"{name} has no entry for {len(missing)} of the bank's {len(ids)} question ids: "
+                         f"{shown(missing)}.")
     return [given[q] for q in text_ids]  # (ids of other questions are ignored: a table of a larger bank)
+
+
+def shown(ids):
+    """The first five of ``ids`` for an error message."""
+    return ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
 
 
 def check_question_clusters(clusters, ids):
