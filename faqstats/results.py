@@ -65,7 +65,8 @@ class _Result:
 
         Returns
         -------
-        low, high : float
+        low : float
+        high : float
         """
         if getattr(self, "stop_reason", None) == "width":  # stopped on width: only the anytime interval is valid
             if alternative != "two-sided" or abs(alpha - self.anytime_alpha) > 1e-12:
