@@ -1,5 +1,4 @@
-"""Self-configuration from the history: the estimator :func:`faqstats.selection.select_configuration` chose,
-with its report (docs/results.md, "self-configuration")."""
+"""Self-configuration from the history: the chosen estimator with its report (docs/results.md, "self-configuration")."""
 
 from dataclasses import dataclass, fields
 
@@ -71,9 +70,8 @@ def configure_from_history(history, budget, *, candidates=None, policies=None, v
                            n_runs=None, predict_every="auto", random_state=0, verbose=True, cache=None):
     """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
 
-    Every predictor is validated with the first (default) policy, the other policies with the best
-    predictor; the largest validation ESS against the FPC sample mean wins (or the sample mean), another
-    policy only by a margin of :data:`POLICY_MARGIN` over the default's.
+    Every predictor is validated with the default policy, the others with the best predictor; the largest
+    validation ESS against the FPC sample mean wins (another policy by a margin of :data:`POLICY_MARGIN`).
 
     Parameters
     ----------

@@ -1,8 +1,5 @@
-"""The choice of a configuration from the history: which predictor, which policy, which weights.
-
-:func:`select_configuration` validates candidate predictors and policies on held-out models of the
-history and chooses between them and the sample mean (docs/results.md, "self-configuration").
-"""
+"""The choice of a configuration from the history: candidate predictors and policies validated on held-out
+history models, against the sample mean (docs/results.md, "self-configuration")."""
 
 import math
 import numbers
@@ -27,11 +24,7 @@ PREDICT_EVERY_QUESTIONS = 2048
 
 def default_predict_every(n_questions):
     """The ``predict_every`` chosen for a bank of ``n_questions``: every answer up to 4,095 questions,
-    then every ``N // 2048``-th (its cost in efficiency: docs/performance.md, "Scale targets").
-
-    >>> default_predict_every(693), default_predict_every(12032), default_predict_every(100000)
-    (1, 5, 48)
-    """
+    then every ``N // 2048``-th (its cost in efficiency: docs/performance.md, "Scale targets")."""
     return max(1, int(n_questions) // PREDICT_EVERY_QUESTIONS)
 
 
@@ -59,30 +52,9 @@ STACK_MAX_CELLS = 2_500_000
 
 
 def default_candidates(n_models, random_state=0, n_questions=None):
-    """The predictors tried by default: the logistic factor model and Gaussian-process surrogates.
-
-    ``"factor"`` (:class:`~faqstats.LogisticFactorModel` of rank ``min(16, n_models - 1)``, Newton
-    solver) and ``"gp"`` (:class:`~faqstats.GaussianProcessSurrogate`); with at least
-    :data:`THIN_HISTORY` models also ranks 16 and 64 and ``"stack"`` (:class:`~faqstats.StackedPredictor`,
-    up to :data:`STACK_MAX_CELLS` cells), with fewer ``"gp-shrink-0.5"`` and ``"gp-shrink-0.8"``.
-
-    Parameters
-    ----------
-    n_models : int
-    random_state : int, default=0
-    n_questions : int or None, default=None
-        Questions in the bank (``None``: the stack's size limit is not applied).
-
-    Returns
-    -------
-    dict
-        ``{name: unfitted predictor}``, in the order they are validated.
-
-    Examples
-    --------
-    >>> list(default_candidates(1846, n_questions=693)), list(default_candidates(16))
-    (['factor', 'gp', 'gp-16', 'gp-64', 'stack'], ['factor', 'gp', 'gp-shrink-0.5', 'gp-shrink-0.8'])
-    """
+    """``{name: unfitted predictor}`` tried by default, in validation order: ``"factor"`` (rank ``min(16, n_models - 1)``)
+    and ``"gp"``; with at least :data:`THIN_HISTORY` models also ``"gp-16"``, ``"gp-64"`` and ``"stack"`` (up to
+    :data:`STACK_MAX_CELLS` cells, when ``n_questions`` is given), with fewer ``"gp-shrink-0.5"`` and ``"-0.8"``."""
     # the built-in predictors, by their registered names (faqstats.predictor)
     factor, gp, stack = (predictor_class(name) for name in ("LogisticFactorModel", "GaussianProcessSurrogate",
                                                             "StackedPredictor"))
@@ -102,35 +74,14 @@ def default_candidates(n_models, random_state=0, n_questions=None):
 
 
 def default_policies():
-    """The policies tried by default, the first (every predictor's) the package default.
-
-    Returns
-    -------
-    dict
-        ``{name: unfitted Sampler}``, the default first.
-
-    Examples
-    --------
-    >>> default_policies()
-    {'hybrid': HybridSampler(), 'tau-0.25': HybridSampler(tau=0.25), 'tau-1': HybridSampler(tau=1.0)}
-    """
+    """``{name: unfitted Sampler}`` tried by default, the first (every predictor's) the package default."""
     return {"hybrid": HybridSampler(), "tau-0.25": HybridSampler(tau=0.25), "tau-1": HybridSampler(tau=1.0)}
 
 
 @dataclass(frozen=True)
 class Selection:
-    """What :func:`select_configuration` chose: a :class:`~faqstats.configure.Configuration` with ``params``.
-
-    Attributes
-    ----------
-    params : dict
-        Keyword arguments of the chosen :class:`~faqstats.PAIEstimator`.
-    choice : str
-    table : pandas.DataFrame
-    budget, n_validation, n_runs : int
-    seconds : float
-    predict_every : int
-    """
+    """What :func:`select_configuration` chose: a :class:`~faqstats.configure.Configuration` with the chosen
+    :class:`~faqstats.PAIEstimator`'s keyword arguments ``params`` in place of the estimator."""
 
     params: dict
     choice: str
@@ -155,26 +106,7 @@ def _cached_fit(cache, key, candidate, data):
 
 def select_configuration(history, budget, *, candidates=None, policies=None, validation_fraction=0.25,
                          n_runs=None, predict_every="auto", random_state=0, verbose=True, cache=None):
-    """Choose the predictor, the policy and the increment weights for ``budget`` queries from the history alone.
-
-    Parameters
-    ----------
-    history, budget, candidates, policies, validation_fraction, n_runs, predict_every, random_state, \
-verbose, cache
-        As in :func:`faqstats.configure_from_history`.
-
-    Returns
-    -------
-    Selection
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_components=2, random_state=0)
-    >>> chosen = select_configuration(bank.history, 20, n_runs=100, random_state=0)
-    >>> chosen.choice in [*chosen.table["candidate"], "sample-mean"], chosen.params["budget"]
-    (True, 20)
-    """
+    """The :class:`Selection` of :func:`faqstats.configure_from_history` (same parameters)."""
     from threadpoolctl import threadpool_limits
 
     from ._torch_backend import intra_op_threads
