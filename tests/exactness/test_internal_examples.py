@@ -35,9 +35,25 @@ def test_stratified_allocation_proportional_with_a_floor_and_an_even_share():
 
 
 def test_default_candidates_and_policies():
-    from faqstats.selection import default_candidates, default_policies
+    from faqstats.configure import default_candidates, default_policies
 
     assert list(default_candidates(1846, n_questions=693)) == ["factor", "gp", "gp-16", "gp-64", "stack"]
     assert list(default_candidates(16)) == ["factor", "gp", "gp-shrink-0.5", "gp-shrink-0.8"]
     assert repr(default_policies()) == ("{'hybrid': HybridSampler(), 'tau-0.25': HybridSampler(tau=0.25), "
                                         "'tau-1': HybridSampler(tau=1.0)}")
+
+
+def test_markdown_table_right_aligns_numbers():
+    import pandas as pd
+
+    from faqstats.results import markdown_table
+
+    table = markdown_table(pd.DataFrame({"method": ["faq"], "coverage": [0.95]}))
+    assert table == "| method | coverage |\n|---|---:|\n| faq | 0.9500 |"
+
+
+def test_isotonic_step_weights():
+    from faqstats.step_weights import inverse_variance_weights
+
+    w, v = inverse_variance_weights([4.0, 3.0, 3.5, 1.0])
+    assert v.tolist() == [4.0, 3.25, 3.25, 1.0] and bool(np.all(np.diff(w) >= 0))
