@@ -83,20 +83,9 @@ def default_policies():
 
 @dataclass(frozen=True)
 class Configuration:
-    """What :func:`configure_from_history` chose, and why.
-
-    Attributes
-    ----------
-    estimator : PAIEstimator
-        Ready to ``fit(outcomes)``: the chosen predictor (refitted on the whole history) and step weights.
-    choice : str
-        The chosen candidate's label (a row of ``table``), or ``"sample-mean"``.
-    table : pandas.DataFrame
-        One row per (predictor, policy) validated, with its ``predicted_ess`` (against the FPC sample mean).
-    budget, n_validation, n_runs : int
-    seconds : float
-    predict_every : int
-    """
+    """What :func:`configure_from_history` chose, and why: the ``estimator`` ready to ``fit`` (its predictor refitted
+    on the whole history), the ``choice`` (a ``table`` row's label, or ``"sample-mean"``) and the ``table`` of every
+    (predictor, policy) validated with its ``predicted_ess`` against the FPC sample mean."""
 
     estimator: PAIEstimator
     choice: str

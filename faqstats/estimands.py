@@ -318,10 +318,7 @@ class GroupResults:
         object.__setattr__(self, "interval_rule", interval_rule(self.interval_rule))
 
     def simultaneous_std_error(self):
-        """The standard errors the simultaneous intervals use: ``sqrt(V_g + (1 - f_g) / (6 n_g^2))``.
-
-        One pseudo-residual of variance 1/6 added to the group's ``n_g`` draws (``f_g = n_g / N_g``,
-        0 with replacement; user guide, "Groups and weighted estimands"); ``inf`` without draws.
+        """The simultaneous intervals' standard errors, ``sqrt(V_g + (1 - f_g) / (6 n_g^2))`` (``inf`` without draws).
 
         Returns
         -------
@@ -341,8 +338,7 @@ class GroupResults:
         ----------
         alpha : float in (0, 1), default=0.05
         simultaneous : bool, default=False
-            ``True``: Bonferroni intervals for all groups at once (:meth:`simultaneous_std_error`,
-            Student's t with ``n_g - 1`` degrees of freedom).
+            ``True``: Bonferroni intervals of all groups (:meth:`simultaneous_std_error`, t with ``n_g - 1`` df).
 
         Returns
         -------

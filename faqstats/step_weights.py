@@ -136,7 +136,7 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
     fitted_factor_model : fitted estimator or None
         A predictor already fitted on the training part of this split (an earlier call's ``predictor``).
     device, dtype : str
-        Of the batched engine (:func:`faqstats.batched.simulate`) that runs the validation runs.
+        Of the batched engine that runs the validation runs.
     predict_every : int, default=1
         As in :class:`~faqstats.PAIEstimator`.
     cache : dict or None
