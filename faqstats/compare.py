@@ -318,8 +318,6 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         design = {"reference": "reference", "coupled": "coupled", "shared": "paired"}[run.kind]
         if sample_mean_design(self.predictor, run.sampler):
             # both policies uniform over the same questions: the coupled draws always coincide
-            if not np.array_equal(table["question"], table["question_b"]):
-                raise RuntimeError("internal error: uniform coupled draws differed between the models.")
             design = "paired" if run.reference is None else design
             increments = table["outcome_a"] - table["outcome_b"]
             method, variance_method = f"{design}_sample_mean", "finite-population"

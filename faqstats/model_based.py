@@ -8,6 +8,8 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
+from scipy import stats
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -305,8 +307,6 @@ class ModelBasedEstimator(BaseEstimator):
         -------
         self
         """
-        import pandas as pd
-
         predictor, sampler = self._parts()
         H = validate_history(self, history, reset=True, allow_empty_rows=True)
         rng = check_generator(self.random_state)
@@ -351,9 +351,6 @@ class ModelBasedEstimator(BaseEstimator):
         pandas.DataFrame
             By method: RMSE, mean width and (leave-one-out) coverage of the held-out runs, and the guarantee.
         """
-        import pandas as pd
-        from scipy import stats
-
         check_is_fitted(self, "calibration_")
         c = self.calibration_
         err = c["estimate"] - c["truth"]
