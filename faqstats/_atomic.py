@@ -7,17 +7,8 @@ from pathlib import Path
 
 
 def atomic_write(path, write):
-    """Replace ``path`` so that a crash leaves either the old or the new file, never a mix.
-
-    ``write(fileobj)`` writes to a temporary binary file beside ``path``, which is ``fsync``-ed and moved
-    over ``path`` (:func:`os.replace`); on any failure the old ``path`` is untouched.
-
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.txt"
-    >>> _ = atomic_write(p, lambda f: f.write(b"hello"))
-    >>> p.read_text()
-    'hello'
-    """
+    """Replace ``path`` so that a crash leaves either the old or the new file, never a mix: ``write(fileobj)``
+    writes a temporary binary file beside it, ``fsync``-ed and moved over ``path``; on failure ``path`` is untouched."""
     given = Path(path)
     # a link is written through to its target (replacing the link would leave the target stale)
     path = Path(os.path.realpath(given)) if given.is_symlink() else given

@@ -1,7 +1,5 @@
-"""Inference from increments, one run's (shape ``(n,)``: floats) or many runs' (``(R, n)``: arrays).
-
-Every variance estimator, degrees-of-freedom rule and interval; why each is unbiased: ``docs/statistics.md``.
-"""
+"""Inference from increments, one run's (shape ``(n,)``: floats) or many runs' (``(R, n)``: arrays): every
+variance estimator and degrees-of-freedom rule; why each is unbiased: ``docs/statistics.md``."""
 
 import math
 
@@ -105,51 +103,21 @@ def weights_usable(weights, n):
 
 
 def finite_population_weights(n_questions, n):
-    """The default increment weights without replacement: ``w_t = (N / (N - t + 1))^(3/2)``, ``t = 1..n``.
-
-    The width shrinks to 0 as ``n`` approaches ``N`` (user guide, "Finite-population weights").
-
-    Examples
-    --------
-    >>> finite_population_weights(4, 3).round(3)
-    array([1.   , 1.54 , 2.828])
-    """
+    """The default increment weights without replacement, ``w_t = (N / (N - t + 1))^(3/2)`` for ``t = 1..n``
+    (user guide, "Finite-population weights")."""
     t = np.arange(1, int(n) + 1, dtype=float)
     return (n_questions / (n_questions - t + 1.0)) ** 1.5
 
 
 def census_mean(answers, n_questions):
-    """The bank's mean from a census: ``math.fsum(answers) / n_questions`` (each row for 2-D).
-
-    Correctly rounded, whatever the answers' order: a census reports it rather than its last increment.
-
-    Parameters
-    ----------
-    answers : array-like of shape (n,) or (R, n)
-        Every answer of the bank (one row per run).
-    n_questions : int
-        The bank size ``N``.
-
-    Returns
-    -------
-    float or ndarray of shape (R,)
-
-    Examples
-    --------
-    >>> census_mean([0.7, 0.1, 0.1, 0.1], 4), float(np.mean([0.7, 0.1, 0.1, 0.1]))
-    (0.25, 0.24999999999999997)
-    """
+    """The bank's mean from a census, ``math.fsum(answers) / n_questions`` per row: correctly rounded in any order."""
     z, one = _rows(answers)
     totals = np.array([math.fsum(row) for row in z], dtype=float)
     return _out(totals / n_questions, one)
 
 
 def fpc_mean(outcomes, n_questions):
-    """The mean of ``n`` outcomes drawn uniformly without replacement and its variance ``(1 - n / N) s^2 / n``.
-
-    >>> fpc_mean([1.0, 0.0, 1.0, 1.0], 8)
-    (0.75, 0.03125)
-    """
+    """The mean of ``n`` outcomes drawn uniformly without replacement and its variance ``(1 - n / N) s^2 / n``."""
     z, one = _rows(outcomes)
     n = z.shape[1]
     if n < 2:
@@ -188,13 +156,7 @@ def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_qu
 
 
 def interval_df(interval, residuals, weights=None):
-    """Degrees of freedom of the quantile for ``interval`` (``None``: the normal quantile).
-
-    The rule's :meth:`~faqstats.IntervalRule.degrees_of_freedom`; for 2-D residuals an array (``inf``: normal).
-
-    >>> interval_df("t", [0.2, 0.4, 0.9]), interval_df("normal", [0.2, 0.4, 0.9])
-    (2.0, None)
-    """
+    """The rule's :meth:`~faqstats.IntervalRule.degrees_of_freedom` (``None``: normal; for 2-D residuals an array)."""
     x = np.asarray(residuals, dtype=float)
     df = np.broadcast_to(np.asarray(interval_rule(interval).degrees_of_freedom(x, weights), dtype=float), x.shape[:-1])
     if x.ndim > 1:
@@ -203,17 +165,9 @@ def interval_df(interval, residuals, weights=None):
 
 
 def pai_inference(increments, *, interval="robust-t", weights=None, n_questions=None, census=None):
-    """Estimate, variance, degrees of freedom and the variance method's name from PAI increments.
-
-    ``n_questions``: the bank size without replacement (``None``: with), where the default weights
-    are :func:`finite_population_weights` and ``n == n_questions`` is a census (variance 0, estimate
-    ``census`` or the last increment). Weighted (:func:`weighted_martingale`) when
-    :func:`weights_usable`, else the mean and :func:`martingale_variance`.
-
-    >>> est, var, df, method = pai_inference([0.2, 0.4, 0.9], interval="t")
-    >>> round(est, 4), df, method
-    (0.5, 2.0, 'martingale')
-    """
+    """``(estimate, variance, df, variance method)`` from PAI increments: weighted when :func:`weights_usable`,
+    else the mean and :func:`martingale_variance`. ``n_questions``: the bank size without replacement (``None``:
+    with), whose default weights are :func:`finite_population_weights`; ``n == N`` is a census (exact ``census``)."""
     phi = np.asarray(increments, dtype=float)
     n = phi.shape[-1]
     if n_questions is not None and weights is None:

@@ -44,17 +44,7 @@ def check_alpha(alpha):
 
 
 def check_outcome_values(values, name, *, allow_nan=False, allow_graded=True):
-    """``values`` as a float64 array, if every entry is an outcome in [0, 1] (0/1 without ``allow_graded``).
-
-    Examples
-    --------
-    >>> check_outcome_values([0, 0.25, 1], "z")
-    array([0.  , 0.25, 1.  ])
-    >>> check_outcome_values([0, 1.5], "z")
-    Traceback (most recent call last):
-    ...
-    ValueError: z must be in [0, 1] (0/1 or graded scores); found 1.5 at position 1 (1 such entries).
-    """
+    """``values`` as a float64 array, if every entry is an outcome in [0, 1] (0/1 without ``allow_graded``)."""
     if _is_non_numeric(values):
         kind = "outcomes in [0, 1]" if allow_graded else "0/1 outcomes"
         raise TypeError(f"{name} must be numeric {kind}, got dtype {np.asarray(values).dtype}.")

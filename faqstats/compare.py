@@ -1,9 +1,5 @@
-"""Paired comparison of two models on actively chosen questions.
-
-The estimand is ``theta_A - theta_B``, estimated by the mean of ``d_t = phi^A_t - phi^B_t``, with
-the exactly unbiased martingale variance whatever the joint law of the two draws, which the design
-sets: coupled (:func:`maximal_coupling`), shared (one question asked to both), or a fully known
-reference (docs/statistics.md, "Paired comparisons").
+"""Paired comparison of two models on actively chosen questions: ``theta_A - theta_B`` from the increments
+``d_t = phi^A_t - phi^B_t`` of a coupled, shared or known-reference design (docs/statistics.md, "Paired comparisons").
 """
 
 import numpy as np
@@ -28,27 +24,8 @@ PAIRED_QUERY_DTYPE = np.dtype([("question", np.int64), ("probability", np.float6
 
 
 def maximal_coupling(q_a, q_b):
-    """The maximal coupling of two distributions over the same questions (the largest ``P(J_A = J_B)``).
-
-    Parameters
-    ----------
-    q_a, q_b : ndarray of shape (N,)
-        Probability vectors.
-
-    Returns
-    -------
-    p_shared : float
-        Probability that both draws are the same question, ``w = sum_j min(q_a_j, q_b_j)``.
-    shared : ndarray or None
-        ``min(q_a, q_b) / w``, the law of the common question (None when ``w = 0``).
-    residual_a, residual_b : ndarray or None
-        ``(q_a - q_b)_+`` and ``(q_b - q_a)_+`` normalised (None when ``p_shared == 1``).
-
-    Examples
-    --------
-    >>> maximal_coupling(np.array([.5, .5, 0.]), np.array([0., .5, .5]))
-    (0.5, array([0., 1., 0.]), array([1., 0., 0.]), array([0., 0., 1.]))
-    """
+    """The maximal coupling of ``q_a`` and ``q_b``: ``(P(J_A = J_B) = w, law of the common question
+    min(q_a, q_b) / w (None if w = 0), normalised (q_a - q_b)_+ and (q_b - q_a)_+ (None if w = 1))``."""
     q_a, q_b = np.asarray(q_a, dtype=float), np.asarray(q_b, dtype=float)
     m = np.minimum(q_a, q_b)
     r_a, r_b = q_a - m, q_b - m  # exactly zero where the two agree
@@ -60,16 +37,7 @@ def maximal_coupling(q_a, q_b):
 
 
 def draw_coupled(rng, q_a, q_b):
-    """Draw ``(J_A, J_B)`` from the maximal coupling of ``q_a`` and ``q_b`` (:func:`maximal_coupling`).
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> pairs = [draw_coupled(rng, np.array([.5, .5, 0.]), np.array([0., .5, .5])) for _ in range(2000)]
-    >>> ja, jb = np.array(pairs).T
-    >>> round(float(np.mean(ja == jb)), 1), sorted(set(zip(ja.tolist(), jb.tolist())))
-    (0.5, [(0, 2), (1, 1)])
-    """
+    """Draw ``(J_A, J_B)`` from the maximal coupling of ``q_a`` and ``q_b`` (:func:`maximal_coupling`)."""
     p_shared, shared, r_a, r_b = maximal_coupling(q_a, q_b)
     if r_a is None or rng.random() < p_shared:
         j = draw_from(shared, rng)[0]
@@ -133,10 +101,8 @@ class _ReferencePredictions:
 
 
 class PairedRun:
-    """State of one paired run: a :class:`~faqstats._engine.SequentialRun` per new model, drawn together.
-
-    A draw's question, probability and outcome are pairs (A's, B's); :meth:`record` returns ``d_t``.
-    """
+    """One paired run: a :class:`~faqstats._engine.SequentialRun` per new model; a draw's question,
+    probability and outcome are pairs (A's, B's)."""
 
     design = "paired"
 
@@ -234,12 +200,7 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
     reference_weight : "auto" or float in [0, 1], default="auto"
         Reference design only: ``lambda`` in the prediction ``lambda z^R + (1 - lambda) p^A``;
         ``"auto"`` refits it each round by least squares (0.5 until two answers).
-    batch_size : int, default=1
-        As in :class:`~faqstats.PAIEstimator`.
-    interval : {"robust-t", "t", "normal"}, IntervalRule or a registered name, default="robust-t"
-        As in :class:`~faqstats.PAIEstimator`.
-    random_state : int, Generator or None, default=None
-    **deprecated
+    batch_size, interval, random_state, **deprecated
         As in :class:`~faqstats.PAIEstimator`.
 
     Attributes
@@ -291,7 +252,6 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         n_questions : int or None, default=None
             The bank size (``None``: the predictor's).
         reference : array-like of shape (N,) or None, default=None
-            As in :meth:`fit`.
 
         Returns
         -------
@@ -358,8 +318,6 @@ class PairedPAIEstimator(PAIResultMixin, BaseEstimator):
         design = {"reference": "reference", "coupled": "coupled", "shared": "paired"}[run.kind]
         if sample_mean_design(self.predictor, run.sampler):
             # both policies uniform over the same questions: the coupled draws always coincide
-            if not np.array_equal(table["question"], table["question_b"]):
-                raise RuntimeError("internal error: uniform coupled draws differed between the models.")
             design = "paired" if run.reference is None else design
             increments = table["outcome_a"] - table["outcome_b"]
             method, variance_method = f"{design}_sample_mean", "finite-population"
@@ -392,12 +350,8 @@ def compare(outcomes_a, outcomes_b=None, *, reference=None, predictor=None, budg
     ----------
     outcomes_a, outcomes_b, reference : array-like of shape (N,) or callable
         As in :meth:`PairedPAIEstimator.fit`.
-    predictor : fitted Predictor or None, default=None
+    predictor, budget, **params
         As in :class:`PairedPAIEstimator`.
-    budget : int, default=100
-        As in :class:`PairedPAIEstimator`.
-    **params
-        The other parameters of :class:`PairedPAIEstimator`.
 
     Returns
     -------

@@ -21,12 +21,7 @@ PSEUDO_RESIDUAL_INVERSE = 6.0  # 1 / the simultaneous intervals' pseudo-residual
 
 
 def encode_groups(groups, n_questions):
-    """``(codes, labels)``: each question's group as an integer code into ``labels`` (sorted).
-
-    >>> codes, labels = encode_groups(["b", "a", "b"], 3)
-    >>> codes.tolist(), labels.tolist()
-    ([1, 0, 1], ['a', 'b'])
-    """
+    """``(codes, labels)``: each question's group as an integer code into ``labels`` (sorted)."""
     g = np.asarray(groups)
     if g.ndim != 1 or g.size != n_questions:
         raise ValueError(f"groups must hold one label per question ({n_questions}), got shape {g.shape}.")
@@ -37,16 +32,8 @@ def encode_groups(groups, n_questions):
 
 
 class Estimand:
-    """What a run estimates: a linear functional ``theta_w = sum_j w_j z_j`` of the outcomes (``w`` sums to 1).
-
-    ``estimand=`` takes one, or ``"micro"`` (:class:`BankMean`), ``"macro"`` (:class:`MacroAverage`) or
-    question weights (:class:`WeightedAverage`).
-
-    Examples
-    --------
-    >>> as_estimand([1, 1, 2, 0]) == WeightedAverage([0.25, 0.25, 0.5, 0.0])
-    True
-    """
+    """What a run estimates: a linear functional ``theta_w = sum_j w_j z_j`` of the outcomes (``w`` sums to 1);
+    ``estimand=`` takes one, ``"micro"`` (:class:`BankMean`), ``"macro"`` or question weights."""
 
     name = None
     #: ``AccuracyResult.method`` of its estimate, and of a stratified design's (None: not stratifiable).
@@ -126,12 +113,7 @@ class MacroAverage(Estimand):
 
 
 class WeightedAverage(Estimand):
-    """Any non-negative question weights, normalised (``estimand=`` an array).
-
-    Parameters
-    ----------
-    weights : array-like of shape (N,)
-    """
+    """Any non-negative question ``weights`` of shape (N,), normalised (``estimand=`` an array)."""
 
     name = "weighted"
 
@@ -175,20 +157,12 @@ def as_estimand(estimand):
 
 
 def estimand_weights(estimand, codes, n_questions):
-    """The question weights ``w`` (summing to 1) of ``estimand`` (:meth:`Estimand.question_weights`).
-
-    >>> estimand_weights("macro", np.array([0, 0, 0, 1]), 4).tolist()
-    [0.16666666666666666, 0.16666666666666666, 0.16666666666666666, 0.5]
-    """
+    """The question weights ``w`` (summing to 1) of ``estimand`` (:meth:`Estimand.question_weights`)."""
     return as_estimand(estimand).question_weights(codes, n_questions)
 
 
 def group_census_means(answers, codes, n_groups):
-    """Every group's census mean, ``math.fsum(z_g) / N_g`` (NaN for a group without questions).
-
-    >>> group_census_means(np.array([0.7, 0.1, 0.1, 0.1, 1.0]), np.array([0, 0, 0, 0, 1]), 2).tolist()
-    [0.25, 1.0]
-    """
+    """Every group's census mean, ``math.fsum(z_g) / N_g`` (NaN for a group without questions)."""
     answers = np.asarray(answers, dtype=float)
     out = np.full(int(n_groups), np.nan)
     for g in range(int(n_groups)):
@@ -199,14 +173,8 @@ def group_census_means(answers, codes, n_groups):
 
 
 def stratified_allocation(sizes, budget, min_group_share=0.0, replace=False):
-    """Draws per group for a stratified design: proportional to size, ``min_group_share`` of the budget
-    spread evenly, at least 2 per group (or the whole group, if smaller), summing to ``budget``.
-
-    >>> stratified_allocation(np.array([10, 30, 60]), 20).tolist()
-    [2, 6, 12]
-    >>> stratified_allocation(np.array([10, 30, 60]), 20, min_group_share=0.6).tolist()
-    [5, 6, 9]
-    """
+    """Draws per group for a stratified design, summing to ``budget``: proportional to size, ``min_group_share``
+    of the budget spread evenly, at least 2 per group (or the whole group, if smaller)."""
     sizes = np.asarray(sizes, dtype=int)
     cap = np.full(sizes.size, budget) if replace else sizes
     low = np.minimum(2, cap)
@@ -242,25 +210,10 @@ def _schedule(allocation):
 
 
 class EstimandTracker:
-    """Increments of several linear estimands from one run's draws.
-
-    Row 0 is the headline estimand ``sum_j w_j z_j``, rows ``1..G`` the groups' accuracies, each the
-    Des Raj increment ``a . v + a_I (z_I - p_I) / q_t(I)`` (``v``: the asked questions' outcomes,
-    the others' predictions).
-
-    Parameters
-    ----------
-    weights : ndarray of shape (N,)
-        The headline's question weights (:func:`estimand_weights`).
-    codes : ndarray of shape (N,) or None
-        Group codes (:func:`encode_groups`); ``None``: the headline only.
-    replace : bool
-    min_group_share : float in [0, 1)
-        Mix the policy with this share of a law giving every open group the same mass.
-    allocation : ndarray of shape (G,) or None
-        A stratified design's draws per group (:func:`stratified_allocation`); only the drawn
-        group's increment is recorded (``strata``).
-    """
+    """Des Raj increments ``a . v + a_I (z_I - p_I) / q_t(I)`` of the headline estimand (question ``weights``)
+    and of each group's accuracy (``codes``, or None) from one run's draws (``v``: the asked questions' outcomes,
+    the others' predictions). ``min_group_share``: the policy's share given evenly to the open groups;
+    ``allocation``: a stratified design's draws per group (only the drawn group's increment is recorded)."""
 
     def __init__(self, weights, codes, replace, min_group_share=0.0, allocation=None):
         self.weights = np.asarray(weights, dtype=float)
@@ -365,10 +318,7 @@ class GroupResults:
         object.__setattr__(self, "interval_rule", interval_rule(self.interval_rule))
 
     def simultaneous_std_error(self):
-        """The standard errors the simultaneous intervals use: ``sqrt(V_g + (1 - f_g) / (6 n_g^2))``.
-
-        One pseudo-residual of variance 1/6 added to the group's ``n_g`` draws (``f_g = n_g / N_g``,
-        0 with replacement; user guide, "Groups and weighted estimands"); ``inf`` without draws.
+        """The simultaneous intervals' standard errors, ``sqrt(V_g + (1 - f_g) / (6 n_g^2))`` (``inf`` without draws).
 
         Returns
         -------
@@ -388,8 +338,7 @@ class GroupResults:
         ----------
         alpha : float in (0, 1), default=0.05
         simultaneous : bool, default=False
-            ``True``: Bonferroni intervals for all groups at once (:meth:`simultaneous_std_error`,
-            Student's t with ``n_g - 1`` degrees of freedom).
+            ``True``: Bonferroni intervals of all groups (:meth:`simultaneous_std_error`, t with ``n_g - 1`` df).
 
         Returns
         -------

@@ -16,7 +16,6 @@ from .design import EstimatorParameters, bank_size, resolve_bank_size
 from .loop_setup import answer_round, new_loop
 from .predictor import resolve_predictor_keyword
 from .run_results import confidence_rows, group_results_of, result_of
-from .selection import select_configuration
 
 __all__ = ["PAIEstimator", "martingale_variance", "paper_variance", "resolve_bank_size", "weighted_martingale"]
 
@@ -90,8 +89,7 @@ class PAIEstimator(PAIResultMixin, EstimatorParameters, BaseEstimator):
     Parameters
     ----------
     predictor : fitted Predictor or None
-        Supplies the new model's posterior, e.g. a fitted :class:`LogisticFactorModel`. ``None``: zero
-        predictions (with ``UniformSampler(replace=False)``, the FPC sample mean).
+        Supplies the new model's posterior (e.g. :class:`LogisticFactorModel`); ``None``: zero predictions.
     sampler : Sampler or StreamSampler, default=HybridSampler()
         The sampling policy. ``sampler.replace`` chooses with/without replacement.
     budget : int, default=100
@@ -107,8 +105,7 @@ class PAIEstimator(PAIResultMixin, EstimatorParameters, BaseEstimator):
     confidence_sequence : bool or float, default=False
         Also track a :class:`~faqstats.confseq.BettingConfidenceSequence` (``True``: 95%, or ``alpha``).
     step_weights : array-like of shape (>= budget,) or None, default=None
-        Increment weights fixed before the run (:func:`~faqstats.learn_step_weights`); ``None``: the
-        finite-population weights without replacement, equal with (user guide, "Weighted increments").
+        Increment weights fixed before the run (:func:`~faqstats.learn_step_weights`; user guide).
     random_state : int, Generator or None, default=None
         Seeds every draw.
     verbose : bool, default=False
@@ -118,16 +115,13 @@ class PAIEstimator(PAIResultMixin, EstimatorParameters, BaseEstimator):
     predict_every : int, default=1
         Recompute the predictions after every ``predict_every``-th answer only (still exactly unbiased).
     estimand : {"micro", "macro"}, array-like of shape (N,) or Estimand, default="micro"
-        The bank's accuracy, the mean of the groups' accuracies, a weighted mean with question weights,
-        or an :class:`~faqstats.estimands.Estimand` (user guide, "Groups and weighted estimands").
+        The bank's accuracy, the mean of the groups', or a mean with question weights (user guide).
     min_group_share : float in [0, 1), default=0.0
-        With ``groups``: this share of the policy gives every group the same mass (with ``stratify``:
-        this share of the budget is split evenly).
+        With ``groups``: this share of the policy (or, with ``stratify``, of the budget) is spread evenly over groups.
     stratify : bool, default=False
         With ``groups``: a fixed number of draws per group (:func:`~faqstats.estimands.stratified_allocation`).
     budget_cost : float > 0 or None, default=None
-        A budget in cost units (needs ``fit(..., costs=)``), fixing the draws to ``floor(budget_cost /
-        E_q1[cost])`` instead of ``budget`` (docs/statistics.md, "Cost budgets").
+        A budget in cost units (with ``fit(..., costs=)``): ``floor(budget_cost / E_q1[cost])`` draws.
     cluster_score : {"root-sum-square", "sum"}, default="root-sum-square"
         With ``fit(..., clusters=)``: how a cluster's score is made from its questions' scores.
     **deprecated
@@ -192,9 +186,11 @@ class PAIEstimator(PAIResultMixin, EstimatorParameters, BaseEstimator):
         >>> est.fit(bank.new_outcomes[0]).n_queries_, est.random_state
         (20, 0)
         """
+        from .configure import configure_from_history
+
         seed = 0 if random_state is None or isinstance(random_state, np.random.Generator) else random_state
-        params = select_configuration(history, budget, random_state=seed, **options).params
-        return cls(**params).set_params(random_state=random_state)
+        chosen = configure_from_history(history, budget, random_state=seed, **options).estimator
+        return cls(**chosen.get_params(deep=False)).set_params(random_state=random_state)
 
     def fit(self, outcomes, y=None, *, groups=None, costs=None, clusters=None):
         """Run the query loop against ``outcomes`` and estimate the accuracy.

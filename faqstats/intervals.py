@@ -1,8 +1,5 @@
-"""Interval rules: how a Wald-type interval ``estimate -/+ c std_error`` chooses its quantile ``c``.
-
-An :class:`IntervalRule` gives the degrees of freedom from a run's residuals, and from them the
-quantile and interval. Rules are registered by name (``"robust-t"``, ``"t"``, ``"normal"`` and
-yours, :func:`register_interval_rule`), which is how sessions store them (user guide, "Intervals").
+"""Interval rules: how a Wald-type interval ``estimate -/+ c std_error`` chooses its quantile ``c``, registered
+by name (``"robust-t"``, ``"t"``, ``"normal"`` and yours), which is how sessions store them (user guide, "Intervals").
 """
 
 import numpy as np
@@ -21,25 +18,9 @@ KURTOSIS_INFLATION = 1.5
 
 
 def effective_df(increments):
-    """Degrees of freedom of a variance estimated from ``increments``, allowing for heavy tails.
-
-    Satterthwaite's ``df = 2 / (2 / (n - 1) + max(kappa, 0) / n)``, ``kappa`` the corrected kurtosis
-    ``G2`` times :data:`KURTOSIS_INFLATION` (user guide, "Intervals").
-
-    Parameters
-    ----------
-    increments : array-like of shape (n,) or (R, n)
-        One run's increments, or one row per run (``n >= 2``).
-
-    Returns
-    -------
-    float or ndarray of shape (R,)
-
-    Examples
-    --------
-    >>> effective_df(np.r_[np.zeros(30), 5.0]) < 5 < effective_df(np.linspace(0, 1, 31)) == 30
-    True
-    """
+    """Degrees of freedom of a variance from ``increments`` (``(n,)`` or ``(R, n)``), allowing for heavy tails:
+    Satterthwaite's ``2 / (2 / (n - 1) + kappa / n)``, ``kappa`` the kurtosis ``G2`` (>= 0) times
+    :data:`KURTOSIS_INFLATION` (user guide, "Intervals")."""
     x = np.asarray(increments, dtype=float)
     one, x = x.ndim == 1, np.atleast_2d(x)
     n = x.shape[1]
@@ -170,25 +151,13 @@ def _state(rule):
 
 
 class NormalRule(IntervalRule):
-    """The normal quantile (``interval="normal"``).
-
-    Examples
-    --------
-    >>> [round(x, 4) for x in NormalRule().interval(0.5, 0.1)]
-    [0.304, 0.696]
-    """
+    """The normal quantile (``interval="normal"``)."""
 
     name = "normal"
 
 
 class StudentTRule(IntervalRule):
-    """Student's t with ``n - 1`` degrees of freedom (``interval="t"``; weighted: Kish's bound).
-
-    Examples
-    --------
-    >>> StudentTRule().degrees_of_freedom(np.array([0.2, 0.4, 0.9]))
-    2.0
-    """
+    """Student's t with ``n - 1`` degrees of freedom (``interval="t"``; weighted: Kish's bound)."""
 
     name = "t"
 
@@ -199,13 +168,7 @@ class StudentTRule(IntervalRule):
 
 
 class RobustTRule(IntervalRule):
-    """Student's t with :func:`effective_df` degrees of freedom (``interval="robust-t"``; weighted: Kish's bound).
-
-    Examples
-    --------
-    >>> RobustTRule().degrees_of_freedom(np.r_[np.zeros(30), 5.0]) < 5
-    True
-    """
+    """Student's t with :func:`effective_df` degrees of freedom (``interval="robust-t"``; weighted: Kish's bound)."""
 
     name = "robust-t"
 
@@ -255,33 +218,12 @@ def register_interval_rule(rule, *, replace=False):
 
 
 def registered_interval_rules():
-    """The registered interval rules by name (a copy).
-
-    Examples
-    --------
-    >>> sorted(registered_interval_rules())[:3]
-    ['normal', 'robust-t', 't']
-    """
+    """The registered interval rules by name (a copy)."""
     return dict(_RULES)
 
 
 def interval_rule(interval):
-    """The :class:`IntervalRule` that ``interval`` is or names.
-
-    Parameters
-    ----------
-    interval : str or IntervalRule
-        A registered name, or a rule.
-
-    Returns
-    -------
-    IntervalRule
-
-    Examples
-    --------
-    >>> interval_rule("t")
-    StudentTRule()
-    """
+    """The :class:`IntervalRule` that ``interval`` is or names (a registered name)."""
     if isinstance(interval, IntervalRule):
         return interval
     if isinstance(interval, str):
@@ -297,21 +239,7 @@ def interval_rule(interval):
 
 
 def interval_rule_name(interval):
-    """The name a session stores for ``interval``: its registered name (an error if it is not registered).
-
-    Parameters
-    ----------
-    interval : str or IntervalRule
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> interval_rule_name(RobustTRule()), interval_rule_name("normal")
-    ('robust-t', 'normal')
-    """
+    """The name a session stores for ``interval``: its registered name (an error if it is not registered)."""
     rule = interval_rule(interval)
     if rule.name is None or _RULES.get(rule.name) != rule:
         raise ValueError(
@@ -322,17 +250,7 @@ def interval_rule_name(interval):
 
 
 def wald_interval(estimate, std_error, alpha=0.05, alternative="two-sided", bounds=(0.0, 1.0), df=None):
-    """Wald-type interval ``estimate -/+ c std_error``, clipped to ``bounds``.
-
-    :meth:`IntervalRule.interval` of the base rule: ``c`` normal, or Student's t with ``df``.
-
-    Examples
-    --------
-    >>> [round(x, 4) for x in wald_interval(0.5, 0.1)]
-    [0.304, 0.696]
-    >>> [round(x, 4) for x in wald_interval(0.5, 0.1, df=5)]
-    [0.2429, 0.7571]
-    """
+    """``estimate -/+ c std_error`` clipped to ``bounds``, ``c`` normal or Student's t with ``df`` (the base rule)."""
     return _BASE.interval(estimate, std_error, alpha=alpha, alternative=alternative, df=df, bounds=bounds)
 
 

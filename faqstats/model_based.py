@@ -1,21 +1,6 @@
-"""A model-based estimate with an interval calibrated on the history, and PAI's design-based check.
-
-Where no design-unbiased estimator can win (small banks, tiny budgets: docs/statistics.md, "What no
-predictor can buy"), the best point estimate is model-based: the answers asked plus the
-predictor's posterior means for the questions not asked,
-
-    ``theta_mb = (sum of asked outcomes + sum of unasked predictions) / N``,
-
-which pays only for the unasked answers' noise and the model's bias. Its interval cannot come from
-the design; it is calibrated on the history: the whole procedure (same predictor class, policy and
-budget) is run on held-out history models, cross-fitted, and the new model's interval is
-``theta_mb +- q s`` with ``s`` the predictor's own standard deviation of the unasked total and ``q``
-the conformal quantile of the held-out models' standardised errors ``|theta_mb - theta| / s``.
-Its guarantee is marginal and conditional on exchangeability: *valid if this model is like the
-history's models*. The same draws carry PAI's increments (the policy's probabilities are known and
-floored), so every run also has the design-based estimate, valid for every model; when the two
-disagree beyond what the calibration allows the result says so and recommends the design-based
-interval.
+"""A model-based estimate (asked outcomes plus unasked predictions, over ``N``) with an interval calibrated
+on held-out history models (conformal, valid if the model is like the history's), checked against PAI's
+design-based estimate from the same draws (docs/statistics.md, "What no predictor can buy").
 """
 
 import math
@@ -23,6 +8,8 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
+from scipy import stats
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -39,27 +26,7 @@ __all__ = ["ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "pre
 
 
 def conformal_quantile(scores, alpha):
-    """The split-conformal quantile: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``n`` scores.
-
-    For a new score exchangeable with ``scores``, ``P(new <= quantile) >= 1 - alpha`` (finite
-    sample, marginal); ``inf`` when ``n`` is too small for the level (``(n + 1)(1 - alpha) > n``).
-
-    Parameters
-    ----------
-    scores : array-like of shape (n,)
-        Non-negative scores of the calibration runs.
-    alpha : float in (0, 1)
-        One minus the level.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> conformal_quantile(range(1, 20), 0.05), conformal_quantile(range(1, 19), 0.05)
-    (19.0, inf)
-    """
+    """The split-conformal quantile: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``n`` scores (``inf`` if none)."""
     s = np.sort(np.asarray(scores, dtype=float))
     alpha = check_scalar(alpha, "alpha", low=0.0, high=1.0, closed="neither")
     k = math.ceil((s.size + 1) * (1.0 - alpha))
@@ -67,30 +34,10 @@ def conformal_quantile(scores, alpha):
 
 
 def unasked_total_variance(posterior, unasked):
-    """The predictor's variance of the sum of the unasked outcomes, given the answers so far.
+    """The ``posterior``'s variance of the sum of the ``unasked`` outcomes, ``g' Sigma g + sum_j e_j``.
 
-    Linearised as in :func:`~faqstats.sampling.variance_reduction_scores`: with link slope
-    ``w_j`` and own-outcome variance ``e_j`` (logistic link: ``w_j = e_j = p_j (1 - p_j)``;
-    a Gaussian process, whose posterior has ``noise``: ``w_j = 1``, ``e_j = noise_j``),
-    ``Var(S) = g' Sigma g + sum_j e_j`` with ``g = sum_{j unasked} w_j v_j``. A posterior without
-    factors contributes its outcomes' Bernoulli variance only.
-
-    Parameters
-    ----------
-    posterior : object
-        A predictor's posterior (``predictions``; ``question_factors`` and ``cov`` when it has them).
-    unasked : ndarray of bool, shape (N,)
-        The questions whose outcomes are predicted.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> from faqstats.posterior import FixedPredictions
-    >>> round(unasked_total_variance(FixedPredictions(np.array([0.5, 0.9, 0.2])), np.array([True, True, False])), 6)
-    0.34
+    Linearised as :func:`~faqstats.sampling.variance_reduction_scores`: ``g = sum_j w_j v_j`` with link slope
+    ``w_j`` and own variance ``e_j`` (``p_j (1 - p_j)`` both; with a GP's ``noise``: 1 and ``noise_j``).
     """
     p = np.asarray(posterior.predictions, dtype=float)[unasked]
     noise = getattr(posterior, "noise", None)
@@ -120,25 +67,8 @@ def _procedure(predictor, sampler, budget, outcomes, seed):
 
 
 def prequential_residual(queries):
-    """``sum_t (z_t - p_t) / sqrt(sum_t p_t (1 - p_t))`` over a run's draws, ``p_t`` the prediction
-    before answer ``t``: near zero on average for a model the predictor knows, of one sign for a
-    model systematically better or worse than the history predicts.
-
-    Parameters
-    ----------
-    queries : structured ndarray
-        A run's ``queries_`` (fields ``outcome`` and ``prediction``).
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> q = np.array([(1.0, 0.5), (1.0, 0.5)], dtype=[("outcome", float), ("prediction", float)])
-    >>> round(prequential_residual(q), 4)
-    1.4142
-    """
+    """``sum_t (z_t - p_t) / sqrt(sum_t p_t (1 - p_t))`` over a run's ``queries_``: of one sign for a model
+    systematically better or worse than the history predicts."""
     z, p = np.asarray(queries["outcome"], dtype=float), np.asarray(queries["prediction"], dtype=float)
     return float(np.sum(z - p) / math.sqrt(max(float(np.sum(p * (1.0 - p))), 1e-12)))
 
@@ -170,13 +100,11 @@ class ModelBasedResult:
     disagreement_scores : ndarray
         The same statistic on the calibration runs.
     residual : float
-        The run's :func:`prequential_residual` (answers against the predictions made before them).
+        The run's :func:`~faqstats.model_based.prequential_residual`.
     residual_scores : ndarray
         The same statistic on the calibration runs.
     check_level : float
-        The check flags a run whose disagreement, or whose absolute residual, is above the
-        calibration runs' conformal quantile at ``1 - check_level / 2`` (Bonferroni: a model like
-        the history's is flagged with probability at most ``check_level``).
+        A model like the history's is flagged with probability at most this (:attr:`flagged`).
 
     Examples
     --------
@@ -200,26 +128,23 @@ class ModelBasedResult:
 
     @property
     def flagged(self):
-        """Whether the check flags the model-based interval (a model unlike the history's): PAI's
-        estimate disagrees with it, or the answers stray from the predictions, beyond the calibration runs."""
+        """Whether the check flags the model-based interval: PAI disagrees, or the answers stray from the
+        predictions, beyond the calibration runs (a model unlike the history's)."""
         level = self.check_level / 2
         return bool(self.disagreement > conformal_quantile(self.disagreement_scores, level)
                     or abs(self.residual) > conformal_quantile(np.abs(self.residual_scores), level))
 
     def conf_int(self, alpha=0.05):
-        """The calibrated interval ``estimate +- q scale`` (``q`` the conformal quantile at ``1 - alpha``), clipped to [0, 1].
+        """The calibrated interval ``estimate +- q scale`` (``q`` the conformal quantile), clipped to [0, 1].
 
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the level.
 
         Returns
         -------
         low : float
-            The interval's lower end.
         high : float
-            Its upper end.
         """
         half = conformal_quantile(self.calibration_scores, alpha) * self.scale
         return max(0.0, self.estimate - half), min(1.0, self.estimate + half)
@@ -232,12 +157,11 @@ class ModelBasedResult:
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the level.
 
         Returns
         -------
-        tuple of float
-            ``(low, high)``.
+        low : float
+        high : float
         """
         return self.design_based.conf_int(alpha) if self.flagged else self.conf_int(alpha)
 
@@ -247,12 +171,10 @@ class ModelBasedResult:
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the level.
 
         Returns
         -------
         statsmodels.iolib.summary2.Summary
-            The table.
         """
         low, high = self.conf_int(alpha)
         d_low, d_high = self.design_based.conf_int(alpha)
@@ -281,11 +203,8 @@ class ModelBasedResult:
 class ModelBasedEstimator(BaseEstimator):
     """Model-based accuracy estimate with a history-calibrated interval, checked by PAI.
 
-    :meth:`calibrate` fits the predictor on the history and runs the whole procedure on held-out
-    history models (complete rows, cross-fitted: each fold's models are run with a predictor
-    fitted without them); :meth:`fit` runs it on the new model. The policy samples by
-    the predictor's uncertainty (:class:`~faqstats.sampling.VarianceReductionSampler` by default),
-    with a uniform floor, so PAI's design-based estimate comes from the same draws.
+    :meth:`calibrate` runs the whole procedure on held-out (cross-fitted) complete history rows;
+    :meth:`fit` runs it on the new model. The policy's uniform floor gives PAI's estimate from the same draws.
 
     Parameters
     ----------
@@ -293,14 +212,11 @@ class ModelBasedEstimator(BaseEstimator):
         An unfitted predictor (cloned for every fold); ``None``:
         ``GaussianProcessSurrogate(noise_floor=0.1)``.
     sampler : Sampler or None, default=None
-        The policy; ``None``: ``VarianceReductionSampler(tau=0.35, power=8)`` (without replacement:
-        nearly the most informative question each time, with a floor of 0.35 for PAI's check).
+        The policy; ``None``: ``VarianceReductionSampler(tau=0.35, power=8)``.
     budget : int, default=20
         Questions asked of each model.
     n_folds : int or "auto", default="auto"
-        Folds of the cross-fitted calibration; ``"auto"``: leave-one-out up to 50 calibration
-        models (each held-out model's predictor then sees nearly the whole history, as the new
-        model's does, so the calibration is not made conservative by weaker fits), else 10.
+        Folds of the cross-fitted calibration; ``"auto"``: leave-one-out up to 50 calibration models, else 10.
     max_calibration_models : int, default=200
         At most this many held-out history models are run (a seeded subset of the complete rows).
     check_level : float in (0, 1), default=0.1
@@ -318,8 +234,7 @@ class ModelBasedEstimator(BaseEstimator):
     sampler_ : Sampler
         The policy of every run.
     calibration_ : pandas.DataFrame
-        One row per calibration run: history row, truth, model-based estimate and scale, PAI
-        estimate and standard error, the standardised error, the disagreement and the residual.
+        One row per calibration run (truth, both estimates, score, disagreement, residual).
     result_ : ModelBasedResult
         After :meth:`fit`.
     estimate_ : float
@@ -368,9 +283,8 @@ class ModelBasedEstimator(BaseEstimator):
         return cls(budget=budget, **params).calibrate(history)
 
     def _parts(self):
-        # defaults chosen on held-out history models (calibration runs) of real banks: a noise floor
-        # of 0.1 keeps the surrogate from trusting single answers too much; power 8 nearly greedy,
-        # with a floor of 0.35 that keeps PAI's check and fallback about as precise as the uniform sample mean
+        # defaults chosen on calibration runs of real banks: a noise floor of 0.1 keeps the surrogate from trusting
+        # single answers too much; a floor of 0.35 keeps PAI's check about as precise as the uniform sample mean
         predictor = GaussianProcessSurrogate(noise_floor=0.1, random_state=0) if self.predictor is None else self.predictor
         sampler = VarianceReductionSampler(tau=0.35, power=8.0) if self.sampler is None else self.sampler
         if not isinstance(sampler, Sampler):
@@ -387,15 +301,12 @@ class ModelBasedEstimator(BaseEstimator):
         Parameters
         ----------
         history : array-like of shape (n_models, N)
-            Earlier models' outcomes in [0, 1], NaN where not observed; only the complete rows
-            (every question observed, so their accuracy is known) are calibration models.
+            Earlier models' outcomes in [0, 1], NaN where not observed; complete rows are calibration models.
 
         Returns
         -------
         self
         """
-        import pandas as pd
-
         predictor, sampler = self._parts()
         H = validate_history(self, history, reset=True, allow_empty_rows=True)
         rng = check_generator(self.random_state)
@@ -434,18 +345,12 @@ class ModelBasedEstimator(BaseEstimator):
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the level of the intervals.
 
         Returns
         -------
         pandas.DataFrame
-            Indexed by method (``"model-based"``, ``"design-based (PAI)"``): RMSE, mean width and
-            coverage of the held-out runs (the model-based coverage leave-one-out: each run's
-            interval from the other runs' scores), and the guarantee.
+            By method: RMSE, mean width and (leave-one-out) coverage of the held-out runs, and the guarantee.
         """
-        import pandas as pd
-        from scipy import stats
-
         check_is_fitted(self, "calibration_")
         c = self.calibration_
         err = c["estimate"] - c["truth"]
@@ -466,15 +371,13 @@ class ModelBasedEstimator(BaseEstimator):
         Parameters
         ----------
         outcomes : array-like of shape (N,) or callable
-            The new model's outcomes in [0, 1] (only the asked ones are read), or a function
-            mapping question indices to their outcomes.
+            As in :meth:`PAIEstimator.fit`.
         y : None
             Ignored.
 
         Returns
         -------
         self
-            The fitted estimator (``result_``, ``estimate_``, ``scale_``, ``queries_``).
         """
         check_is_fitted(self, "calibration_")
         estimate, scale, pai = _procedure(self.predictor_, self.sampler_, self.budget, outcomes,
@@ -493,12 +396,11 @@ class ModelBasedEstimator(BaseEstimator):
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the level.
 
         Returns
         -------
-        tuple of float
-            ``(low, high)``.
+        low : float
+        high : float
         """
         check_is_fitted(self, "result_")
         return self.result_.conf_int(alpha)
@@ -511,12 +413,10 @@ class ModelBasedEstimator(BaseEstimator):
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the level.
 
         Returns
         -------
         statsmodels.iolib.summary2.Summary
-            The table.
         """
         check_is_fitted(self, "result_")
         return self.result_.summary(alpha)

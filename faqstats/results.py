@@ -28,14 +28,7 @@ def table_summary(title, table=None, items=None, float_format="%.4f", notes=(), 
 
 
 def markdown_table(table, float_format="{:.4f}"):
-    """A pandas DataFrame as a Markdown table (floats with ``float_format``).
-
-    >>> import pandas as pd
-    >>> print(markdown_table(pd.DataFrame({"method": ["faq"], "coverage": [0.95]})))
-    | method | coverage |
-    |---|---:|
-    | faq | 0.9500 |
-    """
+    """A pandas DataFrame as a Markdown table (floats with ``float_format``, numeric columns right-aligned)."""
     from pandas.api.types import is_numeric_dtype
 
     numeric = [is_numeric_dtype(table[c]) for c in table.columns]
@@ -65,7 +58,8 @@ class _Result:
 
         Returns
         -------
-        low, high : float
+        low : float
+        high : float
         """
         if getattr(self, "stop_reason", None) == "width":  # stopped on width: only the anytime interval is valid
             if alternative != "two-sided" or abs(alpha - self.anytime_alpha) > 1e-12:

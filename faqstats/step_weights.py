@@ -1,5 +1,5 @@
-"""Increment weights ``lambda_t ~ 1 / Var(phi_t)`` learned by cross-fitting on the history (fixed before the run,
-so still exactly unbiased; docs/statistics.md, "Weighted increments")."""
+"""Increment weights ``lambda_t ~ 1 / Var(phi_t)`` learned by cross-fitting on the history: fixed before the run,
+so still exactly unbiased (docs/statistics.md, "Weighted increments")."""
 
 import math
 import numbers
@@ -90,13 +90,7 @@ class StepWeights:
 
 
 def inverse_variance_weights(step_variance, counts=None):
-    """``(weights of mean 1, smoothed variance)``: ``1 / v_t`` of a decreasing isotonic fit of ``step_variance``.
-
-    >>> import numpy as np
-    >>> w, v = inverse_variance_weights([4.0, 3.0, 3.5, 1.0])
-    >>> v.tolist(), bool(np.all(np.diff(w) >= 0))
-    ([4.0, 3.25, 3.25, 1.0], True)
-    """
+    """``(weights of mean 1, smoothed variance)``: ``1 / v_t`` of a decreasing isotonic fit of ``step_variance``."""
     v = np.asarray(step_variance, dtype=float)
     if v.ndim != 1 or v.size < 2 or not np.all(np.isfinite(v)) or np.any(v < 0):
         raise ValueError("step_variance must be a 1-D array of at least two finite non-negative values.")
@@ -115,11 +109,7 @@ _RUN_WORK = 2.4e8  # budget x N x runs of MAX_RUNS at openllm_v1's 25% (173 x 69
 
 
 def default_runs(n_questions, budget):
-    """Validation runs per budget when ``n_runs=None`` (docs/performance.md, "Scale targets").
-
-    >>> default_runs(693, 173), default_runs(12032, 1203)
-    (2000, 200)
-    """
+    """Validation runs per budget when ``n_runs=None`` (docs/performance.md, "Scale targets")."""
     return int(np.clip(round(_RUN_WORK / (int(budget) * int(n_questions))), MIN_RUNS, MAX_RUNS))
 
 
@@ -146,7 +136,7 @@ def learn_step_weights(history, predictor=None, *, budget, sampler=None, validat
     fitted_factor_model : fitted estimator or None
         A predictor already fitted on the training part of this split (an earlier call's ``predictor``).
     device, dtype : str
-        Of the batched engine (:func:`faqstats.batched.simulate`) that runs the validation runs.
+        Of the batched engine that runs the validation runs.
     predict_every : int, default=1
         As in :class:`~faqstats.PAIEstimator`.
     cache : dict or None
