@@ -16,6 +16,7 @@ from .design import EstimatorParameters, bank_size, resolve_bank_size
 from .loop_setup import answer_round, new_loop
 from .predictor import resolve_predictor_keyword
 from .run_results import confidence_rows, group_results_of, result_of
+from .selection import select_configuration
 
 __all__ = ["PAIEstimator", "martingale_variance", "paper_variance", "resolve_bank_size", "weighted_martingale"]
 
@@ -186,11 +187,9 @@ class PAIEstimator(PAIResultMixin, EstimatorParameters, BaseEstimator):
         >>> est.fit(bank.new_outcomes[0]).n_queries_, est.random_state
         (20, 0)
         """
-        from .configure import configure_from_history
-
         seed = 0 if random_state is None or isinstance(random_state, np.random.Generator) else random_state
-        chosen = configure_from_history(history, budget, random_state=seed, **options).estimator
-        return cls(**chosen.get_params(deep=False)).set_params(random_state=random_state)
+        return cls(**select_configuration(history, budget, random_state=seed, **options).params).set_params(
+            random_state=random_state)
 
     def fit(self, outcomes, y=None, *, groups=None, costs=None, clusters=None):
         """Run the query loop against ``outcomes`` and estimate the accuracy.

@@ -114,14 +114,14 @@ def test_default_candidates_add_shrunk_surrogates_for_thin_histories():
 
 def test_another_policy_needs_a_margin_over_the_default(bank, monkeypatch):
     """The same validation figures: with a huge margin the default policy is kept, with none the best wins."""
-    import faqstats.configure as configure
+    import faqstats.selection as selection
 
     policies = {"hybrid": fq.HybridSampler(), "low-tau": fq.HybridSampler(tau=0.2)}
     kw = dict(candidates={"gp": fq.GaussianProcessSurrogate(n_components=8)}, policies=policies, n_runs=200,
               random_state=0)
-    monkeypatch.setattr(configure, "POLICY_MARGIN", 0.0)
+    monkeypatch.setattr(selection, "POLICY_MARGIN", 0.0)
     free = configure_from_history(bank.history, 25, **kw)
-    monkeypatch.setattr(configure, "POLICY_MARGIN", 10.0)
+    monkeypatch.setattr(selection, "POLICY_MARGIN", 10.0)
     kept = configure_from_history(bank.history, 25, **kw)
     pd_free, pd_kept = free.table.set_index("candidate"), kept.table.set_index("candidate")
     assert np.allclose(pd_free["predicted_ess"], pd_kept["predicted_ess"])  # same runs
