@@ -60,12 +60,8 @@ def aipw_terms(prediction, outcome, probability):
 
 
 def draw_at(q, u, keep_law):
-    """A draw from ``q`` at the uniform ``u``: ``(question, probability, law)``; with ``keep_law`` (a
-    confidence sequence) the law is normalised and the probability read from it, else the law is None.
-
-    Parameters
-    ----------
-    q, u, keep_law : ndarray, float, bool
+    """``(question, probability, law)`` drawn from ``q`` at the uniform ``u``; with ``keep_law`` (a confidence
+    sequence) the law is normalised and the probability read from it, else the law is None.
     """
     if not keep_law:
         return (*inverse_cdf(q, u), None)
@@ -75,24 +71,14 @@ def draw_at(q, u, keep_law):
 
 
 def policy_law(sampler, state):
-    """The policy's law ``q_t`` in ``state`` (checked where :class:`~faqstats.Sampler` says so).
-
-    Parameters
-    ----------
-    sampler, state : Sampler, PolicyState
-    """
+    """The policy's law ``q_t`` in ``state`` (checked where :class:`~faqstats.Sampler` says so)."""
     q = sampler.probabilities(state)
     name = f"{type(sampler).__name__}.probabilities"
     return check_law(q, state.available.shape, state.asked, name) if sampler.checks_law else q
 
 
 def width_reached(low, high, width, n_draws):
-    """The stopping rule: after more than one draw, a confidence sequence at most ``width`` wide.
-
-    Parameters
-    ----------
-    low, high, width, n_draws : float or ndarray
-    """
+    """The stopping rule: after more than one draw, a confidence sequence at most ``width`` wide."""
     return (high - low <= width) & (n_draws > 1)
 
 
@@ -412,15 +398,8 @@ class ClusterRun(SequentialRun):
 
 
 class QueryLoop:
-    """Drives a run: rounds of draws, answers recorded in draw order, stopping rules.
-
-    Parameters
-    ----------
-    run : SequentialRun, StreamRun or a paired run
-    batch_size : int
-        Draws per round (the predictor learns between rounds).
-    confidence_sequence : BettingConfidenceSequence or None
-    stop_when_width : float or None
+    """Drives a run: rounds of ``batch_size`` draws (the predictor learns between rounds), answers recorded in draw
+    order, and the stopping rules (``confidence_sequence``, ``stop_when_width``).
     """
 
     def __init__(self, run, *, batch_size=1, confidence_sequence=None, stop_when_width=None):

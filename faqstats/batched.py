@@ -263,16 +263,6 @@ def simulate(outcomes, generators, *, predictor=None, sampler=None, budget=100, 
 def run_designs(est, outcomes, rows, generators, alpha, *, groups=None, costs=None, clusters=None, progress=None):
     """Every run ``r`` of ``est`` (``fit`` with ``generators[r]``) on ``outcomes[rows[r]]``, rounds in lockstep:
     :class:`BatchedRuns`' fields but ``increment_ranges`` and ``anytime_alpha``.
-
-    Parameters
-    ----------
-    est : PAIEstimator
-    outcomes : ndarray of shape (n_models, N)
-    rows : ndarray of int, shape (R,)
-    generators : list of numpy Generators, length R
-    alpha : float
-    groups, costs, clusters : array-like of shape (N,) or None
-    progress : callable or None
     """
     n_runs, n_questions = len(generators), outcomes.shape[1]
     loops = [new_loop(est, n_questions, g, groups=groups, costs=costs, clusters=clusters) for g in generators]

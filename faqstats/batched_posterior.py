@@ -13,17 +13,8 @@ _DTYPE_NAMES = {torch.float64: "float64", torch.float32: "float32"}
 
 
 class BatchedPosterior:
-    """The low-rank posteriors of ``R`` runs (or fixed zero predictions): a ``FactorPosterior`` per run.
-
-    Parameters
-    ----------
-    V, mean0, cov0 : tensors of shape (N, k), (k,) and (k, k), or None
-        The question factors and the prior (``None``: fixed zero predictions).
-    R, N, dtype, device
-        Runs, questions, and the tensors' dtype and device.
-    offsets, noise : tensor of shape (N,) or None, default=None
-        A Gaussian process's question means and residual variances (identity link).
-    predict_every : int, default=1
+    """Low-rank posteriors (a ``FactorPosterior`` each) of ``R`` runs from factors ``V`` and prior ``mean0, cov0``
+    (``None``: fixed zero predictions); ``offsets, noise``: a Gaussian process's (identity link).
     """
 
     def __init__(self, V, mean0, cov0, R, N, dtype, device, offsets=None, noise=None, predict_every=1):
@@ -96,16 +87,8 @@ class BatchedPosterior:
 
 
 def batched_posterior(model, runs, n_questions, dtype, device, predict_every=1):
-    """The posteriors of ``runs`` runs in lockstep for a fitted predictor.
-
-    Its own ``batched_posterior``, else the low-rank form's, fixed zero predictions for ``None``,
-    or its one-run posteriors side by side (:class:`RunsSideBySide`).
-
-    Parameters
-    ----------
-    model : fitted predictor or None
-    runs, n_questions, dtype, device, predict_every
-        As for :class:`BatchedPosterior`.
+    """The posteriors of ``runs`` runs in lockstep: the predictor's own ``batched_posterior``, else the low-rank
+    form's, zero predictions for ``None``, or one-run posteriors side by side (:class:`RunsSideBySide`).
     """
     if model is not None and hasattr(model, "batched_posterior"):
         return model.batched_posterior(runs, n_questions, dtype, device, predict_every)
@@ -124,14 +107,8 @@ def batched_posterior(model, runs, n_questions, dtype, device, predict_every=1):
 
 
 class RunsSideBySide:
-    """The one-run posteriors of ``R`` runs driven side by side (a predictor written for one run).
-
-    Parameters
-    ----------
-    posteriors : list of posteriors
-        One per run, each at its prior.
-    n_questions, dtype, device
-        As for :class:`BatchedPosterior`.
+    """The one-run ``posteriors`` (each at its prior) of ``R`` runs driven side by side, for a predictor written
+    for one run.
     """
 
     question_factors = mean = cov = noise = scores = None

@@ -20,14 +20,7 @@ def _log_factors(x, m, lower, upper, sq, k, alpha, truncation, horizon):
 
 
 class BettingConfidenceSequences:
-    """:class:`BettingConfidenceSequence` for many runs at once, updated selectively (``runs=``) if need be.
-
-    Parameters
-    ----------
-    n_runs : int
-    alpha, grid_size, truncation, horizon
-        As in :class:`BettingConfidenceSequence`.
-    """
+    """:class:`BettingConfidenceSequence` for ``n_runs`` runs at once, updated selectively (``runs=``) if need be."""
 
     def __init__(self, n_runs, alpha=0.05, grid_size=2001, truncation=0.5, horizon=None):
         self.alpha, self.horizon, self.truncation = check_alpha(alpha), horizon, float(truncation)
@@ -83,18 +76,9 @@ class BettingConfidenceSequences:
 
 
 class BettingConfidenceSequence:
-    """Running hedged-betting confidence sequence over a grid of candidate means in [0, 1].
-
-    Parameters
-    ----------
-    alpha : float in (0, 1), default=0.05
-        The sequence covers theta at all times with probability at least ``1 - alpha``.
-    grid_size : int, default=2001
-        Candidate values ``m``; the reported hull is widened by one grid step so it never costs coverage.
-    truncation : float in (0, 1), default=0.5
-        Bets are capped so that each capital factor stays at least ``1 - truncation``.
-    horizon : int or None, default=None
-        The number of increments the bets are sized for (e.g. the budget; ``None``: ``t log(1 + t)``).
+    """Running hedged-betting confidence sequence for a mean in [0, 1] over ``grid_size`` candidates (the hull is
+    widened by one step so it never costs coverage); bets keep each capital factor >= ``1 - truncation`` and
+    are sized for ``horizon`` increments (``None``: ``t log(1 + t)``).
     """
 
     def __init__(self, alpha=0.05, grid_size=2001, truncation=0.5, horizon=None):
@@ -130,15 +114,8 @@ class BettingConfidenceSequence:
 
 
 def log_capital_paths(increments, lower, upper, m, *, alpha=0.05, truncation=0.5, horizon=None):
-    """Log hedged capital ``log K_t(m)`` along many runs at once, at one candidate ``m_r`` per run.
-
-    Parameters
-    ----------
-    increments, lower, upper : ndarray of shape (R, n)
-        The increments and the ranges announced before each was drawn.
-    m : ndarray of shape (R,)
-    alpha, truncation, horizon
-        As in :class:`BettingConfidenceSequence`.
+    """Log hedged capital ``log K_t(m_r)`` along ``R`` runs at once, at one candidate ``m_r`` per run (``lower`` and
+    ``upper``: the ranges announced before each increment was drawn).
     """
     x, lo, hi = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (increments, lower, upper))
     m = np.asarray(m, dtype=float).reshape(-1, 1)

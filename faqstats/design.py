@@ -16,12 +16,7 @@ __all__ = ["EstimatorParameters", "bank_size", "check_design", "check_estimator"
 
 
 def bank_size(predictor):
-    """Questions of the predictor's bank (its ``n_features_in_``), or ``None`` without a predictor.
-
-    Parameters
-    ----------
-    predictor : fitted estimator or None
-    """
+    """Questions of the predictor's bank (its ``n_features_in_``), or ``None`` without a predictor."""
     if predictor is None:
         return None
     check_is_fitted(predictor)
@@ -67,13 +62,7 @@ def confidence_alpha(confidence_sequence, stop_when_width):
 
 
 def check_estimator(est, n_questions, budget=None, sampler=None):
-    """Check every parameter of an estimator (or an object with its public parameters) for ``n_questions``.
-
-    Parameters
-    ----------
-    est, n_questions : PAIEstimator (or an object with its parameters), int
-    budget, sampler : int or None, Sampler or None
-    """
+    """Check every parameter of an estimator (or an object with its public parameters) for ``n_questions``."""
     budget = est.budget if budget is None else budget
     sampler = est.sampler if sampler is None else sampler
     sampler = HybridSampler() if sampler is None else sampler

@@ -17,29 +17,15 @@ __all__ = ["answer_round", "cost_design", "estimand_tracker", "new_loop", "predi
 
 
 def predictor_for(predictor, n_questions, dtype="float64", predict_every=1):
-    """A new model's posterior at its prior (the engine's protocol): the predictor's, or zero predictions.
-
-    Parameters
-    ----------
-    predictor : fitted predictor or None
-    n_questions, dtype, predict_every : int, {"float64", "float32"}, int
-    """
+    """A new model's posterior at its prior (the engine's protocol): the predictor's, or zero predictions."""
     if predictor is None:
         return FixedPredictions(np.zeros(n_questions))
     return engine_posterior(predictor.posterior(dtype=dtype, predict_every=predict_every), n_questions)
 
 
 def new_loop(est, n_questions=None, rng=None, groups=None, costs=None, clusters=None):
-    """A fresh :class:`~faqstats._engine.QueryLoop` for the configuration of the estimator ``est``.
-
-    Parameters
-    ----------
-    est : PAIEstimator
-    n_questions : int or None, default=None
-        The bank size (``None``: the predictor's).
-    rng : numpy.random.Generator, int or None, default=None
-        Draws a nature's-order design's stream order.
-    groups, costs, clusters : array-like of shape (N,) or None, default=None
+    """A fresh :class:`~faqstats._engine.QueryLoop` for the configuration of ``est`` (``n_questions=None``: the
+    predictor's; ``rng`` draws a nature's-order design's stream order).
     """
     n_questions = resolve_bank_size(est.bank_size(), n_questions)
     if clusters is not None:
@@ -68,12 +54,7 @@ def _run(est, n_questions, budget, sampler, groups, rng=None):
 
 
 def answer_round(loop, rng, oracle):
-    """Draw the loop's next round from ``rng``, ask ``oracle`` its answers and record them, in draw order.
-
-    Parameters
-    ----------
-    loop, rng, oracle : QueryLoop, numpy.random.Generator, Oracle
-    """
+    """Draw the loop's next round from ``rng``, ask ``oracle`` its answers and record them, in draw order."""
     run = loop.run
     drawn = [d.question for d in loop.draw_round(rng)]
     if isinstance(run, ClusterRun):
@@ -87,13 +68,7 @@ def answer_round(loop, rng, oracle):
 
 
 def estimand_tracker(est, sampler, n_questions, groups, budget):
-    """The :class:`~faqstats.estimands.EstimandTracker` a run of ``est`` needs, or None (the bank's mean).
-
-    Parameters
-    ----------
-    est, sampler : PAIEstimator, Sampler
-    n_questions, groups, budget : int, array-like of shape (N,) or None, int
-    """
+    """The :class:`~faqstats.estimands.EstimandTracker` a run of ``est`` needs, or None (the bank's mean)."""
     estimand = as_estimand(est.estimand)
     micro = estimand.is_bank_mean
     share = check_scalar(est.min_group_share, "min_group_share", low=0.0, high=1.0, closed="left")
@@ -128,13 +103,8 @@ def estimand_tracker(est, sampler, n_questions, groups, budget):
 
 
 def cost_design(est, n_questions, groups, costs):
-    """``(sampler, draws, costs, E_q1[cost])``: the policy weighed by cost and the draws ``budget_cost`` buys
-    (fixed before the first draw; ``None, budget, None, None`` without costs).
-
-    Parameters
-    ----------
-    est, n_questions : PAIEstimator, int
-    groups, costs : array-like of shape (N,) or None
+    """``(sampler, draws, costs, E_q1[cost])``: the policy weighed by cost and the draws ``budget_cost`` buys, fixed
+    before the first draw (``None, budget, None, None`` without costs).
     """
     if costs is None:
         if est.budget_cost is not None:

@@ -43,12 +43,7 @@ def _weights_for(est, run):
 
 
 def group_results_of(est, loop, n_draws=None):
-    """Every group's estimate from a loop of ``est`` (from its first ``n_draws`` draws), or None without groups.
-
-    Parameters
-    ----------
-    est, loop, n_draws : PAIEstimator, QueryLoop, int or None
-    """
+    """Every group's estimate from a loop of ``est`` (from its first ``n_draws`` draws), or None without groups."""
     run, table = loop.run, loop.run.table()[:n_draws]
     if isinstance(run, ClusterRun):
         if run.group_codes is None:
@@ -74,12 +69,7 @@ def group_results_of(est, loop, n_draws=None):
 
 
 def result_of(est, loop, n_draws=None):
-    """The :class:`~faqstats.AccuracyResult` of a loop of ``est`` (an interim one from its first ``n_draws``).
-
-    Parameters
-    ----------
-    est, loop, n_draws : PAIEstimator, QueryLoop, int or None
-    """
+    """The :class:`~faqstats.AccuracyResult` of a loop of ``est`` (an interim one from its first ``n_draws``)."""
     run, table = loop.run, loop.run.table()[:n_draws]
     partial = n_draws is not None
     n_questions = run.n_questions
@@ -144,12 +134,7 @@ def result_of(est, loop, n_draws=None):
 
 
 def cluster_inference(est, run, table):
-    """The cluster sample mean (uniform draws of equal clusters, no predictor) or the martingale inference.
-
-    Parameters
-    ----------
-    est, run, table : PAIEstimator, ClusterRun, structured ndarray
-    """
+    """The cluster sample mean (uniform draws of equal clusters, no predictor) or the martingale inference."""
     if sample_mean_design(est.predictor, run.sampler) and np.all(run.sizes == run.sizes[0]):
         scale = run.n_clusters / run.n_questions  # theta = (C / N) mean_c Y_c
         estimate, var = fpc_mean(table["outcome"], run.n_clusters)

@@ -233,10 +233,8 @@ def _record_harness(args, harness, paths, chosen):
 
 
 def _recording_options(session, harness, chosen, tasks):
-    """The reader options of ``session record``: those stored with the session's factor model by
-    ``fit-history`` (when it read the same harness), each replaced by the one given on the command
-    line, with a note when that reads a task of the bank (``tasks``) otherwise; the reader's
-    defaults for the rest."""
+    """``session record``'s reader options: those stored with the factor model (same harness), overridden by the
+    command line's (with a note on the bank's tasks they read differently), else the reader's defaults."""
     stored = (getattr(session.factor_model, "metadata_", None) or session.model_metadata or {}).get("reader")
     if stored is not None and stored["harness"] != harness:
         note(f"the factor model was fitted on {stored['harness']} output; its reader options do not apply to "

@@ -44,25 +44,13 @@ def check_format_header(doc, path, *, format_name, max_version, what, version_la
 
 
 def question_ids_sha256(question_ids):
-    """SHA-256 (hex) of the UTF-8 compact JSON list of the ids (order matters), as stored in the metadata.
-
-    Examples
-    --------
-    >>> question_ids_sha256(["q1", "q2"])[:12]
-    '3741c44601fd'
-    """
+    """SHA-256 (hex) of the UTF-8 compact JSON list of the ids (order matters), as stored in the metadata."""
     text = json.dumps([str(q) for q in question_ids], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def array_sha256(arr):
-    """SHA-256 (hex) of an array's dtype, shape and C-order bytes.
-
-    Examples
-    --------
-    >>> array_sha256(np.zeros(2))[:12]
-    'cdead7b1f559'
-    """
+    """SHA-256 (hex) of an array's dtype, shape and C-order bytes."""
     arr = np.ascontiguousarray(arr)
     h = hashlib.sha256(f"{arr.dtype.str}{arr.shape}".encode())
     h.update(arr.tobytes())
@@ -176,25 +164,7 @@ def check_ids(ids, n_questions, name):
 
 
 def check_question_ids(model, question_ids):
-    """Raise unless ``question_ids`` are the model's question ids, in the same order.
-
-    Parameters
-    ----------
-    model : LogisticFactorModel
-        With ``question_ids_`` (from :func:`~faqstats.load_factor_model`) or ``feature_names_in_``.
-    question_ids : sequence of str
-        The bank's ids, in the order the outcomes will be given.
-
-    Examples
-    --------
-    >>> from faqstats import LogisticFactorModel
-    >>> fm = LogisticFactorModel.from_factors(np.eye(2), np.zeros(2), np.eye(2))
-    >>> fm.question_ids_ = ["a", "b"]
-    >>> check_question_ids(fm, ["b", "a"])
-    Traceback (most recent call last):
-    ...
-    ValueError: question ids are the model's in a different order (first difference at index 0: 'b' != 'a').
-    """
+    """Raise unless ``question_ids`` are the model's (``question_ids_`` or ``feature_names_in_``), in the same order."""
     expected = getattr(model, "question_ids_", None)
     if expected is None and getattr(model, "feature_names_in_", None) is not None:
         expected = list(model.feature_names_in_)
@@ -212,27 +182,8 @@ def check_question_ids(model, question_ids):
 
 
 def check_reader_options(reader, where="reader"):
-    """``reader`` (how a history was read from harness output) checked and as plain JSON, or None.
-
-    ``{"harness": "lm-eval" | "inspect", "options": {name: {"default": str or None, "tasks": {task: str}}}}``
-    for the reader options ``metric``, ``filter`` and ``scorer`` (``None``: the reader's own choice).
-
-    Parameters
-    ----------
-    reader : dict or None
-        The options to check.
-    where : str, default="reader"
-        How the error messages name it.
-
-    Returns
-    -------
-    dict or None
-        A copy in plain JSON types (None when ``reader`` is None).
-
-    Examples
-    --------
-    >>> check_reader_options({"harness": "lm-eval", "options": {"metric": {"default": "acc", "tasks": {}}}})
-    {'harness': 'lm-eval', 'options': {'metric': {'default': 'acc', 'tasks': {}}}}
+    """``reader`` (``{"harness", "options": {metric|filter|scorer: {"default", "tasks"}}}``: how a history was read
+    from harness output) checked and copied as plain JSON; None stays None.
     """
     if reader is None:
         return None

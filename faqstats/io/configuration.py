@@ -100,22 +100,7 @@ def load_configuration(path):
 
 
 def configuration_from(model, meta, path):
-    """The :class:`~faqstats.configure.Configuration` of a loaded file.
-
-    Parameters
-    ----------
-    model : predictor or None
-        The file's predictor, as :func:`~faqstats.io.load_model_file` returned it.
-    meta : dict
-        The file's metadata, as :func:`~faqstats.io.load_model_file` returned it.
-    path : str or os.PathLike
-        The file, for the error messages.
-
-    Returns
-    -------
-    Configuration
-        As :func:`load_configuration` returns it.
-    """
+    """The :class:`~faqstats.configure.Configuration` of a file :func:`load_model_file` loaded (``path`` for errors)."""
     config = meta.get("configuration")
     if config is None:
         raise ValueError(f"{path} holds a predictor without a configuration: it was saved with save_factor_model "

@@ -72,20 +72,7 @@ def save_history(path, outcomes, models, question_ids, *, arrays=None, sources=N
 
 
 def check_history_checksums(data, path):
-    """The metadata of an open ``faqstats.history`` archive, every entry checked against its SHA-256.
-
-    Parameters
-    ----------
-    data : numpy.lib.npyio.NpzFile
-        The open archive (:func:`~faqstats.io.npz.open_array_file`); it holds ``metadata_json``.
-    path : str or os.PathLike
-        How the errors name the file.
-
-    Returns
-    -------
-    dict
-        The metadata.
-    """
+    """The metadata of an open ``faqstats.history`` archive, every entry checked against its SHA-256."""
     meta = read_npz_metadata(data, path, HISTORY_FORMAT, HISTORY_FORMAT_VERSION, "history file")
     stored = meta.get("array_sha256")
     if not isinstance(stored, dict) or not stored:

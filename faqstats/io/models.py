@@ -129,27 +129,8 @@ def save_factor_model(model, path, *, question_ids=None, reader=None):
 
 
 def save_predictor(model, path, *, question_ids=None, reader=None, configuration=None, n_questions=None):
-    """Write a predictor of any kind (None: the sample mean, with ``n_questions``) in format version 2.
-
-    Parameters
-    ----------
-    model : fitted predictor or None
-        As :func:`save_factor_model` takes, or None (no predictor: only the ids are stored).
-    path : str or os.PathLike
-        Destination (``".npz"`` appended when missing).
-    question_ids : sequence of str, optional
-        The bank's unique ids (default: the model's ``feature_names_in_``).
-    reader : dict, optional
-        As in :func:`save_factor_model`.
-    configuration : tuple (dict, ndarray or None), optional
-        A configuration's JSON document and step weights (:func:`~faqstats.save_configuration`).
-    n_questions : int, optional
-        The bank size, needed (only) when ``model`` is None.
-
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    """Write a predictor of any kind in format version 2 (``model=None``: the sample mean, ids only, needs
+    ``n_questions``); ``configuration`` is a (JSON document, step weights) pair. Returns the path written.
     """
     return _save(model, path, question_ids, reader, configuration, n_questions, first_format=False)
 
@@ -239,19 +220,8 @@ def load_factor_model(path, *, allow_unchecked=False):
 
 
 def load_model_file(path, *, allow_unchecked=False):
-    """The predictor, metadata and question ids of a model file, checked as :func:`load_factor_model` does.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file, named as for :func:`save_factor_model`.
-    allow_unchecked : bool, default=False
-        As in :func:`load_factor_model`.
-
-    Returns
-    -------
-    tuple
-        ``(predictor or None, metadata, question ids or None)``; None: no predictor, the sample mean.
+    """``(predictor or None, metadata, question ids or None)`` of a model file, checked as :func:`load_factor_model`
+    does (a None predictor: the sample mean).
     """
     path = npz_path(path)
     data = open_array_file(path, "factor model file")  # shapes checked against the file's size first

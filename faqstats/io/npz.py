@@ -50,30 +50,8 @@ def _check_npy_header(stream, size, where):
 
 
 def open_array_file(path, what="array file"):
-    """``np.load(path, allow_pickle=False)`` of an ``.npz`` archive or ``.npy`` array, refused (naming the file
-    and entry) unless every array's declared shape and dtype fit the bytes stored for it and every member's
-    declared size fits the file (a damaged or hostile header cannot make numpy allocate terabytes).
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file (a missing one raises ``FileNotFoundError``).
-    what : str, default="array file"
-        How the error messages name the file's kind.
-
-    Returns
-    -------
-    numpy.lib.npyio.NpzFile or ndarray
-        What ``np.load`` returns (read entries with :func:`read_array`).
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.npz"
-    >>> np.savez(path, x=np.arange(3))
-    >>> with open_array_file(path) as data:
-    ...     read_array(data, "x", path).tolist()
-    [0, 1, 2]
+    """``np.load(path, allow_pickle=False)`` of an ``.npz`` or ``.npy`` file (``what`` names its kind in errors),
+    refused unless every declared shape, dtype and member size fits the stored bytes (no hostile allocations).
     """
     check_regular_file(path, what)
     file_size = os.path.getsize(path)

@@ -16,22 +16,7 @@ ARRAY_PREFIX = "arrays."
 
 
 def unsaved_reason(model):
-    """Why ``model`` cannot be written to a model file (a message saying what to add), or None.
-
-    Parameters
-    ----------
-    model : predictor
-
-    Returns
-    -------
-    str or None
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> unsaved_reason(fq.LogisticFactorModel()) is None
-    True
-    """
+    """Why ``model`` cannot be written to a model file (a message saying what to add), or None."""
     if not (callable(getattr(model, "fit", None)) and callable(getattr(model, "posterior", None))):
         layouts = [name for name, cls in registered_predictors().items() if callable(getattr(cls, "get_entries", None))]
         return (f"model must be a {', '.join(layouts)} or a registered faqstats.Predictor with get_arrays and "

@@ -8,25 +8,7 @@ __all__ = ["sampler_spec", "sampler_from_spec"]
 
 
 def sampler_spec(sampler):
-    """``{"class", "module", "params"}`` of a faqstats sampler, its parameters as plain JSON.
-
-    Parameters
-    ----------
-    sampler : Sampler or StreamSampler
-        The policy to describe.
-
-    Returns
-    -------
-    dict
-        Its class name, module (:mod:`faqstats.sampling` for faqstats' own) and parameters.
-
-    Examples
-    --------
-    >>> from faqstats import HybridSampler
-    >>> spec = sampler_spec(HybridSampler())
-    >>> spec["class"], spec["module"]
-    ('HybridSampler', 'faqstats.sampling')
-    """
+    """``{"class", "module", "params"}`` of a faqstats sampler, its parameters as plain JSON."""
     if not isinstance(sampler, (Sampler, sampling.StreamSampler)):
         raise TypeError(f"sampler must be a faqstats Sampler, got {type(sampler).__name__}.")
     notes = []
@@ -40,26 +22,8 @@ def sampler_spec(sampler):
 
 
 def sampler_from_spec(spec, sampler=None):
-    """The sampler :func:`sampler_spec` described: built from it, or ``sampler`` checked against it.
-
-    Parameters
-    ----------
-    spec : dict
-        What :func:`sampler_spec` returned.
-    sampler : Sampler, optional
-        An instance with the stored class and parameters, used instead (needed outside :mod:`faqstats.sampling`).
-
-    Returns
-    -------
-    Sampler
-        The policy.
-
-    Examples
-    --------
-    >>> from faqstats import HybridSampler
-    >>> sampler_from_spec(sampler_spec(HybridSampler(tau=0.25))).tau
-    0.25
-    """
+    """The sampler a :func:`sampler_spec` dict describes: built from it, or ``sampler`` (needed outside
+    :mod:`faqstats.sampling`) checked against it."""
     if sampler is not None:
         if (given := sampler_spec(sampler)) != spec:
             raise ValueError(f"The sampler given to load ({given}) is not the session's ({spec}).")

@@ -21,18 +21,7 @@ _PARTS = ("draws", "answers", "rng_state", "checksums", "updated_utc")  # the he
 
 
 def session_checksums(state):
-    """SHA-256 of each part of a session state: settings, draws, answers, rng_state and the rest (header).
-
-    Parameters
-    ----------
-    state : dict
-        A session state document.
-
-    Returns
-    -------
-    dict
-        ``{part: hex digest}``.
-    """
+    """``{part: SHA-256}`` of a session state's parts: settings, draws, answers, rng_state and the rest (header)."""
     parts = {"settings": {key: state.get(key) for key in _SETTINGS}, "draws": state.get("draws"),
              "answers": state.get("answers"), "rng_state": state.get("rng_state"),
              "header": {key: value for key, value in state.items() if key not in _SETTINGS + _PARTS}}
@@ -40,19 +29,8 @@ def session_checksums(state):
 
 
 def read_session_state(path, *, allow_unchecked=False):
-    """A session's state document (format ``faqstats.session``), checked field by field and by checksum.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The ``session.json`` file.
-    allow_unchecked : bool, default=False
-        Also read a state without ``checksums`` (written before faqstats stored them).
-
-    Returns
-    -------
-    dict
-        The state.
+    """A ``session.json`` state, checked field by field and by checksum (``allow_unchecked``: also one written
+    before faqstats stored checksums).
     """
     state = read_json(path, "session", SESSION_FORMAT, SESSION_FORMAT_VERSION, "session format version")
     missing = [key for key in _SESSION_FIELDS if key not in state]
@@ -92,19 +70,8 @@ def read_session_state(path, *, allow_unchecked=False):
 
 
 def write_session_state(path, fields):
-    """Write a session's state (header, ``updated_utc``, ``fields``) atomically, under the caller's lock.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The ``session.json`` file.
-    fields : dict
-        The state's fields (all but the header, ``updated_utc`` and ``checksums``).
-
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    """Write a session's ``session.json`` (header, ``updated_utc``, checksums, ``fields``) atomically, under the
+    caller's lock; returns the path.
     """
     doc = header(SESSION_FORMAT, SESSION_FORMAT_VERSION) | {"updated_utc": utc_now()} | fields
     doc["checksums"] = session_checksums(doc)

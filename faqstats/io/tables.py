@@ -128,28 +128,8 @@ def _scores(column, models, ids):
 
 
 def read_table(path, columns=None):
-    """A table file as a :class:`pandas.DataFrame`, the kind told by its suffix.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        A ``.csv``, ``.tsv`` (``.tab``), ``.parquet`` (``.pq``; needs pyarrow), ``.jsonl`` (``.ndjson``) or
-        ``.json`` (a list of objects) file, possibly compressed (``.gz``, ``.bz2``, ``.xz``, ``.zst``, ``.zip``).
-    columns : sequence of str, optional
-        Columns of a CSV or TSV file read as strings, exactly as written (``007``, ``2.10``).
-
-    Returns
-    -------
-    pandas.DataFrame
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "results.csv"
-    >>> _ = path.write_text("model,question,score\\nm1,007,1\\nm1,2.10,0\\n")
-    >>> read_table(path, columns=["question"])["question"].tolist()
-    ['007', '2.10']
-    """
+    """A ``.csv``/``.tsv``/``.parquet``/``.jsonl``/``.json`` file (maybe compressed) as a DataFrame, told by its
+    suffix; the ``columns`` of a CSV or TSV are read as strings, exactly as written."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No table at {path}.")
