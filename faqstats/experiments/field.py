@@ -1,5 +1,5 @@
 """The unguaranteed field as experiment methods, side by side with PAI (docs/results.md): their base
-:class:`FieldMethod` and ProEval's Bayesian quadrature (the IRT methods are in field_irt.py).
+:class:`FieldMethod`, ProEval's Bayesian quadrature and the model-based estimate (the IRT ones: field_irt.py).
 
 A design is fixed before the new model answers, so it is drawn per seed and shared by every new model:
 :meth:`FieldMethod.run`'s ``random_state`` is ``np.random.default_rng([random_state, method_key(method), seed])``'s
@@ -15,28 +15,16 @@ from scipy import stats
 from sklearn.base import BaseEstimator
 
 from .._validation import check_alpha, check_history, check_scalar, check_seed
+from ..model_based import ModelBasedEstimator
 from .records import RECORD_COLUMNS, method_key
 
-__all__ = ["FieldMethod", "FieldRun", "ProEvalBQ", "normal_interval"]
+__all__ = ["FieldMethod", "FieldRun", "ModelBased", "ProEvalBQ", "normal_interval"]
 
 
 @dataclass(frozen=True)
 class FieldRun:
-    """One run of a :class:`FieldMethod` on one new model.
-
-    Attributes
-    ----------
-    estimate : float
-        The accuracy estimate.
-    std_error, low, high : float
-        The method's own standard error and ``1 - alpha`` interval (NaN when it has none).
-    queried : ndarray of int
-        The queried questions, in query order.
-
-    Examples
-    --------
-    >>> FieldRun(0.5, np.nan, np.nan, np.nan, np.array([3, 1])).n_queries
-    2
+    """One :class:`FieldMethod` run on one new model: the estimate, the method's own std_error and interval (NaN
+    where it has none), and the queried questions in query order.
     """
 
     estimate: float
@@ -52,36 +40,16 @@ class FieldRun:
 
 
 class FieldMethod(BaseEstimator):
-    """Base of the field's methods: fit on the history, then :meth:`run` on a new model.
+    """Base of the field's methods: :meth:`fit` on the history, then :meth:`run` on a new model.
 
     Subclasses implement ``_fit(H)``, ``_run(y, budget, seed, alpha)`` and maybe ``_design_key``.
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> from faqstats.experiments.field_irt import IRTFisher
-    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> IRTFisher().fit(bank.history).run(bank.new_outcomes[0], budget=8).n_queries
-    8
     """
 
     def check_params(self):
         """Check the parameters (a ValueError names the bad one); subclasses add theirs."""
 
     def fit(self, history, y=None):
-        """Fit the method on the history.
-
-        Parameters
-        ----------
-        history : array-like of shape (n_models, n_questions)
-            0/1 outcomes, NaN = not observed.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self
-        """
+        """Check the parameters and fit on the history (0/1, NaN = not observed)."""
         self.check_params()
         H = check_history(history, name="history", allow_graded=False)
         self.n_features_in_ = H.shape[1]
@@ -103,22 +71,9 @@ class FieldMethod(BaseEstimator):
         return y
 
     def run(self, outcomes, budget, *, alpha=0.05, random_state=None):
-        """Query ``budget`` distinct questions of a new model and estimate its accuracy.
+        """Query ``budget`` distinct questions of a new model's complete 0/1 ``outcomes`` and estimate its accuracy.
 
-        Parameters
-        ----------
-        outcomes : array-like of shape (n_questions,)
-            The new model's complete 0/1 outcomes; only the queried ones are read.
-        budget : int
-            Number of questions to query.
-        alpha : float, default=0.05
-            Level of the method's own interval, where it has one.
-        random_state : int, Generator or None
-            Seeds the design; the same seed gives the same design for every model.
-
-        Returns
-        -------
-        FieldRun
+        ``alpha``: the level of the method's own interval; ``random_state`` seeds the design, the same for every model.
         """
         y = self._check_run(outcomes, budget, alpha)
         return self._run(y, int(budget), check_seed(random_state), float(alpha))
@@ -128,33 +83,8 @@ class FieldMethod(BaseEstimator):
         return seed
 
     def run_records(self, name, fraction, budget, seeds, new, truths, rows, random_state, alpha):
-        """The records of :func:`~faqstats.experiments.run_methods` for one budget and some seeds.
-
-        Parameters
-        ----------
-        name, fraction, budget : str, float, int
-            The method's name, the budget as a fraction of the bank and in queries.
-        seeds : sequence of int
-            The seeds: each draws one design, shared by every new model.
-        new, truths, rows : ndarray
-            The new models' complete outcomes, their accuracies and their row labels.
-        random_state, alpha : int, float
-            Root of the designs' seeds and level of the method's own intervals.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One row per (seed, new model); ``covered`` is NaN where the method gives no interval.
-
-        Examples
-        --------
-        >>> import faqstats as fq
-        >>> from faqstats.experiments.field_irt import IRTFisher
-        >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=2, n_components=2, random_state=0)
-        >>> records = IRTFisher().fit(bank.history).run_records(
-        ...     "irt-fisher", 0.2, 8, [0, 1], bank.new_outcomes, bank.new_accuracy, np.arange(2), 0, 0.05)
-        >>> records[["model", "seed", "n_queries"]].values.tolist()
-        [[0, 0, 8], [1, 0, 8], [0, 1, 8], [1, 1, 8]]
+        """:func:`~faqstats.experiments.run_methods`' records of one budget and some ``seeds`` (each one design,
+        shared by the new models); ``covered`` is NaN where the method gives no interval.
         """
         key = method_key(name)
         n = new.shape[0]
@@ -184,62 +114,42 @@ class FieldMethod(BaseEstimator):
 
 
 def normal_interval(estimate, sd, alpha):
-    """``estimate -+ z_{1-alpha/2} * sd``: the normal ``1 - alpha`` interval the field reports.
-
-    Parameters
-    ----------
-    estimate, sd : float
-        The estimate and its standard deviation.
-    alpha : float
-        Significance level.
-
-    Returns
-    -------
-    low, high : float
-
-    Examples
-    --------
-    >>> [round(float(bound), 4) for bound in normal_interval(0.5, 0.1, 0.05)]
-    [0.304, 0.696]
-    """
+    """``estimate -+ z_{1-alpha/2} * sd``: the normal ``1 - alpha`` interval the field reports."""
     z = stats.norm.ppf(1 - alpha / 2)
     return estimate - z * sd, estimate + z * sd
 
 
+class ModelBased(FieldMethod):
+    """The model-based estimate: :class:`~faqstats.ModelBasedEstimator`, calibrated per budget on the history."""
+
+    def __init__(self, max_calibration_models=200, random_state=0):
+        self.max_calibration_models = max_calibration_models
+        self.random_state = random_state
+
+    def check_params(self):
+        check_scalar(self.max_calibration_models, "max_calibration_models", kind=numbers.Integral, low=1)
+
+    def _fit(self, H):
+        self.history_ = H
+        self.estimators_ = {}
+
+    def _run(self, y, budget, seed, alpha):
+        if budget not in self.estimators_:  # the history alone: the split's held-out history models
+            self.estimators_[budget] = ModelBasedEstimator(
+                budget=budget, max_calibration_models=self.max_calibration_models,
+                random_state=self.random_state, verbose=False).calibrate(self.history_)
+        est = self.estimators_[budget].set_params(random_state=seed).fit(y)
+        low, high = est.conf_int(alpha)
+        queried = est.queries_["question"]
+        return FieldRun(est.estimate_, est.scale_, low, high, queried)
+
+
 class ProEvalBQ(FieldMethod):
-    """ProEval's Bayesian-quadrature sampler (``BQPriorSampler``), with ProEval's own code.
+    """ProEval's Bayesian-quadrature sampler (``BQPriorSampler``, https://github.com/google-deepmind/proeval).
 
-    A Gaussian process over the questions, prior mean and covariance from the history's complete
-    rows (at most ``max_history``, subsampled by seed), with ProEval's variance-reduction plan; the
-    interval is the normal one of the posterior sd of the accuracy. Needs ``pip install faqstats[field]``.
-
-    Parameters
-    ----------
-    noise_variance : float, default=0.3
-        ProEval's GP observation noise.
-    n_init : int, default=0
-        ProEval's random initial queries before the acquisition.
-    max_history : int, default=300
-        At most this many history models as GP features.
-
-    Attributes
-    ----------
-    history_ : ndarray of shape (n_complete, n_questions)
-        The history's complete rows.
-    n_features_in_ : int
-        Number of questions.
-
-    References
-    ----------
-    Google DeepMind, "ProEval: active evaluation with Bayesian quadrature" (2026),
-    https://github.com/google-deepmind/proeval.
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> ProEvalBQ().fit(bank.history).run(bank.new_outcomes[0], budget=8).n_queries  # doctest: +SKIP
-    8
+    A GP over the questions, its prior from the history's complete rows (at most ``max_history``, subsampled by
+    seed), ProEval's variance-reduction plan; a normal interval from the accuracy's posterior sd. Needs
+    ``faqstats[field]``.
     """
 
     def __init__(self, noise_variance=0.3, n_init=0, max_history=300):
@@ -293,6 +203,8 @@ class ProEvalBQ(FieldMethod):
         estimate = float(np.mean(mean))
         sd = float(np.sqrt(max(integral_var[0], 0.0)))
         return FieldRun(estimate, sd, *normal_interval(estimate, sd, alpha), np.asarray(idx))
+
+
 
 
 def _proeval_posterior(get_posterior, plan, idx, answers):

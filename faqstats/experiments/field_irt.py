@@ -15,41 +15,8 @@ __all__ = ["fit_irt", "IRTFisher", "TinyBenchmarks"]
 
 
 def fit_irt(history, n_dims=1, *, item_regularization=0.1, max_iter=100, tol=1e-6):
-    """Fit a (multidimensional) two-parameter logistic IRT model by MAP on the observed cells.
-
-    ``P(model i answers question j) = sigmoid(theta_i . a_j + c_j)``, ``theta_i ~ N(0, I)``, ``a_j, c_j ~
-    N(0, 1 / item_regularization)``; the abilities are then standardised over the history.
-
-    Parameters
-    ----------
-    history : array-like of shape (n_models, n_questions)
-        0/1 outcomes, NaN = not observed.
-    n_dims : int, default=1
-        Dimension of the abilities.
-    item_regularization : float, default=0.1
-        Prior precision of the item parameters.
-    max_iter : int, default=100
-        L-BFGS iterations at most.
-    tol : float, default=1e-6
-        L-BFGS's relative tolerance on the objective.
-
-    Returns
-    -------
-    discrimination : ndarray of shape (n_questions, n_dims)
-        The ``a_j``.
-    intercept : ndarray of shape (n_questions,)
-        The ``c_j``.
-    ability : ndarray of shape (n_models, n_dims)
-        The history models' standardised abilities.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> theta, a, b = rng.normal(size=300), rng.uniform(0.5, 2, 40), rng.normal(size=40)
-    >>> H = (rng.random((300, 40)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(float)
-    >>> A, c, ability = fit_irt(H)
-    >>> A.shape, c.shape, bool(abs(np.corrcoef(ability[:, 0], theta)[0, 1]) > 0.9)
-    ((40, 1), (40,), True)
+    """MAP fit of a (multidimensional) 2PL model ``P(i answers j) = sigmoid(theta_i . a_j + c_j)`` on the observed cells
+    (``theta_i ~ N(0, I)``, items ``~ N(0, 1 / item_regularization)``, L-BFGS): ``(a, c, standardised abilities)``.
     """
     H = check_history(history, name="history", allow_graded=False)
     d = check_scalar(n_dims, "n_dims", kind=numbers.Integral, low=1)
@@ -95,41 +62,9 @@ def fit_irt(history, n_dims=1, *, item_regularization=0.1, max_iter=100, tol=1e-
 
 
 class IRTFisher(FieldMethod):
-    """An IRT adaptive test with maximum-Fisher-information selection (Fluid Benchmarking).
-
-    As AI2's ``run_fluid_benchmarking`` on a 2PL model (:func:`fit_irt`): query the unasked question of
-    largest Fisher information at the MAP ability, re-estimated after each answer; the estimate averages
-    the answers and the predictions of the rest, its interval the ability's grid posterior propagated to it.
-
-    Parameters
-    ----------
-    theta_range : tuple of float, default=(-4.0, 4.0)
-        Range of the MAP ability.
-    item_noise : bool, default=False
-        Add the unasked answers' Bernoulli variance (a normal interval instead).
-    item_regularization : float, default=0.1
-        :func:`fit_irt`'s prior precision of the item parameters.
-    max_iter : int, default=100
-        :func:`fit_irt`'s L-BFGS iterations.
-
-    Attributes
-    ----------
-    discrimination_, intercept_ : ndarray of shape (n_questions,)
-        The fitted ``a_j`` and ``c_j``.
-    n_features_in_ : int
-        Number of questions.
-
-    References
-    ----------
-    V. Hofmann et al., "Fluid Language Model Benchmarking" (AI2, 2025), https://github.com/allenai/fluid-benchmarking.
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> run = IRTFisher().fit(bank.history).run(bank.new_outcomes[0], budget=10)
-    >>> run.n_queries, bool(run.low <= run.estimate <= run.high)
-    (10, True)
+    """Fluid Benchmarking's adaptive test (AI2, https://github.com/allenai/fluid-benchmarking) on a :func:`fit_irt` 2PL
+    model: ask the unasked question of largest Fisher information at the MAP ability; the estimate averages the answers
+    and the rest's predictions, its interval the ability's grid posterior (``item_noise``: plus the Bernoulli variance).
     """
 
     _GRID = np.linspace(-8.0, 8.0, 641)  # the ability posterior's grid (the prior N(0, 1) has no mass beyond)
@@ -210,49 +145,11 @@ def _weighted_quantiles(values, weights, qs):
 
 
 class TinyBenchmarks(FieldMethod):
-    """tinyBenchmarks' gp-IRT estimate on anchor points (Polo et al. 2024): a point estimate, no interval.
+    """tinyBenchmarks' gp-IRT estimate on k-means anchors (Polo et al., ICML 2024): a point estimate, NaN interval.
 
-    As the tinyBenchmarks code: a 2PL IRT model, its dimension chosen on validation models; k-means
-    anchors on the items' parameters; gp-IRT ``= lambda * anchor estimate + (1 - lambda) * p-IRT`` with
-    ``lambda = b^2 / (b^2 + v / (4 n))``. ``std_error``, ``low``, ``high`` are NaN.
-
-    Parameters
-    ----------
-    n_dims_grid : sequence of int, default=(1, 2, 5, 10, 15)
-        Candidate IRT dimensions.
-    validation_every : int, default=5
-        Every this many history rows is a validation model.
-    tolerance : float, default=0.0025
-        The smallest dimension within this of the best validation error is kept.
-    item_regularization : float, default=0.1
-        :func:`fit_irt`'s prior precision of the item parameters.
-    max_iter : int, default=100
-        :func:`fit_irt`'s L-BFGS iterations.
-
-    Attributes
-    ----------
-    n_dims_ : int
-        The chosen dimension.
-    discrimination_, intercept_ : ndarray
-        The fitted item parameters (on the whole history).
-    validation_errors_ : dict
-        ``{dimension: mean absolute error of the predicted accuracy}`` on the validation models.
-    bias_, variance_ : float
-        ``b`` and ``v`` of ``lambda``.
-    n_features_in_ : int
-        Number of questions.
-
-    References
-    ----------
-    F. M. Polo et al., "tinyBenchmarks: evaluating LLMs with fewer examples", ICML 2024.
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> run = TinyBenchmarks(n_dims_grid=(1, 2)).fit(bank.history).run(bank.new_outcomes[0], budget=8, random_state=0)
-    >>> run.n_queries, run.low
-    (8, nan)
+    As its code: the IRT dimension chosen on every ``validation_every``-th history model (the smallest within
+    ``tolerance`` of the best); ``lambda * anchor estimate + (1 - lambda) * p-IRT``,
+    ``lambda = b^2 / (b^2 + v / (4 n))``.
     """
 
     def __init__(self, n_dims_grid=(1, 2, 5, 10, 15), validation_every=5, tolerance=0.0025,

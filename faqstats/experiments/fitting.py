@@ -22,8 +22,7 @@ NEWTON_MIN_QUESTIONS = 20000
 
 
 def _default_factor_model(verbose, n_questions=0, spec=None):
-    """The experiments' factor model: AdamW as in the paper, or on large banks the Newton solver (unless
-    ``spec`` sets the solver, regularization or iterations)."""
+    """The experiments' factor model: AdamW as in the paper, on large banks Newton (unless ``spec`` sets the solver)."""
     fm = LogisticFactorModel(n_components=16, regularization=0.1, max_iter=2000, random_state=0, verbose=verbose)
     if n_questions >= NEWTON_MIN_QUESTIONS and not {"solver", "regularization", "max_iter"} & set(spec or {}):
         # ten sweeps: as good as converged (41 sweeps) in validation there, a quarter of the time
@@ -32,31 +31,8 @@ def _default_factor_model(verbose, n_questions=0, spec=None):
 
 
 def fit_factor_model(spec, history, verbose):
-    """``(fitted model, seconds)``: fit ``spec`` on the history, or take an already fitted one as is.
-
-    Parameters
-    ----------
-    spec : None, dict or estimator
-        ``None`` or a dict: the experiments' default with the dict's parameters; an estimator is
-        cloned and fitted, or taken as is when already fitted.
-    history : ndarray of shape (n_history, N)
-        The history (NaN = not observed).
-    verbose : bool
-        The fit's progress output.
-
-    Returns
-    -------
-    model : fitted estimator
-        The factor model.
-    seconds : float
-        The fit's duration (0 for an already fitted model).
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_components=2, random_state=0)
-    >>> fit_factor_model({"n_components": 2, "max_iter": 50}, bank.history, False)[0].question_factors_.shape
-    (40, 2)
+    """``(fitted model, seconds)``: ``spec`` (None or a dict: the default with those parameters; an estimator: cloned)
+    fitted on the history, or an already fitted model as is (0 seconds).
     """
     if hasattr(spec, "question_factors_") or hasattr(spec, "best_estimator_"):  # already fitted
         n = spec.question_factors_.shape[0]
@@ -76,33 +52,8 @@ def fit_factor_model(spec, history, verbose):
 
 
 def oracle_predictor(predictor, outcomes):
-    """The ceiling's predictor for one new model: ``predictor`` with the model's factor known.
-
-    The factor is fixed at ``predictor.transform`` of all the model's answers and its covariance at
-    zero, so no answer moves the predictions (docs/results.md, "Ceiling and realised share").
-
-    Parameters
-    ----------
-    predictor : fitted LogisticFactorModel, LogisticFactorModelCV or GaussianProcessSurrogate
-        Fitted on the history; it is not modified.
-    outcomes : array-like of shape (N,) or (n_models, N)
-        The new model's answers to every question, or several models' rows.
-
-    Returns
-    -------
-    LogisticFactorModel or GaussianProcessSurrogate, or a list of them
-        A shallow copy whose prior is the point mass at the model's factor; one per row of 2-D ``outcomes``.
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=1, n_components=2, random_state=0)
-    >>> fm = fq.LogisticFactorModel(n_components=2, max_iter=100, random_state=0).fit(bank.history)
-    >>> post = oracle_predictor(fm, bank.new_outcomes[0]).posterior()
-    >>> before = post.predictions.copy()
-    >>> post.update(0, 1.0 - bank.new_outcomes[0, 0])  # even a surprising answer moves nothing
-    >>> bool(np.array_equal(before, post.predictions))
-    True
+    """The ceiling's predictor of a new model (a list for 2-D ``outcomes``): a shallow copy of ``predictor`` whose prior
+    is the point mass at ``transform`` of all its answers, so no answer moves the predictions (docs/results.md).
     """
     fitted = getattr(predictor, "best_estimator_", predictor)
     z = np.asarray(outcomes, dtype=float)
@@ -118,52 +69,16 @@ def oracle_predictor(predictor, outcomes):
 
 @dataclass(frozen=True)
 class OraclePredictors:
-    """One :func:`oracle_predictor` per new model (in model order), for a ceiling method.
-
-    Attributes
-    ----------
-    predictors : list
-        The oracle predictors, one per new model.
-
-    Examples
-    --------
-    >>> OraclePredictors(["model 0's", "model 1's"]).predictors[1]
-    "model 1's"
-    """
+    """One :func:`oracle_predictor` per new model (in model order), for a ceiling method."""
 
     predictors: list
 
 
 def prepare_methods(methods, sizes, history, fitted, others, alpha, random_state, tuning, step_weights, verbose,
                     predict_every=1):
-    """Every (method, budget)'s predictor, sampler and increment weights, tuned and learned on the history.
-
-    Parameters
-    ----------
-    methods, sizes : list of str, ndarray of int
-        Checked method names and the budgets.
-    history : ndarray of shape (n_history, N)
-        The history.
-    fitted : fitted estimator or None
-        The experiment's factor model.
-    others : dict
-        The fitted predictors of :data:`~faqstats.experiments.methods.PREDICTORS`, by kind.
-    alpha, random_state, tuning, step_weights, verbose, predict_every
-        As in :func:`~faqstats.experiments.run_methods` (``predict_every`` an int).
-
-    Returns
-    -------
-    specs : dict
-        ``{(method, budget): (predictor, sampler, step weights or None)}``.
-    tuning_results, weight_results, configurations : dict
-        :class:`~faqstats.experiments.MethodRuns`' ``tuning``, ``step_weights`` and ``configurations``.
-
-    Examples
-    --------
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_components=2, random_state=0)
-    >>> prepare_methods(["uniform-fpc"], [8], bank.history, None, {}, 0.05, 0, None, None, False)[0]
-    {('uniform-fpc', 8): (None, UniformSampler(), None)}
+    """``({(method, budget): (predictor, sampler, step weights or None)}, tuning, step_weights, configurations)``:
+    every method's predictor, sampler and increment weights, tuned and learned on the history; the other
+    arguments as :func:`~faqstats.experiments.run_methods`' (``others``: the fitted predictors by kind).
     """
     # "-equal" methods: the plain mean of the increments, not the default's finite-population weights
     specs = {(m, int(b)): (*build_method(m, fitted, others),

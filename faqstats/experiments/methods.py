@@ -6,9 +6,8 @@ from typing import Callable
 
 from ..predictor import predictor_class
 from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
-from .field import ProEvalBQ
+from .field import ModelBased, ProEvalBQ
 from .field_irt import IRTFisher, TinyBenchmarks
-from .model_based_method import ModelBased
 
 __all__ = ["MethodSpec", "METHODS", "CEILING_METHODS", "PREDICTORS", "parse_method", "method_spec",
            "build_method", "predictor_kind", "check_methods"]
@@ -16,25 +15,8 @@ __all__ = ["MethodSpec", "METHODS", "CEILING_METHODS", "PREDICTORS", "parse_meth
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """A named method: how to make its sampler, which predictor it takes and how its increments are weighted.
-
-    Attributes
-    ----------
-    name : str
-        The method's name in :data:`METHODS` and in the records.
-    make_sampler : callable
-        Makes a new, unfitted sampler (or a field method).
-    predictor : {"factor", "gp", "irt", "stack"} or None, default="factor"
-        The experiment's factor model, a predictor of :data:`PREDICTORS`, or none.
-    weights : {"default", "learned", "equal"}, default="default"
-        The increments' weights: the estimator's default, learned from the history, or equal.
-    ceiling : bool, default=False
-        An oracle diagnostic: each new model's predictor is fitted to all its answers.
-
-    Examples
-    --------
-    >>> MethodSpec("uniform-fpc", UniformSampler, predictor=None)("a fitted factor model")
-    (None, UniformSampler())
+    """A named method: its sampler's maker, its predictor (``"factor"``, a kind of :data:`PREDICTORS` or None), its
+    increments' weights (``"default"``, ``"learned"``, ``"equal"``) and whether it is an oracle ceiling.
     """
 
     name: str
@@ -95,25 +77,7 @@ PREDICTORS = {"gp": lambda seed: predictor_class("GaussianProcessSurrogate")(ran
 
 
 def parse_method(name):
-    """``"base:key=value,..."`` -> ``(base, {key: value})``, values read as bool, int, float or string.
-
-    Parameters
-    ----------
-    name : str
-        A method name, optionally followed by ``:`` and comma-separated ``key=value`` pairs.
-
-    Returns
-    -------
-    base : str
-        The method's name in :data:`METHODS`.
-    params : dict
-        The sampler parameters.
-
-    Examples
-    --------
-    >>> parse_method("aipw-min:tau=0.05,order=natural")
-    ('aipw-min', {'tau': 0.05, 'order': 'natural'})
-    """
+    """``"base:key=value,..."`` -> ``(base, {key: value})``, values read as bool, int, float or string."""
     base, _, rest = str(name).partition(":")
     params = {}
     for item in filter(None, rest.split(",")):
@@ -136,27 +100,7 @@ def _parse_value(text):
 
 
 def build_method(name, fitted, others=None):
-    """``(predictor or None, sampler)`` of a possibly parametrised method name.
-
-    Parameters
-    ----------
-    name : str
-        A method name (:func:`parse_method`).
-    fitted : object
-        The experiment's fitted factor model.
-    others : dict or None
-        The fitted predictors of :data:`PREDICTORS`, by kind.
-
-    Returns
-    -------
-    tuple
-        The method's predictor (or None) and a new sampler with the parameters set.
-
-    Examples
-    --------
-    >>> build_method("aipw-min:tau=0.05", None)
-    (None, BernoulliAIPW(score='min', tau=0.05))
-    """
+    """``(predictor or None, sampler)`` of a possibly parametrised method name (``others``: predictors by kind)."""
     base, params = parse_method(name)
     spec = METHODS[base]
     fm, sampler = spec(fitted if spec.predictor == "factor" else (others or {}).get(spec.predictor))
@@ -170,63 +114,18 @@ def build_method(name, fitted, others=None):
 
 
 def method_spec(name):
-    """The :class:`MethodSpec` of a possibly parametrised method name.
-
-    Parameters
-    ----------
-    name : str
-        A method name (:func:`parse_method`).
-
-    Returns
-    -------
-    MethodSpec
-
-    Examples
-    --------
-    >>> method_spec("aipw-min:tau=0.05").weights
-    'default'
-    """
+    """The :class:`MethodSpec` of a possibly parametrised method name."""
     return METHODS[parse_method(name)[0]]
 
 
 def predictor_kind(name):
-    """The kind in :data:`PREDICTORS` of a method's predictor (``None``: the factor model or none).
-
-    Parameters
-    ----------
-    name : str
-        A method name (:func:`parse_method`).
-
-    Returns
-    -------
-    str or None
-
-    Examples
-    --------
-    >>> predictor_kind("gp-equal"), predictor_kind("faq")
-    ('gp', None)
-    """
+    """The kind in :data:`PREDICTORS` of a method's predictor (``None``: the factor model or none)."""
     kind = method_spec(name).predictor
     return kind if kind in PREDICTORS else None
 
 
 def check_methods(methods):
-    """The method names as a list, checked: known, sampler parameters valid, no repeats.
-
-    Parameters
-    ----------
-    methods : str or sequence of str
-        Names in :data:`METHODS`, optionally with sampler parameters.
-
-    Returns
-    -------
-    list of str
-
-    Examples
-    --------
-    >>> check_methods("faq")
-    ['faq']
-    """
+    """The method names as a list, checked: known, sampler parameters valid, no repeats."""
     methods = [methods] if isinstance(methods, str) else list(methods)
     if not methods:
         raise ValueError("methods must name at least one method.")
