@@ -6,8 +6,7 @@ from typing import Callable
 
 from ..predictor import predictor_class
 from ..sampling import ActiveLearningSampler, BernoulliAIPW, HybridSampler, NeymanSampler, UniformSampler
-from .field import ModelBased, ProEvalBQ
-from .field_irt import IRTFisher, TinyBenchmarks
+from .field import IRTFisher, ModelBased, ProEvalBQ, TinyBenchmarks
 
 __all__ = ["MethodSpec", "METHODS", "CEILING_METHODS", "PREDICTORS", "parse_method", "method_spec",
            "build_method", "predictor_kind", "check_methods"]
@@ -49,7 +48,7 @@ METHODS = {spec.name: spec for spec in (
     MethodSpec("stack", HybridSampler, predictor="stack", weights="learned"),  # surrogate + history mixtures
     MethodSpec("stack-equal", HybridSampler, predictor="stack", weights="equal"),
     MethodSpec("auto", lambda: UniformSampler(replace=False), predictor=None),
-    # the unguaranteed field (field.py, field_irt.py): their own estimators, fitted on the history, no PAI
+    # the unguaranteed field (field.py): their own estimators, fitted on the history, no PAI
     MethodSpec("proeval", ProEvalBQ, predictor=None),  # ProEval's Bayesian quadrature (extra "field")
     MethodSpec("irt-fisher", IRTFisher, predictor=None),  # IRT adaptive test, max Fisher information
     MethodSpec("tinybench", TinyBenchmarks, predictor=None),  # tinyBenchmarks' gp-IRT on anchors, no interval
