@@ -113,8 +113,7 @@ def _read_with_inspect(path, read_eval_log):
 
 
 def read_log(path, read_eval_log, explicit):
-    """``(eval dict, sample dicts)`` of one log, checked (a ``ValueError`` naming the file); None for a JSON
-    file in a directory that is no eval log."""
+    """``(eval dict, sample dicts)`` of one log, checked; None for a JSON file in a directory that is no eval log."""
     if not explicit and path.suffix == ".json":  # a log directory may hold other JSON files: skip
         doc = _json(path.read_bytes(), path, "the file")  # them (not a damaged log), saying so
         if not (isinstance(doc, dict) and isinstance(doc.get("eval"), dict)):
@@ -151,8 +150,7 @@ _MEMBER_RE = re.compile(r"header\.json|summaries\.json|reductions\.json|_journal
 
 
 def _check_manifest(path, samples, verify_members=False):
-    """Hold a .eval log's samples against its own list of them (``summaries.json`` or the journal's);
-    ``verify_members``: also check every member's CRC-32 (inspect-ai's reader does not)."""
+    """Hold a .eval log's samples against its own list of them; ``verify_members``: every member's CRC-32 too."""
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
         if verify_members:
@@ -332,15 +330,12 @@ def read_inspect_logs(paths, *, scorer=None, value_map=None, reader="auto"):
     -------
     matrix : ndarray of shape (n_models, n_questions)
         Values in [0, 1] averaged over epochs (the latest log wins); NaN where unscored.
-    model_names : list of str
-        In the order first seen.
-    question_ids : list of str
-        Sorted by task then sample id.
+    model_names, question_ids : list of str
+        Models in the order first seen; ids sorted by task then sample id.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_inspect_logs
     >>> samples = [{"id": i, "epoch": 1, "scores": {"match": {"value": v}}} for i, v in enumerate("CIP", 1)]
     >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
     >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
@@ -366,12 +361,10 @@ def read_inspect_outcomes(log_path, question_ids, *, scorer=None, value_map=None
     Returns
     -------
     ndarray of shape (len(question_ids),)
-        The values, in the order of ``question_ids``.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_inspect_outcomes
     >>> samples = [{"id": i, "epoch": 1, "scores": {"match": {"value": v}}} for i, v in [(4, "I"), (9, "C")]]
     >>> path = pathlib.Path(tempfile.mkdtemp(), "run.json")
     >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/new", "task": "quiz"}, "samples": samples}))
@@ -413,7 +406,7 @@ def read_inspect_groups(paths, field=None, *, reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        Log files or directories, as in :func:`read_inspect_logs`.
+        As in :func:`read_inspect_logs`.
     field : str or None, default=None
         The ``metadata`` key whose value (a string or an integer) is the group; ``None``: the task.
     reader : {"auto", "inspect", "builtin"}, default="auto"
@@ -427,7 +420,6 @@ def read_inspect_groups(paths, field=None, *, reader="auto"):
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_inspect_groups
     >>> samples = [{"id": i, "epoch": 1, "metadata": {"level": lvl}} for i, lvl in [(1, "easy"), (2, "hard")]]
     >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
     >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
@@ -445,7 +437,7 @@ def read_inspect_clusters(paths, field, *, reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        Log files or directories, as in :func:`read_inspect_logs`.
+        As in :func:`read_inspect_logs`.
     field : str
         The ``metadata`` key whose value (a string or an integer) is the cluster id.
     reader : {"auto", "inspect", "builtin"}, default="auto"
@@ -459,7 +451,6 @@ def read_inspect_clusters(paths, field, *, reader="auto"):
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_inspect_clusters
     >>> samples = [{"id": i, "epoch": 1, "metadata": {"passage": p}} for i, p in [(1, 7), (2, 7), (3, 8)]]
     >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
     >>> _ = path.write_text(json.dumps({"eval": {"model": "mockllm/a", "task": "quiz"}, "samples": samples}))
@@ -532,7 +523,7 @@ def read_inspect_costs(paths, *, tokens="total", reader="auto"):
     Parameters
     ----------
     paths : path, sequence of paths, or mapping
-        Log files or directories, as in :func:`read_inspect_logs`.
+        As in :func:`read_inspect_logs`.
     tokens : {"total", "input", "output"}, default="total"
         ``total_tokens`` (else input + output), or the input or output tokens, over every model called.
     reader : {"auto", "inspect", "builtin"}, default="auto"
@@ -541,13 +532,11 @@ def read_inspect_costs(paths, *, tokens="total", reader="auto"):
     Returns
     -------
     dict
-        ``{"<task>/<sample id>": cost}``: one epoch's tokens, averaged over epochs and then models;
-        samples without ``model_usage`` are left out.
+        ``{"<task>/<sample id>": cost}``: one epoch's tokens, averaged over epochs, then models (none without usage).
 
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_inspect_costs
     >>> usage = [{"mockllm/a": {"input_tokens": 90, "output_tokens": n}} for n in (10, 30)]
     >>> samples = [{"id": 1, "epoch": e, "model_usage": u} for e, u in enumerate(usage, 1)]
     >>> path = pathlib.Path(tempfile.mkdtemp(), "log.json")
@@ -574,7 +563,7 @@ def _escape_glob(sample_id):
 
 
 def inspect_sample_id_arg(question_ids, path=None, *, task_prefix=True):
-    """The ``--sample-id`` value for the questions a session asks.
+    """The ``--sample-id`` value for the questions a session asks: comma-separated, glob characters ``*?[`` escaped.
 
     Parameters
     ----------
@@ -588,11 +577,9 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix=True):
     Returns
     -------
     str
-        Comma-separated ids, glob characters ``*?[`` escaped.
 
     Examples
     --------
-    >>> from faqstats.integrations import inspect_sample_id_arg
     >>> inspect_sample_id_arg(["arith/3", "words/w-kiwi"]), inspect_sample_id_arg(["gpqa/rec7*"], task_prefix=False)
     ('arith:3,words:w-kiwi', 'rec7[*]')
     """
