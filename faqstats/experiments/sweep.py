@@ -40,14 +40,11 @@ class MethodRuns:
         One row per (method, budget, model, seed), columns :data:`RECORD_COLUMNS`.
     factor_model, fit_seconds : fitted LogisticFactorModel or None, float
         The factor model (``None`` when no method needed one) and its fit's seconds.
-    tuning : dict
-        ``{budget: TuningResult}`` when "faq-tuned" ran.
-    step_weights : dict
-        ``{(method, budget): StepWeights}`` of the methods with learned increment weights.
+    tuning, step_weights, configurations : dict
+        ``{budget: TuningResult}`` ("faq-tuned"), ``{(method, budget): StepWeights}`` (learned increment
+        weights), ``{budget: Configuration}`` ("auto").
     surrogate : fitted GaussianProcessSurrogate or None
         The ``gp`` methods' surrogate.
-    configurations : dict
-        ``{budget: Configuration}`` when "auto" ran.
     group_records : pandas.DataFrame or None
         With ``groups``: one row per run and group, columns :data:`GROUP_RECORD_COLUMNS`.
 
@@ -92,10 +89,8 @@ class ExperimentResult(MethodRuns):
     ----------
     history_shape, history_observed : tuple of int, float
         Shape and fraction of observed cells of the history after masking.
-    new_rows : ndarray of int
-        Rows of the input matrix evaluated as new models.
-    budgets : ndarray of float
-        The budget fractions run (duplicates merged).
+    new_rows, budgets : ndarray
+        Rows of the input matrix evaluated as new models; the budget fractions run (duplicates merged).
     elapsed : float
         Seconds for the whole experiment.
     config : dict
@@ -280,12 +275,11 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
         Names in :data:`METHODS`; :func:`summarize`'s ESS columns need the baselines among them.
     factor_model : None, dict or estimator
-        ``None``: the default factor model; a dict sets some of its parameters; an estimator is cloned
-        and fitted, or used as is if already fitted.
-    budget_fractions : sequence of float or None
-        Fractions of the bank the budgets stand for; ``None`` is ``budgets / N``.
-    new_rows : sequence of int or None
-        Row labels of the new models; ``None`` is ``0 .. n_new - 1``.
+        The default factor model (a dict sets some of its parameters), or an estimator, cloned and fitted
+        unless already fitted.
+    budget_fractions, new_rows : sequence or None
+        Fractions of the bank the budgets stand for (``None``: ``budgets / N``), and the new models' row
+        labels (``None``: ``0 .. n_new - 1``).
     alpha : float, default=0.05
         Significance level of the intervals.
     random_state : int, default=0
@@ -298,18 +292,14 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         Torch device and precision of the batched engine.
     torch_threads : int, None or "auto", default="auto"
         Torch threads per worker; ``"auto"`` is 1 when ``n_jobs`` is not 1.
-    tuning : dict or None
-        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` for "faq-tuned".
-    step_weights : dict or None
-        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` (learned weights, "auto").
+    tuning, step_weights : dict or None
+        Keyword arguments of :func:`~faqstats.experiments.tune_policy` ("faq-tuned") and of
+        :func:`~faqstats.learn_step_weights` (learned weights, "auto").
     predict_every : int or "auto", default="auto"
         The predictions' refresh schedule; ``"auto"``: :func:`faqstats.configure.default_predict_every`.
-    groups : array-like of shape (N,) or None, default=None
-        A group label per question: every run also estimates every group's accuracy.
-    costs : array-like of shape (N,) or None, default=None
-        A positive cost per question (``PAIEstimator.fit(costs=)``); the records gain ``cost_spent``.
-    clusters : array-like of shape (N,) or None, default=None
-        A cluster id per question: the cluster design, ``budgets`` counting cluster draws.
+    groups, costs, clusters : array-like of shape (N,) or None, default=None
+        Per question, as in ``PAIEstimator.fit``: a group label (every run also estimates each group's
+        accuracy), a positive cost (the records gain ``cost_spent``), a cluster id (``budgets`` count draws).
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 

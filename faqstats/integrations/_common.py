@@ -40,9 +40,7 @@ def split_question_id(question_id, name="question_ids"):
 
 
 def task_groups(question_ids):
-    """The task of each harness question id ``"<task>/<sample id>"``, as group labels.
-
-    For ``groups=`` of :class:`~faqstats.PAIEstimator` (``fit``) and :class:`~faqstats.EvaluationSession`.
+    """The task of each harness question id ``"<task>/<sample id>"``, as group labels (for ``groups=``).
 
     Parameters
     ----------
@@ -52,11 +50,9 @@ def task_groups(question_ids):
     Returns
     -------
     list of str
-        The task of each id, in the order given.
 
     Examples
     --------
-    >>> from faqstats.integrations import task_groups
     >>> task_groups(["arith/1", "words/w-fig", "openai/humaneval/HumanEval%2F0"])
     ['arith', 'words', 'openai/humaneval']
     """

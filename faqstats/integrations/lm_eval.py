@@ -217,15 +217,12 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
     -------
     matrix : ndarray of shape (n_models, n_questions)
         Scores (of several runs of a task, the latest wins), NaN where a model has no line.
-    model_names : list of str
-        In the order first seen.
-    question_ids : list of str
-        Sorted by task, then by doc id (numerically).
+    model_names, question_ids : list of str
+        Models in the order first seen; ids sorted by task, then by doc id (numerically).
 
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_lm_eval_samples
     >>> out = pathlib.Path(tempfile.mkdtemp())
     >>> for model, accs in {"org__small": [1, 0], "org__big": [1, 1, 1]}.items():
     ...     (out / model).mkdir()
@@ -252,11 +249,10 @@ def write_lm_eval_samples_arg(question_ids, path=None):
     Returns
     -------
     dict
-        Task -> sorted doc ids.
+        ``{task: sorted doc ids}``.
 
     Examples
     --------
-    >>> from faqstats.integrations import write_lm_eval_samples_arg
     >>> write_lm_eval_samples_arg(["arc/10", "arc/2", "gsm8k/7"])
     {'arc': [2, 10], 'gsm8k': [7]}
     """
@@ -290,12 +286,10 @@ def read_lm_eval_outcomes(path, question_ids, *, metric="acc", filter="none", ke
     Returns
     -------
     ndarray of shape (len(question_ids),)
-        Scores in the order of ``question_ids``.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_lm_eval_outcomes
     >>> out = pathlib.Path(tempfile.mkdtemp(), "org__new")
     >>> out.mkdir()
     >>> lines = [json.dumps({"doc_id": i, "acc": a}) for i, a in [(2, 1.0), (10, 0.0)]]
@@ -331,18 +325,15 @@ def _strings(arguments):
 
 
 def read_lm_eval_costs(paths_or_dirs, *, task=None, key="doc_id", tokenizer=None):
-    """A cost per question of lm-eval ``--log_samples`` output: the length of its requests.
+    """A cost per question of lm-eval ``--log_samples`` output: the length of its requests' strings.
 
-    lm-eval logs no token counts, so a document costs the length of the strings of its
-    ``arguments`` (every request), in characters or by ``tokenizer``.
+    lm-eval logs no token counts: a document costs the length of its ``arguments``, in characters or ``tokenizer``'s.
 
     Parameters
     ----------
     paths_or_dirs : path, sequence of paths, or mapping
         As in :func:`read_lm_eval_samples` (e.g. the history's runs).
-    task : str, sequence of str or None, default=None
-        Tasks to read; ``None`` reads every task found.
-    key : {"doc_id", "doc_hash"}, default="doc_id"
+    task, key
         As in :func:`read_lm_eval_samples`.
     tokenizer : callable or None, default=None
         A function from a string to its number of tokens; ``None`` counts characters.
@@ -355,7 +346,6 @@ def read_lm_eval_costs(paths_or_dirs, *, task=None, key="doc_id", tokenizer=None
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_lm_eval_costs
     >>> out = pathlib.Path(tempfile.mkdtemp(), "org__model")
     >>> out.mkdir()
     >>> lines = [json.dumps({"doc_id": i, "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": " yes"}}})
@@ -429,9 +419,7 @@ def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id")
     level : {"task", "parent", "group"}, default="task"
         The subtask of the samples file, the group that lists it, or the outermost group above it
         (a task in no group is its own group).
-    task : str, sequence of str or None, default=None
-        Tasks to read; ``None`` reads every task found.
-    key : {"doc_id", "doc_hash"}, default="doc_id"
+    task, key
         As in :func:`read_lm_eval_samples`.
 
     Returns
@@ -442,7 +430,6 @@ def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id")
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_lm_eval_groups
     >>> out = pathlib.Path(tempfile.mkdtemp(), "org__model")
     >>> out.mkdir()
     >>> for task in ("mmlu_anatomy", "arc_easy"):

@@ -40,7 +40,6 @@ def read_question_ids(path):
     Returns
     -------
     list of str
-        The ids, in the file's order.
 
     Examples
     --------
@@ -87,7 +86,7 @@ def _csv_pairs(path, text, known, kind):
 
 
 def read_question_values(path, question_ids, kind):
-    """A raw value for every question of a bank, each with where the file gives it.
+    """A raw value for every question of a bank, each with where the file gives it (``"FILE:LINE"``).
 
     Parameters
     ----------
@@ -102,15 +101,14 @@ def read_question_values(path, question_ids, kind):
     Returns
     -------
     dict
-        ``{question id: (where, value)}``, ``where`` as ``"FILE:LINE"`` (JSON: ``"FILE entry K"`` or ``"FILE"``).
+        ``{question id: (where, value)}``.
 
     Examples
     --------
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "groups.csv"
     >>> _ = path.write_text("question_id,task,group\\nq1,arc,easy\\nq2,arc,hard\\n")
-    >>> values = read_question_values(path, ["q1", "q2"], "group")
-    >>> values["q2"]  # doctest: +ELLIPSIS
+    >>> read_question_values(path, ["q1", "q2"], "group")["q2"]  # doctest: +ELLIPSIS
     ('...groups.csv:3', 'hard')
     """
     text = _read_text(path)
@@ -160,7 +158,7 @@ def read_question_labels(path, question_ids, kind="group"):
     Returns
     -------
     list of str
-        The label (a non-empty string or an integer in the file) of each of ``question_ids``.
+        The label of each of ``question_ids`` (a non-empty string or an integer in the file).
 
     Examples
     --------
@@ -194,7 +192,6 @@ def read_question_costs(path, question_ids):
     Returns
     -------
     list of float
-        The cost of each of ``question_ids``.
 
     Examples
     --------
@@ -232,7 +229,7 @@ def read_outcome_pairs(path):
     Returns
     -------
     list of tuple
-        The ``(id, outcome)`` pairs, in the file's order, unchecked.
+        In the file's order, unchecked.
 
     Examples
     --------
