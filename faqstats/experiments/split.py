@@ -21,10 +21,8 @@ array([ 5, 10, 15, 20, 25, 30, 35, 40, 45, 50])
 
 def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
                  p_obs=None, max_models=None):
-    """Split a response matrix into a history and fully observed new models.
-
-    The complete rows, permuted by ``split_seed`` or in ``order``: the first ``round(history_fraction * n)``
-    go to the history, the rest are the new models.
+    """Split a response matrix into a history and fully observed new models: of the complete rows, permuted by
+    ``split_seed`` or in ``order``, the first ``round(history_fraction * n)`` go to the history.
 
     Parameters
     ----------
@@ -48,10 +46,8 @@ def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, com
 
     Returns
     -------
-    history : ndarray of shape (n_history, n_questions)
-        The history.
-    new : ndarray of shape (n_new, n_questions)
-        The new models' complete outcomes.
+    history, new : ndarray of shape (n_history, n_questions), (n_new, n_questions)
+        The history and the new models' complete outcomes.
     new_rows : ndarray of int
         The rows of ``matrix`` behind ``new``.
 
@@ -122,10 +118,8 @@ def budget_sizes(fractions, n_questions):
 
     Returns
     -------
-    fractions : ndarray of float
-        The fractions kept (one giving an earlier size is dropped with a warning).
-    sizes : ndarray of int
-        Their numbers of queries.
+    fractions, sizes : ndarray of float, ndarray of int
+        The fractions kept (one giving an earlier size is dropped with a warning), their numbers of queries.
 
     Examples
     --------

@@ -54,9 +54,8 @@ def _ceiling_share(table, ceiling_method):
 def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform", ceiling_method="ceiling"):
     """One row per (method, budget): coverage, width, RMSE, variance, ESS and share of the ceiling.
 
-    Columns :data:`SUMMARY_COLUMNS` (docs/results.md): the ESS are ratios of the baseline's mean variance
-    to the method's over the runs both have, ``ceiling_share`` ``ess_fpc`` over the ceiling's; NaN where
-    the baseline or the ceiling did not run.
+    The ESS are the baseline's mean variance over the method's on the runs both have, ``ceiling_share`` ``ess_fpc``
+    over the ceiling's; NaN where the baseline or the ceiling did not run (docs/results.md).
 
     Parameters
     ----------
@@ -70,7 +69,7 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform", ceil
     Returns
     -------
     pandas.DataFrame
-        Methods in their order of appearance, budgets increasing.
+        Columns :data:`SUMMARY_COLUMNS`, methods in their order of appearance, budgets increasing.
 
     Examples
     --------
@@ -104,7 +103,7 @@ def summarize_groups(group_records):
     Parameters
     ----------
     group_records : DataFrame or MethodRuns
-        :attr:`MethodRuns.group_records` (``run_methods(..., groups=)``), or a table with its columns.
+        :attr:`MethodRuns.group_records` (``run_methods(..., groups=)``) or the runs.
 
     Returns
     -------
@@ -114,7 +113,7 @@ def summarize_groups(group_records):
 
     Examples
     --------
-    >>> import numpy as np, faqstats as fq
+    >>> import faqstats as fq
     >>> from faqstats.experiments import run_methods
     >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=40, n_new=3, n_components=2, random_state=0)
     >>> runs = run_methods(bank.history, bank.new_outcomes, [12], seeds=2, methods=["uniform-fpc"],

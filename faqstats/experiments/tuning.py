@@ -39,21 +39,15 @@ class TuningResult:
         One row per grid point: its parameters, n_runs, coverage, mean width, RMSE, ``qualifies``.
     factor_model : fitted estimator
         The factor model fitted on the training part of the history.
-    n_validation : int
-        Validation models.
-    seconds : float
-        The tuning's duration.
+    n_validation, seconds : int, float
+        The number of validation models and the tuning's duration.
     template : Sampler
         The sampler whose parameters were tuned (unchanged).
 
     Examples
     --------
-    >>> import faqstats as fq
-    >>> bank = fq.make_synthetic_bank(n_models=60, n_questions=60, n_components=2, random_state=0)
-    >>> fm = fq.LogisticFactorModel(n_components=2, solver="newton", regularization=3.0, random_state=0)
-    >>> res = tune_policy(bank.history, fm, budget=10, grid={"tau": (0.25, 0.5)}, seeds=2, random_state=0)
-    >>> res.table.columns.tolist(), res.n_validation
-    (['tau', 'n_runs', 'coverage', 'mean_width', 'rmse', 'qualifies'], 15)
+    >>> TuningResult({"tau": 0.25}, pd.DataFrame(), None, 15, 0.0).sampler()
+    HybridSampler(tau=0.25)
     """
 
     best_params: dict
@@ -75,10 +69,8 @@ class TuningResult:
 
 def tune_policy(history, factor_model, *, budget, sampler=None, grid=None, validation_fraction=0.25, seeds=3,
                 alpha=0.05, guard=0.01, random_state=None, fitted_factor_model=None, verbose=False):
-    """Choose a sampler's parameters on validation models from the history.
-
-    The narrowest mean interval among the grid points with validation coverage at least
-    ``1 - alpha - guard`` wins, else the best-covering point.
+    """Choose a sampler's parameters on validation models from the history: the narrowest mean interval among
+    the grid points with validation coverage at least ``1 - alpha - guard`` wins, else the best-covering point.
 
     Parameters
     ----------
@@ -103,7 +95,7 @@ def tune_policy(history, factor_model, *, budget, sampler=None, grid=None, valid
     fitted_factor_model : fitted estimator or None
         Already fitted on this split's training part: no refit.
     verbose : bool, default=False
-        A progress bar over the grid points.
+        A progress bar.
 
     Returns
     -------
