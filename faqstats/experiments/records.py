@@ -49,7 +49,6 @@ def write_csv(table, path):
     Returns
     -------
     pathlib.Path
-        The file written.
 
     Examples
     --------
@@ -78,7 +77,6 @@ def read_csv(path, columns=RECORD_COLUMNS):
     Returns
     -------
     pandas.DataFrame
-        The table, floats exactly as written.
 
     Examples
     --------
