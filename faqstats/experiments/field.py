@@ -43,9 +43,8 @@ class FieldRun:
 
 
 class FieldMethod(BaseEstimator):
-    """Base of the field's methods: :meth:`fit` on the history, then :meth:`run` on a new model.
-
-    Subclasses implement ``_fit(H)``, ``_run(y, budget, seed, alpha)`` and maybe ``_design_key``.
+    """Base of the field's methods: :meth:`fit` on the history, then :meth:`run` on a new model; subclasses implement
+    ``_fit(H)``, ``_run(y, budget, seed, alpha)`` and maybe ``_design_key``.
     """
 
     def check_params(self):
@@ -74,9 +73,8 @@ class FieldMethod(BaseEstimator):
         return y
 
     def run(self, outcomes, budget, *, alpha=0.05, random_state=None):
-        """Query ``budget`` distinct questions of a new model's complete 0/1 ``outcomes`` and estimate its accuracy.
-
-        ``alpha``: the level of the method's own interval; ``random_state`` seeds the design, the same for every model.
+        """Query ``budget`` distinct questions of a new model's complete 0/1 ``outcomes`` and estimate its accuracy
+        (its own interval at level ``alpha``); ``random_state`` seeds the design, the same for every model.
         """
         y = self._check_run(outcomes, budget, alpha)
         return self._run(y, int(budget), check_seed(random_state), float(alpha))
@@ -148,11 +146,9 @@ class ModelBased(FieldMethod):
 
 
 class ProEvalBQ(FieldMethod):
-    """ProEval's Bayesian-quadrature sampler (``BQPriorSampler``, https://github.com/google-deepmind/proeval).
-
-    A GP over the questions, its prior from the history's complete rows (at most ``max_history``, subsampled by
-    seed), ProEval's variance-reduction plan; a normal interval from the accuracy's posterior sd. Needs
-    ``faqstats[field]``.
+    """ProEval's Bayesian quadrature (``BQPriorSampler``, github.com/google-deepmind/proeval; ``faqstats[field]``):
+    a GP over the questions, prior from the history's complete rows (at most ``max_history``, subsampled by seed),
+    its variance-reduction plan, and a normal interval from the accuracy's posterior sd.
     """
 
     def __init__(self, noise_variance=0.3, n_init=0, max_history=300):
@@ -339,23 +335,18 @@ class IRTFisher(FieldMethod):
             low, high = normal_interval(estimate, sd, alpha)
         else:
             sd = float(np.sqrt(var))
-            low, high = _weighted_quantiles(acc, w, (alpha / 2, 1 - alpha / 2))
+            rank = np.argsort(acc, kind="stable")  # the grid posterior's quantiles
+            v, cw = acc[rank], np.cumsum(w[rank])
+            low, high = (float(v[min(np.searchsorted(cw, q * cw[-1]), v.size - 1)]) for q in (alpha / 2, 1 - alpha / 2))
             low, high = min(low, estimate), max(high, estimate)  # the grid's coarseness must not exclude the MAP
         return FieldRun(estimate, sd, float(low), float(high), order)
 
 
-def _weighted_quantiles(values, weights, qs):
-    order = np.argsort(values, kind="stable")
-    v, cw = values[order], np.cumsum(weights[order])
-    return [float(v[min(np.searchsorted(cw, q * cw[-1]), v.size - 1)]) for q in qs]
-
-
 class TinyBenchmarks(FieldMethod):
-    """tinyBenchmarks' gp-IRT estimate on k-means anchors (Polo et al., ICML 2024): a point estimate, NaN interval.
+    """tinyBenchmarks' gp-IRT estimate on k-means anchors (Polo et al., ICML 2024), as its code: no interval.
 
-    As its code: the IRT dimension chosen on every ``validation_every``-th history model (the smallest within
-    ``tolerance`` of the best); ``lambda * anchor estimate + (1 - lambda) * p-IRT``,
-    ``lambda = b^2 / (b^2 + v / (4 n))``.
+    The IRT dimension is chosen on every ``validation_every``-th history model (the smallest within ``tolerance`` of the
+    best); ``lambda * anchor estimate + (1 - lambda) * p-IRT`` with ``lambda = b^2 / (b^2 + v / (4 n))``.
     """
 
     def __init__(self, n_dims_grid=(1, 2, 5, 10, 15), validation_every=5, tolerance=0.0025,

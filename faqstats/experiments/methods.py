@@ -39,7 +39,7 @@ METHODS = {spec.name: spec for spec in (
     MethodSpec("ht-uniform", lambda: BernoulliAIPW(score="uniform"), predictor=None),  # the paper's baseline
     MethodSpec("aipw-neyman", lambda: BernoulliAIPW(score="neyman")),
     MethodSpec("aipw-min", lambda: BernoulliAIPW(score="min")),
-    # fallbacks: run_methods swaps in the sampler tuned on the history (tuning.py) or configure_from_history's
+    # fallbacks: run_methods swaps in the sampler tuned on the history (fitting.py) or configure_from_history's
     MethodSpec("faq-tuned", HybridSampler, weights="learned"),
     MethodSpec("gp", HybridSampler, predictor="gp", weights="learned"),  # the Gaussian-process surrogate
     MethodSpec("gp-equal", HybridSampler, predictor="gp", weights="equal"),

@@ -28,11 +28,7 @@ MODEL_COVERAGE_COLUMNS = ("method", "budget_fraction", "budget", "model", "row",
 
 
 def method_key(name):
-    """A stable 32-bit integer for a method name (CRC-32), used in every run's seed.
-
-    >>> method_key("faq") == method_key("faq") != method_key("uniform-fpc")
-    True
-    """
+    """A stable 32-bit integer for a method name (CRC-32), used in every run's seed."""
     return zlib.crc32(str(name).encode("utf-8"))
 
 

@@ -42,15 +42,6 @@ def _ess(records, baseline):
         return means["variance_base"] / means["variance"]
 
 
-def _ceiling_share(table, ceiling_method):
-    """Each row's ``ess_fpc`` over the ceiling's at its budget (NaN where the ceiling did not run)."""
-    ess = table["ess_fpc"]
-    methods, budgets = ess.index.get_level_values("method"), ess.index.get_level_values("budget")
-    ceiling = ess[methods == ceiling_method].droplevel("method")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return ess.to_numpy() / ceiling.reindex(budgets).to_numpy()
-
-
 def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform", ceiling_method="ceiling"):
     """One row per (method, budget): coverage, width, RMSE, variance, ESS and share of the ceiling.
 
@@ -89,7 +80,11 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform", ceil
     table["rmse"] = np.sqrt(table["rmse"])
     table["ess_fpc"] = _ess(records, fpc_method)
     table["ess_ht"] = _ess(records, ht_method)
-    table["ceiling_share"] = _ceiling_share(table, ceiling_method)
+    # each row's ess_fpc over the ceiling's at its budget (NaN where the ceiling did not run)
+    ess, methods = table["ess_fpc"], table.index.get_level_values("method")
+    ceiling = ess[methods == ceiling_method].droplevel("method").reindex(table.index.get_level_values("budget"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["ceiling_share"] = ess.to_numpy() / ceiling.to_numpy()
     columns = list(SUMMARY_COLUMNS)
     if "cost_spent" in records.columns:  # runs with costs per question
         table["mean_cost"] = records.groupby(["method", "budget"])["cost_spent"].mean()

@@ -19,13 +19,7 @@ def id_sort_key(question_id):
 
 
 def make_question_id(task, sample):
-    """``"<task>/<sample id>"``, the sample id's ``%`` and ``/`` percent-encoded (it splits back at the last slash).
-
-    >>> make_question_id("openai/humaneval", "HumanEval/0")
-    'openai/humaneval/HumanEval%2F0'
-    >>> split_question_id(make_question_id("openai/humaneval", "HumanEval/0"))
-    ('openai/humaneval', 'HumanEval/0')
-    """
+    """``"<task>/<sample id>"``, the sample id's ``%`` and ``/`` percent-encoded (it splits back at the last slash)."""
     return f"{task}/{str(sample).replace('%', '%25').replace('/', '%2F')}"
 
 
@@ -90,28 +84,20 @@ def as_score(value, where):
     )
 
 
-def as_paths(paths, name):
-    """``paths`` (one path or a sequence) as a list of existing Paths."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    out = []
+def expand_paths(paths, name, expand):
+    """``expand(path, name)``'s tuples for each existing path (one or a sequence), led by the model name a mapping
+    ``{model: paths}`` gives."""
+    if isinstance(paths, Mapping):
+        return [(str(model), *rest) for model, sub in paths.items() for _, *rest in expand_paths(sub, name, expand)]
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not paths:
+        raise ValueError(f"{name} is empty.")
     for p in paths:
         if not isinstance(p, (str, os.PathLike)):
             raise TypeError(f"{name} must be paths (str or os.PathLike), got {p!r} ({type(p).__name__}).")
-        p = Path(p)
-        if not p.exists():
-            raise FileNotFoundError(f"{name}: {p} does not exist.")
-        out.append(p)
-    if not out:
-        raise ValueError(f"{name} is empty.")
-    return out
-
-
-def expand_paths(paths, name, expand):
-    """``expand(path, name)``'s tuples for each path, led by the model name a mapping ``{model: paths}`` gives."""
-    if isinstance(paths, Mapping):
-        return [(str(model), *rest) for model, sub in paths.items() for _, *rest in expand_paths(sub, name, expand)]
-    return [item for path in as_paths(paths, name) for item in expand(path, name)]
+        if not Path(p).exists():
+            raise FileNotFoundError(f"{name}: {Path(p)} does not exist.")
+    return [item for path in map(Path, paths) for item in expand(path, name)]
 
 
 def write_arg(path, text):

@@ -68,10 +68,6 @@ def _read_member(zf, name, path):
     return out
 
 
-class _NotALog(ValueError):
-    """A JSON file in a log directory that is no eval log (e.g. the viewer's ``logs.json``)."""
-
-
 def _json(data, path, what):
     try:
         return json.loads(data)
@@ -97,7 +93,7 @@ def _read_builtin(path):
         raise ValueError(f"{path} is not an inspect .eval log: not a zip archive (damaged or cut short?).")
     log = _json(path.read_bytes(), path, "the file")
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
-        raise _NotALog(f"{path} is not an inspect eval log (no 'eval' object).")
+        raise ValueError(f"{path} is not an inspect eval log (no 'eval' object).")
     return log["eval"], log.get("samples") or []
 
 
@@ -123,10 +119,6 @@ def read_log(path, read_eval_log, explicit):
             return None
     try:
         ev, samples = _read_builtin(path) if read_eval_log is None else _read_with_inspect(path, read_eval_log)
-    except _NotALog:
-        if explicit or path.suffix == ".eval":
-            raise
-        return None
     except ImportError:  # zstd without its package: the message says what to install
         raise
     except Exception as exc:  # noqa: BLE001 - zipfile, zlib, json, pydantic: damage, said in one line
@@ -557,11 +549,6 @@ def read_inspect_costs(paths, *, tokens="total", reader="auto"):
     return records.mean_costs()
 
 
-def _escape_glob(sample_id):
-    # inspect matches --sample-id entries with fnmatch: make *, ? and [ literal
-    return "".join(f"[{c}]" if c in "*?[" else c for c in sample_id)
-
-
 def inspect_sample_id_arg(question_ids, path=None, *, task_prefix=True):
     """The ``--sample-id`` value for the questions a session asks: comma-separated, glob characters ``*?[`` escaped.
 
@@ -591,6 +578,8 @@ def inspect_sample_id_arg(question_ids, path=None, *, task_prefix=True):
         if "," in sample:
             raise ValueError(f"question id {qid!r}: a sample id with a comma cannot be passed to --sample-id.")
     prefix = len({task for task, _ in pairs}) > 1 if task_prefix == "auto" else task_prefix
-    value = ",".join(f"{task}:{_escape_glob(s)}" if prefix else _escape_glob(s) for task, s in pairs)
+    # inspect matches --sample-id entries with fnmatch: make *, ? and [ literal
+    escaped = ["".join(f"[{c}]" if c in "*?[" else c for c in s) for _, s in pairs]
+    value = ",".join(f"{task}:{s}" if prefix else s for (task, _), s in zip(pairs, escaped))
     write_arg(path, value)
     return value

@@ -16,15 +16,6 @@ __all__ = ["read_outcome_pairs", "read_question_costs", "read_question_ids", "re
            "read_question_values"]
 
 
-def _read_text(path):
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{path} is not UTF-8 text (expected a .csv or .json file).") from None
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}.") from None
-
-
 def _shown(ids):
     return ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
 
@@ -111,7 +102,12 @@ def read_question_values(path, question_ids, kind):
     >>> read_question_values(path, ["q1", "q2"], "group")["q2"]  # doctest: +ELLIPSIS
     ('...groups.csv:3', 'hard')
     """
-    text = _read_text(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text (expected a .csv or .json file).") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}.") from None
     known = {str(q) for q in question_ids}
     if Path(path).suffix.lower() == ".json":
         try:
