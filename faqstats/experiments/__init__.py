@@ -3,9 +3,8 @@
 from .demo import DemoResult, run_demo
 from .fitting import PAPER_GRID, TuningResult, tune_policy
 from .methods import METHODS
-from .records import read_csv, write_csv
+from .records import format_summary, per_model_coverage, read_csv, summarize, summarize_groups, write_csv
 from .split import DEFAULT_BUDGETS, budget_sizes, split_matrix
-from .summary import format_summary, per_model_coverage, summarize, summarize_groups
 from .sweep import ExperimentResult, MethodRuns, run_experiment, run_methods
 
 __all__ = ["DEFAULT_BUDGETS", "DemoResult", "ExperimentResult", "METHODS", "MethodRuns", "PAPER_GRID", "TuningResult",

@@ -9,7 +9,7 @@ from ..datasets import make_synthetic_bank
 from ..factor_model import LogisticFactorModel
 from ..results import table_summary
 from .plots import plot_width
-from .summary import summarize
+from .records import summarize
 from .sweep import run_methods
 
 __all__ = ["DEMO_METHODS", "DemoResult", "run_demo"]

@@ -23,9 +23,8 @@ from ..sampling import Sampler
 from .field import FieldMethod
 from .fitting import OraclePredictors, fit_factor_model, oracle_predictor, prepare_methods
 from .methods import PREDICTORS, check_methods, method_spec, predictor_kind
-from .records import GROUP_RECORD_COLUMNS, RECORD_COLUMNS, method_key
+from .records import GROUP_RECORD_COLUMNS, RECORD_COLUMNS, method_key, summarize
 from .split import DEFAULT_BUDGETS, budget_sizes, split_matrix
-from .summary import summarize
 
 __all__ = ["MethodRuns", "ExperimentResult", "run_methods", "run_experiment"]
 
