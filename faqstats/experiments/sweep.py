@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._engine import encode_clusters
 from .._progress import progress_bar
 from .._validation import check_history, check_scalar
 from ..batched import simulate
 from ..configure import default_predict_every
 from ..estimator import PAIEstimator
-from ..sampling import Sampler
+from ..estimands import encode_groups
+from ..sampling import Sampler, check_costs
 from .field import FieldMethod
 from .fitting import OraclePredictors, fit_factor_model, oracle_predictor, prepare_methods
 from .methods import PREDICTORS, check_methods, method_spec, predictor_kind
@@ -182,8 +184,6 @@ def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed
 
 def _group_rows(base, per_group, groups, new, models, alpha):
     """A block's group records: a row per run and group."""
-    from ..estimands import encode_groups
-
     codes, labels = encode_groups(groups, new.shape[1])
     sizes = np.bincount(codes, minlength=labels.size)
     truth = np.stack([np.bincount(codes, weights=new[i], minlength=labels.size) / sizes for i in range(new.shape[0])])
@@ -341,13 +341,9 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     rows = np.arange(new.shape[0]) if new_rows is None else np.asarray(new_rows)
     truths = new.mean(axis=1)
     if groups is not None:
-        from ..estimands import encode_groups
-
         groups = np.asarray(groups)
         encode_groups(groups, new.shape[1])  # checked here, not in every worker
     if costs is not None:
-        from ..sampling import check_costs
-
         costs = np.array(check_costs(costs, new.shape[1]))
     sweep = _Sweep(new, truths, rows, random_state, alpha, engine, device, dtype, torch_threads, int(predict_every),
                    groups, costs, clusters)
@@ -389,11 +385,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
 
 def _n_units(clusters, n_questions):
     """What a budget counts: the questions, or the clusters (checked here, once)."""
-    if clusters is None:
-        return n_questions
-    from .._engine import encode_clusters
-
-    return encode_clusters(np.asarray(clusters), n_questions)[1].size
+    return n_questions if clusters is None else encode_clusters(np.asarray(clusters), n_questions)[1].size
 
 
 def _check_group_methods(specs, what):
