@@ -1,6 +1,7 @@
 """The experiments' named methods: one table of specs (sampler, predictor, increment weights),
 method names with sampler parameters (``"aipw-min:tau=0.05"``), and the predictors they take."""
 
+import contextlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -91,10 +92,8 @@ def _parse_value(text):
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
     for kind in (int, float):
-        try:
+        with contextlib.suppress(ValueError):
             return kind(text)
-        except ValueError:
-            pass
     return text
 
 

@@ -118,8 +118,9 @@ def budget_sizes(fractions, n_questions):
 
     Returns
     -------
-    fractions, sizes : ndarray of float, ndarray of int
-        The fractions kept (one giving an earlier size is dropped with a warning), their numbers of queries.
+    fractions : ndarray of float
+        The fractions kept (one giving an earlier size is dropped with a warning).
+    sizes : ndarray of int
 
     Examples
     --------
