@@ -78,10 +78,8 @@ def as_score(value, where):
         value = float(value)
         if math.isfinite(value) and 0.0 <= value <= 1.0:
             return value
-    raise ValueError(
-        f"{where}: score {value!r} is not a number in [0, 1]; faqstats needs 0/1 outcomes or graded scores "
-        "in [0, 1] (use value_map or pick another metric/scorer)."
-    )
+    raise ValueError(f"{where}: score {value!r} is not a number in [0, 1]; faqstats needs 0/1 outcomes or graded "
+                     "scores in [0, 1] (use value_map or pick another metric/scorer).")
 
 
 def expand_paths(paths, name, expand):
@@ -129,13 +127,9 @@ class HarnessRecords:
 
     def _warn_merged(self):
         for model, stamps in self._merged.items():
-            warnings.warn(
-                f"model {model!r}: {len(stamps)} runs ({', '.join(sorted(map(repr, stamps)))}) scored the same "
-                "questions; the latest run's scores are used. To keep the runs apart, read them as separate models "
-                "(a mapping {name: path}).",
-                UserWarning,
-                stacklevel=4,
-            )
+            warnings.warn(f"model {model!r}: {len(stamps)} runs ({', '.join(sorted(map(repr, stamps)))}) scored the "
+                          "same questions; the latest run's scores are used. To keep the runs apart, read them as "
+                          "separate models (a mapping {name: path}).", UserWarning, stacklevel=4)
 
     def value(self, model, question_id):
         entry = self._scores.get(model, {}).get(question_id)

@@ -244,14 +244,11 @@ def _to_float(value, value_map, where):
     elif isinstance(value, (str, int, float)) and not isinstance(value, bool) and value in value_map:
         value = value_map[value]
     if isinstance(value, str):
-        raise ValueError(
-            f"{where}: score value {value!r} has no numeric meaning; map it with value_map={{{value!r}: ...}}."
-        )
+        raise ValueError(f"{where}: score value {value!r} has no numeric meaning; map it with "
+                         f"value_map={{{value!r}: ...}}.")
     if isinstance(value, (dict, list)):
-        raise ValueError(
-            f"{where}: score value {value!r} is a {type(value).__name__}; pass value_map as a function that "
-            "picks a number from it."
-        )
+        raise ValueError(f"{where}: score value {value!r} is a {type(value).__name__}; pass value_map as a function "
+                         "that picks a number from it.")
     return as_score(value, where)
 
 

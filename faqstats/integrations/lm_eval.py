@@ -133,15 +133,11 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
         _check_against_results(path, task, stamp, metric, filter, scores, seen if key == "doc_id" else None,
                                results)
     if filter not in filters:
-        raise ValueError(
-            f"filter {filter!r} is absent from {path} (task {task!r}); it has filters {sorted(filters)}. "
-            "Pass filter=... (or a mapping task -> filter)."
-        )
+        raise ValueError(f"filter {filter!r} is absent from {path} (task {task!r}); it has filters {sorted(filters)}. "
+                         "Pass filter=... (or a mapping task -> filter).")
     if n_used == 0 and (wanted is None or metric not in metrics):
-        raise ValueError(
-            f"metric {metric!r} is absent from {path} (task {task!r}, filter {filter!r}); it has metrics "
-            f"{sorted(metrics)}. Pass metric=... (or a mapping task -> metric)."
-        )
+        raise ValueError(f"metric {metric!r} is absent from {path} (task {task!r}, filter {filter!r}); it has "
+                         f"metrics {sorted(metrics)}. Pass metric=... (or a mapping task -> metric).")
 
 
 def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids=None, results=None):
@@ -261,10 +257,8 @@ def write_lm_eval_samples_arg(question_ids, path=None):
     for qid in ids:
         task, doc = split_question_id(qid)
         if not doc.isdigit():
-            raise ValueError(
-                f"question_ids must end in an integer doc_id for --samples, got {qid!r} "
-                "(ids read with key='doc_hash' cannot be sent to lm-eval)."
-            )
+            raise ValueError(f"question_ids must end in an integer doc_id for --samples, got {qid!r} "
+                             "(ids read with key='doc_hash' cannot be sent to lm-eval).")
         samples.setdefault(task, []).append(int(doc))
     samples = {task: sorted(docs) for task, docs in samples.items()}
     write_arg(path, json.dumps(samples))

@@ -246,8 +246,7 @@ def read_outcome_pairs(path):
             elif isinstance(item, list) and len(item) == 2:
                 pairs.append(tuple(item))
             else:
-                raise ValueError(
-                    f"{path}: each entry must be [id, outcome] or {{\"id\": ..., \"outcome\": ...}}, got {item!r}."
-                )
+                raise ValueError(f"{path}: each entry must be [id, outcome] or "
+                                 f"{{\"id\": ..., \"outcome\": ...}}, got {item!r}.")
         return pairs
     raise ValueError(f"{path} must hold a JSON object {{id: outcome}} or a list of [id, outcome] pairs.")
