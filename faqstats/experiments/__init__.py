@@ -1,8 +1,7 @@
 """Experiments built on the core library: demos, trials and sweeps (no statistics of their own)."""
 
 from .demo import DemoResult, run_demo
-from .fitting import PAPER_GRID, TuningResult, tune_policy
-from .methods import METHODS
+from .methods import METHODS, PAPER_GRID, TuningResult, tune_policy
 from .records import format_summary, per_model_coverage, read_csv, summarize, summarize_groups, write_csv
 from .sweep import (DEFAULT_BUDGETS, ExperimentResult, MethodRuns, budget_sizes, run_experiment, run_methods,
                     split_matrix)

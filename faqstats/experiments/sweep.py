@@ -25,8 +25,8 @@ from ..estimator import PAIEstimator
 from ..estimands import encode_groups
 from ..sampling import Sampler, check_costs
 from .field import FieldMethod
-from .fitting import OraclePredictors, fit_factor_model, oracle_predictor, prepare_methods
-from .methods import PREDICTORS, check_methods, method_spec, predictor_kind
+from .methods import (PREDICTORS, OraclePredictors, check_methods, fit_factor_model, method_spec, oracle_predictor,
+                      predictor_kind, prepare_methods)
 from .records import GROUP_RECORD_COLUMNS, RECORD_COLUMNS, method_key, summarize
 
 __all__ = ["DEFAULT_BUDGETS", "MethodRuns", "ExperimentResult", "budget_sizes", "run_methods", "run_experiment",

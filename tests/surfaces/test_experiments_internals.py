@@ -1,11 +1,11 @@
-"""The experiments' internal helpers (methods.py, fitting.py, field.py): what their docstring examples showed."""
+"""The experiments' internal helpers (methods.py, field.py): what their docstring examples showed."""
 
 import numpy as np
 
 import faqstats as fq
 from faqstats.experiments.field import FieldRun, ModelBased, normal_interval
-from faqstats.experiments.fitting import OraclePredictors, fit_factor_model, prepare_methods
-from faqstats.experiments.methods import MethodSpec, build_method, check_methods, method_spec, predictor_kind
+from faqstats.experiments.methods import (MethodSpec, OraclePredictors, build_method, check_methods, fit_factor_model,
+                                         method_spec, predictor_kind, prepare_methods)
 from faqstats.sampling import UniformSampler
 
 
