@@ -178,11 +178,12 @@ class MethodRuns:
         One row per (method, budget, model, seed), columns :data:`RECORD_COLUMNS`.
     factor_model, fit_seconds : fitted LogisticFactorModel or None, float
         The factor model (``None`` when no method needed one) and its fit's seconds.
-    tuning, step_weights, configurations : dict
-        ``{budget: TuningResult}`` ("faq-tuned"), ``{(method, budget): StepWeights}`` (learned increment
-        weights), ``{budget: Configuration}`` ("auto").
+    tuning, step_weights : dict
+        ``{budget: TuningResult}`` ("faq-tuned"), ``{(method, budget): StepWeights}`` (learned increment weights).
     surrogate : fitted GaussianProcessSurrogate or None
         The ``gp`` methods' surrogate.
+    configurations : dict
+        ``{budget: Configuration}`` ("auto").
     group_records : pandas.DataFrame or None
         With ``groups``: one row per run and group, columns :data:`GROUP_RECORD_COLUMNS`.
 
