@@ -87,7 +87,7 @@ def _records(path):
             raise ValueError(f"{path}:{line_no} is not valid JSON ({exc}).") from None
 
 
-def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=None, results=None):
+def _read_file(records, model, task, stamp, path, metric, filter, key, wanted, results):
     filters, metrics, n_used, seen = set(), set(), 0, {}
     lacking, scores = [], []  # lines of the filter without the metric; every score of the filter
     for where, line_no, rec in _records(path):
@@ -140,13 +140,12 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
                          f"metrics {sorted(metrics)}. Pass metric=... (or a mapping task -> metric).")
 
 
-def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids=None, results=None):
+def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids, results):
     """Hold a samples file against lm-eval's ``results_<stamp>.json`` beside it, if any: its document count,
     doc ids and (a mean-aggregated metric) mean, so that damage fails loudly. ``results``: parsed files by path."""
     results_path = path.with_name(f"results_{stamp}.json")
     if not stamp or not results_path.is_file():
         return
-    results = {} if results is None else results
     try:
         if results_path not in results:
             results[results_path] = json.loads(results_path.read_bytes())
