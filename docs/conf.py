@@ -266,7 +266,7 @@ def _constant_docstring(app, what, name, obj, options, lines):
 
     autodoc reads a constant's docstring (the string after ``NAME = ...``) in the module the
     page names, but the public modules re-export constants assigned in their submodules
-    (``faqstats.experiments.DEFAULT_BUDGETS`` in ``faqstats.experiments.split``): autodoc
+    (``faqstats.experiments.DEFAULT_BUDGETS`` in ``faqstats.experiments.sweep``): autodoc
     finds none there and falls back to the value's type's docstring (``tuple``'s). The
     docstring is taken from the module that assigns the name instead.
     """

@@ -9,7 +9,7 @@ from ..datasets import make_synthetic_bank
 from ..factor_model import LogisticFactorModel
 from ..results import table_summary
 from .plots import plot_width
-from .summary import summarize
+from .records import summarize
 from .sweep import run_methods
 
 __all__ = ["DEMO_METHODS", "DemoResult", "run_demo"]
@@ -29,10 +29,8 @@ class DemoResult:
     ----------
     records : pandas.DataFrame
         One row per (method, budget, new model, seed).
-    factor_model : fitted LogisticFactorModel
-        The demo's factor model.
-    bank : SyntheticBank
-        The synthetic bank.
+    factor_model, bank : fitted LogisticFactorModel, SyntheticBank
+        The demo's factor model and synthetic bank.
 
     Examples
     --------
@@ -53,7 +51,6 @@ class DemoResult:
         Returns
         -------
         pandas.DataFrame
-            One row per (method, budget).
         """
         return summarize(self.records)
 
@@ -64,10 +61,8 @@ class DemoResult:
         ----------
         budget : int
             One of the demo's budgets.
-        seed : int, default=0
-            Which seed's runs.
-        max_models : int, default=5
-            Show at most this many new models.
+        seed, max_models : int, default=0, 5
+            Which seed's runs, and at most how many new models.
 
         Returns
         -------
@@ -97,7 +92,6 @@ class DemoResult:
         Returns
         -------
         pathlib.Path
-            The file written.
         """
         return plot_width(self.summary(), Path(path), title="CI width vs budget (synthetic bank)", x="budget")
 
@@ -122,7 +116,6 @@ def run_demo(budgets=(25, 50, 100), n_models=200, n_questions=500, n_new=10, see
     Returns
     -------
     DemoResult
-        The records, the fitted factor model and the bank.
 
     Examples
     --------

@@ -1,4 +1,5 @@
-"""The experiments' sweep: methods x budgets x new models x seeds, as tidy records.
+"""The experiments' sweep: methods x budgets x new models x seeds, as tidy records, and the split of a response
+matrix into a history and new models, with budgets as numbers of queries.
 
 Run (method, budget, model, seed) draws from ``np.random.default_rng([random_state, method_key(method),
 budget, model, seed])``, so its numbers do not depend on ``n_jobs``, the backend, nor the other runs.
@@ -9,25 +10,162 @@ import dataclasses
 import inspect
 import numbers
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from .._engine import encode_clusters
 from .._progress import progress_bar
 from .._validation import check_history, check_scalar
 from ..batched import simulate
 from ..configure import default_predict_every
 from ..estimator import PAIEstimator
-from ..sampling import Sampler
+from ..estimands import encode_groups
+from ..sampling import Sampler, check_costs
 from .field import FieldMethod
-from .fitting import OraclePredictors, fit_factor_model, oracle_predictor, prepare_methods
-from .methods import PREDICTORS, check_methods, method_spec, predictor_kind
-from .records import GROUP_RECORD_COLUMNS, RECORD_COLUMNS, method_key
-from .split import DEFAULT_BUDGETS, budget_sizes, split_matrix
-from .summary import summarize
+from .methods import (PREDICTORS, OraclePredictors, check_methods, fit_factor_model, method_spec, oracle_predictor,
+                      predictor_kind, prepare_methods)
+from .records import GROUP_RECORD_COLUMNS, RECORD_COLUMNS, method_key, summarize
 
-__all__ = ["MethodRuns", "ExperimentResult", "run_methods", "run_experiment"]
+__all__ = ["DEFAULT_BUDGETS", "MethodRuns", "ExperimentResult", "budget_sizes", "run_methods", "run_experiment",
+           "split_matrix"]
+
+
+DEFAULT_BUDGETS = tuple(float(f) for f in np.round(np.linspace(0.025, 0.25, 10), 4))
+"""Budgets as fractions of the bank: 2.5%, 5%, ..., 25% (:func:`run_experiment`'s default).
+
+Examples
+--------
+>>> budget_sizes(DEFAULT_BUDGETS, 200)[1]  # queries on a bank of 200 questions
+array([ 5, 10, 15, 20, 25, 30, 35, 40, 45, 50])
+"""
+
+
+def split_matrix(matrix, *, history_fraction=0.75, split_seed=0, order=None, complete_rows=False, n_full_obs=None,
+                 p_obs=None, max_models=None):
+    """Split a response matrix into a history and fully observed new models: of the complete rows, permuted by
+    ``split_seed`` or in ``order``, the first ``round(history_fraction * n)`` go to the history.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (n_models, n_questions)
+        0/1 outcomes, NaN for not observed.
+    history_fraction : float in (0, 1)
+        The history's share of the complete rows.
+    split_seed : int
+        Seeds the permutation and ``p_obs``' mask.
+    order : sequence of int or None
+        Complete rows in the order to use instead of the seeded permutation (e.g. by release date).
+    complete_rows : bool
+        Drop incomplete rows; otherwise they join the history.
+    n_full_obs : int or None
+        History rows (in split order) that ``p_obs`` leaves as they are.
+    p_obs : float in (0, 1] or None
+        Keep every other history cell with this probability (every row keeps one cell); ``None``:
+        the data's own missingness.
+    max_models : int or None
+        Keep only the first ``max_models`` new models.
+
+    Returns
+    -------
+    history, new : ndarray of shape (n_history, n_questions), (n_new, n_questions)
+        The history and the new models' complete outcomes.
+    new_rows : ndarray of int
+        The rows of ``matrix`` behind ``new``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = (np.random.default_rng(0).random((10, 6)) < 0.5).astype(float)
+    >>> m[0, 0] = np.nan
+    >>> h, new, rows = split_matrix(m, history_fraction=0.5, split_seed=0)
+    >>> h.shape, new.shape, 0 in rows
+    ((5, 6), (5, 6), False)
+    """
+    H = check_history(matrix, name="matrix")
+    check_scalar(history_fraction, "history_fraction", low=0.0, high=1.0, closed="neither")
+    complete = np.flatnonzero(~np.isnan(H).any(axis=1))
+    incomplete = np.flatnonzero(np.isnan(H).any(axis=1))
+    if order is None:
+        ordered = complete[np.random.default_rng(split_seed).permutation(complete.size)]
+    else:
+        ordered = np.asarray(order)
+        if ordered.ndim != 1 or not np.issubdtype(ordered.dtype, np.integer):
+            raise TypeError("order must be a 1-D sequence of integer row indices.")
+        if np.unique(ordered).size != ordered.size:
+            raise ValueError("order must not repeat rows.")
+        bad = ordered[~np.isin(ordered, complete)]
+        if bad.size:
+            raise ValueError(f"order must list complete rows only (new models need every outcome); rows "
+                             f"{bad[:10].tolist()} are out of range or have missing entries.")
+    n_history = int(round(history_fraction * ordered.size))
+    if n_history < 2 or n_history >= ordered.size:
+        raise ValueError(f"history_fraction={history_fraction} of {ordered.size} complete rows leaves "
+                         f"{n_history} history rows and {ordered.size - n_history} new models; "
+                         "need at least 2 and 1.")
+    history_rows, new_rows = ordered[:n_history], ordered[n_history:]
+    if max_models is not None:
+        check_scalar(max_models, "max_models", kind=numbers.Integral, low=1)
+        new_rows = new_rows[:max_models]
+    if not complete_rows:
+        history_rows = np.concatenate([history_rows, incomplete])
+    history = H[history_rows]
+    if p_obs is not None:
+        check_scalar(p_obs, "p_obs", low=0.0, high=1.0, closed="right")
+        n_full = 0 if n_full_obs is None else check_scalar(n_full_obs, "n_full_obs", kind=numbers.Integral, low=0)
+        if n_full > history.shape[0]:
+            raise ValueError(f"n_full_obs={n_full} exceeds the {history.shape[0]} history rows.")
+        rng = np.random.default_rng([split_seed, 1])
+        hide = rng.random(history.shape) >= p_obs
+        hide[:n_full] = False
+        keep = rng.integers(history.shape[1], size=history.shape[0])  # one cell per row survives
+        hide[np.arange(history.shape[0]), keep] = False
+        history[hide] = np.nan
+        if np.isnan(history).all(axis=1).any():  # a row observed only where the mask kept nothing
+            raise ValueError("p_obs leaves some history rows without any observed outcome; raise p_obs.")
+    elif n_full_obs is not None:
+        raise ValueError("n_full_obs needs p_obs (the MCAR observation rate of the other history rows).")
+    return history, H[new_rows], new_rows
+
+
+def budget_sizes(fractions, n_questions):
+    """Budget fractions of the bank -> numbers of queries ``round(f * N)``, at least 2.
+
+    Parameters
+    ----------
+    fractions : sequence of float in (0, 1]
+        Budgets as fractions of the bank.
+    n_questions : int
+        The bank size ``N``.
+
+    Returns
+    -------
+    fractions : ndarray of float
+        The fractions kept (one giving an earlier size is dropped with a warning).
+    sizes : ndarray of int
+
+    Examples
+    --------
+    >>> budget_sizes([0.05, 0.1, 0.25], 693)
+    (array([0.05, 0.1 , 0.25]), array([ 35,  69, 173]))
+    """
+    fr = np.atleast_1d(np.asarray(fractions, dtype=float))
+    if fr.ndim != 1 or fr.size == 0:
+        raise ValueError("budgets must be a non-empty sequence of fractions of the bank.")
+    bad = fr[~((fr > 0) & (fr <= 1))]
+    if bad.size:
+        raise ValueError(f"budgets are fractions of the bank and must be in (0, 1]; got {bad.tolist()}.")
+    sizes = np.maximum(np.round(fr * n_questions).astype(np.int64), 2)
+    _, first = np.unique(sizes, return_index=True)
+    first = np.sort(first)
+    if first.size < sizes.size:
+        dropped = sorted(set(range(sizes.size)) - set(first.tolist()))
+        warnings.warn(f"budget fractions {fr[dropped].tolist()} give the same number of queries as an "
+                      f"earlier one on a bank of {n_questions} questions; dropped.", UserWarning,
+                      stacklevel=2)
+    return fr[first], sizes[first]
 
 
 @dataclass(frozen=True)
@@ -40,14 +178,12 @@ class MethodRuns:
         One row per (method, budget, model, seed), columns :data:`RECORD_COLUMNS`.
     factor_model, fit_seconds : fitted LogisticFactorModel or None, float
         The factor model (``None`` when no method needed one) and its fit's seconds.
-    tuning : dict
-        ``{budget: TuningResult}`` when "faq-tuned" ran.
-    step_weights : dict
-        ``{(method, budget): StepWeights}`` of the methods with learned increment weights.
+    tuning, step_weights : dict
+        ``{budget: TuningResult}`` ("faq-tuned"), ``{(method, budget): StepWeights}`` (learned increment weights).
     surrogate : fitted GaussianProcessSurrogate or None
         The ``gp`` methods' surrogate.
     configurations : dict
-        ``{budget: Configuration}`` when "auto" ran.
+        ``{budget: Configuration}`` ("auto").
     group_records : pandas.DataFrame or None
         With ``groups``: one row per run and group, columns :data:`GROUP_RECORD_COLUMNS`.
 
@@ -92,10 +228,8 @@ class ExperimentResult(MethodRuns):
     ----------
     history_shape, history_observed : tuple of int, float
         Shape and fraction of observed cells of the history after masking.
-    new_rows : ndarray of int
-        Rows of the input matrix evaluated as new models.
-    budgets : ndarray of float
-        The budget fractions run (duplicates merged).
+    new_rows, budgets : ndarray
+        Rows of the input matrix evaluated as new models; the budget fractions run (duplicates merged).
     elapsed : float
         Seconds for the whole experiment.
     config : dict
@@ -188,8 +322,6 @@ def _run_chunk(name, factor_model, sampler, step_weights, fraction, budget, seed
 
 def _group_rows(base, per_group, groups, new, models, alpha):
     """A block's group records: a row per run and group."""
-    from ..estimands import encode_groups
-
     codes, labels = encode_groups(groups, new.shape[1])
     sizes = np.bincount(codes, minlength=labels.size)
     truth = np.stack([np.bincount(codes, weights=new[i], minlength=labels.size) / sizes for i in range(new.shape[0])])
@@ -280,12 +412,11 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     methods : sequence of str, default=("faq", "uniform-fpc", "ht-uniform")
         Names in :data:`METHODS`; :func:`summarize`'s ESS columns need the baselines among them.
     factor_model : None, dict or estimator
-        ``None``: the default factor model; a dict sets some of its parameters; an estimator is cloned
-        and fitted, or used as is if already fitted.
-    budget_fractions : sequence of float or None
-        Fractions of the bank the budgets stand for; ``None`` is ``budgets / N``.
-    new_rows : sequence of int or None
-        Row labels of the new models; ``None`` is ``0 .. n_new - 1``.
+        The default factor model (a dict sets some of its parameters), or an estimator, cloned and fitted
+        unless already fitted.
+    budget_fractions, new_rows : sequence or None
+        Fractions of the bank the budgets stand for (``None``: ``budgets / N``), and the new models' row
+        labels (``None``: ``0 .. n_new - 1``).
     alpha : float, default=0.05
         Significance level of the intervals.
     random_state : int, default=0
@@ -298,18 +429,14 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
         Torch device and precision of the batched engine.
     torch_threads : int, None or "auto", default="auto"
         Torch threads per worker; ``"auto"`` is 1 when ``n_jobs`` is not 1.
-    tuning : dict or None
-        Keyword arguments of :func:`faqstats.experiments.tuning.tune_policy` for "faq-tuned".
-    step_weights : dict or None
-        Keyword arguments of :func:`faqstats.step_weights.learn_step_weights` (learned weights, "auto").
+    tuning, step_weights : dict or None
+        Keyword arguments of :func:`~faqstats.experiments.tune_policy` ("faq-tuned") and of
+        :func:`~faqstats.learn_step_weights` (learned weights, "auto").
     predict_every : int or "auto", default="auto"
         The predictions' refresh schedule; ``"auto"``: :func:`faqstats.configure.default_predict_every`.
-    groups : array-like of shape (N,) or None, default=None
-        A group label per question: every run also estimates every group's accuracy.
-    costs : array-like of shape (N,) or None, default=None
-        A positive cost per question (``PAIEstimator.fit(costs=)``); the records gain ``cost_spent``.
-    clusters : array-like of shape (N,) or None, default=None
-        A cluster id per question: the cluster design, ``budgets`` counting cluster draws.
+    groups, costs, clusters : array-like of shape (N,) or None, default=None
+        Per question, as in ``PAIEstimator.fit``: a group label (every run also estimates each group's
+        accuracy), a positive cost (the records gain ``cost_spent``), a cluster id (``budgets`` count draws).
     verbose : bool, default=True
         Progress bars for the factor fit and the sweep.
 
@@ -352,13 +479,9 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
     rows = np.arange(new.shape[0]) if new_rows is None else np.asarray(new_rows)
     truths = new.mean(axis=1)
     if groups is not None:
-        from ..estimands import encode_groups
-
         groups = np.asarray(groups)
         encode_groups(groups, new.shape[1])  # checked here, not in every worker
     if costs is not None:
-        from ..sampling import check_costs
-
         costs = np.array(check_costs(costs, new.shape[1]))
     sweep = _Sweep(new, truths, rows, random_state, alpha, engine, device, dtype, torch_threads, int(predict_every),
                    groups, costs, clusters)
@@ -400,11 +523,7 @@ def run_methods(history, new, budgets, *, seeds=3, methods=("faq", "uniform-fpc"
 
 def _n_units(clusters, n_questions):
     """What a budget counts: the questions, or the clusters (checked here, once)."""
-    if clusters is None:
-        return n_questions
-    from .._engine import encode_clusters
-
-    return encode_clusters(np.asarray(clusters), n_questions)[1].size
+    return n_questions if clusters is None else encode_clusters(np.asarray(clusters), n_questions)[1].size
 
 
 def _check_group_methods(specs, what):

@@ -19,13 +19,7 @@ def id_sort_key(question_id):
 
 
 def make_question_id(task, sample):
-    """``"<task>/<sample id>"``, the sample id's ``%`` and ``/`` percent-encoded (it splits back at the last slash).
-
-    >>> make_question_id("openai/humaneval", "HumanEval/0")
-    'openai/humaneval/HumanEval%2F0'
-    >>> split_question_id(make_question_id("openai/humaneval", "HumanEval/0"))
-    ('openai/humaneval', 'HumanEval/0')
-    """
+    """``"<task>/<sample id>"``, the sample id's ``%`` and ``/`` percent-encoded (it splits back at the last slash)."""
     return f"{task}/{str(sample).replace('%', '%25').replace('/', '%2F')}"
 
 
@@ -40,9 +34,7 @@ def split_question_id(question_id, name="question_ids"):
 
 
 def task_groups(question_ids):
-    """The task of each harness question id ``"<task>/<sample id>"``, as group labels.
-
-    For ``groups=`` of :class:`~faqstats.PAIEstimator` (``fit``) and :class:`~faqstats.EvaluationSession`.
+    """The task of each harness question id ``"<task>/<sample id>"``, as group labels (for ``groups=``).
 
     Parameters
     ----------
@@ -52,11 +44,9 @@ def task_groups(question_ids):
     Returns
     -------
     list of str
-        The task of each id, in the order given.
 
     Examples
     --------
-    >>> from faqstats.integrations import task_groups
     >>> task_groups(["arith/1", "words/w-fig", "openai/humaneval/HumanEval%2F0"])
     ['arith', 'words', 'openai/humaneval']
     """
@@ -88,34 +78,24 @@ def as_score(value, where):
         value = float(value)
         if math.isfinite(value) and 0.0 <= value <= 1.0:
             return value
-    raise ValueError(
-        f"{where}: score {value!r} is not a number in [0, 1]; faqstats needs 0/1 outcomes or graded scores "
-        "in [0, 1] (use value_map or pick another metric/scorer)."
-    )
-
-
-def as_paths(paths, name):
-    """``paths`` (one path or a sequence) as a list of existing Paths."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    out = []
-    for p in paths:
-        if not isinstance(p, (str, os.PathLike)):
-            raise TypeError(f"{name} must be paths (str or os.PathLike), got {p!r} ({type(p).__name__}).")
-        p = Path(p)
-        if not p.exists():
-            raise FileNotFoundError(f"{name}: {p} does not exist.")
-        out.append(p)
-    if not out:
-        raise ValueError(f"{name} is empty.")
-    return out
+    raise ValueError(f"{where}: score {value!r} is not a number in [0, 1]; faqstats needs 0/1 outcomes or graded "
+                     "scores in [0, 1] (use value_map or pick another metric/scorer).")
 
 
 def expand_paths(paths, name, expand):
-    """``expand(path, name)``'s tuples for each path, led by the model name a mapping ``{model: paths}`` gives."""
+    """``expand(path, name)``'s tuples for each existing path (one or a sequence), led by the model name a mapping
+    ``{model: paths}`` gives."""
     if isinstance(paths, Mapping):
         return [(str(model), *rest) for model, sub in paths.items() for _, *rest in expand_paths(sub, name, expand)]
-    return [item for path in as_paths(paths, name) for item in expand(path, name)]
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not paths:
+        raise ValueError(f"{name} is empty.")
+    for p in paths:
+        if not isinstance(p, (str, os.PathLike)):
+            raise TypeError(f"{name} must be paths (str or os.PathLike), got {p!r} ({type(p).__name__}).")
+        if not Path(p).exists():
+            raise FileNotFoundError(f"{name}: {Path(p)} does not exist.")
+    return [item for path in map(Path, paths) for item in expand(path, name)]
 
 
 def write_arg(path, text):
@@ -147,13 +127,9 @@ class HarnessRecords:
 
     def _warn_merged(self):
         for model, stamps in self._merged.items():
-            warnings.warn(
-                f"model {model!r}: {len(stamps)} runs ({', '.join(sorted(map(repr, stamps)))}) scored the same "
-                "questions; the latest run's scores are used. To keep the runs apart, read them as separate models "
-                "(a mapping {name: path}).",
-                UserWarning,
-                stacklevel=4,
-            )
+            warnings.warn(f"model {model!r}: {len(stamps)} runs ({', '.join(sorted(map(repr, stamps)))}) scored the "
+                          "same questions; the latest run's scores are used. To keep the runs apart, read them as "
+                          "separate models (a mapping {name: path}).", UserWarning, stacklevel=4)
 
     def value(self, model, question_id):
         entry = self._scores.get(model, {}).get(question_id)

@@ -1,12 +1,10 @@
-"""The harnesses behind one interface, for the command line: read earlier runs as a history, write a
-round's harness arguments, read a round's outcomes (dispatch to :mod:`.lm_eval` and :mod:`.inspect_ai`)."""
+"""The command line's two harnesses (``"lm-eval"``, ``"inspect"``) behind one interface: read earlier runs as a
+history, write a round's harness arguments, read a round's outcomes (:mod:`.lm_eval` or else :mod:`.inspect_ai`)."""
 
 from inspect import signature
 
 from . import inspect_ai, lm_eval
 from ._common import check_question_id_list, split_question_id
-
-HARNESSES = ("lm-eval", "inspect")
 
 
 def _defaults(reader, names):
@@ -35,21 +33,14 @@ class PerTask(dict):
         return self[task]
 
 
-def _check(harness):
-    if harness not in HARNESSES:
-        raise ValueError(f"harness must be one of {HARNESSES}, got {harness!r}.")
-
-
 def read_history(harness, paths, **options):
     """``(matrix, model names, question ids)`` of earlier runs, read with ``options``."""
-    _check(harness)
     read = lm_eval.read_lm_eval_samples if harness == "lm-eval" else inspect_ai.read_inspect_logs
     return read(paths, **options)
 
 
 def round_arguments(harness, question_ids):
     """The harness arguments that run ``question_ids``: ``{"tasks", "samples"}`` or ``{"tasks", "sample_id"}``."""
-    _check(harness)
     ids = check_question_id_list(question_ids, "the session's question ids", empty="nothing is pending")
     if harness == "lm-eval":
         samples = lm_eval.write_lm_eval_samples_arg(ids)
@@ -60,7 +51,6 @@ def round_arguments(harness, question_ids):
 
 def read_round(harness, paths, question_ids, **options):
     """``(outcomes of question_ids, ids of the other scored samples read past)`` from one model's output."""
-    _check(harness)
     ids = check_question_id_list(question_ids, "the session's question ids", empty="nothing is pending")
     read = lm_eval.read_lm_eval_round if harness == "lm-eval" else inspect_ai.read_inspect_round
     return read(paths, ids, **options)

@@ -87,7 +87,7 @@ def _records(path):
             raise ValueError(f"{path}:{line_no} is not valid JSON ({exc}).") from None
 
 
-def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=None, results=None):
+def _read_file(records, model, task, stamp, path, metric, filter, key, wanted, results):
     filters, metrics, n_used, seen = set(), set(), 0, {}
     lacking, scores = [], []  # lines of the filter without the metric; every score of the filter
     for where, line_no, rec in _records(path):
@@ -133,24 +133,19 @@ def _read_file(records, model, task, stamp, path, metric, filter, key, wanted=No
         _check_against_results(path, task, stamp, metric, filter, scores, seen if key == "doc_id" else None,
                                results)
     if filter not in filters:
-        raise ValueError(
-            f"filter {filter!r} is absent from {path} (task {task!r}); it has filters {sorted(filters)}. "
-            "Pass filter=... (or a mapping task -> filter)."
-        )
+        raise ValueError(f"filter {filter!r} is absent from {path} (task {task!r}); it has filters {sorted(filters)}. "
+                         "Pass filter=... (or a mapping task -> filter).")
     if n_used == 0 and (wanted is None or metric not in metrics):
-        raise ValueError(
-            f"metric {metric!r} is absent from {path} (task {task!r}, filter {filter!r}); it has metrics "
-            f"{sorted(metrics)}. Pass metric=... (or a mapping task -> metric)."
-        )
+        raise ValueError(f"metric {metric!r} is absent from {path} (task {task!r}, filter {filter!r}); it has "
+                         f"metrics {sorted(metrics)}. Pass metric=... (or a mapping task -> metric).")
 
 
-def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids=None, results=None):
+def _check_against_results(path, task, stamp, metric, filter, scores, doc_ids, results):
     """Hold a samples file against lm-eval's ``results_<stamp>.json`` beside it, if any: its document count,
     doc ids and (a mean-aggregated metric) mean, so that damage fails loudly. ``results``: parsed files by path."""
     results_path = path.with_name(f"results_{stamp}.json")
     if not stamp or not results_path.is_file():
         return
-    results = {} if results is None else results
     try:
         if results_path not in results:
             results[results_path] = json.loads(results_path.read_bytes())
@@ -217,15 +212,12 @@ def read_lm_eval_samples(paths_or_dirs, *, task=None, metric="acc", filter="none
     -------
     matrix : ndarray of shape (n_models, n_questions)
         Scores (of several runs of a task, the latest wins), NaN where a model has no line.
-    model_names : list of str
-        In the order first seen.
-    question_ids : list of str
-        Sorted by task, then by doc id (numerically).
+    model_names, question_ids : list of str
+        Models in the order first seen; ids sorted by task, then by doc id (numerically).
 
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_lm_eval_samples
     >>> out = pathlib.Path(tempfile.mkdtemp())
     >>> for model, accs in {"org__small": [1, 0], "org__big": [1, 1, 1]}.items():
     ...     (out / model).mkdir()
@@ -252,11 +244,10 @@ def write_lm_eval_samples_arg(question_ids, path=None):
     Returns
     -------
     dict
-        Task -> sorted doc ids.
+        ``{task: sorted doc ids}``.
 
     Examples
     --------
-    >>> from faqstats.integrations import write_lm_eval_samples_arg
     >>> write_lm_eval_samples_arg(["arc/10", "arc/2", "gsm8k/7"])
     {'arc': [2, 10], 'gsm8k': [7]}
     """
@@ -265,10 +256,8 @@ def write_lm_eval_samples_arg(question_ids, path=None):
     for qid in ids:
         task, doc = split_question_id(qid)
         if not doc.isdigit():
-            raise ValueError(
-                f"question_ids must end in an integer doc_id for --samples, got {qid!r} "
-                "(ids read with key='doc_hash' cannot be sent to lm-eval)."
-            )
+            raise ValueError(f"question_ids must end in an integer doc_id for --samples, got {qid!r} "
+                             "(ids read with key='doc_hash' cannot be sent to lm-eval).")
         samples.setdefault(task, []).append(int(doc))
     samples = {task: sorted(docs) for task, docs in samples.items()}
     write_arg(path, json.dumps(samples))
@@ -290,12 +279,10 @@ def read_lm_eval_outcomes(path, question_ids, *, metric="acc", filter="none", ke
     Returns
     -------
     ndarray of shape (len(question_ids),)
-        Scores in the order of ``question_ids``.
 
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_lm_eval_outcomes
     >>> out = pathlib.Path(tempfile.mkdtemp(), "org__new")
     >>> out.mkdir()
     >>> lines = [json.dumps({"doc_id": i, "acc": a}) for i, a in [(2, 1.0), (10, 0.0)]]
@@ -331,18 +318,15 @@ def _strings(arguments):
 
 
 def read_lm_eval_costs(paths_or_dirs, *, task=None, key="doc_id", tokenizer=None):
-    """A cost per question of lm-eval ``--log_samples`` output: the length of its requests.
+    """A cost per question of lm-eval ``--log_samples`` output: the length of its requests' strings.
 
-    lm-eval logs no token counts, so a document costs the length of the strings of its
-    ``arguments`` (every request), in characters or by ``tokenizer``.
+    lm-eval logs no token counts: a document costs the length of its ``arguments``, in characters or ``tokenizer``'s.
 
     Parameters
     ----------
     paths_or_dirs : path, sequence of paths, or mapping
         As in :func:`read_lm_eval_samples` (e.g. the history's runs).
-    task : str, sequence of str or None, default=None
-        Tasks to read; ``None`` reads every task found.
-    key : {"doc_id", "doc_hash"}, default="doc_id"
+    task, key
         As in :func:`read_lm_eval_samples`.
     tokenizer : callable or None, default=None
         A function from a string to its number of tokens; ``None`` counts characters.
@@ -355,7 +339,6 @@ def read_lm_eval_costs(paths_or_dirs, *, task=None, key="doc_id", tokenizer=None
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_lm_eval_costs
     >>> out = pathlib.Path(tempfile.mkdtemp(), "org__model")
     >>> out.mkdir()
     >>> lines = [json.dumps({"doc_id": i, "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": " yes"}}})
@@ -429,9 +412,7 @@ def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id")
     level : {"task", "parent", "group"}, default="task"
         The subtask of the samples file, the group that lists it, or the outermost group above it
         (a task in no group is its own group).
-    task : str, sequence of str or None, default=None
-        Tasks to read; ``None`` reads every task found.
-    key : {"doc_id", "doc_hash"}, default="doc_id"
+    task, key
         As in :func:`read_lm_eval_samples`.
 
     Returns
@@ -442,7 +423,6 @@ def read_lm_eval_groups(paths_or_dirs, *, level="task", task=None, key="doc_id")
     Examples
     --------
     >>> import json, pathlib, tempfile
-    >>> from faqstats.integrations import read_lm_eval_groups
     >>> out = pathlib.Path(tempfile.mkdtemp(), "org__model")
     >>> out.mkdir()
     >>> for task in ("mmlu_anatomy", "arc_easy"):

@@ -16,15 +16,6 @@ __all__ = ["read_outcome_pairs", "read_question_costs", "read_question_ids", "re
            "read_question_values"]
 
 
-def _read_text(path):
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{path} is not UTF-8 text (expected a .csv or .json file).") from None
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}.") from None
-
-
 def _shown(ids):
     return ", ".join(map(repr, ids[:5])) + (" ..." if len(ids) > 5 else "")
 
@@ -40,7 +31,6 @@ def read_question_ids(path):
     Returns
     -------
     list of str
-        The ids, in the file's order.
 
     Examples
     --------
@@ -87,7 +77,7 @@ def _csv_pairs(path, text, known, kind):
 
 
 def read_question_values(path, question_ids, kind):
-    """A raw value for every question of a bank, each with where the file gives it.
+    """A raw value for every question of a bank, each with where the file gives it (``"FILE:LINE"``).
 
     Parameters
     ----------
@@ -102,18 +92,22 @@ def read_question_values(path, question_ids, kind):
     Returns
     -------
     dict
-        ``{question id: (where, value)}``, ``where`` as ``"FILE:LINE"`` (JSON: ``"FILE entry K"`` or ``"FILE"``).
+        ``{question id: (where, value)}``.
 
     Examples
     --------
     >>> import pathlib, tempfile
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "groups.csv"
     >>> _ = path.write_text("question_id,task,group\\nq1,arc,easy\\nq2,arc,hard\\n")
-    >>> values = read_question_values(path, ["q1", "q2"], "group")
-    >>> values["q2"]  # doctest: +ELLIPSIS
+    >>> read_question_values(path, ["q1", "q2"], "group")["q2"]  # doctest: +ELLIPSIS
     ('...groups.csv:3', 'hard')
     """
-    text = _read_text(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text (expected a .csv or .json file).") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}.") from None
     known = {str(q) for q in question_ids}
     if Path(path).suffix.lower() == ".json":
         try:
@@ -160,7 +154,7 @@ def read_question_labels(path, question_ids, kind="group"):
     Returns
     -------
     list of str
-        The label (a non-empty string or an integer in the file) of each of ``question_ids``.
+        The label of each of ``question_ids`` (a non-empty string or an integer in the file).
 
     Examples
     --------
@@ -194,7 +188,6 @@ def read_question_costs(path, question_ids):
     Returns
     -------
     list of float
-        The cost of each of ``question_ids``.
 
     Examples
     --------
@@ -232,7 +225,7 @@ def read_outcome_pairs(path):
     Returns
     -------
     list of tuple
-        The ``(id, outcome)`` pairs, in the file's order, unchecked.
+        In the file's order, unchecked.
 
     Examples
     --------
@@ -253,8 +246,7 @@ def read_outcome_pairs(path):
             elif isinstance(item, list) and len(item) == 2:
                 pairs.append(tuple(item))
             else:
-                raise ValueError(
-                    f"{path}: each entry must be [id, outcome] or {{\"id\": ..., \"outcome\": ...}}, got {item!r}."
-                )
+                raise ValueError(f"{path}: each entry must be [id, outcome] or "
+                                 f"{{\"id\": ..., \"outcome\": ...}}, got {item!r}.")
         return pairs
     raise ValueError(f"{path} must hold a JSON object {{id: outcome}} or a list of [id, outcome] pairs.")

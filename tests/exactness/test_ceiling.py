@@ -16,8 +16,7 @@ from tests.exactness.test_unbiasedness import TOL, enumerate_sequential, moments
 
 import faqstats as fq
 from faqstats.experiments import format_summary, run_methods, summarize
-from faqstats.experiments.fitting import oracle_predictor
-from faqstats.experiments.methods import CEILING_METHODS, METHODS
+from faqstats.experiments.methods import CEILING_METHODS, METHODS, oracle_predictor
 from faqstats.experiments.records import RECORD_COLUMNS
 
 

@@ -1,4 +1,4 @@
-"""The field as experiment methods (faqstats/experiments/field.py, field_irt.py): ProEval's BQ, the Fisher IRT
+"""The field as experiment methods (faqstats/experiments/field.py): ProEval's BQ, the Fisher IRT
 adaptive test, tinyBenchmarks' gp-IRT, run through run_methods on the same splits and seeds."""
 
 import numpy as np
@@ -8,8 +8,7 @@ from scipy import special
 
 import faqstats as fq
 from faqstats.experiments import run_methods
-from faqstats.experiments.field import FieldMethod, ProEvalBQ
-from faqstats.experiments.field_irt import IRTFisher, TinyBenchmarks, fit_irt
+from faqstats.experiments.field import FieldMethod, IRTFisher, ProEvalBQ, TinyBenchmarks, fit_irt
 from faqstats.experiments.methods import METHODS
 from faqstats.experiments.records import RECORD_COLUMNS
 
@@ -143,7 +142,7 @@ def test_tinybench_lambda_and_weights():
     run = method.run(H[-1], 10, random_state=3)
     A, c = method.discrimination_, method.intercept_
     y = H[-1]
-    from faqstats.experiments.field_irt import _mle_ability
+    from faqstats.experiments.field import _mle_ability
 
     theta = _mle_ability(y[anchors], A[anchors], c[anchors])
     rest = np.setdiff1d(np.arange(40), anchors)

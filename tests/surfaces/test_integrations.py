@@ -349,3 +349,12 @@ def test_question_ids_split_back_whatever_the_task_and_sample_hold(task, sample)
     from faqstats.integrations._common import make_question_id, split_question_id
 
     assert split_question_id(make_question_id(task, sample)) == (task, sample)
+
+
+def test_question_ids_percent_encode_the_sample_id():
+    """A sample id with '/' or '%' survives the round trip (it splits back at the last slash)."""
+    from faqstats.integrations._common import make_question_id, split_question_id
+
+    assert make_question_id("openai/humaneval", "HumanEval/0") == "openai/humaneval/HumanEval%2F0"
+    assert split_question_id(make_question_id("openai/humaneval", "HumanEval/0")) == ("openai/humaneval", "HumanEval/0")
+    assert split_question_id(make_question_id("t", "50%")) == ("t", "50%")
