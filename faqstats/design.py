@@ -11,8 +11,8 @@ from ._validation import check_alpha, check_scalar
 from .predictor import resolve_predictor_keyword
 from .sampling import HybridSampler, Sampler, StreamSampler, UniformSampler
 
-__all__ = ["EstimatorParameters", "bank_size", "check_design", "check_estimator", "confidence_alpha", "resolve_bank_size",
-           "sample_mean_design"]
+__all__ = ["EstimatorParameters", "bank_size", "check_design", "check_estimator", "confidence_alpha",
+           "resolve_bank_size", "sample_mean_design"]
 
 
 def bank_size(predictor):
