@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from ._engine import ClusterRun, QueryLoop, SequentialRun, encode_clusters
+from ._engine import ClusterRun, QueryLoop, SequentialRun, StreamRun, encode_clusters
 from ._validation import check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
 from .design import check_estimator, confidence_alpha, resolve_bank_size
@@ -11,7 +11,6 @@ from .estimands import EstimandTracker, as_estimand, encode_groups, stratified_a
 from .posterior import FixedPredictions
 from .predictor import engine_posterior
 from .sampling import CostWeightedSampler, HybridSampler, Sampler, check_costs, draws_for_cost
-from .stream_run import StreamRun
 
 __all__ = ["answer_round", "cost_design", "estimand_tracker", "new_loop", "predictor_for"]
 

@@ -105,7 +105,8 @@ class LowRankPredictor(Predictor):
     identity link, ``question_means_`` and ``noise_`` (what :mod:`faqstats.batched_posterior` runs too)."""
 
     def posterior(self, dtype="float64", predict_every=1):
-        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior (identity link: the Gaussian one)."""
+        """A new model's :class:`~faqstats.posterior.FactorPosterior` at the prior (identity link: the Gaussian one),
+        its predictions in ``dtype`` ("float64" or "float32"), refreshed after every ``predict_every``-th answer."""
         check_is_fitted(self, "question_factors_")
         if getattr(self, "noise_", None) is None:
             return FactorPosterior(self.question_factors_, self.prior_mean_, self.prior_cov_, dtype=dtype,

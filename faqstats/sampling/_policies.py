@@ -173,7 +173,8 @@ class HybridSampler(Sampler):
 
         Returns
         -------
-        weight, exponent : float
+        weight : float
+        exponent : float
         """
         weight = max(0.0, 1.0 - step / (self.rho * budget)) if self.rho > 0 else 0.0
         exponent = self.beta0 * min(1.0, step / (self.gamma * budget)) if self.gamma > 0 else self.beta0

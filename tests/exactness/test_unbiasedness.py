@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from sklearn.base import BaseEstimator
 
 import faqstats as fq
-from faqstats.stream_run import StreamRun
+from faqstats._engine import StreamRun
 from faqstats.estimator import martingale_variance, weighted_martingale
 from faqstats.loop_setup import new_loop
 from faqstats.sampling import within_round
