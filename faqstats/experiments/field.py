@@ -204,8 +204,6 @@ class ProEvalBQ(FieldMethod):
         return FieldRun(estimate, sd, *normal_interval(estimate, sd, alpha), np.asarray(idx))
 
 
-
-
 def _proeval_posterior(get_posterior, plan, idx, answers):
     """ProEval's posterior after a plan's first ``len(idx)`` queries: the mean at every question, the variance of
     their mean. It reads the plan's private GP inputs: ``SamplingPlan.estimate`` needs the whole plan's answers."""
