@@ -241,7 +241,7 @@ def test_cost_budget_on_openllm_v1():
     """openllm_v1 with assumed tokens per benchmark at a 10% cost budget, the first 100 test models x 2
     seeds (200 runs): coverage >= 0.91 (measured 0.950 on 6,150 runs), mean spend within 10% of the
     budget, and variance x spend at least 1.5x better than the uniform sample mean's (exact; measured
-    2.45x: docs/results/run_log.md, "Cost budgets (issue 15)")."""
+    2.45x: docs/results/run_log.md, "Cost budgets")."""
     from faqstats.experiments import split_matrix
 
     matrix, meta = fq.load_response_matrix(OPENLLM)

@@ -198,7 +198,7 @@ def test_groups_on_openllm_v1(stratify):
     """openllm_v1's five sub-benchmarks at 10% (69 queries), min_group_share 0.3, the first 60 test
     models x 3 seeds (180 runs, coverage se about 0.016): every group's own interval and the macro
     interval cover >= 0.90, the simultaneous intervals all five at once >= 0.92 (the full 615 x 20
-    measurement: docs/results/run_log.md, "Groups (issue 15)")."""
+    measurement: docs/results/run_log.md, "Groups")."""
     from faqstats.experiments import split_matrix
 
     matrix, _ = fq.load_response_matrix(OPENLLM)
