@@ -1,0 +1,305 @@
+"""Joint inference for several models evaluated on one bank: simultaneous intervals, rank intervals, the best.
+
+:class:`JointResults` holds K models' exactly unbiased accuracy estimates and the estimated
+covariance of their errors (diagonal for independent runs; full when the models answered the same
+draws). Its intervals hold for all models, or all pairwise differences, at once: a max-t critical
+value over the estimated correlation, or Bonferroni's where that correlation cannot be trusted.
+Rank intervals follow from the simultaneous differences, as in "ranking with confidence".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ._validation import check_alpha
+from .results import table_summary
+
+__all__ = ["JointResults", "max_t_quantile"]
+
+#: draws of the max-t critical value's Monte Carlo (seeded: a result's intervals are reproducible)
+MAX_T_DRAWS = 2**17
+
+
+def max_t_quantile(corr, alpha, n_draws=MAX_T_DRAWS, random_state=0):
+    """The ``1 - alpha`` quantile of ``max_i |Z_i|`` for ``Z ~ N(0, corr)``: the critical value of
+    intervals that cover all ``K`` means at once.
+
+    Exact for one mean (the normal quantile) and for independent means (Sidak's); otherwise a
+    seeded Monte Carlo of ``n_draws`` draws. ``corr`` may be singular (the pairwise differences
+    of ``K`` means have rank ``K - 1``).
+
+    Parameters
+    ----------
+    corr : array-like of shape (K, K)
+        A correlation matrix (positive semi-definite, unit diagonal).
+    alpha : float in (0, 1)
+        One minus the joint level.
+    n_draws : int, default=MAX_T_DRAWS
+        Monte Carlo draws.
+    random_state : int, default=0
+        Seeds the draws.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(max_t_quantile([[1.0]], 0.05), 3), round(max_t_quantile(np.eye(3), 0.05), 3)
+    (1.96, 2.388)
+    >>> round(max_t_quantile(np.ones((3, 3)), 0.05), 2)  # perfectly correlated: one mean
+    1.96
+    """
+    alpha = check_alpha(alpha)
+    R = np.atleast_2d(np.asarray(corr, dtype=float))
+    K = R.shape[0]
+    if np.allclose(R, np.eye(K)):  # Sidak: independent
+        return float(stats.norm.ppf(0.5 + 0.5 * (1.0 - alpha) ** (1.0 / K)))
+    w, U = np.linalg.eigh((R + R.T) / 2)
+    root = U * np.sqrt(np.clip(w, 0.0, None))
+    Z = np.random.default_rng(random_state).standard_normal((int(n_draws), K)) @ root.T
+    return float(np.quantile(np.abs(Z).max(axis=1), 1.0 - alpha))
+
+
+def _correlation(cov):
+    sd = np.sqrt(np.diag(cov))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = cov / np.outer(sd, sd)
+    R[~np.isfinite(R)] = 0.0
+    np.fill_diagonal(R, 1.0)
+    return R
+
+
+@dataclass(frozen=True)
+class JointResults:
+    """K models' accuracies from one evaluation, with intervals that hold for all of them at once.
+
+    Attributes
+    ----------
+    estimate : ndarray of shape (K,)
+        Each model's exactly unbiased accuracy estimate.
+    cov : ndarray of shape (K, K)
+        The estimated covariance of the estimates' errors (symmetric positive semi-definite).
+    names : tuple of str
+        The models' names (``"0"``, ``"1"``, ... when none were given).
+    n_queries : ndarray of shape (K,)
+        Questions asked of each model.
+    simultaneous_method : {"max-t", "bonferroni"}, default="max-t"
+        How the joint intervals are made: the max-t critical value over the estimated correlation,
+        or Bonferroni's (no use of the correlation).
+    df : ndarray of shape (K,) or None, default=None
+        Degrees of freedom of each estimate's variance (``inf`` or None: normal). The joint level
+        is split as the normal max-t splits it, and each interval takes Student's t at its share.
+
+    Examples
+    --------
+    >>> r = JointResults(np.array([0.60, 0.55, 0.40]), np.diag([0.02, 0.02, 0.02]) ** 2, ("a", "b", "c"),
+    ...                  np.array([50, 50, 50]))
+    >>> r.rank_intervals().to_dict("index")
+    {'a': {'best': 1, 'worst': 2}, 'b': {'best': 1, 'worst': 2}, 'c': {'best': 3, 'worst': 3}}
+    >>> r.may_be_best()
+    ['a', 'b']
+    """
+
+    estimate: np.ndarray
+    cov: np.ndarray = field(repr=False)
+    names: tuple
+    n_queries: np.ndarray
+    simultaneous_method: str = "max-t"
+    df: np.ndarray | None = None
+
+    def __post_init__(self):
+        est, cov = np.asarray(self.estimate, dtype=float), np.asarray(self.cov, dtype=float)
+        K = est.size
+        if cov.shape != (K, K) or len(self.names) != K:
+            raise ValueError(f"{K} estimates need a ({K}, {K}) covariance and {K} names; got {cov.shape} and "
+                             f"{len(self.names)}.")
+        if not (np.all(np.isfinite(est)) and np.all(np.isfinite(cov))):
+            raise ValueError("the estimates and their covariance must be finite.")
+        if self.simultaneous_method not in ("max-t", "bonferroni"):
+            raise ValueError(f"simultaneous_method must be 'max-t' or 'bonferroni', got {self.simultaneous_method!r}.")
+        df = np.full(K, np.inf) if self.df is None else np.asarray(self.df, dtype=float)
+        if df.shape != (K,) or np.any(np.isnan(df)) or np.any(df <= 0):
+            raise ValueError(f"df must hold {K} positive degrees of freedom (inf: normal), got {self.df!r}.")
+        object.__setattr__(self, "df", df)
+        object.__setattr__(self, "cov", (cov + cov.T) / 2)
+        object.__setattr__(self, "names", tuple(str(n) for n in self.names))
+
+    def _critical(self, cov, alpha, simultaneous, df):
+        """Each row's critical value: Student's t with its ``df`` at the two-sided level each row gets."""
+        m = cov.shape[0]
+        if not simultaneous:
+            share = alpha
+        elif self.simultaneous_method == "bonferroni" or m == 1:
+            share = alpha / m
+        else:
+            share = 2 * stats.norm.sf(max_t_quantile(_correlation(cov), alpha))
+        return stats.t.ppf(1 - share / 2, df)
+
+    def conf_int(self, alpha=0.05, simultaneous=True):
+        """Every model's interval: a DataFrame indexed by model with columns ``lower`` and ``upper``.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the level.
+        simultaneous : bool, default=True
+            ``True``: all K intervals cover at once with probability about ``1 - alpha``;
+            ``False``: each alone (a per-model 95% interval when ``alpha=0.05``).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        alpha = check_alpha(alpha)
+        se = np.sqrt(np.diag(self.cov))
+        c = self._critical(self.cov, alpha, simultaneous, self.df)
+        return pd.DataFrame({"lower": np.clip(self.estimate - c * se, 0, 1), "upper": np.clip(self.estimate + c * se, 0, 1)},
+                            index=pd.Index(self.names, name="model"))
+
+    def differences(self, alpha=0.05, simultaneous=True):
+        """Every pairwise difference ``theta_i - theta_j`` (``i < j``) with its interval.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the level.
+        simultaneous : bool, default=True
+            ``True``: all ``K (K - 1) / 2`` intervals cover at once with probability about ``1 - alpha``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by ``(model, other)``: ``estimate``, ``std_error``, ``lower``, ``upper``.
+        """
+        alpha = check_alpha(alpha)
+        K = self.estimate.size
+        pairs = list(combinations(range(K), 2))
+        D = np.zeros((len(pairs), K))
+        for row, (i, j) in enumerate(pairs):
+            D[row, i], D[row, j] = 1.0, -1.0
+        est, cov = D @ self.estimate, D @ self.cov @ D.T
+        se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        c = self._critical(cov, alpha, simultaneous, [self._pair_df(i, j) for i, j in pairs]) if pairs else 0.0
+        index = pd.MultiIndex.from_tuples([(self.names[i], self.names[j]) for i, j in pairs], names=["model", "other"])
+        return pd.DataFrame({"estimate": est, "std_error": se, "lower": est - c * se, "upper": est + c * se}, index=index)
+
+    def _pair_df(self, i, j):
+        """Welch-Satterthwaite's degrees of freedom of ``theta_i - theta_j`` (the smaller where they are correlated)."""
+        vi, vj, di, dj = self.cov[i, i], self.cov[j, j], self.df[i], self.df[j]
+        denominator = vi**2 / di + vj**2 / dj
+        if self.cov[i, j] != 0 or denominator == 0:  # correlated, or both normal (inf df) or exact
+            return min(di, dj)
+        return (vi + vj) ** 2 / denominator
+
+    def _surely_better(self, alpha):
+        """``B[i, j]``: the simultaneous intervals say model ``i`` is more accurate than ``j``."""
+        K = self.estimate.size
+        B = np.zeros((K, K), dtype=bool)
+        d = self.differences(alpha, simultaneous=True)
+        for (i, j), (low, high) in zip(combinations(range(K), 2), d[["lower", "upper"]].to_numpy()):
+            B[i, j], B[j, i] = low > 0, high < 0
+        return B
+
+    def rank_intervals(self, alpha=0.05):
+        """Each model's ranks consistent with the simultaneous differences (1 = most accurate).
+
+        Best rank: 1 + the models surely better; worst: K - the models surely worse. They hold for
+        all models at once whenever the difference intervals do.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the joint level.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by model: ``best``, ``worst``.
+        """
+        B = self._surely_better(alpha)
+        K = B.shape[0]
+        return pd.DataFrame({"best": 1 + B.sum(axis=0), "worst": K - B.sum(axis=1)}, index=pd.Index(self.names, name="model"))
+
+    def may_be_best(self, alpha=0.05):
+        """The models whose rank interval includes 1: the set that holds the best with probability about ``1 - alpha``.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the joint level.
+
+        Returns
+        -------
+        list of str
+        """
+        ranks = self.rank_intervals(alpha)
+        return ranks.index[ranks["best"] == 1].tolist()
+
+    def to_frame(self, alpha=0.05):
+        """The leaderboard: one row per model, most accurate first, with simultaneous intervals and rank intervals.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the joint level.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by model: ``estimate``, ``std_error``, ``n_queries``, ``lower``, ``upper``, ``best``, ``worst``.
+        """
+        frame = pd.DataFrame({"estimate": self.estimate, "std_error": np.sqrt(np.diag(self.cov)),
+                              "n_queries": self.n_queries}, index=pd.Index(self.names, name="model"))
+        frame = frame.join(self.conf_int(alpha)).join(self.rank_intervals(alpha))
+        return frame.sort_values("estimate", ascending=False)
+
+    def summary(self, alpha=0.05):
+        """The leaderboard as a statsmodels summary, with how the joint intervals were made.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the joint level.
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary
+        """
+        level = f"{100 * (1 - alpha):g}%"
+        notes = [f"Intervals and rank intervals hold for all models at once with probability {level} "
+                 f"({self.simultaneous_method}).", f"May be best: {', '.join(self.may_be_best(alpha))}."]
+        return table_summary("faqstats leaderboard", table=self.to_frame(alpha), notes=notes)
+
+    def plot(self, alpha=0.05, ax=None):
+        """Estimates with their simultaneous intervals, most accurate on top, rank intervals as labels.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the joint level.
+        ax : matplotlib Axes or None, default=None
+            Where to draw; ``None``: a new figure (your backend is left alone).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        if ax is None:
+            from matplotlib.figure import Figure
+
+            ax = Figure(figsize=(6, 0.5 + 0.4 * self.estimate.size)).subplots()
+        frame = self.to_frame(alpha).iloc[::-1]
+        y = np.arange(len(frame))
+        ax.errorbar(frame["estimate"], y, xerr=[frame["estimate"] - frame["lower"], frame["upper"] - frame["estimate"]],
+                    fmt="o", capsize=3)
+        labels = [f"{name}  (rank {b}-{w})" if b != w else f"{name}  (rank {b})"
+                  for name, b, w in zip(frame.index, frame["best"], frame["worst"])]
+        ax.set_yticks(y, labels)
+        ax.set_xlabel(f"accuracy ({100 * (1 - alpha):g}% simultaneous intervals)")
+        return ax
