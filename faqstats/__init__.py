@@ -13,6 +13,8 @@ from .estimator import PAIEstimator, martingale_variance, paper_variance, weight
 from .evaluate import evaluate
 from .factor_model import LogisticFactorModel, LogisticFactorModelCV, laplace_update
 from .irt import ItemResponseModel
+from .joint import JointResults
+from .leaderboard import LeaderboardEstimator
 from .model_based import ModelBasedEstimator, ModelBasedResult
 from .predictor import Predictor, predictor_class, register_predictor
 from .history import add_rows_to_history, add_sessions_to_history
@@ -34,7 +36,8 @@ __all__ = [
     "AccuracyResult", "add_rows_to_history", "add_sessions_to_history", "history_from_frame", "read_history_table",
     "save_history", "load_history", "ActiveLearningSampler", "BernoulliAIPW", "ComparisonResult",
     "CostWeightedSampler", "EvaluationSession", "GaussianProcessSurrogate", "GroupResults", "HistoryMixture",
-    "HybridSampler", "IntervalRule", "ItemResponseModel", "LogisticFactorModel", "LogisticFactorModelCV",
+    "HybridSampler", "IntervalRule", "ItemResponseModel", "JointResults", "LeaderboardEstimator",
+    "LogisticFactorModel", "LogisticFactorModelCV",
     "ModelBasedEstimator", "ModelBasedResult", "NeymanSampler", "PAIEstimator", "PairedPAIEstimator",
     "PolicyState", "Predictor", "Sampler", "StackedPredictor", "StepWeights", "StreamSampler", "SyntheticBank",
     "UniformSampler", "VarianceReductionSampler", "cold_start_factor_model", "compare", "configure_from_history",

@@ -7,8 +7,6 @@ value over the estimated correlation, or Bonferroni's where that correlation can
 Rank intervals follow from the simultaneous differences, as in "ranking with confidence".
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from itertools import combinations
 

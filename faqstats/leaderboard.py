@@ -1,7 +1,5 @@
 """Several models evaluated on one bank at once: a leaderboard with simultaneous intervals and rank intervals."""
 
-from __future__ import annotations
-
 import numbers
 
 import numpy as np
@@ -11,7 +9,9 @@ from sklearn.utils.validation import check_is_fitted
 from ._progress import progress_bar
 from ._validation import check_generator, check_scalar
 from .estimator import PAIEstimator
+from .adaptive_allocation import fit_adaptive
 from .joint import JointResults
+from .shared_draws import fit_shared
 
 __all__ = ["LeaderboardEstimator"]
 
@@ -33,6 +33,12 @@ class LeaderboardEstimator(BaseEstimator):
         The policy of every run (cloned for each).
     budget : int, default=100
         Questions asked in all, over all models (split evenly; the first models get the remainder).
+    design : {"independent", "shared", "adaptive"}, default="independent"
+        TODO(design helpers): how the questions are drawn.
+    stop : {"budget", "best"}, default="budget"
+        TODO(adaptive helper): when the adaptive design stops.
+    alpha : float in (0, 1), default=0.05
+        TODO(adaptive helper): the level the adaptive design's confidence sequences hold at.
     interval : str or IntervalRule, default="robust-t"
         Each run's interval rule (its variance estimate enters the joint intervals).
     simultaneous : {"max-t", "bonferroni"}, default="max-t"
@@ -61,11 +67,14 @@ class LeaderboardEstimator(BaseEstimator):
     ((4, 2), ['best', 'worst'])
     """
 
-    def __init__(self, predictor=None, sampler=None, budget=100, *, interval="robust-t", simultaneous="max-t",
-                 random_state=None, verbose=False):
+    def __init__(self, predictor=None, sampler=None, budget=100, *, design="independent", stop="budget", alpha=0.05,
+                 interval="robust-t", simultaneous="max-t", random_state=None, verbose=False):
         self.predictor = predictor
         self.sampler = sampler
         self.budget = budget
+        self.design = design
+        self.stop = stop
+        self.alpha = alpha
         self.interval = interval
         self.simultaneous = simultaneous
         self.random_state = random_state
@@ -98,6 +107,16 @@ class LeaderboardEstimator(BaseEstimator):
         check_scalar(self.budget, "budget", kind=numbers.Integral, low=2 * K)
         if self.simultaneous not in ("max-t", "bonferroni"):
             raise ValueError(f"simultaneous must be 'max-t' or 'bonferroni', got {self.simultaneous!r}.")
+        if self.design not in ("independent", "shared", "adaptive"):
+            raise ValueError(f"design must be 'independent', 'shared' or 'adaptive', got {self.design!r}.")
+        if self.design == "shared":
+            self.result_ = fit_shared(self, models, names)  # TODO(shared helper): also sets estimators_/queries
+            self.estimate_ = self.result_.estimate
+            return self
+        if self.design == "adaptive":
+            self.result_ = fit_adaptive(self, models, names)  # TODO(adaptive helper)
+            self.estimate_ = self.result_.estimate
+            return self
         budgets = np.full(K, self.budget // K) + (np.arange(K) < self.budget % K)
         seeds = check_generator(self.random_state).spawn(K)
         self.estimators_ = []
