@@ -134,9 +134,17 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
 
     def __init__(self, n_components=16, regularization=0.1, learning_rate=1e-2, max_iter=2000, solver="adamw",
                  tol=1e-4, device="auto", dtype="float32", random_state=None, verbose=False, prior_scale=1.0):
-        self.n_components, self.regularization, self.learning_rate = n_components, regularization, learning_rate
-        self.max_iter, self.solver, self.tol, self.device, self.dtype = max_iter, solver, tol, device, dtype
-        self.random_state, self.verbose, self.prior_scale = random_state, verbose, prior_scale
+        self.n_components = n_components
+        self.regularization = regularization
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.solver = solver
+        self.tol = tol
+        self.device = device
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+        self.prior_scale = prior_scale
 
     @classmethod
     def from_factors(cls, question_factors, prior_mean=None, prior_cov=None, model_factors=None):
@@ -404,10 +412,19 @@ class LogisticFactorModelCV(TransformerMixin, LowRankPredictor):  # its posterio
     def __init__(self, n_components_grid=(4, 8, 16, 32), regularization_grid=(1e-3, 1e-2, 1e-1, 1.0), cv=5,
                  scoring="log_loss", one_standard_error=True, learning_rate=1e-2, max_iter=2000, solver="adamw",
                  tol=1e-4, device="auto", dtype="float32", random_state=None, verbose=False):
-        self.n_components_grid, self.regularization_grid, self.cv = n_components_grid, regularization_grid, cv
-        self.scoring, self.one_standard_error, self.learning_rate = scoring, one_standard_error, learning_rate
-        self.max_iter, self.solver, self.tol, self.device, self.dtype = max_iter, solver, tol, device, dtype
-        self.random_state, self.verbose = random_state, verbose
+        self.n_components_grid = n_components_grid
+        self.regularization_grid = regularization_grid
+        self.cv = cv
+        self.scoring = scoring
+        self.one_standard_error = one_standard_error
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.solver = solver
+        self.tol = tol
+        self.device = device
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _model(self, k, regularization, seed):
         shared = ("learning_rate", "max_iter", "solver", "tol", "device", "dtype")

@@ -64,8 +64,12 @@ class ItemResponseModel(TransformerMixin, LowRankPredictor):
     """
 
     def __init__(self, model="2pl", regularization=0.1, max_iter=200, tol=1e-7, prior_scale=1.0, random_state=None):
-        self.model, self.regularization, self.max_iter, self.tol = model, regularization, max_iter, tol
-        self.prior_scale, self.random_state = prior_scale, random_state
+        self.model = model
+        self.regularization = regularization
+        self.max_iter = max_iter
+        self.tol = tol
+        self.prior_scale = prior_scale
+        self.random_state = random_state
 
     def _check_params(self):
         if self.model not in ("2pl", "rasch"):

@@ -56,8 +56,12 @@ class GaussianProcessSurrogate(TransformerMixin, LowRankPredictor):
 
     def __init__(self, n_components=32, shrinkage=0.0, noise_floor=1e-3, prior_count=1.0, n_iter=10,
                  random_state=0):
-        self.n_components, self.shrinkage, self.noise_floor = n_components, shrinkage, noise_floor
-        self.prior_count, self.n_iter, self.random_state = prior_count, n_iter, random_state
+        self.n_components = n_components
+        self.shrinkage = shrinkage
+        self.noise_floor = noise_floor
+        self.prior_count = prior_count
+        self.n_iter = n_iter
+        self.random_state = random_state
 
     def check_params(self):
         """Raise if a parameter is out of range (what :func:`~faqstats.load_factor_model` checks too)."""
