@@ -96,6 +96,11 @@ def lucb_choice(estimate, low, high, open_models):
     return int(np.argmax(np.where(open_models, width, -np.inf)))
 
 
+def bet_horizon(budget, n_models):
+    """The queries per model the confidence sequences' bets are tuned for (fixed before the first query)."""
+    return max(budget // n_models, WARMUP)
+
+
 def _bank_size(predictor, models):
     """The bank size: the predictor's, or the first array model's."""
     n = bank_size(predictor)
@@ -188,7 +193,7 @@ def fit_adaptive(board, models, names):
         raise ValueError(f"stop must be one of {STOP_RULES} with design='adaptive', got {board.stop!r}.")
     alpha = check_alpha(board.alpha)
     K, n_questions = len(models), _bank_size(board.predictor, models)
-    horizon = max(board.budget // K, WARMUP)  # bets tuned for an even share: fixed before the first query
+    horizon = bet_horizon(board.budget, K)
     seeds = check_generator(board.random_state).spawn(K)
     runs = [_Model(board, z, n_questions, alpha / K, horizon, rng) for z, rng in zip(models, seeds)]
     low, high, order = np.zeros(K), np.ones(K), []
