@@ -28,7 +28,18 @@ WARMUP = 2
 
 
 class AdaptiveFit(NamedTuple):
-    """What :func:`fit_adaptive` returns: the leaderboard, the models in query order, why it stopped."""
+    """What :func:`fit_adaptive` returns.
+
+    Parameters
+    ----------
+    result : JointResults
+        The leaderboard, its intervals the confidence sequences' bounds at the stop.
+    order : ndarray of shape (n_queries,)
+        The model asked at each query, in order.
+    stop_reason : {"budget", "best", "exhausted"}
+        Why querying stopped: the budget was spent, the best was identified, or every question of
+        every model was asked.
+    """
 
     result: JointResults
     order: np.ndarray
