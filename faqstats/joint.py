@@ -195,8 +195,8 @@ class JointResults:
             return pd.DataFrame({"lower": self.bounds[:, 0], "upper": self.bounds[:, 1]}, index=index)
         se = np.sqrt(np.diag(self.cov))
         c = self._critical(self.cov, alpha, simultaneous, self.df)
-        return pd.DataFrame({"lower": np.clip(self.estimate - c * se, 0, 1), "upper": np.clip(self.estimate + c * se, 0, 1)},
-                            index=index)
+        low, high = np.clip(self.estimate - c * se, 0, 1), np.clip(self.estimate + c * se, 0, 1)
+        return pd.DataFrame({"lower": low, "upper": high}, index=index)
 
     def differences(self, alpha=None, simultaneous=True):
         """Every pairwise difference ``theta_i - theta_j`` (``i < j``) with its interval.
@@ -227,7 +227,8 @@ class JointResults:
             low, high = self.bounds[first, 0] - self.bounds[second, 1], self.bounds[first, 1] - self.bounds[second, 0]
             return pd.DataFrame({"estimate": est, "std_error": se, "lower": low, "upper": high}, index=index)
         c = self._critical(cov, alpha, simultaneous, [self._pair_df(i, j) for i, j in pairs]) if pairs else 0.0
-        return pd.DataFrame({"estimate": est, "std_error": se, "lower": est - c * se, "upper": est + c * se}, index=index)
+        return pd.DataFrame({"estimate": est, "std_error": se, "lower": est - c * se, "upper": est + c * se},
+                            index=index)
 
     def _pair_df(self, i, j):
         """Welch-Satterthwaite's degrees of freedom of ``theta_i - theta_j`` (the smaller where they are correlated)."""
@@ -264,7 +265,8 @@ class JointResults:
         """
         B = self._surely_better(alpha)
         K = B.shape[0]
-        return pd.DataFrame({"best": 1 + B.sum(axis=0), "worst": K - B.sum(axis=1)}, index=pd.Index(self.names, name="model"))
+        return pd.DataFrame({"best": 1 + B.sum(axis=0), "worst": K - B.sum(axis=1)},
+                            index=pd.Index(self.names, name="model"))
 
     def may_be_best(self, alpha=None):
         """The models whose rank interval includes 1: the set that holds the best with probability about ``1 - alpha``.
