@@ -78,7 +78,7 @@ def _correlation(cov):
 class JointResults:
     """K models' accuracies from one evaluation, with intervals that hold for all of them at once.
 
-    Parameters
+    Attributes
     ----------
     estimate : ndarray of shape (K,)
         Each model's exactly unbiased accuracy estimate.
