@@ -5,6 +5,7 @@ query goes to the leader or its strongest challenger, whichever has the wider in
 the best model is identified or the budget is spent.
 """
 
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -13,16 +14,18 @@ from sklearn.base import clone
 from ._engine import Oracle
 from ._inference import pai_inference
 from ._progress import progress_bar
-from ._validation import check_alpha, check_generator
+from ._validation import check_alpha, check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
 from .design import EstimatorParameters, bank_size
 from .joint import JointResults
 from .loop_setup import answer_round, new_loop
 
-__all__ = ["STOP_RULES", "AdaptiveFit", "best_identified", "fit_adaptive", "lucb_choice"]
+__all__ = ["STOP_RULES", "AdaptiveFit", "best_identified", "fit_adaptive", "lucb_choice", "rank_bounds",
+           "widest_rank_choice"]
 
-#: The adaptive design's stopping rules: spend the budget, or stop once the best model is identified.
-STOP_RULES = ("budget", "best")
+#: The adaptive design's stopping rules: spend the budget, stop once the best model is identified, or once every
+#: rank interval is at most ``rank_width`` wide (``worst - best``).
+STOP_RULES = ("budget", "best", "rank-width")
 #: Queries every model gets first, in turn (a variance needs two increments).
 WARMUP = 2
 
@@ -36,9 +39,9 @@ class AdaptiveFit(NamedTuple):
         The leaderboard, its intervals the confidence sequences' bounds at the stop.
     order : ndarray of shape (n_queries,)
         The model asked at each query, in order.
-    stop_reason : {"budget", "best", "exhausted"}
-        Why querying stopped: the budget was spent, the best was identified, or every question of
-        every model was asked.
+    stop_reason : {"budget", "best", "rank-width", "exhausted"}
+        Why querying stopped: the budget was spent, the best was identified, every rank interval was
+        narrow enough, or every question of every model was asked.
     """
 
     result: JointResults
@@ -67,6 +70,61 @@ def best_identified(low, high):
     top = int(np.argmax(low))
     others = np.delete(high, top)
     return top if others.size and low[top] > others.max() else None
+
+
+def rank_bounds(low, high):
+    """Every model's best and worst rank (1 = most accurate) consistent with the intervals: ``i`` is surely
+    better than ``j`` when ``low[i] > high[j]``.
+
+    Parameters
+    ----------
+    low, high : array-like of shape (K,)
+        Every model's interval.
+
+    Returns
+    -------
+    best, worst : ndarray of shape (K,)
+
+    Examples
+    --------
+    >>> [b.tolist() for b in rank_bounds([0.5, 0.2, 0.1], [0.7, 0.45, 0.3])]
+    [[1, 2, 2], [1, 3, 3]]
+    """
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    better = low[:, None] > high[None, :]  # better[i, j]: i surely better than j
+    return 1 + better.sum(axis=0), low.size - better.sum(axis=1)
+
+
+def widest_rank_choice(low, high, open_models, rank_width):
+    """The model to query next for the rank-width stop: among the open models whose rank interval is wider than
+    ``rank_width``, the one with the widest interval (else the widest open interval).
+
+    Parameters
+    ----------
+    low, high : array-like of shape (K,)
+        Every model's current interval.
+    open_models : array-like of bool of shape (K,)
+        Whether each model can still be queried (at least one must).
+    rank_width : int
+        The widest rank interval (``worst - best``) allowed at the stop.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> widest_rank_choice([0.5, 0.2, 0.1], [0.7, 0.45, 0.3], [True, True, True], 0)
+    1
+    """
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    open_models = np.asarray(open_models, dtype=bool)
+    if not open_models.any():
+        raise ValueError("no model can be queried any more.")
+    best, worst = rank_bounds(low, high)
+    wide = open_models & (worst - best > rank_width)
+    pool = wide if wide.any() else open_models
+    return int(np.argmax(np.where(pool, high - low, -np.inf)))
 
 
 def lucb_choice(estimate, low, high, open_models):
@@ -110,6 +168,16 @@ def lucb_choice(estimate, low, high, open_models):
 def bet_horizon(budget, n_models):
     """The queries per model the confidence sequences' bets are tuned for (fixed before the first query)."""
     return max(budget // n_models, WARMUP)
+
+
+def _stop_met(stop, low, high, rank_width):
+    """Whether the stopping rule ``stop`` holds for the intervals ``[low, high]``."""
+    if stop == "best":
+        return best_identified(low, high) is not None
+    if stop == "rank-width":
+        best, worst = rank_bounds(low, high)
+        return bool(np.all(worst - best <= rank_width))
+    return False
 
 
 def _bank_size(predictor, models):
@@ -180,7 +248,8 @@ def fit_adaptive(board, models, names):
     ----------
     board : LeaderboardEstimator
         Its ``predictor``, ``sampler``, ``budget`` (total queries), ``stop``, ``alpha``, ``interval``,
-        ``random_state`` and ``verbose`` are used.
+        ``random_state`` and ``verbose`` are used (and ``rank_width``, an int >= 0, with
+        ``stop="rank-width"``).
     models : list
         Each model's outcomes (array of shape (N,) or callable).
     names : list of str
@@ -202,6 +271,11 @@ def fit_adaptive(board, models, names):
     """
     if board.stop not in STOP_RULES:
         raise ValueError(f"stop must be one of {STOP_RULES} with design='adaptive', got {board.stop!r}.")
+    rank_width = getattr(board, "rank_width", None)
+    if board.stop == "rank-width":
+        if rank_width is None:
+            raise ValueError("stop='rank-width' needs rank_width (the widest rank interval, worst - best, allowed).")
+        rank_width = check_scalar(rank_width, "rank_width", kind=numbers.Integral, low=0)
     alpha = check_alpha(board.alpha)
     K, n_questions = len(models), _bank_size(board.predictor, models)
     horizon = bet_horizon(board.budget, K)
@@ -220,18 +294,18 @@ def fit_adaptive(board, models, names):
             for m in range(K):
                 if runs[m].open:
                     ask(m)
-        while len(order) < board.budget:
-            if board.stop == "best" and best_identified(low, high) is not None:
-                stop_reason = "best"
-                break
+        while len(order) < board.budget and not _stop_met(board.stop, low, high, rank_width):
             open_models = np.array([r.open for r in runs])
             if not open_models.any():
-                stop_reason = "exhausted"
                 break
-            ask(lucb_choice([r.sum / r.n for r in runs], low, high, open_models))
-        else:
-            if board.stop == "best" and best_identified(low, high) is not None:
-                stop_reason = "best"
+            if board.stop == "rank-width":
+                ask(widest_rank_choice(low, high, open_models, rank_width))
+            else:
+                ask(lucb_choice([r.sum / r.n for r in runs], low, high, open_models))
+        if _stop_met(board.stop, low, high, rank_width):
+            stop_reason = board.stop
+        elif len(order) < board.budget:
+            stop_reason = "exhausted"
     estimate, var, df = (np.array(v, dtype=float) for v in zip(*(r.inference(board.interval) for r in runs)))
     result = JointResults(estimate, np.diag(var), tuple(names), np.bincount(order, minlength=K),
                           "confidence-sequence", df, bounds=np.column_stack([low, high]), alpha=alpha)

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import faqstats as fq
-from faqstats.adaptive_allocation import best_identified, lucb_choice
+from faqstats.adaptive_allocation import best_identified, lucb_choice, rank_bounds, widest_rank_choice
 from faqstats.joint import JointResults
 from faqstats.leaderboard import LeaderboardEstimator
 
@@ -145,3 +145,26 @@ def test_given_bounds_make_the_differences_ranks_and_the_best():
 def test_inconsistent_bounds_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         JointResults(np.array([0.5, 0.6]), np.eye(2) * 1e-4, ("a", "b"), np.array([5, 5]), **kwargs)
+
+
+def test_the_rank_width_stop_orders_the_models_as_asked():
+    Z = _bank([0.9, 0.55, 0.2, 0.5], n=300)
+    board = LeaderboardEstimator(None, fq.UniformSampler(), 1200, design="adaptive", stop="rank-width", random_state=0)
+    board.rank_width = 1  # the two close models may stay tied; the others' ranks are known
+    board.fit(Z)
+    ranks = board.result_.rank_intervals()
+    assert board.stop_reason_ == "rank-width" and board.n_queries_.sum() < 1200
+    assert np.all(ranks.worst - ranks.best <= 1) and ranks.loc["0"].tolist() == [1, 1]
+    assert ranks.loc["2"].tolist() == [4, 4]
+    # the widest rank interval is served first
+    assert widest_rank_choice([0.5, 0.2, 0.1], [0.7, 0.45, 0.3], [True, True, True], 0) == 1
+    assert [b.tolist() for b in rank_bounds([0.5, 0.2, 0.1], [0.7, 0.45, 0.3])] == [[1, 2, 2], [1, 3, 3]]
+
+
+def test_the_rank_width_stop_needs_a_rank_width():
+    board = LeaderboardEstimator(None, fq.UniformSampler(), 40, design="adaptive", stop="rank-width")
+    with pytest.raises(ValueError, match="needs rank_width"):
+        board.fit(_bank([0.5, 0.6], n=50))
+    board.rank_width = -1
+    with pytest.raises(ValueError, match="rank_width"):
+        board.fit(_bank([0.5, 0.6], n=50))
