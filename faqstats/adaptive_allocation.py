@@ -83,7 +83,8 @@ def rank_bounds(low, high):
 
     Returns
     -------
-    best, worst : ndarray of shape (K,)
+    best : ndarray of shape (K,)
+    worst : ndarray of shape (K,)
 
     Examples
     --------
