@@ -2,7 +2,7 @@
 
 Every model has its own PAI run and betting confidence sequence at level ``1 - alpha / K``; the next
 query goes to the leader or its strongest challenger, whichever has the wider interval (LUCB), until
-the best model is identified or the budget is spent.
+the best model is identified, every rank interval is narrow enough, or the budget is spent.
 """
 
 import numbers
