@@ -349,5 +349,5 @@ class JointResults:
         labels = [f"{name}  (rank {b}-{w})" if b != w else f"{name}  (rank {b})"
                   for name, b, w in zip(frame.index, frame["best"], frame["worst"])]
         ax.set_yticks(y, labels)
-        ax.set_xlabel(f"accuracy ({100 * (1 - alpha):g}% simultaneous intervals)")
+        ax.set_xlabel(f"accuracy ({100 * (1 - alpha):g}% simultaneous intervals, {self.simultaneous_method})")
         return ax

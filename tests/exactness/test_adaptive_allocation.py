@@ -127,7 +127,8 @@ def test_given_bounds_make_the_differences_ranks_and_the_best():
                                                    "c": {"best": 3, "worst": 3}}
     assert r.may_be_best() == ["a", "b"]
     assert r.to_frame()[["lower", "upper"]].loc["c"].tolist() == [0.10, 0.30]
-    assert len(r.plot().get_yticklabels()) == 3
+    ax = r.plot()
+    assert len(ax.get_yticklabels()) == 3 and "confidence-sequence" in ax.get_xlabel()
     # the covariance design is unchanged: alpha=None is 0.05 there
     plain = JointResults(np.array([0.6, 0.2]), np.diag([1e-4] * 2), ("a", "b"), np.array([9, 9]))
     pd.testing.assert_frame_equal(plain.conf_int(), plain.conf_int(alpha=0.05))
