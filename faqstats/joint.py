@@ -4,7 +4,8 @@
 covariance of their errors (diagonal for independent runs; full when the models answered the same
 draws). Its intervals hold for all models, or all pairwise differences, at once: a max-t critical
 value over the estimated correlation, or Bonferroni's where that correlation cannot be trusted.
-Rank intervals follow from the simultaneous differences, as in "ranking with confidence".
+Rank intervals follow from the simultaneous differences, as in "ranking with confidence". Given
+anytime-valid bounds instead (an adaptive design), the intervals are those bounds, at their one level.
 """
 
 from dataclasses import dataclass, field
@@ -87,12 +88,19 @@ class JointResults:
         The models' names (``"0"``, ``"1"``, ... when none were given).
     n_queries : ndarray of shape (K,)
         Questions asked of each model.
-    simultaneous_method : {"max-t", "bonferroni"}, default="max-t"
+    simultaneous_method : {"max-t", "bonferroni", "confidence-sequence"}, default="max-t"
         How the joint intervals are made: the max-t critical value over the estimated correlation,
-        or Bonferroni's (no use of the correlation).
+        Bonferroni's (no use of the correlation), or given ``bounds`` (anytime-valid confidence
+        sequences, each at level ``1 - alpha / K``: all hold at once with probability ``1 - alpha``).
     df : ndarray of shape (K,) or None, default=None
         Degrees of freedom of each estimate's variance (``inf`` or None: normal). The joint level
         is split as the normal max-t splits it, and each interval takes Student's t at its share.
+    bounds : ndarray of shape (K, 2) or None, default=None
+        With ``"confidence-sequence"``: every model's ``(lower, upper)``, holding for all models at
+        once with probability ``1 - alpha`` at a data-dependent stop. Differences are
+        ``[L_i - U_j, U_i - L_j]``; no other level is available.
+    alpha : float in (0, 1) or None, default=None
+        With ``bounds``: one minus the joint level they hold at (the methods' ``alpha=None`` means it).
 
     Examples
     --------
@@ -102,6 +110,11 @@ class JointResults:
     {'a': {'best': 1, 'worst': 2}, 'b': {'best': 1, 'worst': 2}, 'c': {'best': 3, 'worst': 3}}
     >>> r.may_be_best()
     ['a', 'b']
+    >>> cs = JointResults(np.array([0.60, 0.55, 0.40]), np.diag([0.02, 0.02, 0.02]) ** 2, ("a", "b", "c"),
+    ...                   np.array([50, 30, 10]), "confidence-sequence",
+    ...                   bounds=np.array([[0.56, 0.66], [0.45, 0.55], [0.20, 0.50]]), alpha=0.05)
+    >>> cs.may_be_best(), cs.rank_intervals().loc["c"].tolist()
+    (['a'], [2, 3])
     """
 
     estimate: np.ndarray
@@ -110,6 +123,8 @@ class JointResults:
     n_queries: np.ndarray
     simultaneous_method: str = "max-t"
     df: np.ndarray | None = None
+    bounds: np.ndarray | None = field(default=None, repr=False)
+    alpha: float | None = None
 
     def __post_init__(self):
         est, cov = np.asarray(self.estimate, dtype=float), np.asarray(self.cov, dtype=float)
@@ -119,14 +134,34 @@ class JointResults:
                              f"{len(self.names)}.")
         if not (np.all(np.isfinite(est)) and np.all(np.isfinite(cov))):
             raise ValueError("the estimates and their covariance must be finite.")
-        if self.simultaneous_method not in ("max-t", "bonferroni"):
-            raise ValueError(f"simultaneous_method must be 'max-t' or 'bonferroni', got {self.simultaneous_method!r}.")
+        if self.simultaneous_method not in ("max-t", "bonferroni", "confidence-sequence"):
+            raise ValueError("simultaneous_method must be 'max-t', 'bonferroni' or 'confidence-sequence', got "
+                             f"{self.simultaneous_method!r}.")
+        given = self.simultaneous_method == "confidence-sequence"
+        if given != (self.bounds is not None) or given != (self.alpha is not None):
+            raise ValueError("bounds and alpha go with simultaneous_method='confidence-sequence' (and only with it).")
+        if given:
+            bounds = np.asarray(self.bounds, dtype=float)
+            if bounds.shape != (K, 2) or not np.all(np.isfinite(bounds)) or np.any(bounds[:, 0] > bounds[:, 1]):
+                raise ValueError(f"bounds must be a finite ({K}, 2) array of (lower, upper) rows, lower <= upper.")
+            object.__setattr__(self, "bounds", bounds)
+            object.__setattr__(self, "alpha", check_alpha(self.alpha))
         df = np.full(K, np.inf) if self.df is None else np.asarray(self.df, dtype=float)
         if df.shape != (K,) or np.any(np.isnan(df)) or np.any(df <= 0):
             raise ValueError(f"df must hold {K} positive degrees of freedom (inf: normal), got {self.df!r}.")
         object.__setattr__(self, "df", df)
         object.__setattr__(self, "cov", (cov + cov.T) / 2)
         object.__setattr__(self, "names", tuple(str(n) for n in self.names))
+
+    def _level(self, alpha, simultaneous=True):
+        """The ``alpha`` asked for (None: 0.05 or the bounds'), refused where given bounds cannot give it."""
+        if self.bounds is None:
+            return check_alpha(0.05 if alpha is None else alpha)
+        if (alpha is not None and abs(check_alpha(alpha) - self.alpha) > 1e-12) or not simultaneous:
+            raise ValueError("These intervals are anytime-valid confidence sequences run at one level, valid at a "
+                             f"data-dependent stop: only the simultaneous intervals at alpha={self.alpha} are "
+                             f"available (got alpha={alpha}, simultaneous={simultaneous}).")
+        return self.alpha
 
     def _critical(self, cov, alpha, simultaneous, df):
         """Each row's critical value: Student's t with its ``df`` at the two-sided level each row gets."""
@@ -139,13 +174,13 @@ class JointResults:
             share = 2 * stats.norm.sf(max_t_quantile(_correlation(cov), alpha))
         return stats.t.ppf(1 - share / 2, df)
 
-    def conf_int(self, alpha=0.05, simultaneous=True):
+    def conf_int(self, alpha=None, simultaneous=True):
         """Every model's interval: a DataFrame indexed by model with columns ``lower`` and ``upper``.
 
         Parameters
         ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the level.
+        alpha : float in (0, 1) or None, default=None
+            One minus the level (``None``: 0.05, or the level of given ``bounds``).
         simultaneous : bool, default=True
             ``True``: all K intervals cover at once with probability about ``1 - alpha``;
             ``False``: each alone (a per-model 95% interval when ``alpha=0.05``).
@@ -154,19 +189,22 @@ class JointResults:
         -------
         pandas.DataFrame
         """
-        alpha = check_alpha(alpha)
+        alpha = self._level(alpha, simultaneous)
+        index = pd.Index(self.names, name="model")
+        if self.bounds is not None:
+            return pd.DataFrame({"lower": self.bounds[:, 0], "upper": self.bounds[:, 1]}, index=index)
         se = np.sqrt(np.diag(self.cov))
         c = self._critical(self.cov, alpha, simultaneous, self.df)
-        return pd.DataFrame({"lower": np.clip(self.estimate - c * se, 0, 1), "upper": np.clip(self.estimate + c * se, 0, 1)},
-                            index=pd.Index(self.names, name="model"))
+        low, high = np.clip(self.estimate - c * se, 0, 1), np.clip(self.estimate + c * se, 0, 1)
+        return pd.DataFrame({"lower": low, "upper": high}, index=index)
 
-    def differences(self, alpha=0.05, simultaneous=True):
+    def differences(self, alpha=None, simultaneous=True):
         """Every pairwise difference ``theta_i - theta_j`` (``i < j``) with its interval.
 
         Parameters
         ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the level.
+        alpha : float in (0, 1) or None, default=None
+            One minus the level (``None``: 0.05, or the level of given ``bounds``).
         simultaneous : bool, default=True
             ``True``: all ``K (K - 1) / 2`` intervals cover at once with probability about ``1 - alpha``.
 
@@ -175,7 +213,7 @@ class JointResults:
         pandas.DataFrame
             Indexed by ``(model, other)``: ``estimate``, ``std_error``, ``lower``, ``upper``.
         """
-        alpha = check_alpha(alpha)
+        alpha = self._level(alpha, simultaneous)
         K = self.estimate.size
         pairs = list(combinations(range(K), 2))
         D = np.zeros((len(pairs), K))
@@ -183,9 +221,14 @@ class JointResults:
             D[row, i], D[row, j] = 1.0, -1.0
         est, cov = D @ self.estimate, D @ self.cov @ D.T
         se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-        c = self._critical(cov, alpha, simultaneous, [self._pair_df(i, j) for i, j in pairs]) if pairs else 0.0
         index = pd.MultiIndex.from_tuples([(self.names[i], self.names[j]) for i, j in pairs], names=["model", "other"])
-        return pd.DataFrame({"estimate": est, "std_error": se, "lower": est - c * se, "upper": est + c * se}, index=index)
+        if self.bounds is not None:  # [L_i - U_j, U_i - L_j]: holds for every pair whenever every bound holds
+            first, second = np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int)
+            low, high = self.bounds[first, 0] - self.bounds[second, 1], self.bounds[first, 1] - self.bounds[second, 0]
+            return pd.DataFrame({"estimate": est, "std_error": se, "lower": low, "upper": high}, index=index)
+        c = self._critical(cov, alpha, simultaneous, [self._pair_df(i, j) for i, j in pairs]) if pairs else 0.0
+        return pd.DataFrame({"estimate": est, "std_error": se, "lower": est - c * se, "upper": est + c * se},
+                            index=index)
 
     def _pair_df(self, i, j):
         """Welch-Satterthwaite's degrees of freedom of ``theta_i - theta_j`` (the smaller where they are correlated)."""
@@ -204,7 +247,7 @@ class JointResults:
             B[i, j], B[j, i] = low > 0, high < 0
         return B
 
-    def rank_intervals(self, alpha=0.05):
+    def rank_intervals(self, alpha=None):
         """Each model's ranks consistent with the simultaneous differences (1 = most accurate).
 
         Best rank: 1 + the models surely better; worst: K - the models surely worse. They hold for
@@ -212,8 +255,8 @@ class JointResults:
 
         Parameters
         ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the joint level.
+        alpha : float in (0, 1) or None, default=None
+            One minus the joint level (``None``: 0.05, or the level of given ``bounds``).
 
         Returns
         -------
@@ -222,15 +265,16 @@ class JointResults:
         """
         B = self._surely_better(alpha)
         K = B.shape[0]
-        return pd.DataFrame({"best": 1 + B.sum(axis=0), "worst": K - B.sum(axis=1)}, index=pd.Index(self.names, name="model"))
+        return pd.DataFrame({"best": 1 + B.sum(axis=0), "worst": K - B.sum(axis=1)},
+                            index=pd.Index(self.names, name="model"))
 
-    def may_be_best(self, alpha=0.05):
+    def may_be_best(self, alpha=None):
         """The models whose rank interval includes 1: the set that holds the best with probability about ``1 - alpha``.
 
         Parameters
         ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the joint level.
+        alpha : float in (0, 1) or None, default=None
+            One minus the joint level (``None``: 0.05, or the level of given ``bounds``).
 
         Returns
         -------
@@ -239,13 +283,13 @@ class JointResults:
         ranks = self.rank_intervals(alpha)
         return ranks.index[ranks["best"] == 1].tolist()
 
-    def to_frame(self, alpha=0.05):
+    def to_frame(self, alpha=None):
         """The leaderboard: one row per model, most accurate first, with simultaneous intervals and rank intervals.
 
         Parameters
         ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the joint level.
+        alpha : float in (0, 1) or None, default=None
+            One minus the joint level (``None``: 0.05, or the level of given ``bounds``).
 
         Returns
         -------
@@ -257,30 +301,35 @@ class JointResults:
         frame = frame.join(self.conf_int(alpha)).join(self.rank_intervals(alpha))
         return frame.sort_values("estimate", ascending=False)
 
-    def summary(self, alpha=0.05):
+    def summary(self, alpha=None):
         """The leaderboard as a statsmodels summary, with how the joint intervals were made.
 
         Parameters
         ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the joint level.
+        alpha : float in (0, 1) or None, default=None
+            One minus the joint level (``None``: 0.05, or the level of given ``bounds``).
 
         Returns
         -------
         statsmodels.iolib.summary2.Summary
         """
+        alpha = self._level(alpha)
         level = f"{100 * (1 - alpha):g}%"
-        notes = [f"Intervals and rank intervals hold for all models at once with probability {level} "
-                 f"({self.simultaneous_method}).", f"May be best: {', '.join(self.may_be_best(alpha))}."]
+        how = self.simultaneous_method
+        if self.bounds is not None:
+            how = (f"anytime-valid confidence sequences, each at {100 * (1 - alpha / self.estimate.size):g}%, "
+                   "valid at the data-dependent stop")
+        notes = [f"Intervals and rank intervals hold for all models at once with probability {level} ({how}).",
+                 f"May be best: {', '.join(self.may_be_best(alpha))}."]
         return table_summary("faqstats leaderboard", table=self.to_frame(alpha), notes=notes)
 
-    def plot(self, alpha=0.05, ax=None):
+    def plot(self, alpha=None, ax=None):
         """Estimates with their simultaneous intervals, most accurate on top, rank intervals as labels.
 
         Parameters
         ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the joint level.
+        alpha : float in (0, 1) or None, default=None
+            One minus the joint level (``None``: 0.05, or the level of given ``bounds``).
         ax : matplotlib Axes or None, default=None
             Where to draw; ``None``: a new figure (your backend is left alone).
 
@@ -292,6 +341,7 @@ class JointResults:
             from matplotlib.figure import Figure
 
             ax = Figure(figsize=(6, 0.5 + 0.4 * self.estimate.size)).subplots()
+        alpha = self._level(alpha)
         frame = self.to_frame(alpha).iloc[::-1]
         y = np.arange(len(frame))
         ax.errorbar(frame["estimate"], y, xerr=[frame["estimate"] - frame["lower"], frame["upper"] - frame["estimate"]],
@@ -299,5 +349,5 @@ class JointResults:
         labels = [f"{name}  (rank {b}-{w})" if b != w else f"{name}  (rank {b})"
                   for name, b, w in zip(frame.index, frame["best"], frame["worst"])]
         ax.set_yticks(y, labels)
-        ax.set_xlabel(f"accuracy ({100 * (1 - alpha):g}% simultaneous intervals)")
+        ax.set_xlabel(f"accuracy ({100 * (1 - alpha):g}% simultaneous intervals, {self.simultaneous_method})")
         return ax

@@ -36,9 +36,10 @@ class LeaderboardEstimator(BaseEstimator):
     design : {"independent", "shared", "adaptive"}, default="independent"
         TODO(design helpers): how the questions are drawn.
     stop : {"budget", "best"}, default="budget"
-        TODO(adaptive helper): when the adaptive design stops.
+        When the adaptive design stops: at the budget, or once one model's lower bound exceeds every
+        other's upper bound ("best"); it records ``stop_reason_``, ``n_queries_`` and ``allocation_``.
     alpha : float in (0, 1), default=0.05
-        TODO(adaptive helper): the level the adaptive design's confidence sequences hold at.
+        The adaptive design's joint level: each model's confidence sequence holds at ``1 - alpha / K``.
     interval : str or IntervalRule, default="robust-t"
         Each run's interval rule (its variance estimate enters the joint intervals).
     simultaneous : {"max-t", "bonferroni"}, default="max-t"
@@ -114,8 +115,8 @@ class LeaderboardEstimator(BaseEstimator):
             self.estimate_ = self.result_.estimate
             return self
         if self.design == "adaptive":
-            self.result_ = fit_adaptive(self, models, names)  # TODO(adaptive helper)
-            self.estimate_ = self.result_.estimate
+            self.result_, self.allocation_, self.stop_reason_ = fit_adaptive(self, models, names)
+            self.estimate_, self.n_queries_ = self.result_.estimate, self.result_.n_queries
             return self
         budgets = np.full(K, self.budget // K) + (np.arange(K) < self.budget % K)
         seeds = check_generator(self.random_state).spawn(K)
