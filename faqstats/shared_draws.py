@@ -256,7 +256,9 @@ def _psd(cov):
     # a weighted sum of squared residuals, bilinear in the increments): a negative eigenvalue is rounding only
     if w.min() < -1e-9 * max(float(w.max()), np.finfo(float).tiny):
         raise FloatingPointError(f"the shared design's covariance has eigenvalue {w.min()!r}: not a rounding error.")
-    return (U * np.clip(w, 0.0, None)) @ U.T
+    cov = (U * np.clip(w, 0.0, None)) @ U.T
+    np.fill_diagonal(cov, np.maximum(np.diag(cov), 0.0))  # (a zero variance stays zero, not -1e-19)
+    return cov
 
 
 def shared_inference(increments, *, interval="robust-t", n_questions=None, census=None):
@@ -369,8 +371,15 @@ def fit_shared(board, models, names):
             for z in answers:
                 loop.record(z)
             bar.update(run.progress - bar.n)
+    board.queries_ = run.table()
+    board.n_queries_ = np.full(K, np.unique(board.queries_["question"]).size)
+    return shared_results(board, run, names)
+
+
+def shared_results(board, run, names):
+    """The :class:`~faqstats.joint.JointResults` of a shared run's draws for ``board``'s configuration."""
     table = run.table()
-    T = len(table)
+    n_questions, T = run.n_questions, len(table)
     if sample_mean_design(board.predictor, run.sampler):
         est, cov, df = sample_mean_inference(table["outcome"], n_questions, board.interval)
     else:
@@ -379,6 +388,5 @@ def fit_shared(board, models, names):
             census = census_mean(table["outcome"].T, n_questions)
         est, cov, df, _ = shared_inference(table["increment"], interval=board.interval,
                                            n_questions=None if run.replace else n_questions, census=census)
-    board.queries_ = table
-    board.n_queries_ = np.full(K, np.unique(table["question"]).size)
-    return JointResults(est, cov, tuple(names), board.n_queries_.copy(), board.simultaneous, df)
+    n_queries = np.full(run.n_models, np.unique(table["question"]).size)
+    return JointResults(est, cov, tuple(names), n_queries, board.simultaneous, df)
