@@ -6,6 +6,7 @@ estimates' full covariance (docs/statistics.md, "Paired comparisons", generalise
 """
 
 import math
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -19,7 +20,7 @@ from .joint import JointResults
 from .loop_setup import predictor_for
 from .sampling import HybridSampler, Sampler, UniformSampler, within_round
 
-__all__ = ["SharedRun", "fit_shared", "shared_inference", "shared_query_dtype"]
+__all__ = ["SharedJointResults", "SharedRun", "fit_shared", "shared_inference", "shared_query_dtype"]
 
 
 def shared_query_dtype(n_models):
@@ -267,14 +268,14 @@ def shared_inference(increments, *, interval="robust-t", n_questions=None, censu
     Each model's estimate, variance and ``df`` are :func:`~faqstats._inference.pai_inference`'s of its own
     increments; the covariance of models ``a`` and ``b`` is ``(v_a + v_b - v_{a-b}) / 2``, with ``v_{a-b}`` the
     variance of the difference increments (the bilinear form of the same estimator: exactly unbiased whenever the
-    variances are, and positive semi-definite).
+    variances are, and positive semi-definite), whose own ``df`` is the pair's.
 
     Parameters
     ----------
     increments : array-like of shape (T, K)
         Every draw's K increments.
     interval : str or IntervalRule, default="robust-t"
-        The rule whose degrees of freedom each model gets.
+        The rule whose degrees of freedom each model and each pair gets.
     n_questions : int or None, default=None
         The bank size for draws without replacement (``None``: with replacement).
     census : array-like of shape (K,) or None, default=None
@@ -286,39 +287,91 @@ def shared_inference(increments, *, interval="robust-t", n_questions=None, censu
     cov : ndarray of shape (K, K)
     df : ndarray of shape (K,)
         ``inf``: normal.
-    method : str
-        ``pai_inference``'s variance method.
+    pair_df : ndarray of shape (K, K)
+        The degrees of freedom of each difference's interval (``df`` on the diagonal).
 
     Examples
     --------
     >>> from faqstats import martingale_variance
     >>> phi = np.array([[0.2, 0.3], [0.9, 0.7], [0.4, 0.6]])
-    >>> est, cov, df, method = shared_inference(phi)
+    >>> est, cov, df, pair_df = shared_inference(phi)
     >>> bool(np.isclose(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1], martingale_variance(phi[:, 0] - phi[:, 1])))
     True
     """
     phi = np.asarray(increments, dtype=float).T  # (K, T): one row per model
     K = phi.shape[0]
-    est, var, df, method = pai_inference(phi, interval=interval, n_questions=n_questions, census=census)
-    cov = np.diag(var)
+    est, var, df, _ = pai_inference(phi, interval=interval, n_questions=n_questions, census=census)
+    cov, pair_df = np.diag(var), np.diag(np.asarray(df, dtype=float))
     pairs = list(combinations(range(K), 2))
     if pairs:
         a, b = np.array(pairs).T
-        var_d = pai_inference(phi[a] - phi[b], interval=interval, n_questions=n_questions)[1]
+        _, var_d, df_d, _ = pai_inference(phi[a] - phi[b], interval=interval, n_questions=n_questions)
         cov[a, b] = cov[b, a] = (var[a] + var[b] - var_d) / 2
-    cov = _psd(cov)
-    return np.asarray(est, dtype=float), cov, np.asarray(df, dtype=float), method
+        pair_df[a, b] = pair_df[b, a] = df_d
+    return np.asarray(est, dtype=float), _psd(cov), np.asarray(df, dtype=float), pair_df
 
 
 def sample_mean_inference(outcomes, n_questions, interval="robust-t"):
     """Sample means of K models' answers to the same uniform draws without replacement, their finite-population
-    covariance ``(1 - T / N) S / T`` (``S``: the sample covariance) and each model's ``df``."""
+    covariance ``(1 - T / N) S / T`` (``S``: the sample covariance), each model's ``df`` and each pair's."""
     z = np.asarray(outcomes, dtype=float).T  # (K, T)
-    T = z.shape[1]
+    K, T = z.shape
     est, var = fpc_mean(z, n_questions)
-    cov = np.zeros((z.shape[0],) * 2) if T == n_questions else (1.0 - T / n_questions) * np.cov(z, ddof=1) / T
+    cov = np.zeros((K, K)) if T == n_questions else (1.0 - T / n_questions) * np.cov(z, ddof=1) / T
     np.fill_diagonal(cov, var)  # pai's own (identical up to rounding): the same numbers as fpc_mean gives
-    return np.asarray(est, dtype=float), _psd(cov), np.asarray(interval_df(interval, z - est[:, None]), dtype=float)
+    df = np.asarray(interval_df(interval, z - est[:, None]), dtype=float)
+    pair_df = np.diag(df)
+    for a, b in combinations(range(K), 2):
+        d = z[a] - z[b]
+        pair_df[a, b] = pair_df[b, a] = interval_df(interval, d[None] - d.mean())[0]
+    return np.asarray(est, dtype=float), _psd(cov), df, pair_df
+
+
+@dataclass(frozen=True)
+class SharedJointResults(JointResults):
+    """:class:`~faqstats.joint.JointResults` of the shared design: each difference's interval takes the degrees
+    of freedom of its own increments (``pair_df``), not the smaller of its two models'.
+
+    Parameters
+    ----------
+    estimate : ndarray of shape (K,)
+        Each model's exactly unbiased accuracy estimate.
+    cov : ndarray of shape (K, K)
+        The estimated covariance of the estimates.
+    names : tuple of str
+        The models' names.
+    n_queries : ndarray of shape (K,)
+        Questions asked of each model.
+    simultaneous_method : {"max-t", "bonferroni"}, default="max-t"
+        How the joint intervals are made.
+    df : ndarray of shape (K,) or None, default=None
+        Degrees of freedom of each estimate's variance (``inf`` or None: normal).
+    pair_df : ndarray of shape (K, K) or None, default=None
+        Degrees of freedom of ``theta_i - theta_j`` (``inf``: normal); ``None``: as :class:`JointResults`.
+
+    Examples
+    --------
+    >>> r = SharedJointResults(np.array([0.6, 0.5]), np.array([[4e-4, 3e-4], [3e-4, 4e-4]]), ("a", "b"),
+    ...                        np.array([40, 40]), df=np.array([5.0, 5.0]), pair_df=np.array([[5.0, 30], [30, 5.0]]))
+    >>> bool(r.differences().loc[("a", "b"), "lower"] > 0)
+    True
+    """
+
+    pair_df: np.ndarray | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.pair_df is not None:
+            K = len(self.names)
+            pdf = np.asarray(self.pair_df, dtype=float)
+            if pdf.shape != (K, K) or np.any(np.isnan(pdf)) or np.any(pdf <= 0):
+                raise ValueError(f"pair_df must be a ({K}, {K}) array of positive degrees of freedom, got "
+                                 f"{self.pair_df!r}.")
+            object.__setattr__(self, "pair_df", pdf)
+
+    def _pair_df(self, i, j):
+        """The difference's own degrees of freedom."""
+        return super()._pair_df(i, j) if self.pair_df is None else self.pair_df[i, j]
 
 
 def new_shared_loop(board, n_questions, n_models):
@@ -381,12 +434,12 @@ def shared_results(board, run, names):
     table = run.table()
     n_questions, T = run.n_questions, len(table)
     if sample_mean_design(board.predictor, run.sampler):
-        est, cov, df = sample_mean_inference(table["outcome"], n_questions, board.interval)
+        est, cov, df, pair_df = sample_mean_inference(table["outcome"], n_questions, board.interval)
     else:
         census = None
         if not run.replace and T == n_questions:  # a census: each model's exact mean
             census = census_mean(table["outcome"].T, n_questions)
-        est, cov, df, _ = shared_inference(table["increment"], interval=board.interval,
-                                           n_questions=None if run.replace else n_questions, census=census)
+        est, cov, df, pair_df = shared_inference(table["increment"], interval=board.interval,
+                                                 n_questions=None if run.replace else n_questions, census=census)
     n_queries = np.full(run.n_models, np.unique(table["question"]).size)
-    return JointResults(est, cov, tuple(names), n_queries, board.simultaneous, df)
+    return SharedJointResults(est, cov, tuple(names), n_queries, board.simultaneous, df, pair_df)

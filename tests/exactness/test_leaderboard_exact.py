@@ -16,6 +16,7 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import faqstats as fq
 from faqstats._inference import pai_inference
@@ -166,11 +167,12 @@ def test_shared_inference_polarises_pai_inference():
     rng = np.random.default_rng(0)
     phi = rng.random((7, 3))
     for n in (None, 20):  # with replacement (martingale) and without (weighted martingale)
-        est, cov, df, method = shared_inference(phi, n_questions=n)
+        est, cov, df, pair_df = shared_inference(phi, n_questions=n)
         for a, b in itertools.combinations(range(3), 2):
             v = pai_inference(phi[:, a] - phi[:, b], n_questions=n)[1]
             assert abs(cov[a, a] + cov[b, b] - 2 * cov[a, b] - v) < 1e-15
-        assert method == ("martingale" if n is None else "weighted martingale") and df.shape == (3,)
+            assert pair_df[a, b] == pair_df[b, a] == pai_inference(phi[:, a] - phi[:, b], n_questions=n)[2]
+        assert df.shape == (3,) and (np.diag(pair_df) == df).all()
 
 
 def test_fit_reports_its_own_draws():
@@ -184,9 +186,13 @@ def test_fit_reports_its_own_draws():
     assert len(q) == 20 and board.estimators_ is None and board.n_queries_.tolist() == [20] * 3
     assert np.unique(q["question"]).size == 20  # without replacement
     np.testing.assert_array_equal(q["outcome"], Z[:, q["question"]].T)
-    est, cov, df, _ = shared_inference(q["increment"], n_questions=120)
+    est, cov, df, pair_df = shared_inference(q["increment"], n_questions=120)
     np.testing.assert_allclose(board.estimate_, est, rtol=0, atol=0)
     np.testing.assert_allclose(board.result_.cov, cov, rtol=1e-13, atol=0)
+    np.testing.assert_array_equal(board.result_.pair_df, pair_df)  # each difference's interval: its own df
+    d = board.result_.differences(simultaneous=False)
+    half = stats.t.ppf(0.975, pair_df[0, 1]) * d.loc[("x", "y"), "std_error"]
+    assert abs(d.loc[("x", "y"), "upper"] - d.loc[("x", "y"), "estimate"] - half) < 1e-12
     calls = LeaderboardEstimator(fm, fq.HybridSampler(tau=0.3), budget=60, design="shared", batch_size=3,
                                  random_state=1).fit([lambda j, z=z: z[j] for z in Z])
     np.testing.assert_array_equal(calls.queries_, board.queries_)
