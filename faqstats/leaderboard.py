@@ -68,7 +68,9 @@ class LeaderboardEstimator(BaseEstimator):
     intervals over all models (or all pairwise differences) are Sidak's. In the shared design every
     draw asks one question of all models, drawn from the mean of their own policies' laws: every
     estimate and difference is still exactly unbiased, and the estimates' full covariance (from the
-    joint martingale of their increments) makes the differences far more precise. ``result_`` is a
+    joint martingale of their increments) enters the intervals. The differences gain where the
+    models' errors move together: much for the sample means (no predictor), little when a good
+    predictor has already explained what the models share. ``result_`` is a
     :class:`~faqstats.joint.JointResults`: simultaneous intervals, differences, rank intervals and
     the set of models that may be best.
 
@@ -217,7 +219,6 @@ class LeaderboardEstimator(BaseEstimator):
         if self.design not in ("independent", "shared", "adaptive"):
             raise ValueError(f"design must be 'independent', 'shared' or 'adaptive', got {self.design!r}.")
         if self.design == "shared":
-            self.estimators_ = None
             self.result_ = fit_shared(self, models, names)
             self.estimate_ = self.result_.estimate
             return self

@@ -399,7 +399,8 @@ def _bank_size(board, models):
 def fit_shared(board, models, names):
     """Run the shared design for ``board`` on ``models`` (what ``LeaderboardEstimator.fit`` does for it).
 
-    Sets ``board.queries_`` (the draws: :func:`shared_query_dtype`) and ``board.n_queries_`` (per model).
+    Sets ``board.queries_`` (the draws: :func:`shared_query_dtype`), ``board.n_queries_`` (per model) and
+    ``board.estimators_`` (None).
 
     Parameters
     ----------
@@ -424,6 +425,7 @@ def fit_shared(board, models, names):
             for z in answers:
                 loop.record(z)
             bar.update(run.progress - bar.n)
+    board.estimators_ = None  # (one run for all models)
     board.queries_ = run.table()
     board.n_queries_ = np.full(K, np.unique(board.queries_["question"]).size)
     return shared_results(board, run, names)
