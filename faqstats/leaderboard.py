@@ -1,5 +1,6 @@
 """Several models evaluated on one bank at once: a leaderboard with simultaneous intervals and rank intervals."""
 
+import inspect
 import numbers
 
 import numpy as np
@@ -11,17 +12,65 @@ from ._validation import check_generator, check_scalar
 from .estimator import PAIEstimator
 from .adaptive_allocation import fit_adaptive
 from .joint import JointResults
+from .sampling import UniformSampler
+from .selection import select_configuration
 from .shared_draws import fit_shared
 
-__all__ = ["LeaderboardEstimator"]
+__all__ = ["LeaderboardEstimator", "fit_independent"]
+
+#: select_configuration's options that from_history passes on (the rest are the estimator's parameters)
+_CONFIGURE_OPTIONS = frozenset(inspect.signature(select_configuration).parameters) - {"history", "budget"}
+
+
+def fit_independent(board, models, names):
+    """Run the independent design for ``board``: one PAI run per model on its share of the budget.
+
+    Sets ``board.estimators_``, ``board.queries_`` and ``board.n_queries_``.
+
+    Parameters
+    ----------
+    board : LeaderboardEstimator
+    models : sequence of K arrays of shape (N,) or callables
+    names : sequence of K str
+
+    Returns
+    -------
+    JointResults
+        The covariance is diagonal (independent runs).
+    """
+    K = len(models)
+    budgets = np.full(K, board.budget // K) + (np.arange(K) < board.budget % K)
+    seeds = check_generator(board.random_state).spawn(K)
+    sampler = board.sampler
+    if sampler is None and board.predictor is None:
+        sampler = UniformSampler()  # the sample means (a policy with scores needs a predictor)
+    board.estimators_ = []
+    with progress_bar(K, "models", board.verbose) as bar:
+        for z, b, seed in zip(models, budgets, seeds):
+            est = PAIEstimator(board.predictor, None if sampler is None else clone(sampler), int(b),
+                               interval=board.interval, batch_size=board.batch_size, random_state=seed)
+            board.estimators_.append(est.fit(z))
+            bar.update(1)
+    fitted = board.estimators_
+    board.queries_ = [e.queries_ for e in fitted]
+    board.n_queries_ = np.array([e.n_queries_ for e in fitted])
+    se = np.array([e.std_error_ for e in fitted])
+    df = np.array([np.inf if e.result_.df is None else e.result_.df for e in fitted])
+    return JointResults(np.array([e.estimate_ for e in fitted]), np.diag(se**2), tuple(names),
+                        board.n_queries_.copy(), board.simultaneous, df)
 
 
 class LeaderboardEstimator(BaseEstimator):
     """K models' accuracies from one budget, with intervals and ranks that hold for all of them at once.
 
-    Each model is evaluated by its own PAI run (the independent design): its estimate is exactly
-    unbiased and the runs are independent, so the estimates' covariance is diagonal and the
-    max-t intervals over all models (or all pairwise differences) are Sidak's. ``result_`` is a
+    In the independent design each model is evaluated by its own PAI run: its estimate is exactly
+    unbiased and the runs are independent, so the estimates' covariance is diagonal and the max-t
+    intervals over all models (or all pairwise differences) are Sidak's. In the shared design every
+    draw asks one question of all models, drawn from the mean of their own policies' laws: every
+    estimate and difference is still exactly unbiased, and the estimates' full covariance (from the
+    joint martingale of their increments) enters the intervals. The differences gain where the
+    models' errors move together: much for the sample means (no predictor), little when a good
+    predictor has already explained what the models share. ``result_`` is a
     :class:`~faqstats.joint.JointResults`: simultaneous intervals, differences, rank intervals and
     the set of models that may be best.
 
@@ -30,11 +79,14 @@ class LeaderboardEstimator(BaseEstimator):
     predictor : Predictor or None, default=None
         A fitted predictor, shared by every model's run (as in :class:`~faqstats.PAIEstimator`).
     sampler : Sampler or None, default=None
-        The policy of every run (cloned for each).
+        The policy of every model (cloned for each run); ``None``: ``HybridSampler()``, or
+        ``UniformSampler()`` without a predictor (the sample means).
     budget : int, default=100
-        Questions asked in all, over all models (split evenly; the first models get the remainder).
+        Questions asked in all, over all models: split evenly in the independent design (the first
+        models get the remainder); ``budget // K`` draws in the shared design, each asked of all K.
     design : {"independent", "shared", "adaptive"}, default="independent"
-        TODO(design helpers): how the questions are drawn.
+        How the questions are drawn: each model its own (``"independent"``), one question for all
+        models at each draw (``"shared"``), or ``"adaptive"`` (see ``stop`` and ``alpha``).
     stop : {"budget", "best"}, default="budget"
         When the adaptive design stops: at the budget, or once one model's lower bound exceeds every
         other's upper bound ("best"); it records ``stop_reason_``, ``n_queries_`` and ``allocation_``.
@@ -44,19 +96,27 @@ class LeaderboardEstimator(BaseEstimator):
         Each run's interval rule (its variance estimate enters the joint intervals).
     simultaneous : {"max-t", "bonferroni"}, default="max-t"
         How the joint intervals are made.
+    batch_size : int, default=1
+        Questions drawn per round; the posteriors learn between rounds only.
     random_state : int, Generator or None, default=None
         Seeds every model's run.
     verbose : bool, default=False
-        A progress bar over the models.
+        A progress bar over the models (over the draws in the shared design).
 
     Attributes
     ----------
     result_ : JointResults
         The leaderboard.
-    estimators_ : list of PAIEstimator
-        Each model's fitted run.
+    estimators_ : list of PAIEstimator or None
+        Each model's fitted run (independent design; ``None`` in the shared design).
     estimate_ : ndarray of shape (K,)
         The models' estimates.
+    n_queries_ : ndarray of shape (K,)
+        Distinct questions asked of each model.
+    queries_ : list of structured ndarray, or structured ndarray
+        The draws: each model's ``queries_`` (independent design), or one row per shared draw with
+        ``question``, ``probability`` and each model's ``outcome``, ``increment`` and ``prediction``
+        (fields of shape ``(K,)``).
 
     Examples
     --------
@@ -66,10 +126,13 @@ class LeaderboardEstimator(BaseEstimator):
     >>> board = LeaderboardEstimator(fm, budget=240, random_state=0).fit(bank.new_outcomes, names=list("abcd"))
     >>> board.result_.conf_int().shape, board.result_.rank_intervals().columns.tolist()
     ((4, 2), ['best', 'worst'])
+    >>> shared = LeaderboardEstimator(fm, budget=240, design="shared", random_state=0).fit(bank.new_outcomes)
+    >>> shared.n_queries_.tolist(), shared.queries_["increment"].shape
+    ([60, 60, 60, 60], (60, 4))
     """
 
     def __init__(self, predictor=None, sampler=None, budget=100, *, design="independent", stop="budget", alpha=0.05,
-                 interval="robust-t", simultaneous="max-t", random_state=None, verbose=False):
+                 interval="robust-t", simultaneous="max-t", batch_size=1, random_state=None, verbose=False):
         self.predictor = predictor
         self.sampler = sampler
         self.budget = budget
@@ -78,8 +141,54 @@ class LeaderboardEstimator(BaseEstimator):
         self.alpha = alpha
         self.interval = interval
         self.simultaneous = simultaneous
+        self.batch_size = batch_size
         self.random_state = random_state
         self.verbose = verbose
+
+    @classmethod
+    def from_history(cls, history, budget, n_models, *, random_state=0, **params):
+        """A leaderboard configured from the history alone, as :meth:`PAIEstimator.from_history
+        <faqstats.PAIEstimator.from_history>` configures one model's run.
+
+        The predictor and policy are those :func:`~faqstats.configure_from_history` picks for one
+        model's share of the budget, ``budget // n_models`` queries (the draws of the shared design).
+
+        Parameters
+        ----------
+        history : array-like of shape (n_models_seen, N)
+            Earlier models' outcomes (NaN = not observed).
+        budget : int
+            Queries over all models (the estimator's ``budget``).
+        n_models : int
+            K, the models the leaderboard will evaluate.
+        random_state : int, Generator or None, default=0
+            Seeds the configuration (0 for ``None`` or a Generator) and the estimator.
+        **params
+            Keyword arguments of :func:`~faqstats.configure_from_history` (``n_runs``, ``candidates``,
+            ``policies``, ``verbose``, ...), and the estimator's other parameters (``design``, ``interval``, ...).
+
+        Returns
+        -------
+        LeaderboardEstimator
+            Unfitted.
+
+        Examples
+        --------
+        >>> import faqstats as fq
+        >>> bank = fq.make_synthetic_bank(n_models=120, n_questions=80, n_new=3, n_components=2, random_state=0)
+        >>> board = LeaderboardEstimator.from_history(bank.history, budget=60, n_models=3, design="shared",
+        ...                                           n_runs=50, verbose=False)
+        >>> board.fit(bank.new_outcomes).n_queries_.tolist()
+        [20, 20, 20]
+        """
+        n_models = int(check_scalar(n_models, "n_models", kind=numbers.Integral, low=2))
+        check_scalar(budget, "budget", kind=numbers.Integral, low=2 * n_models)
+        options = {k: params.pop(k) for k in list(params) if k in _CONFIGURE_OPTIONS}
+        seed = 0 if random_state is None or isinstance(random_state, np.random.Generator) else random_state
+        chosen = select_configuration(history, int(budget) // n_models, random_state=seed, **options).params
+        # (the chosen step weights are for one model's run of budget // n_models; the joint inference uses the
+        # default increment weights, and predict_every only saves time)
+        return cls(chosen["predictor"], chosen["sampler"], budget, random_state=random_state, **params)
 
     def fit(self, outcomes, y=None, names=None):
         """Evaluate every model and build the leaderboard.
@@ -111,27 +220,15 @@ class LeaderboardEstimator(BaseEstimator):
         if self.design not in ("independent", "shared", "adaptive"):
             raise ValueError(f"design must be 'independent', 'shared' or 'adaptive', got {self.design!r}.")
         if self.design == "shared":
-            self.result_ = fit_shared(self, models, names)  # TODO(shared helper): also sets estimators_/queries
+            self.result_ = fit_shared(self, models, names)
             self.estimate_ = self.result_.estimate
             return self
         if self.design == "adaptive":
             self.result_, self.allocation_, self.stop_reason_ = fit_adaptive(self, models, names)
             self.estimate_, self.n_queries_ = self.result_.estimate, self.result_.n_queries
             return self
-        budgets = np.full(K, self.budget // K) + (np.arange(K) < self.budget % K)
-        seeds = check_generator(self.random_state).spawn(K)
-        self.estimators_ = []
-        with progress_bar(K, "models", self.verbose) as bar:
-            for z, b, seed in zip(models, budgets, seeds):
-                est = PAIEstimator(self.predictor, None if self.sampler is None else clone(self.sampler), int(b),
-                                   interval=self.interval, random_state=seed)
-                self.estimators_.append(est.fit(z))
-                bar.update(1)
-        self.estimate_ = np.array([e.estimate_ for e in self.estimators_])
-        se = np.array([e.std_error_ for e in self.estimators_])
-        self.result_ = JointResults(self.estimate_, np.diag(se**2), tuple(names),
-                                    np.array([e.n_queries_ for e in self.estimators_]), self.simultaneous,
-                                    np.array([np.inf if e.result_.df is None else e.result_.df for e in self.estimators_]))
+        self.result_ = fit_independent(self, models, names)
+        self.estimate_ = self.result_.estimate
         return self
 
     def conf_int(self, alpha=0.05, simultaneous=True):
