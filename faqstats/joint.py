@@ -66,7 +66,7 @@ def max_t_quantile(corr, alpha, n_draws=MAX_T_DRAWS, random_state=0):
 
 
 def _correlation(cov):
-    sd = np.sqrt(np.diag(cov))
+    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))  # a zero variance may come out of D C D' as -1e-19
     with np.errstate(divide="ignore", invalid="ignore"):
         R = cov / np.outer(sd, sd)
     R[~np.isfinite(R)] = 0.0
@@ -101,6 +101,9 @@ class JointResults:
         ``[L_i - U_j, U_i - L_j]``; no other level is available.
     alpha : float in (0, 1) or None, default=None
         With ``bounds``: one minus the joint level they hold at (the methods' ``alpha=None`` means it).
+    pair_df : ndarray of shape (K, K) or None, default=None
+        Degrees of freedom of each difference ``theta_i - theta_j`` from its own increments (shared
+        draws); ``None``: Welch-Satterthwaite's from the two models' (the smaller where correlated).
 
     Examples
     --------
@@ -125,6 +128,7 @@ class JointResults:
     df: np.ndarray | None = None
     bounds: np.ndarray | None = field(default=None, repr=False)
     alpha: float | None = None
+    pair_df: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
         est, cov = np.asarray(self.estimate, dtype=float), np.asarray(self.cov, dtype=float)
@@ -150,6 +154,12 @@ class JointResults:
         if df.shape != (K,) or np.any(np.isnan(df)) or np.any(df <= 0):
             raise ValueError(f"df must hold {K} positive degrees of freedom (inf: normal), got {self.df!r}.")
         object.__setattr__(self, "df", df)
+        if self.pair_df is not None:
+            pair_df = np.asarray(self.pair_df, dtype=float)
+            if pair_df.shape != (K, K) or np.any(np.isnan(pair_df)) or np.any(pair_df <= 0):
+                raise ValueError(f"pair_df must be a ({K}, {K}) array of positive degrees of freedom, got "
+                                 f"{self.pair_df!r}.")
+            object.__setattr__(self, "pair_df", pair_df)
         object.__setattr__(self, "cov", (cov + cov.T) / 2)
         object.__setattr__(self, "names", tuple(str(n) for n in self.names))
 
@@ -231,7 +241,9 @@ class JointResults:
                             index=index)
 
     def _pair_df(self, i, j):
-        """Welch-Satterthwaite's degrees of freedom of ``theta_i - theta_j`` (the smaller where they are correlated)."""
+        """The degrees of freedom of ``theta_i - theta_j``: ``pair_df``'s, or Welch-Satterthwaite's."""
+        if self.pair_df is not None:
+            return self.pair_df[i, j]
         vi, vj, di, dj = self.cov[i, i], self.cov[j, j], self.df[i], self.df[j]
         denominator = vi**2 / di + vj**2 / dj
         if self.cov[i, j] != 0 or denominator == 0:  # correlated, or both normal (inf df) or exact

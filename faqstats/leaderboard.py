@@ -87,9 +87,11 @@ class LeaderboardEstimator(BaseEstimator):
     design : {"independent", "shared", "adaptive"}, default="independent"
         How the questions are drawn: each model its own (``"independent"``), one question for all
         models at each draw (``"shared"``), or ``"adaptive"`` (see ``stop`` and ``alpha``).
-    stop : {"budget", "best"}, default="budget"
-        When the adaptive design stops: at the budget, or once one model's lower bound exceeds every
-        other's upper bound ("best"); it records ``stop_reason_``, ``n_queries_`` and ``allocation_``.
+    stop : {"budget", "best", "rank-width"}, default="budget"
+        When the adaptive design stops: at the budget, once one model's lower bound exceeds every
+        other's upper bound (``"best"``), or once every rank interval is at most ``rank_width`` wide.
+    rank_width : int or None, default=None
+        The widest rank interval (``worst - best``) that ``stop="rank-width"`` accepts.
     alpha : float in (0, 1), default=0.05
         The adaptive design's joint level: each model's confidence sequence holds at ``1 - alpha / K``.
     interval : str or IntervalRule, default="robust-t"
@@ -111,6 +113,11 @@ class LeaderboardEstimator(BaseEstimator):
         Each model's fitted run (independent design; ``None`` in the shared design).
     estimate_ : ndarray of shape (K,)
         The models' estimates.
+    stop_reason_ : str
+        Why the adaptive design stopped: ``"budget"``, ``"best"``, ``"rank-width"`` or ``"exhausted"``
+        (every question asked of every model).
+    allocation_ : ndarray of int
+        The adaptive design's models in the order they were asked.
     n_queries_ : ndarray of shape (K,)
         Distinct questions asked of each model.
     queries_ : list of structured ndarray, or structured ndarray
@@ -131,13 +138,14 @@ class LeaderboardEstimator(BaseEstimator):
     ([60, 60, 60, 60], (60, 4))
     """
 
-    def __init__(self, predictor=None, sampler=None, budget=100, *, design="independent", stop="budget", alpha=0.05,
-                 interval="robust-t", simultaneous="max-t", batch_size=1, random_state=None, verbose=False):
+    def __init__(self, predictor=None, sampler=None, budget=100, *, design="independent", stop="budget", rank_width=None,
+                 alpha=0.05, interval="robust-t", simultaneous="max-t", batch_size=1, random_state=None, verbose=False):
         self.predictor = predictor
         self.sampler = sampler
         self.budget = budget
         self.design = design
         self.stop = stop
+        self.rank_width = rank_width
         self.alpha = alpha
         self.interval = interval
         self.simultaneous = simultaneous
@@ -231,13 +239,13 @@ class LeaderboardEstimator(BaseEstimator):
         self.estimate_ = self.result_.estimate
         return self
 
-    def conf_int(self, alpha=0.05, simultaneous=True):
+    def conf_int(self, alpha=None, simultaneous=True):
         """:meth:`JointResults.conf_int <faqstats.joint.JointResults.conf_int>` of the last fit.
 
         Parameters
         ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the (joint) level.
+        alpha : float in (0, 1) or None, default=None
+            One minus the (joint) level; ``None``: 0.05, or the adaptive design's ``alpha``.
         simultaneous : bool, default=True
             Intervals for all models at once.
 
@@ -249,13 +257,13 @@ class LeaderboardEstimator(BaseEstimator):
         check_is_fitted(self, "result_")
         return self.result_.conf_int(alpha, simultaneous)
 
-    def summary(self, alpha=0.05):
+    def summary(self, alpha=None):
         """:meth:`JointResults.summary <faqstats.joint.JointResults.summary>` of the last fit.
 
         Parameters
         ----------
-        alpha : float in (0, 1), default=0.05
-            One minus the joint level.
+        alpha : float in (0, 1) or None, default=None
+            One minus the joint level; ``None``: 0.05, or the adaptive design's ``alpha``.
 
         Returns
         -------

@@ -6,7 +6,6 @@ estimates' full covariance (docs/statistics.md, "Paired comparisons", generalise
 """
 
 import math
-from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -20,7 +19,7 @@ from .joint import JointResults
 from .loop_setup import predictor_for
 from .sampling import HybridSampler, Sampler, UniformSampler, within_round
 
-__all__ = ["SharedJointResults", "SharedRun", "fit_shared", "shared_inference", "shared_query_dtype"]
+__all__ = ["SharedRun", "fit_shared", "shared_inference", "shared_query_dtype"]
 
 
 def shared_query_dtype(n_models):
@@ -327,53 +326,6 @@ def sample_mean_inference(outcomes, n_questions, interval="robust-t"):
     return np.asarray(est, dtype=float), _psd(cov), df, pair_df
 
 
-@dataclass(frozen=True)
-class SharedJointResults(JointResults):
-    """:class:`~faqstats.joint.JointResults` of the shared design: each difference's interval takes the degrees
-    of freedom of its own increments (``pair_df``), not the smaller of its two models'.
-
-    Parameters
-    ----------
-    estimate : ndarray of shape (K,)
-        Each model's exactly unbiased accuracy estimate.
-    cov : ndarray of shape (K, K)
-        The estimated covariance of the estimates.
-    names : tuple of str
-        The models' names.
-    n_queries : ndarray of shape (K,)
-        Questions asked of each model.
-    simultaneous_method : {"max-t", "bonferroni"}, default="max-t"
-        How the joint intervals are made.
-    df : ndarray of shape (K,) or None, default=None
-        Degrees of freedom of each estimate's variance (``inf`` or None: normal).
-    pair_df : ndarray of shape (K, K) or None, default=None
-        Degrees of freedom of ``theta_i - theta_j`` (``inf``: normal); ``None``: as :class:`JointResults`.
-
-    Examples
-    --------
-    >>> r = SharedJointResults(np.array([0.6, 0.5]), np.array([[4e-4, 3e-4], [3e-4, 4e-4]]), ("a", "b"),
-    ...                        np.array([40, 40]), df=np.array([5.0, 5.0]), pair_df=np.array([[5.0, 30], [30, 5.0]]))
-    >>> bool(r.differences().loc[("a", "b"), "lower"] > 0)
-    True
-    """
-
-    pair_df: np.ndarray | None = None
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.pair_df is not None:
-            K = len(self.names)
-            pdf = np.asarray(self.pair_df, dtype=float)
-            if pdf.shape != (K, K) or np.any(np.isnan(pdf)) or np.any(pdf <= 0):
-                raise ValueError(f"pair_df must be a ({K}, {K}) array of positive degrees of freedom, got "
-                                 f"{self.pair_df!r}.")
-            object.__setattr__(self, "pair_df", pdf)
-
-    def _pair_df(self, i, j):
-        """The difference's own degrees of freedom."""
-        return super()._pair_df(i, j) if self.pair_df is None else self.pair_df[i, j]
-
-
 def new_shared_loop(board, n_questions, n_models):
     """A fresh :class:`~faqstats._engine.QueryLoop` over a :class:`SharedRun` of ``n_models`` for ``board``'s
     configuration (``budget // n_models`` draws)."""
@@ -444,4 +396,4 @@ def shared_results(board, run, names):
         est, cov, df, pair_df = shared_inference(table["increment"], interval=board.interval,
                                                  n_questions=None if run.replace else n_questions, census=census)
     n_queries = np.full(run.n_models, np.unique(table["question"]).size)
-    return SharedJointResults(est, cov, tuple(names), n_queries, board.simultaneous, df, pair_df)
+    return JointResults(est, cov, tuple(names), n_queries, board.simultaneous, df, pair_df=pair_df)
