@@ -2,7 +2,6 @@
 with :class:`~faqstats.LeaderboardEstimator`'s budgets and seeds, so that the finished sessions give its
 :class:`~faqstats.joint.JointResults`. The directory holds ``leaderboard.json`` and a session per model."""
 
-import hashlib
 import numbers
 import os
 import re
@@ -61,11 +60,6 @@ def _folder(k, name):
     """The folder of model ``k``'s session: its index and its name made safe for any file system."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")[:40]
     return f"{k:02d}-{slug}" if slug else f"{k:02d}"
-
-
-def _file_sha256(path):
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 class LeaderboardSession:
@@ -140,7 +134,7 @@ class LeaderboardSession:
             message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             raise ValueError(f"{path}: not a valid leaderboard manifest ({message}).") from exc
         self._sessions = {}
-        model_sha = None
+        predictor = None  # the first model's, as stored (its arrays' hashes and parameters)
         for name, folder, budget in zip(names, folders, budgets):
             where = self._directory / folder
             session = EvaluationSession.load(where, sampler=sampler, allow_unchecked=allow_unchecked)
@@ -148,11 +142,11 @@ class LeaderboardSession:
                 raise ValueError(f"{where}: the session of model {name!r} is not the one {MANIFEST_FILE} describes "
                                  f"(budget {session.budget}, seed {session.random_state}; expected {budget} and "
                                  f"{doc['random_state']}).")
-            sha = _file_sha256(where / MODEL_FILE)
-            if model_sha is not None and sha != model_sha:
+            model = {k: v for k, v in (session.model_metadata or {}).items() if k != "created_utc"}
+            if predictor is not None and model != predictor:
                 raise ValueError(f"{where}: model {name!r} was evaluated with another predictor than "
-                                 f"{names[0]!r} ({MODEL_FILE} differs): a leaderboard shares one.")
-            model_sha = sha
+                                 f"{names[0]!r} (its {MODEL_FILE} differs): a leaderboard shares one.")
+            predictor = model
             self._sessions[name] = session
 
     @classmethod
