@@ -51,6 +51,11 @@ def _check_budget(budget, K):
     return int(budget)
 
 
+def is_leaderboard(directory):
+    """Whether ``directory`` holds a leaderboard session (its manifest)."""
+    return (Path(os.fspath(directory)) / MANIFEST_FILE).exists()
+
+
 def model_budgets(budget, K):
     """Each model's share of the ``budget``, as :class:`~faqstats.LeaderboardEstimator` splits it."""
     return (np.full(K, budget // K) + (np.arange(K) < budget % K)).astype(int)
@@ -222,10 +227,9 @@ class LeaderboardSession:
         directory = Path(os.fspath(directory))
         if directory.exists() and not directory.is_dir():
             raise ValueError(f"{directory} is not a directory: a leaderboard lives in a directory of its own.")
-        if (directory / MANIFEST_FILE).exists() or (directory / "session.json").exists():
-            raise FileExistsError(f"{directory} already holds a faqstats session; resume it with "
-                                  f"{'LeaderboardSession' if (directory / MANIFEST_FILE).exists() else 'EvaluationSession'}"
-                                  ".load.")
+        if is_leaderboard(directory) or (directory / "session.json").exists():
+            kind = "LeaderboardSession" if is_leaderboard(directory) else "EvaluationSession"
+            raise FileExistsError(f"{directory} already holds a faqstats session; resume it with {kind}.load.")
         folders = [_folder(k, name) for k, name in enumerate(names)]
         left = [f for f in folders if (directory / f).exists()]
         if left:
