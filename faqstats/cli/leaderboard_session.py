@@ -100,8 +100,7 @@ def run_leaderboard_report(args):
             if not args.png.strip() or png.is_dir():
                 raise ValueError(f"--png takes a file to write the plot to; {args.png!r} is a directory.")
             png = png if png.suffix else png.with_name(png.name + ".png")
-            ax = joint.plot(board.alpha)
-            ax.figure.savefig(png, dpi=120, bbox_inches="tight")
+            board.plot(png, partial=True)
             payload["png"] = str(png)
             text.append(f"Plot written to {png}")
     elif args.png is not None:

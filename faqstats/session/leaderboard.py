@@ -383,6 +383,43 @@ class LeaderboardSession:
                 "n_draws": int(sum(r["n_draws"] for r in rows)), "done": self.done, "unfinished": self.unfinished,
                 "models": rows, "leaderboard": board, "partial": not self.done}
 
+    def plot(self, path=None, ax=None, partial=False):
+        """Plot the leaderboard: every model's estimate with its simultaneous interval, most accurate on top,
+        labelled with its rank interval.
+
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            Also write the figure to this PNG file.
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new matplotlib ``Figure``, no pyplot).
+        partial : bool, default=False
+            As in :meth:`result`.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        from matplotlib.figure import Figure
+
+        frame = self.result(partial).to_frame(self.alpha).iloc[::-1]
+        if ax is None:
+            ax = Figure(figsize=(6.4, 0.9 + 0.45 * len(frame)), layout="constrained").add_subplot()
+        y = np.arange(len(frame))
+        est = frame["estimate"].to_numpy()
+        # an unbiased estimate may leave [0, 1], where the intervals are clipped: no bar then on that side
+        xerr = [np.clip(est - frame["lower"], 0, None), np.clip(frame["upper"] - est, 0, None)]
+        ax.errorbar(est, y, xerr=xerr, fmt="o", capsize=3, color="C0")
+        ax.set_yticks(y, [f"{name}  (rank {b})" if b == w else f"{name}  (rank {b}-{w})"
+                          for name, b, w in zip(frame.index, frame["best"], frame["worst"])])
+        ax.set(xlabel=f"accuracy ({100 * (1 - self.alpha):g}% intervals for all models at once)", xlim=(-0.02, 1.02))
+        done = sum(s.n_draws for s in self._sessions.values())
+        ax.set_title(f"{len(frame)} models, {done} of {self.budget} queries" + ("" if self.done else " (running)"),
+                     fontsize=10)
+        if path is not None:
+            ax.figure.savefig(Path(os.fspath(path)), dpi=120)
+        return ax
+
     def __repr__(self):
         state = "done" if self.done else f"{len(self.unfinished)} of {len(self.names)} models running"
         return (f"LeaderboardSession({self.directory}: {len(self.names)} models, "
