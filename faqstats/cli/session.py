@@ -10,13 +10,32 @@ from ..integrations import read_outcome_pairs, read_question_ids, task_groups
 from ..integrations._harness import read_round, round_arguments
 from ..io import load_factor_model, load_model_file, load_step_weights
 from ..sampling import HybridSampler
-from ..session import EvaluationSession
+from ..session import EvaluationSession, LeaderboardSession
+from ..session.leaderboard import is_leaderboard
 from .common import (add_reader_options, all_reader_options, check_option_tasks, count, emit, finish, harness_of,
                      note, option_words, question_files, reader_kwargs, reading_harness)
+from .leaderboard_session import run_leaderboard_report, run_leaderboard_status, run_new_leaderboard
 
 
 def _load(args):
+    """The session in DIR, or with ``--model NAME`` that model's session of the leaderboard in DIR."""
+    name = getattr(args, "model_name", None)
+    if is_leaderboard(args.directory):
+        board = LeaderboardSession.load(args.directory, allow_unchecked=args.allow_unchecked)
+        if name is None:
+            raise ValueError(f"{args.directory} is a leaderboard of {len(board.names)} models "
+                             f"({', '.join(board.names)}): name one with --model NAME.")
+        return board.session(name)
+    if name is not None:
+        raise ValueError(f"--model {name}: {args.directory} is a one-model session, not a leaderboard (made with "
+                         "'session new --models'); drop --model.")
     return EvaluationSession.load(args.directory, allow_unchecked=args.allow_unchecked)
+
+
+def _addressed(args):
+    """DIR as the commands take it, with ``--model NAME`` for a model of a leaderboard."""
+    name = getattr(args, "model_name", None)
+    return str(args.directory) if name is None else f"{args.directory} --model {shlex.quote(name)}"
 
 
 def _check_group_options(args):
@@ -54,6 +73,8 @@ def _new_configured(args, stored_ids):
 def run_new(args):
     if not args.directory.strip():  # an empty DIR would write into the current directory
         raise ValueError(f"the session directory must be a path, got {args.directory!r}.")
+    if args.models is not None:
+        return run_new_leaderboard(args)
     _, meta, stored_ids = load_model_file(args.model, allow_unchecked=args.allow_unchecked)
     if meta.get("configuration") is not None:  # from 'fit-history --budget'
         return _new_configured(args, stored_ids)
@@ -139,6 +160,9 @@ def run_next(args):
     ids, probabilities = session.next_questions(args.n)
     payload = {"ids": ids, "probabilities": probabilities, "done": session.done, "stop_reason": session.stop_reason}
     done = f"Done ({session.stop_reason}): nothing left to ask. See: faqstats session report {session.directory}"
+    if getattr(args, "model_name", None) is not None:
+        done = (f"Done ({session.stop_reason}): nothing left to ask of model {args.model_name}. See: faqstats "
+                f"session status {args.directory}")
     if args.format == "ids":
         return emit(args, payload, "\n".join(f"{q}\t{p:.6g}" for q, p in zip(ids, probabilities)) if ids else done)
     key = "samples" if args.format == "lm-eval" else "sample_id"
@@ -211,7 +235,7 @@ def _record_harness(args, harness, paths, chosen):
         raise ValueError(f"The session is done ({session.stop_reason}); no question is pending.")
     pending = session.pending.ids
     if not pending:
-        raise ValueError(f"no question is pending: run 'faqstats session next {args.directory} --format {harness}', "
+        raise ValueError(f"no question is pending: run 'faqstats session next {_addressed(args)} --format {harness}', "
                          "then the harness on what it prints.")
     try:
         tasks = set(task_groups([str(q) for q in session.question_ids]))
@@ -257,12 +281,26 @@ def _recording_options(session, harness, chosen, tasks):
     return all_reader_options(harness, {**base, **chosen})
 
 
+def _leaderboard_view(args):
+    """Whether ``status``/``report`` show the leaderboard in DIR (no ``--model``)."""
+    if args.model_name is not None or not is_leaderboard(args.directory):
+        return False
+    if args.simultaneous:
+        raise ValueError("--simultaneous goes with --groups-from sessions; a leaderboard's intervals hold for all "
+                         "models at once already.")
+    return True
+
+
 def run_status(args):
+    if _leaderboard_view(args):
+        return run_leaderboard_status(args)
     st = _load(args).status(simultaneous=args.simultaneous)
     emit(args, st, status_text(st))
 
 
 def run_report(args):
+    if _leaderboard_view(args):
+        return run_leaderboard_report(args)
     session = _load(args)
     payload = session.status(simultaneous=args.simultaneous)
     text = [status_text(payload)]
@@ -297,6 +335,10 @@ def add_session_parser(sub):
     new = command("new", "start a session in DIR from a saved factor model", "session directory (created)")
     new.add_argument("--model", required=True, help="factor model saved by 'faqstats fit-history' (.npz); one "
                      "saved with --budget brings its predictor, policy, weights and budget")
+    new.add_argument("--models", nargs="+", default=None, metavar="NAME",
+                     help="a leaderboard: a session per model NAME (two or more, distinct) in DIR, sharing the "
+                          "factor model and --budget (questions over all models, split evenly); next and record "
+                          "then take --model NAME, status and report show the leaderboard")
     new.add_argument("--budget", type=count, default=None, help="maximum number of queries (or --budget-cost; default "
                      "a configured model's)")
     new.add_argument("--batch-size", type=count, default=1, help="questions handed out per round (default 1)")
@@ -337,7 +379,9 @@ def add_session_parser(sub):
                               "one group, --estimand micro)")
     finish(new, run_new, allow_unchecked=True)
 
+    one = "the model of a leaderboard (made with 'session new --models') to address"
     nxt = command("next", "print the questions to ask now (the pending ones again until answered)")
+    nxt.add_argument("--model", dest="model_name", default=None, metavar="NAME", help=one)
     nxt.add_argument("--n", type=count, default=None, help="size of a new round (default: the batch size)")
     nxt.add_argument("--format", choices=["ids", "lm-eval", "inspect"], default="ids",
                      help="ids: one 'ID<TAB>probability' a line (default); lm-eval: the --tasks and --samples "
@@ -351,6 +395,7 @@ def add_session_parser(sub):
     rec = command("record", "record answers: ID VALUE [ID VALUE ...] (VALUE in [0, 1]), or those of the pending "
                             "questions from a harness run")
     rec.add_argument("pairs", nargs="*", metavar="ID VALUE", help="question id and its outcome")
+    rec.add_argument("--model", dest="model_name", default=None, metavar="NAME", help=one)
     rec.add_argument("--from-json", default=None, metavar="FILE",
                      help="JSON {id: outcome} or [[id, outcome], ...] ('-' reads stdin)")
     pending = "on the pending questions: every one must be there; other samples are ignored (repeat for several)"
@@ -362,11 +407,17 @@ def add_session_parser(sub):
     finish(rec, run_record, allow_unchecked=True)
 
     simultaneous = "with --groups-from: also the intervals that hold for all groups at once"
-    stat = command("status", "progress, pending questions and the estimate so far (and every group's)")
+    stat = command("status", "progress, pending questions and the estimate so far (and every group's); of a "
+                             "leaderboard, every model's progress and the leaderboard")
+    view = "of a leaderboard: this model's session alone (default: the leaderboard)"
+    stat.add_argument("--model", dest="model_name", default=None, metavar="NAME", help=view)
     stat.add_argument("--simultaneous", action="store_true", help=simultaneous)
     finish(stat, run_status, allow_unchecked=True)
 
-    rep = command("report", "the estimate with its interval; --png plots it as queries accumulate")
+    rep = command("report", "the estimate with its interval; --png plots it as queries accumulate; of a "
+                            "leaderboard, the leaderboard with simultaneous intervals, rank intervals and the models "
+                            "that may be best")
+    rep.add_argument("--model", dest="model_name", default=None, metavar="NAME", help=view)
     rep.add_argument("--png", default=None, metavar="FILE", help="write a plot of the running estimate and interval")
     rep.add_argument("--simultaneous", action="store_true", help=simultaneous)
     finish(rep, run_report, allow_unchecked=True)
