@@ -364,6 +364,30 @@ class EvaluationSession:
             self._rounds.replay(draws, answers, "session")
             raise
 
+    def reseed(self, generator):
+        """Draw from ``generator`` from now on (a child of a seed, which no int seed gives); before any draw only.
+
+        Parameters
+        ----------
+        generator : numpy.random.Generator
+            Its state is copied and saved with the session.
+
+        Examples
+        --------
+        >>> import numpy as np, faqstats as fq
+        >>> session = fq.EvaluationSession(None, [f"q{j}" for j in range(10)], sampler=fq.UniformSampler(),
+        ...                                budget=3, random_state=0)
+        >>> session.reseed(np.random.default_rng(0).spawn(2)[1])
+        >>> session.next_questions()
+        NextQuestions(ids=['q6'], probabilities=[0.1])
+        """
+        if not isinstance(generator, np.random.Generator):
+            raise TypeError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}.")
+        if self._rounds.state()[0]:
+            raise RuntimeError("The session has drawn questions already: it can be reseeded before its first draw only.")
+        with self._changing():
+            self._rng.bit_generator.state = generator.bit_generator.state
+
     def result(self):
         """The estimate so far (:class:`~faqstats.AccuracyResult`); once done, :class:`PAIEstimator`'s.
 

@@ -244,8 +244,7 @@ class LeaderboardSession:
                                                batch_size=batch_size, alpha=alpha, interval=interval,
                                                random_state=int(random_state))
             # the model's own generator (a child of the seed, which no int seed gives), saved before any draw
-            session._rng.bit_generator.state = generator.bit_generator.state
-            session._save()
+            session.reseed(generator)
         doc = {**header(MANIFEST_FORMAT, MANIFEST_FORMAT_VERSION), "created_utc": utc_now(),
                "design": "independent", "names": names, "folders": folders, "budget": budget,
                "budgets": budgets.tolist(), "random_state": int(random_state), "simultaneous": simultaneous,
