@@ -25,7 +25,7 @@ from .io import (load_configuration, load_factor_model, load_step_weights, save_
 from .estimands import GroupResults
 from .intervals import IntervalRule, register_interval_rule
 from .results import AccuracyResult, ComparisonResult
-from .session import EvaluationSession
+from .session import EvaluationSession, LeaderboardSession
 from .sampling import (ActiveLearningSampler, BernoulliAIPW, CostWeightedSampler, HybridSampler, NeymanSampler,
                        PolicyState, Sampler, StreamSampler, UniformSampler, VarianceReductionSampler)
 from .step_weights import StepWeights, learn_step_weights
@@ -36,7 +36,7 @@ __all__ = [
     "AccuracyResult", "add_rows_to_history", "add_sessions_to_history", "history_from_frame", "read_history_table",
     "save_history", "load_history", "ActiveLearningSampler", "BernoulliAIPW", "ComparisonResult",
     "CostWeightedSampler", "EvaluationSession", "GaussianProcessSurrogate", "GroupResults", "HistoryMixture",
-    "HybridSampler", "IntervalRule", "ItemResponseModel", "JointResults", "LeaderboardEstimator",
+    "HybridSampler", "IntervalRule", "ItemResponseModel", "JointResults", "LeaderboardEstimator", "LeaderboardSession",
     "LogisticFactorModel", "LogisticFactorModelCV",
     "ModelBasedEstimator", "ModelBasedResult", "NeymanSampler", "PAIEstimator", "PairedPAIEstimator",
     "PolicyState", "Predictor", "Sampler", "StackedPredictor", "StepWeights", "StreamSampler", "SyntheticBank",

@@ -333,7 +333,10 @@ class JointResults:
                    "valid at the data-dependent stop")
         notes = [f"Intervals and rank intervals hold for all models at once with probability {level} ({how}).",
                  f"May be best: {', '.join(self.may_be_best(alpha))}."]
-        return table_summary("faqstats leaderboard", table=self.to_frame(alpha), notes=notes)
+        table = self.to_frame(alpha)
+        counts = ["n_queries", "best", "worst"]
+        table[counts] = table[counts].astype(int).astype(str)  # (float_format would print 60 as 60.0000)
+        return table_summary("faqstats leaderboard", table=table, notes=notes)
 
     def plot(self, alpha=None, ax=None):
         """Estimates with their simultaneous intervals, most accurate on top, rank intervals as labels.
@@ -356,8 +359,10 @@ class JointResults:
         alpha = self._level(alpha)
         frame = self.to_frame(alpha).iloc[::-1]
         y = np.arange(len(frame))
-        ax.errorbar(frame["estimate"], y, xerr=[frame["estimate"] - frame["lower"], frame["upper"] - frame["estimate"]],
-                    fmt="o", capsize=3)
+        # the interval as a line and the estimate as a point: a confidence sequence's bounds, or an estimate outside
+        # [0, 1] at a tiny budget, need not hold the point between them (an error bar cannot draw that)
+        ax.hlines(y, frame["lower"], frame["upper"], color="C0")
+        ax.plot(frame["estimate"], y, "o", color="C0")
         labels = [f"{name}  (rank {b}-{w})" if b != w else f"{name}  (rank {b})"
                   for name, b, w in zip(frame.index, frame["best"], frame["worst"])]
         ax.set_yticks(y, labels)
