@@ -285,7 +285,7 @@ def summarize_leaderboard(records, by_kind=False):
     baseline = table[table["method"] == _BASELINE].set_index(cell)["diff_width"]
     table["diff_width_ratio"] = [row.diff_width / baseline.get(tuple(getattr(row, c) for c in cell), np.nan)
                                  for row in table.itertuples()]
-    table = table.sort_values(["K", "budget"], kind="stable").reset_index(drop=True)
+    table = table.sort_values(["K", "budget"] + (["kind"] if by_kind else []), kind="stable").reset_index(drop=True)
     columns = list(LEADERBOARD_SUMMARY_COLUMNS)
     if by_kind:
         columns.insert(columns.index("method") + 1, "kind")
