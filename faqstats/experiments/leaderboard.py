@@ -47,9 +47,9 @@ _BASELINE = "fpc-bonferroni"
 
 @dataclass(frozen=True)
 class LeaderboardExperiment:
-    """What :func:`run_leaderboard_experiment` returns (its fields, in order).
+    """What :func:`run_leaderboard_experiment` returns.
 
-    Parameters
+    Attributes
     ----------
     records : pandas.DataFrame
         One row per (K, budget, design, method, group-run), columns :data:`LEADERBOARD_RECORD_COLUMNS`.

@@ -10,9 +10,10 @@ import pytest
 import faqstats as fq
 import faqstats.experiments.leaderboard as lb_module
 from faqstats.cli import main
-from faqstats.experiments import (LEADERBOARD_METHODS, LEADERBOARD_RECORD_COLUMNS, LEADERBOARD_SUMMARY_COLUMNS,
-                                  format_leaderboard_summary, read_csv, run_leaderboard_experiment,
+from faqstats.experiments import (format_leaderboard_summary, read_csv, run_leaderboard_experiment,
                                   summarize_leaderboard)
+from faqstats.experiments.leaderboard import (LEADERBOARD_METHODS, LEADERBOARD_RECORD_COLUMNS,
+                                              LEADERBOARD_SUMMARY_COLUMNS)
 
 COVERAGES = ["acc_coverage", "diff_coverage", "rank_coverage", "best_identified", "best_in_set"]
 
