@@ -50,7 +50,60 @@ def _factor_model(args):
         solver=args.solver or "adamw", random_state=0)
 
 
+#: ``experiment``'s options the leaderboard experiment does not take (all default to None)
+_NOT_LEADERBOARD = ("groups_from", "costs_from", "clusters_from", "cluster_size", "scheduler", "n_jobs", "backend",
+                    "weight_runs", "max_models")
+_DEFAULT_METHODS = ["faq", "uniform-fpc", "ht-uniform"]
+
+
+def run_leaderboard_command(args):
+    """``experiment --leaderboard K``: groups of K test models at once, against K FPC sample means with Bonferroni."""
+    from ..experiments import (format_leaderboard_summary, run_leaderboard_experiment, split_matrix,
+                               summarize_leaderboard, write_csv)
+
+    start = time.perf_counter()
+    ignored = [f"--{name.replace('_', '-')}" for name in _NOT_LEADERBOARD if getattr(args, name) is not None]
+    if args.methods != _DEFAULT_METHODS:
+        ignored.append("--methods")
+    if ignored:
+        raise ValueError(f"--leaderboard runs the leaderboard experiment, which does not take {', '.join(ignored)}; "
+                         "drop them.")
+    matrix, _ = load_response_matrix(args.data)
+    history, new, new_rows = split_matrix(matrix, history_fraction=args.history_fraction, split_seed=args.split_seed,
+                                          complete_rows=args.complete_rows, n_full_obs=args.n_full_obs,
+                                          p_obs=args.p_obs)
+    result = run_leaderboard_experiment(new, history, args.leaderboard, budgets=tuple(args.budgets or (0.05, 0.10)),
+                                        n_groups=args.groups or 100, design=args.design or "independent",
+                                        factor_model=_factor_model(args), random_state=args.seed,
+                                        verbose=not args.quiet)
+    out = Path(args.out)
+    by_kind = summarize_leaderboard(result.records, by_kind=True)
+    files = [write_csv(result.records, out / "leaderboard_records.csv"),
+             write_csv(result.summary, out / "leaderboard_summary.csv"),
+             write_csv(by_kind, out / "leaderboard_summary_by_kind.csv")]
+    (out / "leaderboard_summary.json").write_text(result.summary.to_json(orient="records", indent=2))
+    (out / "leaderboard_summary.md").write_text(format_leaderboard_summary(result.summary, markdown=True) + "\n")
+    config = dict(result.config, data=str(args.data), history_fraction=args.history_fraction,
+                  split_seed=args.split_seed, complete_rows=args.complete_rows, p_obs=args.p_obs,
+                  history_shape=list(history.shape), new_rows=np.asarray(new_rows).tolist())
+    if hasattr(result.factor_model, "best_params_"):
+        config["factor_model_cv"] = {k: float(v) for k, v in result.factor_model.best_params_.items()}
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    print(f"{args.data}: history {history.shape[0]} models x {history.shape[1]} questions, {new.shape[0]} test "
+          f"models; groups of {', '.join(map(str, result.config['K']))}, {result.config['n_groups']} group-runs each "
+          f"(half close in accuracy, half far apart).")
+    if result.fit_seconds:
+        print(f"Factor model fit: {result.fit_seconds:.1f} s.")
+    print("\n" + format_leaderboard_summary(result.summary))
+    print(f"Wrote {', '.join(p.name for p in files)}, leaderboard_summary.json, leaderboard_summary.md, config.json "
+          f"to {out} ({time.perf_counter() - start:.1f} s).")
+
+
 def run_experiment_command(args):
+    if args.leaderboard is not None:
+        return run_leaderboard_command(args)
+    if args.design is not None or args.groups is not None:
+        raise ValueError("--design and --groups belong to the leaderboard experiment: add --leaderboard K.")
     from ..experiments import (DEFAULT_BUDGETS, format_summary, per_model_coverage, run_experiment, summarize,
                                summarize_groups, write_csv)
     from ..experiments.plots import plot_all, plot_step_weights
@@ -202,7 +255,8 @@ def add_draw_bank_parser(sub):
 
 def add_experiment_parser(sub):
     exp = sub.add_parser("experiment", formatter_class=_ExperimentHelp, help="run methods x budgets x seeds on a "
-                         "response matrix (.npz); write CSV tables and PNG figures")
+                         "response matrix (.npz); write CSV tables and PNG figures (with --leaderboard: groups of "
+                         "models evaluated at once)")
     exp.add_argument("--data", required=True, help=".npz file with an 'outcomes' models x items matrix (-1 missing)")
     exp.add_argument("--out", required=True, help="directory for CSV tables and figures")
     exp.add_argument("--budgets", type=float, nargs="+", default=None,
@@ -264,5 +318,20 @@ def add_experiment_parser(sub):
                                 "cluster must lie in one group")
     clustered.add_argument("--cluster-size", type=int, default=None, metavar="K",
                            help="clusters of K consecutive questions (as --clusters-from; for quick studies)")
+    board = exp.add_argument_group(
+        "leaderboard", "with --leaderboard, instead of the sweep: groups of K test models evaluated at once "
+        "(faqstats.LeaderboardEstimator at K x the per-model budget), against K FPC sample means with Bonferroni "
+        "at the same queries and against naive per-model 95% intervals; --budgets are queries per model as "
+        "fractions of the bank (default 0.05 0.1), --seed seeds the groups and runs. Writes leaderboard_records.csv, "
+        "leaderboard_summary.csv/.json/.md (joint coverage of the accuracies and of the differences, rank-interval "
+        "coverage, the share naming the true best alone, widths) and leaderboard_summary_by_kind.csv")
+    board.add_argument("--leaderboard", type=int, nargs="+", default=None, metavar="K",
+                       help="models per group (one or more sizes, each at least 2 and at most the test models)")
+    board.add_argument("--design", choices=["independent", "shared", "adaptive"], default=None,
+                       help="the estimator's design (default independent: each model its own draws; shared: one "
+                            "question asked of every model; adaptive: the queries go where the ranking is in doubt)")
+    board.add_argument("--groups", type=int, default=None, metavar="G",
+                       help="group-runs per K, budget and design: half close in accuracy (K consecutive test "
+                            "models in accuracy order), half far apart (K at random) (default 100)")
     exp.add_argument("--quiet", action="store_true", help="no progress bars")
     exp.set_defaults(func=run_experiment_command)
