@@ -8,6 +8,7 @@ Rank intervals follow from the simultaneous differences, as in "ranking with con
 anytime-valid bounds instead (an adaptive design), the intervals are those bounds, at their one level.
 """
 
+import functools
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -41,7 +42,7 @@ def max_t_quantile(corr, alpha, n_draws=MAX_T_DRAWS, random_state=0):
     n_draws : int, default=MAX_T_DRAWS
         Monte Carlo draws.
     random_state : int, default=0
-        Seeds the draws.
+        Seeds the draws (an int: the same matrix and level give the same value, computed once).
 
     Returns
     -------
@@ -59,9 +60,15 @@ def max_t_quantile(corr, alpha, n_draws=MAX_T_DRAWS, random_state=0):
     K = R.shape[0]
     if np.allclose(R, np.eye(K)):  # Sidak: independent
         return float(stats.norm.ppf(0.5 + 0.5 * (1.0 - alpha) ** (1.0 / K)))
-    w, U = np.linalg.eigh((R + R.T) / 2)
+    return _monte_carlo_max_t(((R + R.T) / 2).tobytes(), K, alpha, int(n_draws), int(random_state))
+
+
+@functools.lru_cache(maxsize=256)
+def _monte_carlo_max_t(corr_bytes, K, alpha, n_draws, random_state):
+    # cached: a leaderboard's intervals, differences, ranks and summary ask for the same quantile several times
+    w, U = np.linalg.eigh(np.frombuffer(corr_bytes).reshape(K, K))
     root = U * np.sqrt(np.clip(w, 0.0, None))
-    Z = np.random.default_rng(random_state).standard_normal((int(n_draws), K)) @ root.T
+    Z = np.random.default_rng(random_state).standard_normal((n_draws, K)) @ root.T
     return float(np.quantile(np.abs(Z).max(axis=1), 1.0 - alpha))
 
 
