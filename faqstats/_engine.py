@@ -199,7 +199,7 @@ class SequentialRun(Run):
 
     def draw_round(self, rng, size, keep_laws=False):
         """``size`` draws ``(question, probability, law)`` from the current policy."""
-        return self._round(size, lambda q, i: draw_at(q, rng.random(), keep_laws))
+        return self.round_of(size, lambda q, i: draw_at(q, rng.random(), keep_laws))
 
     def replay_round(self, draws, keep_laws=False, where="session"):
         """A stored round's draws ``(question, probability)``, each checked against the policy now."""
@@ -214,9 +214,10 @@ class SequentialRun(Run):
                                  "sampler.")
             return (question, expected, q) if keep_laws else (question, probability, None)
 
-        return self._round(len(draws), check)
+        return self.round_of(len(draws), check)
 
-    def _round(self, size, pick):
+    def round_of(self, size, pick):
+        """``size`` draws, the i-th ``pick(q, i)`` of its law ``q`` (the round's, less the questions drawn)."""
         q_round = self.law()
         available = self.available.copy() if size > 1 and not self.replace else self.available
         draws = []

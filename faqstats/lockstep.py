@@ -89,7 +89,7 @@ class Lockstep:
         # tau = 1 (UniformSampler): the law ignores the scores (b = 0), so they are not kept at all
         uniform = cache and tau == 1.0 and not self.keep_ranges
         t = 0
-        while t < budget:  # a round: its draws from the law at its start (SequentialRun._round)
+        while t < budget:  # a round: its draws from the law at its start (SequentialRun.round_of)
             size = min(self.batch_size, budget - t)
             n_avail = N if replace else N - t
             done = drawn[:, :t]
@@ -186,7 +186,7 @@ class Lockstep:
 
     def _numpy_draws(self, laws, available, later, u, stops):
         """Every run's draw from its numpy law (a later draw of a round: renormalised over the
-        questions not yet drawn), as SequentialRun._round draws it: ``(questions, probabilities, laws)``."""
+        questions not yet drawn), as SequentialRun.round_of draws it: ``(questions, probabilities, laws)``."""
         avail = available.cpu().numpy() if later else None
         laws = [within_round(q, avail[r], False) if later else q for r, q in enumerate(laws)]
         picked = [draw_at(q, u[r], stops is not None) for r, q in enumerate(laws)]

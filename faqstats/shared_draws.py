@@ -5,19 +5,18 @@ so every estimate and every difference is exactly unbiased, and the K increments
 estimates' full covariance (docs/statistics.md, "Paired comparisons", generalised to K models).
 """
 
-import math
 from itertools import combinations
 
 import numpy as np
 
-from ._engine import Oracle, QueryLoop, SequentialRun, draw_at
+from ._engine import Oracle, QueryLoop, SequentialRun
 from ._inference import census_mean, fpc_mean, interval_df, pai_inference
 from ._progress import progress_bar
 from ._validation import check_generator
 from .design import bank_size, check_design, sample_mean_design
 from .joint import JointResults
 from .loop_setup import predictor_for
-from .sampling import HybridSampler, Sampler, UniformSampler, within_round
+from .sampling import HybridSampler, Sampler, UniformSampler
 
 __all__ = ["SharedRun", "fit_shared", "shared_inference", "shared_query_dtype"]
 
@@ -73,7 +72,7 @@ class SharedRun:
     """
 
     design = "shared"
-    unit = "question"
+    unit = "question"  # (named in replay_round's error)
 
     def __init__(self, sampler, predictors, n_questions, budget):
         self.sampler = sampler
@@ -131,61 +130,12 @@ class SharedRun:
         """
         return np.mean([run.law() for run in self.runs], axis=0)
 
-    def draw_round(self, rng, size, keep_laws=False):
-        """``size`` draws ``(question, probability, law or None)`` from the common law.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-        size : int
-            Draws in the round (without replacement, each from the questions not yet drawn).
-        keep_laws : bool, default=False
-            Return each draw's law (normalised) instead of None.
-
-        Returns
-        -------
-        list of tuple
-        """
-        return self._round(size, lambda q, i: draw_at(q, rng.random(), keep_laws))
-
-    def replay_round(self, draws, keep_laws=False, where="session"):
-        """A stored round's draws ``(question, probability)``, each checked against the common law now.
-
-        Parameters
-        ----------
-        draws : sequence of (int, float)
-        keep_laws : bool, default=False
-            Return each draw's law (normalised) instead of None.
-        where : str, default="session"
-            Names the caller in the error.
-
-        Returns
-        -------
-        list of tuple
-        """
-
-        def check(q, i):
-            question, probability = draws[i]
-            q = q / q.sum()
-            expected = float(q[question])
-            if not math.isclose(expected, probability, rel_tol=1e-9):
-                raise ValueError(f"{where}: question {question} was drawn with probability {probability!r}, but the "
-                                 f"common law now gives {expected!r}: the state does not match the predictor or "
-                                 "sampler.")
-            return (question, expected, q) if keep_laws else (question, probability, None)
-
-        return self._round(len(draws), check)
-
-    def _round(self, size, pick):
-        q_round = self.law()
-        available = self.available.copy() if size > 1 and not self.replace else self.available
-        draws = []
-        for i in range(size):
-            q = q_round if i == 0 or self.replace else within_round(q_round, available, False)
-            draws.append(pick(q, i))
-            if size > 1 and not self.replace:
-                available[draws[-1][0]] = False
-        return draws
+    # the engine's round: the law at the round's start, later draws renormalised over the questions not yet
+    # drawn, a stored round checked against the law (here the common one)
+    tracker = None
+    draw_round = SequentialRun.draw_round
+    replay_round = SequentialRun.replay_round
+    round_of = SequentialRun.round_of
 
     def increment_range(self, law):
         """Each model's bounds on its next increment whatever ``law`` draws.

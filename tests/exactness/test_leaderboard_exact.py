@@ -218,7 +218,7 @@ def test_a_run_replays_its_draws():
         replay.end_round([d[0] for d in draws], [Z[:, d[0]] for d in draws])
     np.testing.assert_array_equal(replay.table(), run.table())
     fresh = new_shared_loop(board, 4, 3).run
-    with pytest.raises(ValueError, match="common law now gives"):
+    with pytest.raises(ValueError, match="policy now gives"):
         fresh.replay_round([(rounds[0][0][0], rounds[0][0][1] / 2)])
     with pytest.raises(ValueError, match="one outcome per model"):
         fresh.record(0, 0.25, [1.0, 0.0])

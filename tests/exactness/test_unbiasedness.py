@@ -124,7 +124,7 @@ def enumerate_sequential(estimator, z, groups=None):
             walk(run, prob, phis)
             return
         q = within_round(q_round, run.available, run.replace)
-        if stratified:  # the draw's group, fixed in advance (as SequentialRun._round does)
+        if stratified:  # the draw's group, fixed in advance (as SequentialRun.round_of does)
             q = run.tracker.restrict(q, run.available, len(phis))
         conditional_mean = 0.0
         estimands_mean = 0.0
