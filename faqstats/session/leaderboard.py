@@ -401,19 +401,13 @@ class LeaderboardSession:
         """
         from matplotlib.figure import Figure
 
-        frame = self.result(partial).to_frame(self.alpha).iloc[::-1]
+        result = self.result(partial)
         if ax is None:
-            ax = Figure(figsize=(6.4, 0.9 + 0.45 * len(frame)), layout="constrained").add_subplot()
-        y = np.arange(len(frame))
-        est = frame["estimate"].to_numpy()
-        # an unbiased estimate may leave [0, 1], where the intervals are clipped: no bar then on that side
-        xerr = [np.clip(est - frame["lower"], 0, None), np.clip(frame["upper"] - est, 0, None)]
-        ax.errorbar(est, y, xerr=xerr, fmt="o", capsize=3, color="C0")
-        ax.set_yticks(y, [f"{name}  (rank {b})" if b == w else f"{name}  (rank {b}-{w})"
-                          for name, b, w in zip(frame.index, frame["best"], frame["worst"])])
-        ax.set(xlabel=f"accuracy ({100 * (1 - self.alpha):g}% intervals for all models at once)", xlim=(-0.02, 1.02))
+            ax = Figure(figsize=(6.4, 0.9 + 0.45 * len(result.names)), layout="constrained").add_subplot()
+        result.plot(self.alpha, ax=ax)
+        ax.set_xlim(-0.02, 1.02)
         done = sum(s.n_draws for s in self._sessions.values())
-        ax.set_title(f"{len(frame)} models, {done} of {self.budget} queries" + ("" if self.done else " (running)"),
+        ax.set_title(f"{len(result.names)} models, {done} of {self.budget} queries" + ("" if self.done else " (running)"),
                      fontsize=10)
         if path is not None:
             ax.figure.savefig(Path(os.fspath(path)), dpi=120)
