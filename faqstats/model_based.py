@@ -26,7 +26,24 @@ __all__ = ["ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "pre
 
 
 def conformal_quantile(scores, alpha):
-    """The split-conformal quantile: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``n`` scores (``inf`` if none)."""
+    """The split-conformal quantile: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``n`` scores (``inf`` if none).
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+        The calibration runs' scores.
+    alpha : float in (0, 1)
+        A new exchangeable score exceeds the quantile with probability at most ``alpha``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> conformal_quantile(np.arange(1.0, 20.0), 0.05)
+    19.0
+    """
     s = np.sort(np.asarray(scores, dtype=float))
     alpha = check_scalar(alpha, "alpha", low=0.0, high=1.0, closed="neither")
     k = math.ceil((s.size + 1) * (1.0 - alpha))
@@ -38,6 +55,23 @@ def unasked_total_variance(posterior, unasked):
 
     Linearised as :func:`~faqstats.sampling.variance_reduction_scores`: ``g = sum_j w_j v_j`` with link slope
     ``w_j`` and own variance ``e_j`` (``p_j (1 - p_j)`` both; with a GP's ``noise``: 1 and ``noise_j``).
+
+    Parameters
+    ----------
+    posterior : object
+        A posterior (``predictions``; ``question_factors``, ``cov`` and ``noise`` where it has them).
+    unasked : ndarray of bool, shape (N,)
+        The questions whose outcomes are summed.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from faqstats.posterior import FixedPredictions
+    >>> unasked_total_variance(FixedPredictions(np.array([0.5, 0.9, 0.1])), np.array([True, False, True]))
+    0.34
     """
     p = np.asarray(posterior.predictions, dtype=float)[unasked]
     noise = getattr(posterior, "noise", None)
@@ -68,7 +102,22 @@ def _procedure(predictor, sampler, budget, outcomes, seed):
 
 def prequential_residual(queries):
     """``sum_t (z_t - p_t) / sqrt(sum_t p_t (1 - p_t))`` over a run's ``queries_``: of one sign for a model
-    systematically better or worse than the history predicts."""
+    systematically better or worse than the history predicts.
+
+    Parameters
+    ----------
+    queries : pandas.DataFrame or dict
+        Columns ``outcome`` and ``prediction`` (the prediction before each answer).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(prequential_residual({"outcome": [1.0, 1.0], "prediction": [0.5, 0.5]}), 6)
+    1.414214
+    """
     z, p = np.asarray(queries["outcome"], dtype=float), np.asarray(queries["prediction"], dtype=float)
     return float(np.sum(z - p) / math.sqrt(max(float(np.sum(p * (1.0 - p))), 1e-12)))
 
@@ -85,7 +134,7 @@ def _disagreement(estimate, pai_result):
 class ModelBasedResult:
     """A model-based estimate, its history-calibrated interval, and the design-based check.
 
-    Attributes
+    Parameters
     ----------
     estimate : float
         ``(asked outcomes + unasked predictions) / N``.
