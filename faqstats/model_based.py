@@ -16,10 +16,10 @@ from sklearn.utils.validation import check_is_fitted
 from ._progress import progress_bar
 from ._validation import check_generator, check_scalar, validate_history
 from .estimator import PAIEstimator
-from .irt import ItemResponseModel
 from .predictor import engine_posterior
 from .results import AccuracyResult, table_summary
 from .sampling import Sampler, VarianceReductionSampler
+from .surrogate import GaussianProcessSurrogate
 
 __all__ = ["ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "prequential_residual",
            "unasked_total_variance"]
@@ -260,15 +260,17 @@ class ModelBasedEstimator(BaseEstimator):
     Parameters
     ----------
     predictor : Predictor or None, default=None
-        An unfitted predictor (cloned for every fold); ``None``: ``ItemResponseModel()`` (the 2PL model, whose
-        new-model ability moves with the answers, also past the history's best).
+        An unfitted predictor (cloned for every fold); ``None``:
+        ``GaussianProcessSurrogate(noise_floor=0.1)``. For a model expected to be better than every history model,
+        a predictor whose ability moves the mean prediction with the answers (such as
+        :class:`~faqstats.model_based_predictor.AbilityFactorModel`) is less biased.
     sampler : Sampler or None, default=None
         The policy; ``None``: ``VarianceReductionSampler(tau=0.35, power=8)``.
     budget : int, default=20
         Questions asked of each model.
     policy_predictor : Predictor, "same" or None, default=None
-        The predictor whose posterior drives the policy and PAI's increments (cloned for every fold); ``"same"``:
-        ``predictor``; ``None``: ``ItemResponseModel()`` when ``predictor`` is ``None``, else ``predictor``.
+        The predictor whose posterior drives the policy and PAI's increments (cloned for every fold);
+        ``None`` or ``"same"``: ``predictor``.
     n_folds : int or "auto", default="auto"
         Folds of the cross-fitted calibration; ``"auto"``: leave-one-out up to 50 calibration models, else 10.
     max_calibration_models : int, default=200
@@ -340,13 +342,14 @@ class ModelBasedEstimator(BaseEstimator):
         return cls(budget=budget, **params).calibrate(history)
 
     def _parts(self):
-        # defaults chosen on real banks: the 2PL model's estimate beat the surrogate's on random and frontier splits;
-        # a floor of 0.35 keeps PAI's check about as precise as the uniform sample mean
-        predictor = ItemResponseModel() if self.predictor is None else self.predictor
-        if isinstance(self.policy_predictor, str) and self.policy_predictor == "same":
+        # defaults chosen on calibration runs of real banks: a noise floor of 0.1 keeps the surrogate from trusting
+        # single answers too much; a floor of 0.35 keeps PAI's check about as precise as the uniform sample mean
+        predictor = self.predictor
+        if predictor is None:
+            predictor = GaussianProcessSurrogate(noise_floor=0.1, random_state=0)
+        same = isinstance(self.policy_predictor, str) and self.policy_predictor == "same"
+        if self.policy_predictor is None or same:
             policy = predictor
-        elif self.policy_predictor is None:
-            policy = predictor  # DEFAULT-POLICY
         elif callable(getattr(self.policy_predictor, "fit", None)):
             policy = self.policy_predictor
         else:

@@ -57,22 +57,3 @@ def test_calibrated_intervals_cover_exchangeable_new_models():
                 low, high = est.set_params(random_state=seed).fit(M[i]).conf_int(0.1)
                 covered.append(low <= M[i].mean() <= high)
     assert 0.84 <= np.mean(covered) <= 0.97
-
-
-def test_the_default_estimate_follows_a_model_far_above_the_history():
-    """The default predictor (2PL) extrapolates: a model whose ability is far above every history model's gets
-    estimates above the history's best accuracy (the surrogate's stayed at the history's best, a control)."""
-    rng = np.random.default_rng(0)
-    c, a = rng.normal(0.0, 1.5, 150), rng.uniform(0.5, 1.5, 150)
-    theta = rng.uniform(-2.0, 0.5, 40)
-    H = (rng.random((40, 150)) < 1 / (1 + np.exp(-(a * theta[:, None] + c)))).astype(float)
-    z = (rng.random(150) < 1 / (1 + np.exp(-(a * 3.0 + c)))).astype(float)
-    best = H.mean(axis=1).max()
-    assert z.mean() > best + 0.2
-    estimates = {}
-    for name, predictor in [("default", None), ("surrogate", fq.GaussianProcessSurrogate(noise_floor=0.1))]:
-        est = ModelBasedEstimator(predictor=predictor, budget=30, n_folds=4, random_state=0, verbose=False)
-        est.calibrate(H)
-        estimates[name] = np.array([est.set_params(random_state=s).fit(z).estimate_ for s in range(5)])
-    assert (estimates["default"] > best).all()
-    assert estimates["surrogate"].mean() < best + 0.03 < estimates["default"].mean()
