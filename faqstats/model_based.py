@@ -135,7 +135,7 @@ def _disagreement(estimate, pai_result):
 class ModelBasedResult:
     """A model-based estimate, its history-calibrated interval, and the design-based check.
 
-    Parameters
+    Attributes
     ----------
     estimate : float
         ``(asked outcomes + unasked predictions) / N``.
