@@ -7,6 +7,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from ._validation import check_generator, check_scalar, validate_history
 from .predictor import LowRankPredictor
@@ -119,7 +120,8 @@ class AbilityFactorModel(LowRankPredictor):
                                    (R.T @ U + lam * V).ravel()])
             return loss, grad
 
-        result = minimize(objective, start, jac=True, method="L-BFGS-B", options={"maxiter": int(self.max_iter)})
+        with threadpool_limits(1, user_api="blas"):  # small products: threads only add contention
+            result = minimize(objective, start, jac=True, method="L-BFGS-B", options={"maxiter": int(self.max_iter)})
         theta, c, U, V = unpack(result.x)
         P = expit(theta[:, None] + c + U @ V.T)
         posterior_var = 1.0 / ((W * P * (1 - P)).sum(1) + lam_theta)  # each ability's Laplace variance
