@@ -26,7 +26,24 @@ __all__ = ["ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "pre
 
 
 def conformal_quantile(scores, alpha):
-    """The split-conformal quantile: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``n`` scores (``inf`` if none)."""
+    """The split-conformal quantile: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``n`` scores (``inf`` if none).
+
+    Parameters
+    ----------
+    scores : array-like of shape (n,)
+        The calibration runs' scores.
+    alpha : float in (0, 1)
+        A new exchangeable score exceeds the quantile with probability at most ``alpha``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> conformal_quantile(np.arange(1.0, 20.0), 0.05)
+    19.0
+    """
     s = np.sort(np.asarray(scores, dtype=float))
     alpha = check_scalar(alpha, "alpha", low=0.0, high=1.0, closed="neither")
     k = math.ceil((s.size + 1) * (1.0 - alpha))
@@ -38,6 +55,23 @@ def unasked_total_variance(posterior, unasked):
 
     Linearised as :func:`~faqstats.sampling.variance_reduction_scores`: ``g = sum_j w_j v_j`` with link slope
     ``w_j`` and own variance ``e_j`` (``p_j (1 - p_j)`` both; with a GP's ``noise``: 1 and ``noise_j``).
+
+    Parameters
+    ----------
+    posterior : object
+        A posterior (``predictions``; ``question_factors``, ``cov`` and ``noise`` where it has them).
+    unasked : ndarray of bool, shape (N,)
+        The questions whose outcomes are summed.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from faqstats.posterior import FixedPredictions
+    >>> unasked_total_variance(FixedPredictions(np.array([0.5, 0.9, 0.1])), np.array([True, False, True]))
+    0.34
     """
     p = np.asarray(posterior.predictions, dtype=float)[unasked]
     noise = getattr(posterior, "noise", None)
@@ -51,9 +85,10 @@ def unasked_total_variance(posterior, unasked):
     return max(total, 0.0)
 
 
-def _procedure(predictor, sampler, budget, outcomes, seed):
-    """One run on ``outcomes``: ``(model-based estimate, its standard deviation, PAI's fitted estimator)``."""
-    pai = PAIEstimator(predictor, clone(sampler), budget, random_state=seed).fit(outcomes)
+def _procedure(predictor, policy_predictor, sampler, budget, outcomes, seed):
+    """One run on ``outcomes``, drawn by ``policy_predictor``'s policy, estimated by ``predictor``'s posterior:
+    ``(model-based estimate, its standard deviation, PAI's fitted estimator)``."""
+    pai = PAIEstimator(policy_predictor, clone(sampler), budget, random_state=seed).fit(outcomes)
     n = pai.bank_size()
     post = engine_posterior(predictor.posterior(), n)
     asked = np.zeros(n, dtype=bool)
@@ -68,7 +103,22 @@ def _procedure(predictor, sampler, budget, outcomes, seed):
 
 def prequential_residual(queries):
     """``sum_t (z_t - p_t) / sqrt(sum_t p_t (1 - p_t))`` over a run's ``queries_``: of one sign for a model
-    systematically better or worse than the history predicts."""
+    systematically better or worse than the history predicts.
+
+    Parameters
+    ----------
+    queries : pandas.DataFrame or dict
+        Columns ``outcome`` and ``prediction`` (the prediction before each answer).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(prequential_residual({"outcome": [1.0, 1.0], "prediction": [0.5, 0.5]}), 6)
+    1.414214
+    """
     z, p = np.asarray(queries["outcome"], dtype=float), np.asarray(queries["prediction"], dtype=float)
     return float(np.sum(z - p) / math.sqrt(max(float(np.sum(p * (1.0 - p))), 1e-12)))
 
@@ -191,7 +241,8 @@ class ModelBasedResult:
                  "held-out history models; marginal coverage under exchangeability).",
                  "Design-based interval: valid for every model (the draws' known probabilities)."]
         if self.flagged:
-            notes.append(f"CHECK: this model looks unlike the history's (disagreement with PAI {self.disagreement:.2f}, "
+            notes.append("CHECK: this model looks unlike the history's (disagreement with PAI "
+                         f"{self.disagreement:.2f}, "
                          f"residual {self.residual:+.2f}, beyond what the calibration runs allow): use the "
                          "design-based interval.")
         return table_summary("faqstats model-based estimate", items=items, notes=notes)
@@ -210,11 +261,16 @@ class ModelBasedEstimator(BaseEstimator):
     ----------
     predictor : Predictor or None, default=None
         An unfitted predictor (cloned for every fold); ``None``:
-        ``GaussianProcessSurrogate(noise_floor=0.1)``.
+        ``GaussianProcessSurrogate(noise_floor=0.1)``. For a model expected to be better than every history model,
+        a predictor whose ability moves the mean prediction with the answers (such as
+        :class:`~faqstats.model_based_predictor.AbilityFactorModel`) is less biased.
     sampler : Sampler or None, default=None
         The policy; ``None``: ``VarianceReductionSampler(tau=0.35, power=8)``.
     budget : int, default=20
         Questions asked of each model.
+    policy_predictor : Predictor, "same" or None, default=None
+        The predictor whose posterior drives the policy and PAI's increments (cloned for every fold);
+        ``None`` or ``"same"``: ``predictor``.
     n_folds : int or "auto", default="auto"
         Folds of the cross-fitted calibration; ``"auto"``: leave-one-out up to 50 calibration models, else 10.
     max_calibration_models : int, default=200
@@ -230,7 +286,9 @@ class ModelBasedEstimator(BaseEstimator):
     Attributes
     ----------
     predictor_ : Predictor
-        The predictor fitted on the whole history (the one the new model's run uses).
+        The predictor fitted on the whole history (the one the new model's estimate uses).
+    policy_predictor_ : Predictor
+        The same for the policy and PAI (``predictor_`` itself when they are the same).
     sampler_ : Sampler
         The policy of every run.
     calibration_ : pandas.DataFrame
@@ -252,11 +310,12 @@ class ModelBasedEstimator(BaseEstimator):
     True
     """
 
-    def __init__(self, predictor=None, sampler=None, budget=20, *, n_folds="auto", max_calibration_models=200,
-                 check_level=0.1, random_state=None, verbose=True):
+    def __init__(self, predictor=None, sampler=None, budget=20, *, policy_predictor=None, n_folds="auto",
+                 max_calibration_models=200, check_level=0.1, random_state=None, verbose=True):
         self.predictor = predictor
         self.sampler = sampler
         self.budget = budget
+        self.policy_predictor = policy_predictor
         self.n_folds = n_folds
         self.max_calibration_models = max_calibration_models
         self.check_level = check_level
@@ -285,7 +344,16 @@ class ModelBasedEstimator(BaseEstimator):
     def _parts(self):
         # defaults chosen on calibration runs of real banks: a noise floor of 0.1 keeps the surrogate from trusting
         # single answers too much; a floor of 0.35 keeps PAI's check about as precise as the uniform sample mean
-        predictor = GaussianProcessSurrogate(noise_floor=0.1, random_state=0) if self.predictor is None else self.predictor
+        predictor = self.predictor
+        if predictor is None:
+            predictor = GaussianProcessSurrogate(noise_floor=0.1, random_state=0)
+        same = isinstance(self.policy_predictor, str) and self.policy_predictor == "same"
+        if self.policy_predictor is None or same:
+            policy = predictor
+        elif callable(getattr(self.policy_predictor, "fit", None)):
+            policy = self.policy_predictor
+        else:
+            raise TypeError(f"policy_predictor must be a predictor, 'same' or None, got {self.policy_predictor!r}.")
         sampler = VarianceReductionSampler(tau=0.35, power=8.0) if self.sampler is None else self.sampler
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be a sequential faqstats Sampler, got {type(sampler).__name__}.")
@@ -293,7 +361,7 @@ class ModelBasedEstimator(BaseEstimator):
             check_scalar(self.n_folds, "n_folds", kind=numbers.Integral, low=2)
         check_scalar(self.max_calibration_models, "max_calibration_models", kind=numbers.Integral, low=1)
         check_scalar(self.check_level, "check_level", low=0.0, high=1.0, closed="neither")
-        return predictor, sampler
+        return predictor, policy, sampler
 
     def calibrate(self, history):
         """Fit the predictor on ``history`` and run the procedure on its held-out complete rows.
@@ -307,7 +375,7 @@ class ModelBasedEstimator(BaseEstimator):
         -------
         self
         """
-        predictor, sampler = self._parts()
+        predictor, policy, sampler = self._parts()
         H = validate_history(self, history, reset=True, allow_empty_rows=True)
         rng = check_generator(self.random_state)
         complete = np.flatnonzero(~np.isnan(H).any(axis=1))
@@ -324,9 +392,10 @@ class ModelBasedEstimator(BaseEstimator):
             for fold in folds:
                 train = np.setdiff1d(np.arange(H.shape[0]), fold)
                 fitted = clone(predictor).fit(H[train])
+                fitted_policy = fitted if policy is predictor else clone(policy).fit(H[train])
                 for i in fold:
                     z = H[i]
-                    estimate, scale, pai = _procedure(fitted, sampler, self.budget, z, rng)
+                    estimate, scale, pai = _procedure(fitted, fitted_policy, sampler, self.budget, z, rng)
                     truth = float(np.mean(z))
                     rows.append((int(i), truth, estimate, scale, pai.estimate_, pai.std_error_,
                                  abs(estimate - truth) / scale if scale > 0 else math.inf,
@@ -335,6 +404,7 @@ class ModelBasedEstimator(BaseEstimator):
         self.calibration_ = pd.DataFrame(rows, columns=["row", "truth", "estimate", "scale", "pai_estimate",
                                                         "pai_std_error", "score", "disagreement", "residual"])
         self.predictor_ = clone(predictor).fit(H)
+        self.policy_predictor_ = self.predictor_ if policy is predictor else clone(policy).fit(H)
         self.sampler_ = sampler
         self.n_features_in_ = H.shape[1]
         return self
@@ -361,7 +431,8 @@ class ModelBasedEstimator(BaseEstimator):
         return pd.DataFrame({
             "rmse": [float(np.sqrt(np.mean(err**2))), float(np.sqrt(np.mean((c["pai_estimate"] - c["truth"]) ** 2)))],
             "mean width": [float(np.mean(2 * q * c["scale"])), float(np.mean(2 * pai_half))],
-            "coverage": [float(np.mean(scores <= q)), float(np.mean(np.abs(c["pai_estimate"] - c["truth"]) <= pai_half))],
+            "coverage": [float(np.mean(scores <= q)),
+                         float(np.mean(np.abs(c["pai_estimate"] - c["truth"]) <= pai_half))],
             "guarantee": ["if the model is like the history's", "every model"],
         }, index=pd.Index(["model-based", "design-based (PAI)"], name="method"))
 
@@ -380,13 +451,14 @@ class ModelBasedEstimator(BaseEstimator):
         self
         """
         check_is_fitted(self, "calibration_")
-        estimate, scale, pai = _procedure(self.predictor_, self.sampler_, self.budget, outcomes,
+        estimate, scale, pai = _procedure(self.predictor_, self.policy_predictor_, self.sampler_, self.budget, outcomes,
                                           check_generator(self.random_state))
         self.queries_ = pai.queries_
         self.estimate_, self.scale_ = estimate, scale
         self.result_ = ModelBasedResult(estimate, scale, self.calibration_["score"].to_numpy(), pai.result_,
                                         _disagreement(estimate, pai.result_),
-                                        self.calibration_["disagreement"].to_numpy(), prequential_residual(pai.queries_),
+                                        self.calibration_["disagreement"].to_numpy(),
+                                        prequential_residual(pai.queries_),
                                         self.calibration_["residual"].to_numpy(), self.check_level)
         return self
 

@@ -64,7 +64,7 @@ def test_estimate_is_asked_answers_plus_the_posterior_means_of_the_rest(bank, ca
 def test_design_based_side_is_pai_on_the_same_draws(bank, calibrated):
     z = bank.new_outcomes[1]
     est = calibrated.set_params(random_state=5).fit(z)
-    pai = fq.PAIEstimator(calibrated.predictor_, calibrated.sampler_, calibrated.budget, random_state=5).fit(z)
+    pai = fq.PAIEstimator(calibrated.policy_predictor_, calibrated.sampler_, calibrated.budget, random_state=5).fit(z)
     assert est.result_.design_based == pai.result_
     np.testing.assert_array_equal(est.queries_, pai.queries_)
 
@@ -95,3 +95,27 @@ def test_unasked_total_variance_of_a_gaussian_process_is_its_exact_variance():
     unasked = np.array([True, False, True])
     S = V[unasked].sum(0)  # the sum of the unasked outcomes is linear in u plus independent noise
     assert unasked_total_variance(post, unasked) == pytest.approx(S @ cov @ S + noise[unasked].sum(), rel=1e-12)
+
+
+def test_a_policy_predictor_draws_and_the_predictor_estimates(bank):
+    # the draws and PAI's side are the policy predictor's run; the estimate is the other predictor's posterior
+    # after the same answers (no extra randomness: equal to recomputing both by hand)
+    est = fq.ModelBasedEstimator(fq.ItemResponseModel(model="rasch"), budget=6,
+                                 policy_predictor=fq.GaussianProcessSurrogate(n_components=4), n_folds=5,
+                                 random_state=0, verbose=False).calibrate(bank.history)
+    assert est.policy_predictor_ is not est.predictor_
+    z = bank.new_outcomes[0]
+    est.set_params(random_state=2).fit(z)
+    pai = fq.PAIEstimator(est.policy_predictor_, est.sampler_, est.budget, random_state=2).fit(z)
+    np.testing.assert_array_equal(est.queries_, pai.queries_)
+    assert est.result_.design_based == pai.result_
+    post = est.predictor_.posterior()
+    for q, y in zip(pai.queries_["question"], pai.queries_["outcome"]):
+        post.update(int(q), float(y))
+    asked = np.zeros(z.size, bool)
+    asked[pai.queries_["question"]] = True
+    expected = (z[asked].sum() + np.asarray(post.predictions)[~asked].sum()) / z.size
+    assert est.estimate_ == pytest.approx(expected, abs=1e-12)
+    same = fq.ModelBasedEstimator(budget=6, policy_predictor="same", n_folds=5, random_state=0,
+                                  verbose=False).calibrate(bank.history)
+    assert same.policy_predictor_ is same.predictor_

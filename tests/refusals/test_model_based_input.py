@@ -35,3 +35,8 @@ def test_fit_before_calibrate(history):
 
     with pytest.raises(NotFittedError):
         fq.ModelBasedEstimator(budget=3).fit(history[0])
+
+
+def test_bad_policy_predictor(history):
+    with pytest.raises(TypeError, match="policy_predictor must be a predictor"):
+        fq.ModelBasedEstimator(budget=3, policy_predictor="other", n_folds=2, verbose=False).calibrate(history)
