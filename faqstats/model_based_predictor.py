@@ -65,9 +65,12 @@ class AbilityFactorModel(LowRankPredictor):
 
     def __init__(self, n_components=4, regularization=1.0, ability_regularization=0.01, prior_scale=1.0,
                  max_iter=500, random_state=0):
-        self.n_components, self.regularization = n_components, regularization
-        self.ability_regularization, self.prior_scale = ability_regularization, prior_scale
-        self.max_iter, self.random_state = max_iter, random_state
+        self.n_components = n_components
+        self.regularization = regularization
+        self.ability_regularization = ability_regularization
+        self.prior_scale = prior_scale
+        self.max_iter = max_iter
+        self.random_state = random_state
 
     def _check_params(self):
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=0)
