@@ -272,7 +272,7 @@ def fit_adaptive(board, models, names):
     """
     if board.stop not in STOP_RULES:
         raise ValueError(f"stop must be one of {STOP_RULES} with design='adaptive', got {board.stop!r}.")
-    rank_width = getattr(board, "rank_width", None)
+    rank_width = board.rank_width
     if board.stop == "rank-width":
         if rank_width is None:
             raise ValueError("stop='rank-width' needs rank_width (the widest rank interval, worst - best, allowed).")

@@ -150,9 +150,9 @@ def test_inconsistent_bounds_are_refused(kwargs, match):
 
 def test_the_rank_width_stop_orders_the_models_as_asked():
     Z = _bank([0.9, 0.55, 0.2, 0.5], n=300)
-    board = LeaderboardEstimator(None, fq.UniformSampler(), 1200, design="adaptive", stop="rank-width", random_state=0)
-    board.rank_width = 1  # the two close models may stay tied; the others' ranks are known
-    board.fit(Z)
+    # rank_width=1: the two close models may stay tied; the others' ranks are known
+    board = LeaderboardEstimator(None, fq.UniformSampler(), 1200, design="adaptive", stop="rank-width", rank_width=1,
+                                 random_state=0).fit(Z)
     ranks = board.result_.rank_intervals()
     assert board.stop_reason_ == "rank-width" and board.n_queries_.sum() < 1200
     assert np.all(ranks.worst - ranks.best <= 1) and ranks.loc["0"].tolist() == [1, 1]
@@ -166,6 +166,5 @@ def test_the_rank_width_stop_needs_a_rank_width():
     board = LeaderboardEstimator(None, fq.UniformSampler(), 40, design="adaptive", stop="rank-width")
     with pytest.raises(ValueError, match="needs rank_width"):
         board.fit(_bank([0.5, 0.6], n=50))
-    board.rank_width = -1
     with pytest.raises(ValueError, match="rank_width"):
-        board.fit(_bank([0.5, 0.6], n=50))
+        board.set_params(rank_width=-1).fit(_bank([0.5, 0.6], n=50))
