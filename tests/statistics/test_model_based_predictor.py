@@ -69,3 +69,22 @@ def test_runs_in_pai():
     bank = fq.make_synthetic_bank(n_models=40, n_questions=50, n_components=2, random_state=0)
     fm = AbilityFactorModel(n_components=2).fit(bank.history)
     assert fq.PAIEstimator(fm, budget=12, random_state=0).fit(bank.new_outcomes[0]).n_queries_ == 12
+
+
+def test_it_is_saved_as_its_factor_model_and_runs_the_same_after_loading(tmp_path):
+    bank = fq.make_synthetic_bank(n_models=40, n_questions=30, n_new=1, n_components=2, random_state=0)
+    afm = AbilityFactorModel(n_components=1).fit(bank.history)
+    fq.save_factor_model(afm, tmp_path / "afm.npz")
+    back = fq.load_factor_model(tmp_path / "afm.npz")
+    assert isinstance(back, fq.LogisticFactorModel)
+    np.testing.assert_array_equal(back.question_factors_, afm.question_factors_)
+    z = bank.new_outcomes[0]
+    direct = fq.PAIEstimator(afm, budget=10, random_state=0).fit(z)
+    assert fq.PAIEstimator(back, budget=10, random_state=0).fit(z).estimate_ == direct.estimate_
+    # a session stores it as that factor model: created, answered, reloaded, the estimator's numbers
+    ids = [f"q{j}" for j in range(30)]
+    session = fq.EvaluationSession.create(tmp_path / "session", afm, ids, budget=10, random_state=0)
+    while not session.done:
+        asked = session.next_questions().ids
+        session.record(asked, [float(z[ids.index(i)]) for i in asked])
+    assert fq.EvaluationSession.load(tmp_path / "session").result().estimate == direct.estimate_
