@@ -48,7 +48,8 @@ def fit_independent(board, models, names):
     with progress_bar(K, "models", board.verbose) as bar:
         for z, b, seed in zip(models, budgets, seeds):
             est = PAIEstimator(board.predictor, None if sampler is None else clone(sampler), int(b),
-                               interval=board.interval, batch_size=board.batch_size, random_state=seed)
+                               interval=board.interval, batch_size=board.batch_size, step_weights=board.step_weights,
+                               predict_every=board.predict_every, random_state=seed)
             board.estimators_.append(est.fit(z))
             bar.update(1)
     fitted = board.estimators_
@@ -100,6 +101,10 @@ class LeaderboardEstimator(BaseEstimator):
         How the joint intervals are made.
     batch_size : int, default=1
         Questions drawn per round; the posteriors learn between rounds only.
+    step_weights : array-like of shape (>= budget // K + 1,) or None, default=None
+        Every model's increment weights, as in :class:`~faqstats.PAIEstimator` (the independent design only).
+    predict_every : int, default=1
+        As in :class:`~faqstats.PAIEstimator` (the independent design only).
     random_state : int, Generator or None, default=None
         Seeds every model's run.
     verbose : bool, default=False
@@ -139,7 +144,8 @@ class LeaderboardEstimator(BaseEstimator):
     """
 
     def __init__(self, predictor=None, sampler=None, budget=100, *, design="independent", stop="budget", rank_width=None,
-                 alpha=0.05, interval="robust-t", simultaneous="max-t", batch_size=1, random_state=None, verbose=False):
+                 alpha=0.05, interval="robust-t", simultaneous="max-t", batch_size=1, step_weights=None,
+                 predict_every=1, random_state=None, verbose=False):
         self.predictor = predictor
         self.sampler = sampler
         self.budget = budget
@@ -150,6 +156,8 @@ class LeaderboardEstimator(BaseEstimator):
         self.interval = interval
         self.simultaneous = simultaneous
         self.batch_size = batch_size
+        self.step_weights = step_weights
+        self.predict_every = predict_every
         self.random_state = random_state
         self.verbose = verbose
 
@@ -159,7 +167,8 @@ class LeaderboardEstimator(BaseEstimator):
         <faqstats.PAIEstimator.from_history>` configures one model's run.
 
         The predictor and policy are those :func:`~faqstats.configure_from_history` picks for one
-        model's share of the budget, ``budget // n_models`` queries (the draws of the shared design).
+        model's share of the budget, ``ceil(budget / n_models)`` queries (the draws of the shared design:
+        ``budget // n_models``); the independent design also takes its step weights and ``predict_every``.
 
         Parameters
         ----------
@@ -193,9 +202,12 @@ class LeaderboardEstimator(BaseEstimator):
         check_scalar(budget, "budget", kind=numbers.Integral, low=2 * n_models)
         options = {k: params.pop(k) for k in list(params) if k in _CONFIGURE_OPTIONS}
         seed = 0 if random_state is None or isinstance(random_state, np.random.Generator) else random_state
-        chosen = select_configuration(history, int(budget) // n_models, random_state=seed, **options).params
-        # (the chosen step weights are for one model's run of budget // n_models; the joint inference uses the
-        # default increment weights, and predict_every only saves time)
+        shared = params.get("design", "independent") != "independent"
+        share = int(budget) // n_models if shared else -(-int(budget) // n_models)  # the largest model's share
+        chosen = select_configuration(history, share, random_state=seed, **options).params
+        if not shared:  # each model's own run, as PAIEstimator.from_history would configure it
+            params = {"step_weights": chosen.get("step_weights"), "predict_every": chosen.get("predict_every", 1),
+                      **params}
         return cls(chosen["predictor"], chosen["sampler"], budget, random_state=random_state, **params)
 
     def fit(self, outcomes, y=None, names=None):
@@ -227,6 +239,9 @@ class LeaderboardEstimator(BaseEstimator):
             raise ValueError(f"simultaneous must be 'max-t' or 'bonferroni', got {self.simultaneous!r}.")
         if self.design not in ("independent", "shared", "adaptive"):
             raise ValueError(f"design must be 'independent', 'shared' or 'adaptive', got {self.design!r}.")
+        if self.design != "independent" and (self.step_weights is not None or self.predict_every != 1):
+            raise ValueError(f"step_weights and predict_every apply to the independent design (each model its own "
+                             f"PAIEstimator run), not to design={self.design!r}.")
         if self.design == "shared":
             self.result_ = fit_shared(self, models, names)
             self.estimate_ = self.result_.estimate

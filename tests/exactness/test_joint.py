@@ -69,6 +69,21 @@ def test_the_leaderboard_runs_each_model_as_its_own_pai_run():
     assert len(ax.get_yticklabels()) == 3
 
 
+def test_step_weights_and_predict_every_go_to_every_models_run_in_the_independent_design_only():
+    bank = fq.make_synthetic_bank(n_models=40, n_questions=80, n_new=3, random_state=0)
+    fm = fq.LogisticFactorModel(n_components=2, max_iter=50, random_state=0).fit(bank.history)
+    weights = np.linspace(1.0, 2.0, 11)
+    board = LeaderboardEstimator(fm, budget=31, step_weights=weights, predict_every=2, random_state=3)
+    board.fit(bank.new_outcomes)
+    seed = np.random.default_rng(3).spawn(3)[0]
+    alone = fq.PAIEstimator(fm, budget=11, step_weights=weights, predict_every=2, random_state=seed)
+    assert board.estimate_[0] == alone.fit(bank.new_outcomes[0]).estimate_
+    unweighted = LeaderboardEstimator(fm, budget=31, random_state=3).fit(bank.new_outcomes)
+    assert board.estimate_[0] != unweighted.estimate_[0]  # (the weights were used)
+    with pytest.raises(ValueError, match="independent design"):
+        board.set_params(design="shared").fit(bank.new_outcomes)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(outcomes=np.zeros((1, 10))), "at least 2 models"),
     (dict(outcomes=np.zeros((2, 10)), names=["a", "a"]), "distinct names"),

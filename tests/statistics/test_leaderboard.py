@@ -86,5 +86,11 @@ def test_from_history_configures_each_model_as_one_model_with_its_share_of_the_b
     assert (board.budget, board.design, board.interval, board.random_state) == (61, "shared", "t", 3)
     assert type(board.predictor) is type(one.predictor) and repr(board.sampler) == repr(one.sampler)
     assert board.fit(bank.new_outcomes).n_queries_.tolist() == [20, 20, 20]
+    independent = LeaderboardEstimator.from_history(bank.history, budget=61, n_models=3, n_runs=40, verbose=False,
+                                                    random_state=3)
+    alone = fq.PAIEstimator.from_history(bank.history, budget=21, n_runs=40, verbose=False, random_state=3)
+    assert repr(independent.sampler) == repr(alone.sampler) and independent.predict_every == alone.predict_every
+    assert (independent.step_weights is None) == (alone.step_weights is None)
+    assert independent.fit(bank.new_outcomes).n_queries_.tolist() == [21, 20, 20]
     with pytest.raises(ValueError, match="n_models"):
         LeaderboardEstimator.from_history(bank.history, budget=60, n_models=1)
