@@ -74,7 +74,8 @@ def run_leaderboard_command(args):
                                           p_obs=args.p_obs)
     result = run_leaderboard_experiment(new, history, args.leaderboard, budgets=tuple(args.budgets or (0.05, 0.10)),
                                         n_groups=args.groups or 100, design=args.design or "independent",
-                                        factor_model=_factor_model(args), random_state=args.seed,
+                                        factor_model=_factor_model(args), configure=args.configure,
+                                        random_state=args.seed,
                                         verbose=not args.quiet)
     out = Path(args.out)
     by_kind = summarize_leaderboard(result.records, by_kind=True)
@@ -102,8 +103,8 @@ def run_leaderboard_command(args):
 def run_experiment_command(args):
     if args.leaderboard is not None:
         return run_leaderboard_command(args)
-    if args.design is not None or args.groups is not None:
-        raise ValueError("--design and --groups belong to the leaderboard experiment: add --leaderboard K.")
+    if args.design is not None or args.groups is not None or args.configure:
+        raise ValueError("--design, --groups and --configure belong to the leaderboard experiment: add --leaderboard K.")
     from ..experiments import (DEFAULT_BUDGETS, format_summary, per_model_coverage, run_experiment, summarize,
                                summarize_groups, write_csv)
     from ..experiments.plots import plot_all, plot_step_weights
@@ -330,6 +331,10 @@ def add_experiment_parser(sub):
     board.add_argument("--design", choices=["independent", "shared", "adaptive"], default=None,
                        help="the estimator's design (default independent: each model its own draws; shared: one "
                             "question asked of every model; adaptive: the queries go where the ranking is in doubt)")
+    board.add_argument("--configure", action="store_true",
+                       help="configure each model's run from the history as PAIEstimator.from_history does (the "
+                            "predictor, policy and step weights chosen for the per-model budget) instead of fitting "
+                            "one factor model")
     board.add_argument("--groups", type=int, default=None, metavar="G",
                        help="group-runs per K, budget and design: half close in accuracy (K consecutive test "
                             "models in accuracy order), half far apart (K at random) (default 100)")

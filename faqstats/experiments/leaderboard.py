@@ -16,6 +16,7 @@ from sklearn.base import clone
 
 from .._progress import progress_bar
 from .._validation import check_alpha, check_history, check_scalar
+from ..configure import configure_from_history
 from ..leaderboard import LeaderboardEstimator
 from ..results import markdown_table, table_summary
 from ..sampling import UniformSampler
@@ -148,8 +149,8 @@ def _predictor(history_or_predictor, factor_model, n_questions, verbose):
 
 
 def run_leaderboard_experiment(outcomes, history_or_predictor, K, budgets=(0.05, 0.10), n_groups=100,
-                               design="independent", *, sampler=None, factor_model=None, alpha=0.05, random_state=0,
-                               verbose=True):
+                               design="independent", *, sampler=None, factor_model=None, configure=False,
+                               alpha=0.05, random_state=0, verbose=True):
     """Evaluate groups of K test models at once, and score the joint intervals against the honest baseline.
 
     For every K, ``n_groups`` groups are drawn from the test models, half "close" (K consecutive
@@ -180,6 +181,10 @@ def run_leaderboard_experiment(outcomes, history_or_predictor, K, budgets=(0.05,
         The estimator's policy (``None``: its default).
     factor_model : None, dict or estimator, default=None
         With a history: the factor model to fit (as in :func:`run_methods`).
+    configure : bool, default=False
+        With a history: each model's run configured from it as :meth:`PAIEstimator.from_history
+        <faqstats.PAIEstimator.from_history>` configures one run of the per-model budget (the predictor, the
+        policy and, in the independent design, the step weights), instead of one fitted factor model.
     alpha : float in (0, 1), default=0.05
         One minus the joint level (and the naive intervals' per-model level).
     random_state : int, default=0
@@ -212,7 +217,18 @@ def run_leaderboard_experiment(outcomes, history_or_predictor, K, budgets=(0.05,
     if not designs or len(set(designs)) != len(designs):
         raise ValueError(f"design must be a design name or a sequence of distinct ones, got {design!r}.")
     fractions, sizes = budget_sizes(budgets, new.shape[1])
-    predictor, fit_seconds = _predictor(history_or_predictor, factor_model, new.shape[1], verbose)
+    if configure:
+        if sampler is not None or factor_model is not None:
+            raise ValueError("configure=True chooses the predictor and policy from the history: give neither sampler "
+                             "nor factor_model.")
+        history = check_history(history_or_predictor, name="history")  # (a fitted predictor cannot be configured)
+        started, cache = time.perf_counter(), {}
+        configured = {int(b): configure_from_history(history, int(b), random_state=random_state, cache=cache,
+                                                     verbose=verbose).estimator for b in sorted(sizes, reverse=True)}
+        predictor, fit_seconds = None, time.perf_counter() - started
+    else:
+        predictor, fit_seconds = _predictor(history_or_predictor, factor_model, new.shape[1], verbose)
+        configured = {}
     truths = new.mean(axis=1)
     rows = []
     bar = progress_bar(len(Ks) * sizes.size * n_groups * (len(designs) + 1), "group-runs", verbose, unit="run")
@@ -233,6 +249,11 @@ def run_leaderboard_experiment(outcomes, history_or_predictor, K, budgets=(0.05,
                     else:
                         board = LeaderboardEstimator(predictor, None if sampler is None else clone(sampler),
                                                      k * int(b), design=d, alpha=alpha, random_state=seed)
+                        if configured:  # one model's configuration for its budget (step weights: its own runs)
+                            one = configured[int(b)]
+                            board.set_params(predictor=one.factor_model, sampler=clone(one.sampler))
+                            if d == "independent":
+                                board.set_params(step_weights=one.step_weights, predict_every=one.predict_every)
                         board.fit(new[members])
                         rows.append({**base, "method": "faqstats", **_score(board.result_, truth, alpha, True)})
                         rows.append({**base, "method": "naive", **_score(board.result_, truth, alpha, False)})
@@ -240,8 +261,8 @@ def run_leaderboard_experiment(outcomes, history_or_predictor, K, budgets=(0.05,
     bar.close()
     records = pd.DataFrame(rows, columns=LEADERBOARD_RECORD_COLUMNS)
     config = {"K": Ks, "budgets": fractions.tolist(), "queries_per_model": sizes.tolist(), "n_groups": int(n_groups),
-              "designs": designs, "alpha": alpha, "random_state": int(random_state), "n_test": int(new.shape[0]),
-              "n_questions": int(new.shape[1]), "fit_seconds": float(fit_seconds),
+              "designs": designs, "configure": bool(configure), "alpha": alpha, "random_state": int(random_state),
+              "n_test": int(new.shape[0]), "n_questions": int(new.shape[1]), "fit_seconds": float(fit_seconds),
               "elapsed": time.perf_counter() - start}
     return LeaderboardExperiment(records, summarize_leaderboard(records), predictor, float(fit_seconds), config)
 

@@ -132,3 +132,22 @@ def test_cli_refuses_a_bad_K_and_options_of_the_sweep(npz_file, tmp_path, capsys
     assert main([*common, "--design", "shared"]) == 2
     assert "add --leaderboard K" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_configure_runs_each_model_as_configured_from_the_history(bank, monkeypatch):
+    seen = []
+    real = lb_module.LeaderboardEstimator.fit
+
+    def spy(self, outcomes, *args, **kwargs):
+        seen.append((type(self.predictor).__name__, self.step_weights is not None))
+        return real(self, outcomes, *args, **kwargs)
+
+    monkeypatch.setattr(lb_module.LeaderboardEstimator, "fit", spy)
+    out = run_leaderboard_experiment(bank.new_outcomes, bank.history, 2, budgets=[0.1], n_groups=2, configure=True,
+                                     verbose=False)
+    one = fq.configure_from_history(bank.history, 10, random_state=0, verbose=False).estimator
+    assert out.config["configure"] and len(seen) == 4  # two groups: the method and the baseline
+    assert seen[0] == (type(one.factor_model).__name__, one.step_weights is not None)
+    with pytest.raises(ValueError, match="configure=True"):
+        run_leaderboard_experiment(bank.new_outcomes, bank.history, 2, budgets=[0.1], n_groups=1, configure=True,
+                                   factor_model={"n_components": 2}, verbose=False)
