@@ -175,7 +175,8 @@ class LeaderboardSession:
 
     @classmethod
     def create(cls, directory, predictor, names, budget, question_ids=None, *, sampler=None, batch_size=1,
-               alpha=0.05, interval="robust-t", simultaneous="max-t", random_state=None):
+               alpha=0.05, interval="robust-t", simultaneous="max-t", step_weights=None, predict_every=1,
+               random_state=None):
         """Start a leaderboard session in ``directory``: one session per model, written before the manifest.
 
         Model ``k`` gets :class:`~faqstats.LeaderboardEstimator`'s share of ``budget`` (``budget // K``,
@@ -205,6 +206,10 @@ class LeaderboardSession:
             Each model's interval rule (its variance estimate enters the joint intervals).
         simultaneous : {"max-t", "bonferroni"}, default="max-t"
             How the joint intervals are made.
+        step_weights : array-like or None, default=None
+            Every model's increment weights, as :class:`~faqstats.LeaderboardEstimator` takes them.
+        predict_every : int, default=1
+            As :class:`~faqstats.LeaderboardEstimator` takes it.
         random_state : int or None, default=None
             Seed of every model's draws (``None``: a fresh one, stored).
 
@@ -242,6 +247,7 @@ class LeaderboardSession:
             session = EvaluationSession.create(directory / folder, predictor, question_ids,
                                                sampler=None if sampler is None else clone(sampler), budget=int(b),
                                                batch_size=batch_size, alpha=alpha, interval=interval,
+                                               step_weights=step_weights, predict_every=predict_every,
                                                random_state=int(random_state))
             # the model's own generator (a child of the seed, which no int seed gives), saved before any draw
             session.reseed(generator)

@@ -89,6 +89,15 @@ def test_a_different_seed_gives_other_draws(tmp_path, bank, fm, ids):
     assert_same_leaderboard(board.result(), same.result_)
 
 
+def test_step_weights_and_predict_every_are_the_estimators(tmp_path, bank, fm, ids):
+    outcomes, weights = bank.new_outcomes[:3], np.linspace(1.0, 3.0, 5)
+    board = LeaderboardSession.create(tmp_path / "b", fm, NAMES, 13, ids, step_weights=weights, predict_every=2,
+                                      random_state=11)
+    _drive(board, outcomes)
+    est = fq.LeaderboardEstimator(fm, budget=13, step_weights=weights, predict_every=2, random_state=11)
+    assert_same_leaderboard(LeaderboardSession.load(tmp_path / "b").result(), est.fit(outcomes, names=NAMES).result_)
+
+
 def test_batched_rounds_are_the_estimators_with_that_batch_size(tmp_path, bank, fm, ids):
     outcomes = bank.new_outcomes[1:4]
     board = LeaderboardSession.create(tmp_path / "b", fm, NAMES, 18, ids, batch_size=4, random_state=2)
