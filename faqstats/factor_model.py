@@ -13,7 +13,7 @@ from ._validation import check_generator, check_scalar, observed_halves, validat
 from .posterior import laplace_update
 from .predictor import LowRankPredictor, register_predictor
 
-__all__ = ["LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
+__all__ = ["FactorModelView", "LogisticFactorModel", "LogisticFactorModelCV", "laplace_update", "log_loss_on_cells"]
 
 _SOLVERS = ("adamw", "newton")
 # Cap on Newton steps per row with V frozen (transform): each converges in well under 20.
@@ -343,6 +343,37 @@ class LogisticFactorModel(TransformerMixin, LowRankPredictor):
         float
         """
         return held_out_logit_score(self, X, lambda C: self._transform(C) @ self.question_factors_.T)
+
+
+class FactorModelView:
+    """For a predictor that is a logistic factor model in other coordinates (an IRT model, the ability factor
+    model): saved, and loaded back, as the fitted :class:`LogisticFactorModel` it equals."""
+
+    def as_factor_model(self):
+        """The equivalent fitted :class:`~faqstats.LogisticFactorModel` (same predictions and posterior).
+
+        Returns
+        -------
+        LogisticFactorModel
+        """
+        check_is_fitted(self, "question_factors_")
+        fm = LogisticFactorModel.from_factors(self.question_factors_, self.prior_mean_, self.prior_cov_)
+        fm.model_factors_ = self.model_factors_
+        fm.observed_questions_ = self.observed_questions_
+        return fm
+
+    def get_entries(self, saver):
+        """The entries it is saved as: those of :meth:`as_factor_model`, loaded back as that.
+
+        Parameters
+        ----------
+        saver : object
+        """
+        return self.as_factor_model().get_entries(saver)
+
+    def saved_predictor(self):
+        """The predictor it is saved (and loaded back) as: :meth:`as_factor_model` (unfitted: itself)."""
+        return self.as_factor_model() if hasattr(self, "question_factors_") else self
 
 
 def _gaussian_prior(U):

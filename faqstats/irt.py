@@ -9,7 +9,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_scalar, validate_history
-from .factor_model import LogisticFactorModel, held_out_logit_score
+from .factor_model import FactorModelView, held_out_logit_score
 from .predictor import LowRankPredictor, register_predictor
 
 __all__ = ["ItemResponseModel"]
@@ -18,7 +18,7 @@ __all__ = ["ItemResponseModel"]
 _MAX_STEP = 2.0
 
 
-class ItemResponseModel(TransformerMixin, LowRankPredictor):
+class ItemResponseModel(FactorModelView, TransformerMixin, LowRankPredictor):
     """Two-parameter logistic (2PL) or Rasch model of a partially observed outcome matrix.
 
     Fits ``H[i, j] ~ Bernoulli(sigmoid(a_j theta_i + c_j))`` on the observed cells (joint MAP under ``theta_i ~
@@ -199,31 +199,6 @@ class ItemResponseModel(TransformerMixin, LowRankPredictor):
 
     def _logits(self, theta):
         return theta[..., None] * self.question_factors_[:, 0] + self.question_factors_[:, 1]
-
-    def get_entries(self, saver):
-        """The entries it is saved as: those of :meth:`as_factor_model`, loaded back as that.
-
-        Parameters
-        ----------
-        saver : object
-        """
-        return self.as_factor_model().get_entries(saver)
-
-    def saved_predictor(self):
-        """The predictor it is saved (and loaded back) as: :meth:`as_factor_model` (unfitted: itself)."""
-        return self.as_factor_model() if hasattr(self, "question_factors_") else self
-
-    def as_factor_model(self):
-        """The equivalent fitted :class:`~faqstats.LogisticFactorModel` (same predictions and posterior).
-
-        Returns
-        -------
-        LogisticFactorModel
-        """
-        check_is_fitted(self, "question_factors_")
-        fm = LogisticFactorModel.from_factors(self.question_factors_, self.prior_mean_, self.prior_cov_)
-        fm.model_factors_, fm.observed_questions_ = self.model_factors_, self.observed_questions_
-        return fm
 
     def score(self, X, y=None):
         """Held-out mean log-likelihood on new models, as :meth:`LogisticFactorModel.score`.

@@ -10,13 +10,13 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ._validation import check_generator, check_scalar, validate_history
-from .factor_model import LogisticFactorModel
+from .factor_model import FactorModelView
 from .predictor import LowRankPredictor, register_predictor
 
 __all__ = ["AbilityFactorModel"]
 
 
-class AbilityFactorModel(LowRankPredictor):
+class AbilityFactorModel(FactorModelView, LowRankPredictor):
     """Rasch model plus low-rank logistic interactions, fitted on a history by penalised maximum likelihood.
 
     ``H[i, j] ~ Bernoulli(sigmoid(theta_i + c_j + u_i . v_j))`` on the observed cells, with penalties
@@ -160,41 +160,6 @@ class AbilityFactorModel(LowRankPredictor):
         """
         check_is_fitted(self, "question_factors_")
         return expit(np.asarray(model_factors, dtype=float) @ self.question_factors_.T)
-
-    def get_entries(self, saver):
-        """The entries it is saved as: those of :meth:`as_factor_model`, loaded back as that.
-
-        Parameters
-        ----------
-        saver : object
-        """
-        return self.as_factor_model().get_entries(saver)
-
-    def saved_predictor(self):
-        """The predictor it is saved (and loaded back) as: :meth:`as_factor_model` (unfitted: itself)."""
-        return self.as_factor_model() if hasattr(self, "question_factors_") else self
-
-    def as_factor_model(self):
-        """The equivalent fitted :class:`~faqstats.LogisticFactorModel`: the same factors and prior, so the same
-        predictions and posterior (the ability is one more factor, the intercept one whose prior variance is 0).
-
-        Returns
-        -------
-        LogisticFactorModel
-
-        Examples
-        --------
-        >>> import faqstats as fq
-        >>> bank = fq.make_synthetic_bank(n_models=40, n_questions=30, n_components=2, random_state=0)
-        >>> afm = AbilityFactorModel(n_components=1).fit(bank.history)
-        >>> bool(np.allclose(afm.as_factor_model().predict_proba(afm.prior_mean_), afm.predict_proba(afm.prior_mean_)))
-        True
-        """
-        check_is_fitted(self, "question_factors_")
-        fm = LogisticFactorModel.from_factors(self.question_factors_, self.prior_mean_, self.prior_cov_)
-        fm.model_factors_ = self.model_factors_
-        fm.observed_questions_ = self.observed_questions_
-        return fm
 
 
 register_predictor(AbilityFactorModel)
