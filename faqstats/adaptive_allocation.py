@@ -16,7 +16,7 @@ from ._inference import pai_inference
 from ._progress import progress_bar
 from ._validation import check_alpha, check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
-from .design import EstimatorParameters, bank_size
+from .design import EstimatorParameters, outcomes_bank_size
 from .joint import JointResults
 from .loop_setup import answer_round, new_loop
 
@@ -181,17 +181,6 @@ def _stop_met(stop, low, high, rank_width):
     return False
 
 
-def _bank_size(predictor, models):
-    """The bank size: the predictor's, or the first array model's."""
-    n = bank_size(predictor)
-    if n is not None:
-        return int(n)
-    arrays = [m for m in models if not callable(m)]
-    if not arrays:
-        raise ValueError("Without a predictor the bank size is unknown: pass the outcomes as arrays.")
-    return int(np.size(arrays[0]))
-
-
 class _Model:
     """One model's run, oracle, confidence sequence and draw generator."""
 
@@ -278,7 +267,7 @@ def fit_adaptive(board, models, names):
             raise ValueError("stop='rank-width' needs rank_width (the widest rank interval, worst - best, allowed).")
         rank_width = check_scalar(rank_width, "rank_width", kind=numbers.Integral, low=0)
     alpha = check_alpha(board.alpha)
-    K, n_questions = len(models), _bank_size(board.predictor, models)
+    K, n_questions = len(models), outcomes_bank_size(board.predictor, models)
     horizon = bet_horizon(board.budget, K)
     seeds = check_generator(board.random_state).spawn(K)
     runs = [_Model(board, z, n_questions, alpha / K, horizon, rng) for z, rng in zip(models, seeds)]

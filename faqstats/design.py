@@ -23,6 +23,14 @@ def bank_size(predictor):
     return int(predictor.n_features_in_)
 
 
+def outcomes_bank_size(predictor, outcomes):
+    """The predictor's bank size, or without one the size of the first array among ``outcomes`` (None skipped)."""
+    sized = [x for x in outcomes if x is not None and not callable(x)]
+    if predictor is None and not sized:
+        raise ValueError("Without a predictor the bank size is unknown: pass outcomes as arrays.")
+    return int(np.size(sized[0])) if predictor is None else int(bank_size(predictor))
+
+
 def resolve_bank_size(n_factor_model, n_questions):
     """The bank size the factor model's and the outcomes' (each None when unknown) agree on."""
     n = n_factor_model if n_questions is None else n_questions

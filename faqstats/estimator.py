@@ -12,7 +12,7 @@ from ._engine import ClusterRun, Oracle
 from ._inference import martingale_variance, paper_variance, weighted_martingale
 from ._progress import progress_bar
 from ._validation import check_generator
-from .design import EstimatorParameters, bank_size, resolve_bank_size
+from .design import EstimatorParameters, bank_size, outcomes_bank_size, resolve_bank_size
 from .loop_setup import answer_round, new_loop
 from .predictor import resolve_predictor_keyword
 from .run_results import confidence_rows, group_results_of, result_of
@@ -33,10 +33,7 @@ class PAIResultMixin:
 
     def _bank_size_of(self, *outcomes):
         """The predictor's bank size, or without one the size of the first array among ``outcomes``."""
-        sized = [x for x in outcomes if x is not None and not callable(x)]
-        if self.predictor is None and not sized:
-            raise ValueError("Without a predictor the bank size is unknown: pass outcomes as arrays.")
-        return int(np.size(sized[0])) if self.predictor is None else self.bank_size()
+        return outcomes_bank_size(self.predictor, outcomes)
 
     @property
     def factor_model(self):

@@ -16,10 +16,15 @@ from .sampling import UniformSampler
 from .selection import select_configuration
 from .shared_draws import fit_shared
 
-__all__ = ["LeaderboardEstimator", "fit_independent"]
+__all__ = ["LeaderboardEstimator", "fit_independent", "model_budgets"]
 
 #: select_configuration's options that from_history passes on (the rest are the estimator's parameters)
 _CONFIGURE_OPTIONS = frozenset(inspect.signature(select_configuration).parameters) - {"history", "budget"}
+
+
+def model_budgets(budget, K):
+    """Each of K models' share of ``budget``: ``budget // K``, the first ``budget % K`` models one more."""
+    return (np.full(K, budget // K) + (np.arange(K) < budget % K)).astype(int)
 
 
 def fit_independent(board, models, names):
@@ -39,7 +44,7 @@ def fit_independent(board, models, names):
         The covariance is diagonal (independent runs).
     """
     K = len(models)
-    budgets = np.full(K, board.budget // K) + (np.arange(K) < board.budget % K)
+    budgets = model_budgets(board.budget, K)
     seeds = check_generator(board.random_state).spawn(K)
     sampler = board.sampler
     if sampler is None and board.predictor is None:

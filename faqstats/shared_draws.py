@@ -13,7 +13,7 @@ from ._engine import Oracle, QueryLoop, SequentialRun
 from ._inference import census_mean, fpc_mean, interval_df, pai_inference
 from ._progress import progress_bar
 from ._validation import check_generator
-from .design import bank_size, check_design, sample_mean_design
+from .design import check_design, outcomes_bank_size, sample_mean_design
 from .joint import JointResults
 from .loop_setup import predictor_for
 from .sampling import HybridSampler, Sampler, UniformSampler
@@ -290,14 +290,6 @@ def new_shared_loop(board, n_questions, n_models):
     return QueryLoop(SharedRun(sampler, predictors, n_questions, draws), batch_size=board.batch_size)
 
 
-def _bank_size(board, models):
-    sized = [np.size(z) for z in models if not callable(z)]
-    n = bank_size(board.predictor)
-    if n is None and not sized:
-        raise ValueError("Without a predictor the bank size is unknown: pass the outcomes as arrays.")
-    return sized[0] if n is None else n
-
-
 def fit_shared(board, models, names):
     """Run the shared design for ``board`` on ``models`` (what ``LeaderboardEstimator.fit`` does for it).
 
@@ -315,7 +307,7 @@ def fit_shared(board, models, names):
     JointResults
     """
     K = len(models)
-    n_questions = _bank_size(board, models)
+    n_questions = outcomes_bank_size(board.predictor, models)
     loop = new_shared_loop(board, n_questions, K)
     run = loop.run
     oracles = [Oracle(z, n_questions) for z in models]

@@ -13,6 +13,7 @@ from sklearn.base import clone
 from .._validation import check_generator
 from ..io.checks import header, read_json, utc_now, write_json
 from ..joint import JointResults
+from ..leaderboard import model_budgets
 from ._session import EvaluationSession
 from ._store import MODEL_FILE
 
@@ -54,11 +55,6 @@ def _check_budget(budget, K):
 def is_leaderboard(directory):
     """Whether ``directory`` holds a leaderboard session (its manifest)."""
     return (Path(os.fspath(directory)) / MANIFEST_FILE).exists()
-
-
-def model_budgets(budget, K):
-    """Each model's share of the ``budget``, as :class:`~faqstats.LeaderboardEstimator` splits it."""
-    return (np.full(K, budget // K) + (np.arange(K) < budget % K)).astype(int)
 
 
 def _folder(k, name):
