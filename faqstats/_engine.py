@@ -12,8 +12,8 @@ from ._validation import check_outcome_values
 from .posterior import read_only
 from .sampling import PolicyState, Sampler, check_law, inverse_cdf, within_round
 
-__all__ = ["CLUSTER_QUERY_DTYPE", "QUERY_DTYPE", "ClusterRun", "Draw", "Oracle", "QueryLoop", "Run", "SequentialRun",
-           "StreamRun", "aipw_terms", "cluster_law", "encode_clusters", "des_raj_base", "draw_at", "increment_range",
+__all__ = ["CLUSTER_QUERY_DTYPE", "QUERY_DTYPE", "ClusterRun", "Draw", "Oracle", "QueryLoop", "RoundDrawing", "Run",
+           "SequentialRun", "StreamRun", "aipw_terms", "cluster_law", "encode_clusters", "des_raj_base", "draw_at", "increment_range",
            "pai_increment", "policy_law", "width_reached"]
 
 _sum = np.add.reduce  # ndarray.sum without its Python wrapper (the live step calls it several times)
@@ -153,7 +153,49 @@ class Run:
         return np.array(self.records, dtype=QUERY_DTYPE)
 
 
-class SequentialRun(Run):
+class RoundDrawing:
+    """A round of draws from one law over the bank, shared by the one-model run and the K-model shared run.
+
+    The host provides ``law()`` (``q_t`` at the round's start), ``available``, ``replace``, ``step``, ``tracker``
+    (or None) and ``unit``; later draws of a round are renormalised over the questions not yet drawn, and a
+    stored round is checked against the law before it is replayed.
+    """
+
+    def draw_round(self, rng, size, keep_laws=False):
+        """``size`` draws ``(question, probability, law)`` from the current policy."""
+        return self.round_of(size, lambda q, i: draw_at(q, rng.random(), keep_laws))
+
+    def replay_round(self, draws, keep_laws=False, where="session"):
+        """A stored round's draws ``(question, probability)``, each checked against the policy now."""
+
+        def check(q, i):
+            question, probability = draws[i]
+            q = q / q.sum()
+            expected = float(q[question])
+            if not math.isclose(expected, probability, rel_tol=1e-9):
+                raise ValueError(f"{where}: {self.unit} {question} was drawn with probability {probability!r}, but "
+                                 f"the policy now gives {expected!r}: the state does not match the factor model or "
+                                 "sampler.")
+            return (question, expected, q) if keep_laws else (question, probability, None)
+
+        return self.round_of(len(draws), check)
+
+    def round_of(self, size, pick):
+        """``size`` draws, the i-th ``pick(q, i)`` of its law ``q`` (the round's, less the questions drawn)."""
+        q_round = self.law()
+        available = self.available.copy() if size > 1 and not self.replace else self.available
+        draws = []
+        for i in range(size):
+            q = q_round if i == 0 or self.replace else within_round(q_round, available, False)
+            if self.tracker is not None:  # a stratified design: the draw's group, fixed in advance
+                q = self.tracker.restrict(q, available, self.step - 1 + i)
+            draws.append(pick(q, i))
+            if size > 1 and not self.replace:
+                available[draws[-1][0]] = False
+        return draws
+
+
+class SequentialRun(RoundDrawing, Run):
     """State of one sequential PAI run: a round's draws come from the policy's :meth:`law` at its
     start, :meth:`record` takes the answers in draw order, :meth:`end_round` lets the predictor learn them."""
 
@@ -196,39 +238,6 @@ class SequentialRun(Run):
         """``q_t`` of the round's first draw (:func:`policy_law`, restricted by a tracker)."""
         q = policy_law(self.sampler, self.state())
         return q if self.tracker is None else self.tracker.law(q, self.available)
-
-    def draw_round(self, rng, size, keep_laws=False):
-        """``size`` draws ``(question, probability, law)`` from the current policy."""
-        return self.round_of(size, lambda q, i: draw_at(q, rng.random(), keep_laws))
-
-    def replay_round(self, draws, keep_laws=False, where="session"):
-        """A stored round's draws ``(question, probability)``, each checked against the policy now."""
-
-        def check(q, i):
-            question, probability = draws[i]
-            q = q / q.sum()
-            expected = float(q[question])
-            if not math.isclose(expected, probability, rel_tol=1e-9):
-                raise ValueError(f"{where}: {self.unit} {question} was drawn with probability {probability!r}, but "
-                                 f"the policy now gives {expected!r}: the state does not match the factor model or "
-                                 "sampler.")
-            return (question, expected, q) if keep_laws else (question, probability, None)
-
-        return self.round_of(len(draws), check)
-
-    def round_of(self, size, pick):
-        """``size`` draws, the i-th ``pick(q, i)`` of its law ``q`` (the round's, less the questions drawn)."""
-        q_round = self.law()
-        available = self.available.copy() if size > 1 and not self.replace else self.available
-        draws = []
-        for i in range(size):
-            q = q_round if i == 0 or self.replace else within_round(q_round, available, False)
-            if self.tracker is not None:  # a stratified design: the draw's group, fixed in advance
-                q = self.tracker.restrict(q, available, self.step - 1 + i)
-            draws.append(pick(q, i))
-            if size > 1 and not self.replace:
-                available[draws[-1][0]] = False
-        return draws
 
     def base(self):
         """The prediction part of the next increment times N: sum p, or asked z + unasked p."""

@@ -17,7 +17,7 @@ from ._progress import progress_bar
 from ._validation import check_alpha, check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
 from .design import EstimatorParameters, outcomes_bank_size
-from .joint import JointResults
+from .joint import JointResults, ranks_from_better
 from .loop_setup import answer_round, new_loop
 
 __all__ = ["STOP_RULES", "AdaptiveFit", "best_identified", "fit_adaptive", "lucb_choice", "rank_bounds",
@@ -92,8 +92,7 @@ def rank_bounds(low, high):
     [[1, 2, 2], [1, 3, 3]]
     """
     low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    better = low[:, None] > high[None, :]  # better[i, j]: i surely better than j
-    return 1 + better.sum(axis=0), low.size - better.sum(axis=1)
+    return ranks_from_better(low[:, None] > high[None, :])
 
 
 def widest_rank_choice(low, high, open_models, rank_width):

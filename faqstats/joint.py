@@ -19,7 +19,7 @@ from scipy import stats
 from ._validation import check_alpha
 from .results import table_summary
 
-__all__ = ["JointResults", "max_t_quantile"]
+__all__ = ["JointResults", "max_t_quantile", "ranks_from_better", "surely_better"]
 
 #: draws of the max-t critical value's Monte Carlo (seeded: a result's intervals are reproducible)
 MAX_T_DRAWS = 2**17
@@ -79,6 +79,60 @@ def _correlation(cov):
     R[~np.isfinite(R)] = 0.0
     np.fill_diagonal(R, 1.0)
     return R
+
+
+def surely_better(differences):
+    """Which model the pairwise difference intervals say is more accurate than which.
+
+    Parameters
+    ----------
+    differences : pandas.DataFrame
+        One row per pair ``i < j`` in ``itertools.combinations`` order, with columns ``lower`` and ``upper``
+        (the intervals of ``theta_i - theta_j``), as :meth:`JointResults.differences` returns.
+
+    Returns
+    -------
+    ndarray of bool of shape (K, K)
+        ``B[i, j]``: the interval of ``theta_i - theta_j`` lies above zero.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> d = pd.DataFrame({"lower": [0.1, -0.2, -0.3], "upper": [0.3, 0.1, -0.1]})
+    >>> surely_better(d).astype(int).tolist()
+    [[0, 1, 0], [0, 0, 0], [0, 1, 0]]
+    """
+    n_pairs = len(differences)
+    K = int(round((1 + np.sqrt(1 + 8 * n_pairs)) / 2))
+    if K * (K - 1) // 2 != n_pairs:
+        raise ValueError(f"expected K(K-1)/2 pairwise differences, got {n_pairs} rows.")
+    B = np.zeros((K, K), dtype=bool)
+    for (i, j), (low, high) in zip(combinations(range(K), 2), differences[["lower", "upper"]].to_numpy()):
+        B[i, j], B[j, i] = low > 0, high < 0
+    return B
+
+
+def ranks_from_better(better):
+    """Each model's best and worst rank (1 = most accurate) consistent with ``better``, as in "ranking with
+    confidence": the best rank is 1 + the models surely better, the worst K - the models surely worse.
+
+    Parameters
+    ----------
+    better : array-like of bool of shape (K, K)
+        ``better[i, j]``: model ``i`` is surely more accurate than ``j``.
+
+    Returns
+    -------
+    best : ndarray of shape (K,)
+    worst : ndarray of shape (K,)
+
+    Examples
+    --------
+    >>> [r.tolist() for r in ranks_from_better([[False, True, True], [False, False, False], [False, False, False]])]
+    [[1, 2, 2], [1, 3, 3]]
+    """
+    better = np.asarray(better, dtype=bool)
+    return 1 + better.sum(axis=0), better.shape[0] - better.sum(axis=1)
 
 
 @dataclass(frozen=True)
@@ -257,15 +311,6 @@ class JointResults:
             return min(di, dj)
         return (vi + vj) ** 2 / denominator
 
-    def _surely_better(self, alpha):
-        """``B[i, j]``: the simultaneous intervals say model ``i`` is more accurate than ``j``."""
-        K = self.estimate.size
-        B = np.zeros((K, K), dtype=bool)
-        d = self.differences(alpha, simultaneous=True)
-        for (i, j), (low, high) in zip(combinations(range(K), 2), d[["lower", "upper"]].to_numpy()):
-            B[i, j], B[j, i] = low > 0, high < 0
-        return B
-
     def rank_intervals(self, alpha=None):
         """Each model's ranks consistent with the simultaneous differences (1 = most accurate).
 
@@ -282,10 +327,8 @@ class JointResults:
         pandas.DataFrame
             Indexed by model: ``best``, ``worst``.
         """
-        B = self._surely_better(alpha)
-        K = B.shape[0]
-        return pd.DataFrame({"best": 1 + B.sum(axis=0), "worst": K - B.sum(axis=1)},
-                            index=pd.Index(self.names, name="model"))
+        best, worst = ranks_from_better(surely_better(self.differences(alpha, simultaneous=True)))
+        return pd.DataFrame({"best": best, "worst": worst}, index=pd.Index(self.names, name="model"))
 
     def may_be_best(self, alpha=None):
         """The models whose rank interval includes 1: the set that holds the best with probability about ``1 - alpha``.

@@ -9,7 +9,7 @@ from itertools import combinations
 
 import numpy as np
 
-from ._engine import Oracle, QueryLoop, SequentialRun
+from ._engine import Oracle, QueryLoop, RoundDrawing, SequentialRun
 from ._inference import census_mean, fpc_mean, interval_df, pai_inference
 from ._progress import progress_bar
 from ._validation import check_generator
@@ -44,7 +44,7 @@ def shared_query_dtype(n_models):
                      ("increment", np.float64, shape), ("prediction", np.float64, shape)])
 
 
-class SharedRun:
+class SharedRun(RoundDrawing):
     """K models answering the same draws: a :class:`~faqstats._engine.SequentialRun` per model (its own
     posterior and increments) and one law, the mean of theirs, that a :class:`~faqstats._engine.QueryLoop` drives.
 
@@ -130,12 +130,7 @@ class SharedRun:
         """
         return np.mean([run.law() for run in self.runs], axis=0)
 
-    # the engine's round: the law at the round's start, later draws renormalised over the questions not yet
-    # drawn, a stored round checked against the law (here the common one)
-    tracker = None
-    draw_round = SequentialRun.draw_round
-    replay_round = SequentialRun.replay_round
-    round_of = SequentialRun.round_of
+    tracker = None  # (no stratified design: RoundDrawing draws from the common law alone)
 
     def increment_range(self, law):
         """Each model's bounds on its next increment whatever ``law`` draws.

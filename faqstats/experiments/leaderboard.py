@@ -17,6 +17,7 @@ from sklearn.base import clone
 from .._progress import progress_bar
 from .._validation import check_alpha, check_history, check_scalar
 from ..configure import configure_from_history
+from ..joint import ranks_from_better, surely_better
 from ..leaderboard import LeaderboardEstimator
 from ..results import markdown_table, table_summary
 from ..sampling import UniformSampler
@@ -90,22 +91,13 @@ def _draw_groups(truths, K, n_groups, rng):
     return np.array(groups, dtype=np.int64).reshape(n_groups, K), ["close"] * n_close + ["far"] * (n_groups - n_close)
 
 
-def _rank_bounds(diffs, K):
-    """Each model's best and worst rank from a frame of the ``i < j`` differences' intervals (ranking with
-    confidence: 1 + the models surely better; K - the models surely worse)."""
-    better = np.zeros((K, K), dtype=bool)
-    for (i, j), (low, high) in zip(combinations(range(K), 2), diffs[["lower", "upper"]].to_numpy()):
-        better[i, j], better[j, i] = low > 0, high < 0
-    return 1 + better.sum(axis=0), K - better.sum(axis=1)
-
-
 def _score(result, truth, alpha, simultaneous):
     """One group-run's joint coverages, the may-be-best set and the mean widths of a :class:`JointResults`."""
     K = truth.size
     acc = result.conf_int(alpha, simultaneous=simultaneous)
     diffs = result.differences(alpha, simultaneous=simultaneous)
     true_diff = np.array([truth[i] - truth[j] for i, j in combinations(range(K), 2)])
-    best, worst = _rank_bounds(diffs, K)
+    best, worst = ranks_from_better(surely_better(diffs))
     top, bottom = rankdata(-truth, method="min"), rankdata(-truth, method="max")  # ties: any tied rank counts
     may_be_best = best == 1
     return {
