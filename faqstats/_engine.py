@@ -13,8 +13,8 @@ from .posterior import read_only
 from .sampling import PolicyState, Sampler, check_law, inverse_cdf, within_round
 
 __all__ = ["CLUSTER_QUERY_DTYPE", "QUERY_DTYPE", "ClusterRun", "Draw", "Oracle", "QueryLoop", "RoundDrawing", "Run",
-           "SequentialRun", "StreamRun", "aipw_terms", "cluster_law", "encode_clusters", "des_raj_base", "draw_at", "increment_range",
-           "pai_increment", "policy_law", "width_reached"]
+           "SequentialRun", "StreamRun", "aipw_terms", "cluster_law", "encode_clusters", "des_raj_base", "draw_at",
+           "increment_range", "pai_increment", "policy_law", "width_reached"]
 
 _sum = np.add.reduce  # ndarray.sum without its Python wrapper (the live step calls it several times)
 
