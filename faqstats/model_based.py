@@ -21,7 +21,10 @@ from .results import AccuracyResult, table_summary
 from .sampling import Sampler, VarianceReductionSampler
 from .surrogate import GaussianProcessSurrogate
 
-__all__ = ["ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "prequential_residual",
+#: the PAIEstimator parameters a model-based run may take beyond its policy, sampler and budget
+PAI_RUN_PARAMS = ("batch_size", "predict_every", "step_weights", "interval", "dtype")
+
+__all__ = ["PAI_RUN_PARAMS", "ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "prequential_residual",
            "unasked_total_variance"]
 
 
@@ -85,20 +88,25 @@ def unasked_total_variance(posterior, unasked):
     return max(total, 0.0)
 
 
-def _procedure(predictor, policy_predictor, sampler, budget, outcomes, seed):
+def _procedure(predictor, policy_predictor, sampler, budget, outcomes, seed, pai_params):
     """One run on ``outcomes``, drawn by ``policy_predictor``'s policy, estimated by ``predictor``'s posterior:
     ``(model-based estimate, its standard deviation, PAI's fitted estimator)``."""
-    pai = PAIEstimator(policy_predictor, clone(sampler), budget, random_state=seed).fit(outcomes)
-    n = pai.bank_size()
+    pai = PAIEstimator(policy_predictor, clone(sampler), budget, random_state=seed, **pai_params).fit(outcomes)
+    return (*_model_based(predictor, pai.queries_, pai.bank_size()), pai)
+
+
+def _model_based(predictor, queries, n):
+    """``(estimate, its standard deviation)``: the asked answers plus ``predictor``'s posterior means for the rest
+    after it learned the answers in draw order, over ``n``."""
     post = engine_posterior(predictor.posterior(), n)
     asked = np.zeros(n, dtype=bool)
     answers = np.zeros(n)
-    for question, outcome in zip(pai.queries_["question"], pai.queries_["outcome"]):
+    for question, outcome in zip(queries["question"], queries["outcome"]):
         post.update(int(question), float(outcome))  # in draw order, as the loop's predictor learned them
         asked[question], answers[question] = True, outcome
     prediction = np.asarray(post.predictions, dtype=float)
     total = math.fsum(answers[asked].tolist()) + math.fsum(prediction[~asked].tolist())
-    return total / n, math.sqrt(unasked_total_variance(post, ~asked)) / n, pai
+    return total / n, math.sqrt(unasked_total_variance(post, ~asked)) / n
 
 
 def prequential_residual(queries):
@@ -278,6 +286,10 @@ class ModelBasedEstimator(BaseEstimator):
     check_level : float in (0, 1), default=0.1
         The check flags a model whose disagreement with PAI or whose prequential residual exceeds
         the calibration runs' (each at ``check_level / 2``).
+    pai_params : dict or None, default=None
+        Further :class:`~faqstats.PAIEstimator` parameters of every run (``batch_size``, ``predict_every``,
+        ``step_weights``, ``interval``, ``dtype``): the design of a session this estimator calibrates
+        (:meth:`EvaluationSession.model_based <faqstats.EvaluationSession.model_based>`).
     random_state : int, Generator or None, default=None
         Seeds the folds and every run.
     verbose : bool, default=True
@@ -311,7 +323,7 @@ class ModelBasedEstimator(BaseEstimator):
     """
 
     def __init__(self, predictor=None, sampler=None, budget=20, *, policy_predictor=None, n_folds="auto",
-                 max_calibration_models=200, check_level=0.1, random_state=None, verbose=True):
+                 max_calibration_models=200, check_level=0.1, pai_params=None, random_state=None, verbose=True):
         self.predictor = predictor
         self.sampler = sampler
         self.budget = budget
@@ -319,6 +331,7 @@ class ModelBasedEstimator(BaseEstimator):
         self.n_folds = n_folds
         self.max_calibration_models = max_calibration_models
         self.check_level = check_level
+        self.pai_params = pai_params
         self.random_state = random_state
         self.verbose = verbose
 
@@ -361,7 +374,11 @@ class ModelBasedEstimator(BaseEstimator):
             check_scalar(self.n_folds, "n_folds", kind=numbers.Integral, low=2)
         check_scalar(self.max_calibration_models, "max_calibration_models", kind=numbers.Integral, low=1)
         check_scalar(self.check_level, "check_level", low=0.0, high=1.0, closed="neither")
-        return predictor, policy, sampler
+        pai_params = {} if self.pai_params is None else dict(self.pai_params)
+        unknown = sorted(set(pai_params) - set(PAI_RUN_PARAMS))
+        if unknown:
+            raise ValueError(f"pai_params takes {list(PAI_RUN_PARAMS)}, got {unknown}.")
+        return predictor, policy, sampler, pai_params
 
     def calibrate(self, history):
         """Fit the predictor on ``history`` and run the procedure on its held-out complete rows.
@@ -375,7 +392,7 @@ class ModelBasedEstimator(BaseEstimator):
         -------
         self
         """
-        predictor, policy, sampler = self._parts()
+        predictor, policy, sampler, pai_params = self._parts()
         H = validate_history(self, history, reset=True, allow_empty_rows=True)
         rng = check_generator(self.random_state)
         complete = np.flatnonzero(~np.isnan(H).any(axis=1))
@@ -395,7 +412,7 @@ class ModelBasedEstimator(BaseEstimator):
                 fitted_policy = fitted if policy is predictor else clone(policy).fit(H[train])
                 for i in fold:
                     z = H[i]
-                    estimate, scale, pai = _procedure(fitted, fitted_policy, sampler, self.budget, z, rng)
+                    estimate, scale, pai = _procedure(fitted, fitted_policy, sampler, self.budget, z, rng, pai_params)
                     truth = float(np.mean(z))
                     rows.append((int(i), truth, estimate, scale, pai.estimate_, pai.std_error_,
                                  abs(estimate - truth) / scale if scale > 0 else math.inf,
@@ -451,14 +468,41 @@ class ModelBasedEstimator(BaseEstimator):
         self
         """
         check_is_fitted(self, "calibration_")
+        pai_params = self._parts()[3]
         estimate, scale, pai = _procedure(self.predictor_, self.policy_predictor_, self.sampler_, self.budget, outcomes,
-                                          check_generator(self.random_state))
-        self.queries_ = pai.queries_
+                                          check_generator(self.random_state), pai_params)
+        return self._set_result(estimate, scale, pai.queries_, pai.result_)
+
+    def fit_queries(self, queries, design_based):
+        """The result of a run made elsewhere with this estimator's design (a session's answers).
+
+        The calibration holds only if the draws were made as :meth:`fit` makes them: the same policy predictor,
+        sampler, budget and ``pai_params`` (:meth:`EvaluationSession.model_based
+        <faqstats.EvaluationSession.model_based>` checks a session's).
+
+        Parameters
+        ----------
+        queries : pandas.DataFrame or structured ndarray
+            The run's draws in order, with ``question``, ``outcome`` and ``prediction`` (as
+            :attr:`PAIEstimator.queries_`).
+        design_based : AccuracyResult
+            PAI's result of the same run.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self, "calibration_")
+        estimate, scale = _model_based(self.predictor_, queries, self.n_features_in_)
+        return self._set_result(estimate, scale, queries, design_based)
+
+    def _set_result(self, estimate, scale, queries, design_based):
+        self.queries_ = queries
         self.estimate_, self.scale_ = estimate, scale
-        self.result_ = ModelBasedResult(estimate, scale, self.calibration_["score"].to_numpy(), pai.result_,
-                                        _disagreement(estimate, pai.result_),
+        self.result_ = ModelBasedResult(estimate, scale, self.calibration_["score"].to_numpy(), design_based,
+                                        _disagreement(estimate, design_based),
                                         self.calibration_["disagreement"].to_numpy(),
-                                        prequential_residual(pai.queries_),
+                                        prequential_residual(queries),
                                         self.calibration_["residual"].to_numpy(), self.check_level)
         return self
 

@@ -20,6 +20,7 @@ from ..predictor import resolve_predictor_keyword
 from ..run_results import group_results_of, result_of
 from ..sampling import HybridSampler, Sampler
 from ._store import SessionStore
+from .model_based import model_based_estimator
 from .config import bank_ids, n_questions_of, session_config, session_estimator, session_predictor
 from .rounds import Rounds
 
@@ -387,6 +388,34 @@ class EvaluationSession:
             raise RuntimeError("The session has drawn questions already: it can be reseeded before its first draw only.")
         with self._changing():
             self._rng.bit_generator.state = generator.bit_generator.state
+
+    def estimator(self):
+        """The :class:`~faqstats.PAIEstimator` that makes this session's draws: fitted on the model's outcomes, it
+        gives the session's result (unfitted; it shares the session's fitted predictor and seed).
+
+        Returns
+        -------
+        PAIEstimator
+        """
+        return PAIEstimator(**self._estimator.get_params(deep=False)).set_params(random_state=self.random_state)
+
+    def model_based(self, history, **params):
+        """The model-based estimate of the session's answers, its interval calibrated on ``history`` by running
+        this session's own design (:func:`~faqstats.session.model_based.model_based_estimator`).
+
+        Parameters
+        ----------
+        history : array-like of shape (n_models, N)
+            The history the session's predictor was fitted on (NaN where not observed).
+        **params
+            Other :class:`~faqstats.ModelBasedEstimator` parameters (``predictor``, ``check_level``, ...).
+
+        Returns
+        -------
+        ModelBasedEstimator
+            Calibrated and fitted: its ``result_`` has both estimates and the check.
+        """
+        return model_based_estimator(self, history, **params)
 
     def result(self):
         """The estimate so far (:class:`~faqstats.AccuracyResult`); once done, :class:`PAIEstimator`'s.

@@ -1,0 +1,79 @@
+"""A session's answers read by a model-based estimate: the session's own design (predictor, policy, budget, rounds)
+run on held-out history models calibrates the interval, and the session's PAI result is the check."""
+
+import numpy as np
+from sklearn.base import clone
+
+from ..model_based import PAI_RUN_PARAMS, ModelBasedEstimator
+
+__all__ = ["model_based_estimator"]
+
+# the design options a model-based run does not take (its calibration could not replay them)
+_UNSUPPORTED = {"stop_when_width": None, "estimand": "micro", "stratify": False, "budget_cost": None,
+                "min_group_share": 0.0}
+
+
+def model_based_estimator(session, history, **params):
+    """A :class:`~faqstats.ModelBasedEstimator` with ``session``'s design, calibrated on ``history`` and fitted to
+    the session's answers.
+
+    Every calibration run asks a held-out history model questions exactly as the session asked its model
+    (the session's predictor, refitted without that model; its sampler, budget, batch size, refresh schedule and
+    step weights), so the calibrated interval covers as it does for :meth:`ModelBasedEstimator.fit`:
+    marginally, when the session's model is like the history's. The session's own PAI result is the check.
+
+    Parameters
+    ----------
+    session : EvaluationSession
+        A finished session (every draw of its budget answered) with a predictor, without groups, costs,
+        clusters or a width stop.
+    history : array-like of shape (n_models, N)
+        The history the session's predictor was fitted on (NaN where not observed), its columns the session's
+        questions.
+    **params
+        Other :class:`~faqstats.ModelBasedEstimator` parameters (``predictor``: the estimate's, default the GP
+        surrogate; ``check_level``, ``max_calibration_models``, ``n_folds``, ``random_state``, ``verbose``).
+
+    Returns
+    -------
+    ModelBasedEstimator
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=30, n_questions=40, n_components=2, random_state=0)
+    >>> fm = fq.LogisticFactorModel(n_components=2, max_iter=60, random_state=0, verbose=False).fit(bank.history)
+    >>> session = fq.EvaluationSession(fm, budget=8, random_state=0)
+    >>> z = bank.new_outcomes[0]
+    >>> while not session.done:
+    ...     ids, _ = session.next_questions()
+    ...     session.record(ids, [z[i] for i in ids])
+    >>> est = session.model_based(bank.history, max_calibration_models=8, n_folds=2, random_state=0, verbose=False)
+    >>> est.result_.design_based == session.result()
+    True
+    """
+    for name in ("sampler", "budget", "policy_predictor", "pai_params"):
+        if name in params:
+            raise TypeError(f"{name} is the session's own; a model-based estimate of a session takes its design.")
+    if session.predictor is None:
+        raise ValueError("A model-based estimate needs a session with a predictor (its policy); this one is the "
+                         "sample mean's.")
+    if not session.done or session.stop_reason != "budget":
+        raise ValueError(f"The session has {session.n_draws} of its {session.budget} draws answered: the calibration "
+                         "runs the whole design, so the model-based estimate needs the finished session.")
+    if any(getattr(session, name) is not None for name in ("groups", "costs", "clusters")):
+        raise ValueError("A model-based estimate of a session with groups, costs or clusters is not supported: "
+                         "its calibration runs the plain design.")
+    design = session.estimator().get_params(deep=False)
+    changed = [name for name, default in _UNSUPPORTED.items() if design[name] != default]
+    if changed:
+        raise ValueError(f"A model-based estimate of a session with {', '.join(changed)} is not supported: its "
+                         "calibration runs the plain design.")
+    width = np.shape(history)[1] if np.ndim(history) == 2 else None
+    if width != session.n_questions:
+        raise ValueError(f"history must be a models x questions matrix with the session's {session.n_questions} "
+                         f"questions as columns, got shape {np.shape(history)}.")
+    pai_params = {name: design[name] for name in PAI_RUN_PARAMS}
+    est = ModelBasedEstimator(sampler=clone(session.sampler), budget=session.budget,
+                              policy_predictor=clone(session.predictor), pai_params=pai_params, **params)
+    return est.calibrate(history).fit_queries(session.queries(), session.result())
