@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datasets import load_response_matrix
 from ..integrations import read_question_costs, read_question_labels, task_groups
 from ..integrations._harness import OPTIONS, PerTask
 from ..io.tables import read_history_table
@@ -56,6 +57,20 @@ def matrix_question_ids(meta):
     """The question ids stored in a response matrix's ``.npz`` (``question_ids`` or ``items``), or None."""
     key = next((k for k in ("question_ids", "items") if k in meta), None)
     return None if key is None else [str(q) for q in meta[key].tolist()]
+
+
+def history_for(path, question_ids):
+    """The history in ``path`` (a response matrix ``.npz``), its columns the session's ``question_ids`` (matched
+    by the ids stored in the file, else taken in order)."""
+    matrix, meta = load_response_matrix(path)
+    ids = matrix_question_ids(meta)
+    if ids is None:
+        return matrix
+    where = {q: j for j, q in enumerate(ids)}
+    missing = [q for q in map(str, question_ids) if q not in where]
+    if missing:
+        raise ValueError(f"{path} lacks {len(missing)} of the session's questions (first {missing[0]!r}).")
+    return matrix[:, [where[str(q)] for q in question_ids]]
 
 
 def question_files(args, ids, clusters=True):

@@ -7,7 +7,7 @@ from ..integrations import read_question_ids
 from ..io import load_factor_model, load_model_file
 from ..sampling import HybridSampler
 from ..session import LeaderboardSession
-from .common import emit
+from .common import emit, history_for
 
 __all__ = ["leaderboard_status_text", "run_leaderboard_report", "run_leaderboard_status", "run_new_leaderboard"]
 
@@ -105,4 +105,14 @@ def run_leaderboard_report(args):
             text.append(f"Plot written to {png}")
     elif args.png is not None:
         raise ValueError("--png: nothing to plot yet; the leaderboard needs two answers of every model.")
+    if args.model_based is not None:
+        table = board.model_based(history_for(args.model_based, board.session(board.names[0]).question_ids),
+                                  random_state=board.random_state, verbose=not (args.quiet or args.json))
+        payload["model_based"] = [{"model": name, **{k: (bool(v) if k == "flagged" else float(v))
+                                                     for k, v in row.items()}} for name, row in table.iterrows()]
+        text.append(f"Model-based estimates, {100 * (1 - board.alpha):g}% intervals for all models at once "
+                    "(valid if every model is like the history's; a flagged model: use its design-based interval):")
+        body = [[name, f"{row['estimate']:.4f}", f"{row['lower']:.4f}", f"{row['upper']:.4f}",
+                 f"{row['design_based']:.4f}", "yes" if row["flagged"] else "no"] for name, row in table.iterrows()]
+        text += _aligned(["model", "model-based", "lower", "upper", "design-based", "flagged"], body)
     emit(args, payload, "\n".join(text))

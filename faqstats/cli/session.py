@@ -8,13 +8,12 @@ from pathlib import Path
 
 from ..integrations import read_outcome_pairs, read_question_ids, task_groups
 from ..integrations._harness import read_round, round_arguments
-from ..datasets import load_response_matrix
 from ..io import load_factor_model, load_model_file, load_step_weights
 from ..sampling import HybridSampler
 from ..session import EvaluationSession, LeaderboardSession
 from ..session.leaderboard import is_leaderboard
 from .common import (add_reader_options, all_reader_options, check_option_tasks, count, emit, finish, harness_of,
-                     matrix_question_ids, note, option_words, question_files, reader_kwargs, reading_harness)
+                     history_for, note, option_words, question_files, reader_kwargs, reading_harness)
 from .leaderboard_session import run_leaderboard_report, run_leaderboard_status, run_new_leaderboard
 
 
@@ -301,8 +300,6 @@ def run_status(args):
 
 def run_report(args):
     if _leaderboard_view(args):
-        if args.model_based is not None:
-            raise ValueError("--model-based reads one model's session: add --model NAME.")
         return run_leaderboard_report(args)
     session = _load(args)
     payload = session.status(simultaneous=args.simultaneous)
@@ -331,16 +328,8 @@ def run_report(args):
 
 def _model_based_report(args, session):
     """``(payload, text)`` of the session's model-based estimate calibrated on the ``--model-based`` history."""
-    matrix, meta = load_response_matrix(args.model_based)
-    ids = matrix_question_ids(meta)
-    if ids is not None:  # columns by question id, in the session's order
-        where = {q: j for j, q in enumerate(ids)}
-        missing = [q for q in map(str, session.question_ids) if q not in where]
-        if missing:
-            raise ValueError(f"{args.model_based} lacks {len(missing)} of the session's questions "
-                             f"(first {missing[0]!r}).")
-        matrix = matrix[:, [where[str(q)] for q in session.question_ids]]
-    est = session.model_based(matrix, random_state=session.random_state, verbose=not (args.quiet or args.json))
+    est = session.model_based(history_for(args.model_based, session.question_ids), random_state=session.random_state,
+                              verbose=not (args.quiet or args.json))
     result = est.result_
     low, high = result.conf_int(session.alpha)
     d_low, d_high = result.design_based.conf_int(session.alpha)
@@ -451,6 +440,7 @@ def add_session_parser(sub):
     rep.add_argument("--model-based", default=None, metavar="HISTORY",
                      help="also the model-based estimate of a finished session, its interval calibrated by running "
                           "the session's design on held-out models of HISTORY (.npz with an 'outcomes' matrix, the "
-                          "history the session's model was fitted on), with the design-based check")
+                          "history the session's model was fitted on), with the design-based check; of a "
+                          "leaderboard, every model's, its intervals holding for all models at once")
     rep.add_argument("--quiet", action="store_true", help="no progress bar over the calibration runs")
     finish(rep, run_report, allow_unchecked=True)

@@ -16,6 +16,7 @@ from ..joint import JointResults
 from ..leaderboard import model_budgets
 from ._session import EvaluationSession
 from ._store import MODEL_FILE
+from .model_based import model_based_leaderboard
 
 __all__ = ["LeaderboardSession"]
 
@@ -351,6 +352,28 @@ class LeaderboardSession:
         return JointResults(np.array([r.estimate for r in results]), np.diag([r.std_error**2 for r in results]),
                             self.names, np.array([s.n_queries for s in self._sessions.values()]), self.simultaneous,
                             np.array([np.inf if r.df is None else r.df for r in results]))
+
+    def model_based(self, history, **params):
+        """Every model's model-based estimate, its interval calibrated on ``history`` by the sessions' own design,
+        at a level that holds for all models at once (:func:`~faqstats.session.model_based.model_based_leaderboard`).
+
+        Parameters
+        ----------
+        history : array-like of shape (n_models, N)
+            The history the sessions' predictor was fitted on (NaN where not observed).
+        **params
+            Other :class:`~faqstats.ModelBasedEstimator` parameters (``predictor``, ``check_level``, ...).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by model: the model-based and design-based estimates and intervals, the check's flag and
+            the recommended interval.
+        """
+        if not self.done:
+            raise ValueError(f"the leaderboard is not finished: model(s) {', '.join(map(repr, self.unfinished))} "
+                             "still have questions to ask; a model-based estimate needs every session finished.")
+        return model_based_leaderboard(self._sessions, history, alpha=self.alpha, **params)
 
     def status(self):
         """A JSON-serialisable summary: every model's progress and, once each has two answers, the leaderboard.

@@ -1,12 +1,16 @@
 """A session's answers read by a model-based estimate: the session's own design (predictor, policy, budget, rounds)
 run on held-out history models calibrates the interval, and the session's PAI result is the check."""
 
+import sys
+
 import numpy as np
+import pandas as pd
 from sklearn.base import clone
 
+from .._validation import check_alpha
 from ..model_based import PAI_RUN_PARAMS, ModelBasedEstimator
 
-__all__ = ["model_based_estimator"]
+__all__ = ["model_based_estimator", "model_based_leaderboard", "session_design"]
 
 # the design options a model-based run does not take (its calibration could not replay them)
 _UNSUPPORTED = {"stop_when_width": None, "estimand": "micro", "stratify": False, "budget_cost": None,
@@ -52,6 +56,13 @@ def model_based_estimator(session, history, **params):
     >>> est.result_.design_based == session.result()
     True
     """
+    est = session_design(session, history, **params).calibrate(history)
+    return est.fit_queries(session.queries(), session.result())
+
+
+def session_design(session, history, **params):
+    """The unfitted :class:`~faqstats.ModelBasedEstimator` whose runs replay ``session``'s design (refused, as
+    :func:`model_based_estimator` says, for a session its calibration cannot replay)."""
     for name in ("sampler", "budget", "policy_predictor", "pai_params"):
         if name in params:
             raise TypeError(f"{name} is the session's own; a model-based estimate of a session takes its design.")
@@ -74,6 +85,51 @@ def model_based_estimator(session, history, **params):
         raise ValueError(f"history must be a models x questions matrix with the session's {session.n_questions} "
                          f"questions as columns, got shape {np.shape(history)}.")
     pai_params = {name: design[name] for name in PAI_RUN_PARAMS}
-    est = ModelBasedEstimator(sampler=clone(session.sampler), budget=session.budget,
-                              policy_predictor=clone(session.predictor), pai_params=pai_params, **params)
-    return est.calibrate(history).fit_queries(session.queries(), session.result())
+    return ModelBasedEstimator(sampler=clone(session.sampler), budget=session.budget,
+                               policy_predictor=clone(session.predictor), pai_params=pai_params, **params)
+
+
+def model_based_leaderboard(sessions, history, alpha=0.05, **params):
+    """Every finished session's model-based estimate, with intervals that hold for all models at once.
+
+    One calibration per distinct design (the sessions of a leaderboard share theirs, up to a budget that differs
+    by one); each model's conformal interval is taken at ``alpha / K`` (Bonferroni), so all ``K`` cover at once
+    with probability at least ``1 - alpha`` when every model is like the history's. Each row keeps the
+    design-based estimate, its interval (also at ``alpha / K``) and the check.
+
+    Parameters
+    ----------
+    sessions : dict of str to EvaluationSession
+        The models' finished sessions, by name.
+    history : array-like of shape (n_models, N)
+        The history the sessions' predictor was fitted on.
+    alpha : float in (0, 1), default=0.05
+        One minus the joint level.
+    **params
+        Other :class:`~faqstats.ModelBasedEstimator` parameters, as for :func:`model_based_estimator`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by model: ``estimate``, ``lower``, ``upper`` (model-based), ``design_based``, ``design_lower``,
+        ``design_upper``, ``flagged``, and the ``recommended_lower``, ``recommended_upper`` (the design-based
+        interval where the check flags the model).
+    """
+    alpha = check_alpha(alpha)
+    level = alpha / len(sessions)
+    calibrated, rows = {}, []
+    for name, session in sessions.items():
+        est = session_design(session, history, **params)
+        with np.printoptions(threshold=sys.maxsize):  # every step weight in the key, not an ellipsis
+            key = repr(sorted(est.get_params(deep=False).items(), key=lambda kv: kv[0]))
+        if key not in calibrated:  # the calibration runs depend on the design only
+            calibrated[key] = est.calibrate(history)
+        result = calibrated[key].fit_queries(session.queries(), session.result()).result_
+        low, high = result.conf_int(level)
+        d_low, d_high = result.design_based.conf_int(level)
+        rec_low, rec_high = result.recommended_interval(level)
+        rows.append((name, result.estimate, low, high, result.design_based.estimate, d_low, d_high, result.flagged,
+                     rec_low, rec_high))
+    columns = ["model", "estimate", "lower", "upper", "design_based", "design_lower", "design_upper", "flagged",
+               "recommended_lower", "recommended_upper"]
+    return pd.DataFrame(rows, columns=columns).set_index("model")

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny problems (conft
 
 @pytest.fixture(scope="module")
 def bank():
-    return fq.make_synthetic_bank(n_models=24, n_questions=N, n_new=1, n_components=2, random_state=3)
+    return fq.make_synthetic_bank(n_models=24, n_questions=N, n_new=2, n_components=2, random_state=3)
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +104,27 @@ def test_cli_report_prints_both_guarantees(capsys, tmp_path, bank, fm):
     np.savez(history, outcomes=H, items=np.array([f"x{j}" for j in range(N)]))
     assert main(["session", "report", str(tmp_path / "s"), "--model-based", str(history)]) != 0
     assert "lacks 40 of the session's questions" in capsys.readouterr().err
+
+
+def test_a_leaderboard_gives_every_models_estimate_at_a_joint_level(capsys, tmp_path, bank, fm):
+    ids = [f"q{j}" for j in range(N)]
+    board = fq.LeaderboardSession.create(tmp_path / "board", fm, ["a", "b"], 2 * BUDGET, ids, random_state=0)
+    z = {name: dict(zip(ids, bank.new_outcomes[k])) for k, name in enumerate(["a", "b"])}
+    with pytest.raises(ValueError, match="not finished"):
+        board.model_based(bank.history, **CALIBRATION)
+    for name in board.names:
+        answered(board.session(name), z[name])
+    table = board.model_based(bank.history, **CALIBRATION)
+    assert list(table.index) == ["a", "b"]
+    for name in board.names:  # each row: the model's own estimate, at alpha / K
+        one = board.session(name).model_based(bank.history, **CALIBRATION).result_
+        assert table.loc[name, "estimate"] == one.estimate
+        assert (table.loc[name, "lower"], table.loc[name, "upper"]) == one.conf_int(board.alpha / 2)
+        assert table.loc[name, "design_based"] == one.design_based.estimate
+    assert (table["lower"] <= table["estimate"]).all() and (table["estimate"] <= table["upper"]).all()
+    path = tmp_path / "history.npz"
+    np.savez(path, outcomes=np.where(np.isnan(bank.history), -1, bank.history).astype(np.int8), items=np.array(ids))
+    capsys.readouterr()
+    assert main(["session", "report", str(tmp_path / "board"), "--model-based", str(path), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "Model-based estimates, 95% intervals for all models at once" in text
