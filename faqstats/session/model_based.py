@@ -61,8 +61,34 @@ def model_based_estimator(session, history, **params):
 
 
 def session_design(session, history, **params):
-    """The unfitted :class:`~faqstats.ModelBasedEstimator` whose runs replay ``session``'s design (refused, as
-    :func:`model_based_estimator` says, for a session its calibration cannot replay)."""
+    """The unfitted :class:`~faqstats.ModelBasedEstimator` whose runs replay ``session``'s design.
+
+    Parameters
+    ----------
+    session : EvaluationSession
+        A finished session with a predictor and a plain design (refused otherwise, as
+        :func:`model_based_estimator` says).
+    history : array-like of shape (n_models, N)
+        The history to calibrate on (only its shape is checked here).
+    **params
+        Other :class:`~faqstats.ModelBasedEstimator` parameters.
+
+    Returns
+    -------
+    ModelBasedEstimator
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> fm = fq.LogisticFactorModel.from_factors(np.eye(4)[:, :2], model_factors=np.eye(2))
+    >>> session = fq.EvaluationSession(fm, budget=2, random_state=0)
+    >>> while not session.done:
+    ...     ids, _ = session.next_questions()
+    ...     session.record(ids, [1.0] * len(ids))
+    >>> est = session_design(session, np.ones((3, 4)))
+    >>> est.budget, type(est.sampler).__name__, est.pai_params["batch_size"]
+    (2, 'HybridSampler', 1)
+    """
     for name in ("sampler", "budget", "policy_predictor", "pai_params"):
         if name in params:
             raise TypeError(f"{name} is the session's own; a model-based estimate of a session takes its design.")
