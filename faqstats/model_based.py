@@ -354,6 +354,41 @@ class ModelBasedEstimator(BaseEstimator):
         """
         return cls(budget=budget, **params).calibrate(history)
 
+    @classmethod
+    def budget_report(cls, history, budgets, alpha=0.05, **params):
+        """The validated error of both estimates at each budget, with the guarantee each carries: the choice
+        between them, made on the history before any new model is asked.
+
+        Parameters
+        ----------
+        history : array-like of shape (n_models, N)
+            Earlier models' outcomes in [0, 1], NaN where not observed.
+        budgets : sequence of int
+            Questions asked of each model.
+        alpha : float in (0, 1), default=0.05
+        **params
+            The other parameters of the class.
+
+        Returns
+        -------
+        pandas.DataFrame
+            :meth:`calibration_report`'s rows for every budget, indexed by budget and method.
+
+        Examples
+        --------
+        >>> import faqstats as fq
+        >>> bank = fq.make_synthetic_bank(n_models=30, n_questions=40, n_components=2, random_state=0)
+        >>> report = ModelBasedEstimator.budget_report(bank.history, [4, 8], max_calibration_models=10, n_folds=2,
+        ...                                            random_state=0, verbose=False)
+        >>> report.index.names, report.shape
+        (FrozenList(['budget', 'method']), (4, 4))
+        """
+        budgets = [check_scalar(b, "budget", kind=numbers.Integral, low=1) for b in budgets]
+        if not budgets:
+            raise ValueError("budgets must name at least one budget.")
+        reports = {b: cls.from_history(history, b, **params).calibration_report(alpha) for b in budgets}
+        return pd.concat(reports, names=["budget"])
+
     def _parts(self):
         # defaults chosen on calibration runs of real banks: a noise floor of 0.1 keeps the surrogate from trusting
         # single answers too much; a floor of 0.35 keeps PAI's check about as precise as the uniform sample mean

@@ -119,3 +119,14 @@ def test_a_policy_predictor_draws_and_the_predictor_estimates(bank):
     same = fq.ModelBasedEstimator(budget=6, policy_predictor="same", n_folds=5, random_state=0,
                                   verbose=False).calibrate(bank.history)
     assert same.policy_predictor_ is same.predictor_
+
+
+def test_the_budget_report_is_each_budgets_calibration_report(bank):
+    params = dict(max_calibration_models=8, n_folds=2, random_state=0, verbose=False)
+    report = fq.ModelBasedEstimator.budget_report(bank.history, [3, 6], alpha=0.1, **params)
+    for b in (3, 6):
+        alone = fq.ModelBasedEstimator.from_history(bank.history, b, **params).calibration_report(0.1)
+        assert report.loc[b].equals(alone)
+    assert not report.loc[3].equals(report.loc[6])  # the budget reaches every run
+    with pytest.raises(ValueError, match="at least one budget"):
+        fq.ModelBasedEstimator.budget_report(bank.history, [], **params)
