@@ -81,7 +81,8 @@ def difference_range(base_a, base_b, predictions_a, predictions_b, law, n_questi
 
     Examples
     --------
-    >>> [float(x) for x in difference_range(1.0, 0.5, np.array([0.5, 0.5]), np.array([0.0, 0.5]), np.array([0.5, 0.5]), 2)]
+    >>> law = np.array([0.5, 0.5])
+    >>> [float(x) for x in difference_range(1.0, 0.5, np.array([0.5, 0.5]), np.array([0.0, 0.5]), law, 2)]
     [-1.25, 1.25]
     """
     support = law > 0
@@ -212,9 +213,11 @@ class _Board:
             return None
         return float(census_mean(np.fromiter(cache.values(), dtype=float), self.n_questions))
 
-    def exhausted(self):
-        """Whether no draw can ask anything new (without replacement: every question is drawn)."""
-        return not self.replace and self.rounds >= self.n_questions
+    def exhausted(self, active):
+        """Whether the draws are spent (a run's rounds) or every model asked has answered every question."""
+        if self.rounds >= self.runs[0].budget:
+            return True
+        return all(len(self.oracles[k].cache) == self.n_questions for k in np.flatnonzero(active))
 
     def results(self, names, interval, alpha):
         """The :class:`~faqstats.joint.JointResults` at the stop."""
@@ -281,7 +284,7 @@ def fit_pairwise(board, models, names, alpha, rank_width):
             if active.sum() <= (1 if board.stop == "best" else 0):
                 stop_reason = board.stop
                 break
-            if state.exhausted():
+            if state.exhausted(active):
                 stop_reason = "exhausted"
                 break
             asked = state.round(active, rng, board.budget)
