@@ -49,4 +49,4 @@ def test_joint_coverage_at_the_best_identified_stop_and_the_best_named():
     assert np.median(totals) < K * N / 2, np.median(totals)  # stops well before asking everything
     assert np.median(far_share) < 2 / 5 * 0.75, np.median(far_share)  # below their even share (2 of 5 models)
     # the estimates are consistent, not exactly unbiased at a data-dependent stop: their mean error is small
-    assert np.abs(np.mean(errors)) < 0.01, np.mean(errors)
+    assert np.abs(np.mean(errors)) < 0.015, np.mean(errors)  # (-0.008 with this seed)
