@@ -225,7 +225,7 @@ class _Board:
         for k, run in enumerate(self.runs):
             phi = run.table()["increment"]
             census = self.census(k)
-            if phi.size < 2 and census is None:  # (not reached: every model answers the first rounds)
+            if phi.size < 2 and census is None:  # left after one answer (the budget holds two rounds): no variance
                 estimate[k], var[k] = (phi[0] if phi.size else 0.5), 0.25
                 continue
             est, v, d, _ = pai_inference(phi, interval=interval, census=census,
@@ -249,7 +249,8 @@ def fit_pairwise(board, models, names, alpha, rank_width):
     ----------
     board : LeaderboardEstimator
         Its ``predictor``, ``sampler`` (None: uniform over the askable questions, the predictions as control
-        variates), ``budget`` (total queries), ``stop``, ``interval``, ``random_state`` and ``verbose``.
+        variates), ``budget`` (total queries), ``stop``, ``interval``, ``random_state`` and ``verbose``; every
+        round is one draw (``batch_size`` is not used).
     models : list
         Each model's outcomes (array of shape (N,) or callable).
     names : list of str
