@@ -1,8 +1,8 @@
 """Adaptive allocation of a leaderboard's queries across models, with anytime-valid joint intervals.
 
-Every model has its own PAI run and betting confidence sequence at level ``1 - alpha / K``; the next
-query goes to the leader or its strongest challenger, whichever has the wider interval (LUCB), until
-the best model is identified, every rank interval is narrow enough, or the budget is spent.
+``stop="best"`` and ``"rank-width"``: elimination on shared draws (:mod:`faqstats.pairwise_elimination`).
+``stop="budget"``: every model has its own PAI run and betting confidence sequence at level ``1 - alpha / K``;
+the next query goes to the leader or its strongest challenger, whichever has the wider interval (LUCB).
 """
 
 import numbers
@@ -19,6 +19,7 @@ from .confseq import BettingConfidenceSequence
 from .design import EstimatorParameters, outcomes_bank_size
 from .joint import JointResults, ranks_from_better
 from .loop_setup import answer_round, new_loop
+from .pairwise_elimination import fit_pairwise
 
 __all__ = ["STOP_RULES", "AdaptiveFit", "best_identified", "fit_adaptive", "lucb_choice", "rank_bounds",
            "widest_rank_choice"]
@@ -266,6 +267,8 @@ def fit_adaptive(board, models, names):
             raise ValueError("stop='rank-width' needs rank_width (the widest rank interval, worst - best, allowed).")
         rank_width = check_scalar(rank_width, "rank_width", kind=numbers.Integral, low=0)
     alpha = check_alpha(board.alpha)
+    if board.stop != "budget":
+        return AdaptiveFit(*fit_pairwise(board, models, names, alpha, rank_width))
     K, n_questions = len(models), outcomes_bank_size(board.predictor, models)
     horizon = bet_horizon(board.budget, K)
     seeds = check_generator(board.random_state).spawn(K)

@@ -165,6 +165,11 @@ class JointResults:
     pair_df : ndarray of shape (K, K) or None, default=None
         Degrees of freedom of each difference ``theta_i - theta_j`` from its own increments (shared
         draws); ``None``: Welch-Satterthwaite's from the two models' (the smaller where correlated).
+    difference_bounds : ndarray of shape (K (K - 1) / 2, 2) or None, default=None
+        With ``bounds``: anytime-valid ``(lower, upper)`` of every difference ``theta_i - theta_j``
+        (pairs ``i < j`` in ``itertools.combinations`` order) from their own confidence sequences,
+        holding together with ``bounds`` at the joint level; each difference's interval is then the
+        intersection of these with ``[L_i - U_j, U_i - L_j]``.
 
     Examples
     --------
@@ -190,6 +195,7 @@ class JointResults:
     bounds: np.ndarray | None = field(default=None, repr=False)
     alpha: float | None = None
     pair_df: np.ndarray | None = field(default=None, repr=False)
+    difference_bounds: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
         est, cov = np.asarray(self.estimate, dtype=float), np.asarray(self.cov, dtype=float)
@@ -211,6 +217,16 @@ class JointResults:
                 raise ValueError(f"bounds must be a finite ({K}, 2) array of (lower, upper) rows, lower <= upper.")
             object.__setattr__(self, "bounds", bounds)
             object.__setattr__(self, "alpha", check_alpha(self.alpha))
+        if self.difference_bounds is not None:
+            pair_bounds = np.asarray(self.difference_bounds, dtype=float)
+            n_pairs = K * (K - 1) // 2
+            if not given:
+                raise ValueError("difference_bounds go with simultaneous_method='confidence-sequence' and bounds.")
+            if pair_bounds.shape != (n_pairs, 2) or not np.all(np.isfinite(pair_bounds)) or np.any(
+                    pair_bounds[:, 0] > pair_bounds[:, 1]):
+                raise ValueError(f"difference_bounds must be a finite ({n_pairs}, 2) array of (lower, upper) rows, "
+                                 "lower <= upper.")
+            object.__setattr__(self, "difference_bounds", pair_bounds)
         df = np.full(K, np.inf) if self.df is None else np.asarray(self.df, dtype=float)
         if df.shape != (K,) or np.any(np.isnan(df)) or np.any(df <= 0):
             raise ValueError(f"df must hold {K} positive degrees of freedom (inf: normal), got {self.df!r}.")
@@ -296,6 +312,9 @@ class JointResults:
         if self.bounds is not None:  # [L_i - U_j, U_i - L_j]: holds for every pair whenever every bound holds
             first, second = np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int)
             low, high = self.bounds[first, 0] - self.bounds[second, 1], self.bounds[first, 1] - self.bounds[second, 0]
+            if self.difference_bounds is not None:  # both hold on the same event: so does their intersection
+                low = np.maximum(low, self.difference_bounds[:, 0])
+                high = np.maximum(low, np.minimum(high, self.difference_bounds[:, 1]))
             return pd.DataFrame({"estimate": est, "std_error": se, "lower": low, "upper": high}, index=index)
         c = self._critical(cov, alpha, simultaneous, [self._pair_df(i, j) for i, j in pairs]) if pairs else 0.0
         return pd.DataFrame({"estimate": est, "std_error": se, "lower": est - c * se, "upper": est + c * se},
@@ -378,7 +397,10 @@ class JointResults:
         alpha = self._level(alpha)
         level = f"{100 * (1 - alpha):g}%"
         how = self.simultaneous_method
-        if self.bounds is not None:
+        if self.difference_bounds is not None:
+            how = ("anytime-valid confidence sequences for every accuracy and every pairwise difference, union "
+                   "bound, valid at the data-dependent stop")
+        elif self.bounds is not None:
             how = (f"anytime-valid confidence sequences, each at {100 * (1 - alpha / self.estimate.size):g}%, "
                    "valid at the data-dependent stop")
         notes = [f"Intervals and rank intervals hold for all models at once with probability {level} ({how}).",

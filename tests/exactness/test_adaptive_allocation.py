@@ -1,5 +1,6 @@
-"""The adaptive leaderboard design's logic: its stopping rule, its allocation, its refusals, and the joint results
-built from given anytime-valid bounds."""
+"""The adaptive leaderboard design's logic: the per-model design of ``stop="budget"`` (its LUCB allocation), what every
+stop shares (refusals, reproducibility), and the joint results built from given anytime-valid bounds; the elimination
+design of the other stops is in test_pairwise_elimination.py."""
 
 import numpy as np
 import pandas as pd
@@ -49,22 +50,6 @@ def test_the_allocation_favours_the_two_close_leaders_over_a_far_behind_model():
     assert n[2] < 0.15 * n[0] and n[2] < 0.15 * n[1], n
     assert np.array_equal(np.bincount(board.allocation_, minlength=3), n)
     assert board.allocation_[:6].tolist() == [0, 1, 2, 0, 1, 2]  # two queries each first, in turn
-
-
-def test_stop_best_stops_at_the_first_separation_and_names_the_best(monkeypatch):
-    monkeypatch.setattr("faqstats.adaptive_allocation.bet_horizon", lambda budget, n_models: 100)
-    Z = _bank([0.9, 0.5, 0.3], n=400)
-    board = _adaptive(Z, budget=1200)
-    r = board.result_
-    assert board.stop_reason_ == "best" and board.n_queries_.sum() < 1200
-    assert r.may_be_best() == ["0"] and r.rank_intervals().loc["0"].tolist() == [1, 1]
-    ci = r.conf_int()
-    assert ci.loc["0", "lower"] > ci.upper.drop("0").max()
-    # one query fewer (same bets, same draws): the bounds had not separated yet
-    n = len(board.allocation_)
-    short = _adaptive(Z, budget=n - 1)
-    assert short.stop_reason_ == "budget" and short.allocation_.tolist() == board.allocation_[:-1].tolist()
-    assert len(short.result_.may_be_best()) > 1
 
 
 def test_equal_models_are_never_separated_and_the_budget_is_spent():
