@@ -64,8 +64,8 @@ def test_a_model_strong_in_one_group_and_weak_in_the_other_is_followed_per_group
     observed = np.array([z[groups == g].mean() for g in "ab"])
     assert observed[0] - observed[1] > 0.4  # the setting: far apart
     # the group abilities follow each group's answers; one ability predicts the two groups' average level
-    np.testing.assert_allclose(with_groups, observed, atol=0.06)
-    assert np.abs(single - observed).max() > 0.15
+    np.testing.assert_allclose(with_groups, observed, atol=0.08)
+    assert np.abs(single - observed).min() > 0.25
 
 
 def test_refuses_groups_of_the_wrong_length():
