@@ -89,6 +89,17 @@ def _procedure(predictor, policy_predictor, sampler, budget, outcomes, seed):
     """One run on ``outcomes``, drawn by ``policy_predictor``'s policy, estimated by ``predictor``'s posterior:
     ``(model-based estimate, its standard deviation, PAI's fitted estimator)``."""
     pai = PAIEstimator(policy_predictor, clone(sampler), budget, random_state=seed).fit(outcomes)
+    estimate, scale = _model_based(predictor, pai)
+    return estimate, scale, pai
+
+
+def _model_based(predictor, pai):
+    """``(estimate, standard deviation)`` from ``predictor``'s posterior given ``pai``'s answers (an averaged
+    predictor: the weighted averages of its components')."""
+    parts, weights = getattr(predictor, "predictors_", None), getattr(predictor, "weights_", None)
+    if parts is not None and weights is not None:
+        each = np.array([_model_based(part, pai) for part in parts])
+        return float(weights @ each[:, 0]), float(weights @ each[:, 1])
     n = pai.bank_size()
     post = engine_posterior(predictor.posterior(), n)
     asked = np.zeros(n, dtype=bool)
@@ -98,7 +109,7 @@ def _procedure(predictor, policy_predictor, sampler, budget, outcomes, seed):
         asked[question], answers[question] = True, outcome
     prediction = np.asarray(post.predictions, dtype=float)
     total = math.fsum(answers[asked].tolist()) + math.fsum(prediction[~asked].tolist())
-    return total / n, math.sqrt(unasked_total_variance(post, ~asked)) / n, pai
+    return total / n, math.sqrt(unasked_total_variance(post, ~asked)) / n
 
 
 def prequential_residual(queries):
