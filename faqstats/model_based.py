@@ -274,7 +274,9 @@ class ModelBasedEstimator(BaseEstimator):
         An unfitted predictor (cloned for every fold); ``None``:
         ``GaussianProcessSurrogate(noise_floor=0.1)``. For a model expected to be better than every history model,
         a predictor whose ability moves the mean prediction with the answers (such as
-        :class:`~faqstats.model_based_predictor.AbilityFactorModel`) is less biased.
+        :class:`~faqstats.model_based_predictor.AbilityFactorModel`) is less biased; an
+        :class:`~faqstats.model_based_predictor.AveragedPredictor` averages several predictors' estimates on the
+        same draws (with ``policy_predictor`` set, the draws are that predictor's).
     sampler : Sampler or None, default=None
         The policy; ``None``: ``VarianceReductionSampler(tau=0.35, power=8)``.
     budget : int, default=20
