@@ -215,7 +215,8 @@ class AveragedPredictor(Predictor):
     In :class:`~faqstats.ModelBasedEstimator` its estimate is the weighted average of the components' model-based
     estimates on the same draws, with standard deviation the weighted average of theirs. Averaging predictors
     whose errors differ (a Gaussian process surrogate, whose mean stays near the history's, and an ability model,
-    whose mean follows the answers) lowers the error of either alone.
+    whose mean follows the answers) can lower the error of either alone, and the bias of the surrogate alone for
+    a model better than the history's.
 
     Parameters
     ----------
@@ -241,6 +242,15 @@ class AveragedPredictor(Predictor):
     >>> post.update(0, 1.0)
     >>> post.predictions.shape, avg.weights_.tolist()
     ((30,), [0.5, 0.5])
+
+    A model-based estimate averaging the surrogate and an ability model, on the surrogate's draws:
+
+    >>> gp = fq.GaussianProcessSurrogate(noise_floor=0.1)
+    >>> avg = AveragedPredictor([gp, AbilityFactorModel(n_components=1, prior_scale=4.0)])
+    >>> est = fq.ModelBasedEstimator(predictor=avg, policy_predictor=gp, budget=8, n_folds=3,
+    ...                              max_calibration_models=12, random_state=0, verbose=False)
+    >>> est.calibrate(bank.history).fit(bank.new_outcomes[0]).result_.design_based.n_queries
+    8
     """
 
     def __init__(self, predictors, weights=None):
