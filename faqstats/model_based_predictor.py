@@ -1,6 +1,6 @@
-"""A logistic factor model with a free ability on unit loadings, ``logit p_ij = theta_i + c_j + u_i . v_j`` (one
-ability per question group if asked): a new model's ability moves its predicted accuracy with its answers (and past
-the history's best), as the Rasch model's; and the weighted average of several predictors' predictions."""
+"""A logistic factor model with a free ability on unit loadings, ``logit p_ij = theta_i + c_j + u_i . v_j``: a new
+model's ability moves its predicted accuracy with its answers (and past the history's best), as the Rasch model's;
+and the weighted average of several predictors' predictions, each conditioned on the same answers."""
 
 import numbers
 
@@ -29,13 +29,6 @@ class AbilityFactorModel(FactorModelView, LowRankPredictor):
     mean prediction with the answers (the Rasch score equation) while ``u`` carries what the history's
     correlations say about single questions.
 
-    With ``groups`` (a label per question, e.g. the sub-benchmark), each model has one ability per group,
-    ``theta_i + d_ig`` (a common ability plus a deviation penalised by ``group_regularization``), loading one on the
-    questions of its group: the factors become ``(theta_1, ..., theta_G, 1, u)`` and ``(e_g(j), c_j, v_j)``, and the
-    new model's prior is the history's joint mean and covariance of its group abilities and ``u``, so an answer in
-    one group moves the others' abilities as much as the history's abilities are correlated. One group is the
-    single ability.
-
     Parameters
     ----------
     n_components : int, default=4
@@ -50,27 +43,18 @@ class AbilityFactorModel(FactorModelView, LowRankPredictor):
         L-BFGS iterations.
     random_state : int, Generator or None, default=0
         Seeds the interactions' starting values.
-    groups : array-like of shape (N,) or None, default=None
-        A label per question (its group); ``None``: one group (a single ability).
-    group_regularization : float > 0, default=1.0
-        Penalty on the deviations ``d_ig`` of the group abilities from the common one (used with two or more groups).
 
     Attributes
     ----------
     abilities_ : ndarray of shape (n_models,)
-        The common abilities ``theta_i``.
-    group_abilities_ : ndarray of shape (n_models, G)
-        ``theta_i + d_ig``, in the order of ``groups_``.
-    groups_ : ndarray of shape (G,)
-        The group labels, sorted (``[0]`` without groups).
     intercepts_ : ndarray of shape (N,)
         The question intercepts ``c_j``.
-    question_factors_ : ndarray of shape (N, G + k + 1)
-        ``(e_g(j), c_j, v_j)`` (``e_g(j)``: the one-hot of the question's group; ``(1, c_j, v_j)`` without groups).
-    model_factors_ : ndarray of shape (n_models, G + k + 1)
-        ``(theta_i1, ..., theta_iG, 1, u_i)``.
-    prior_mean_, prior_cov_ : ndarray of shape (G + k + 1,), (G + k + 1, G + k + 1)
-        The new model's prior (the intercept's coordinate, ``G``, fixed at 1).
+    question_factors_ : ndarray of shape (N, k + 2)
+        ``(1, c_j, v_j)``.
+    model_factors_ : ndarray of shape (n_models, k + 2)
+        ``(theta_i, 1, u_i)``.
+    prior_mean_, prior_cov_ : ndarray of shape (k + 2,), (k + 2, k + 2)
+        The new model's prior (the intercept's coordinate fixed at 1).
     n_iter_, n_features_in_ : int
 
     Examples
@@ -80,22 +64,16 @@ class AbilityFactorModel(FactorModelView, LowRankPredictor):
     >>> fm = AbilityFactorModel(n_components=2).fit(bank.history)
     >>> fm.question_factors_.shape, float(fm.prior_cov_[1, 1])
     ((50, 4), 0.0)
-    >>> groups = ["a"] * 20 + ["b"] * 30
-    >>> fg = AbilityFactorModel(n_components=1, groups=groups).fit(bank.history)
-    >>> fg.question_factors_.shape, fg.group_abilities_.shape, fg.groups_.tolist()
-    ((50, 4), (60, 2), ['a', 'b'])
     """
 
     def __init__(self, n_components=4, regularization=1.0, ability_regularization=0.01, prior_scale=1.0,
-                 max_iter=500, random_state=0, groups=None, group_regularization=1.0):
+                 max_iter=500, random_state=0):
         self.n_components = n_components
         self.regularization = regularization
         self.ability_regularization = ability_regularization
         self.prior_scale = prior_scale
         self.max_iter = max_iter
         self.random_state = random_state
-        self.groups = groups
-        self.group_regularization = group_regularization
 
     def _check_params(self):
         check_scalar(self.n_components, "n_components", kind=numbers.Integral, low=0)
@@ -103,16 +81,6 @@ class AbilityFactorModel(FactorModelView, LowRankPredictor):
         check_scalar(self.ability_regularization, "ability_regularization", low=0.0, closed="neither")
         check_scalar(self.prior_scale, "prior_scale", low=0.0, closed="neither")
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, low=1)
-        check_scalar(self.group_regularization, "group_regularization", low=0.0, closed="neither")
-
-    def _group_index(self, n):
-        """The sorted group labels and each question's group index (one group without ``groups``)."""
-        if self.groups is None:
-            return np.zeros(1, dtype=int), np.zeros(n, dtype=int)
-        labels = np.asarray(self.groups)
-        if labels.ndim != 1 or labels.shape[0] != n:
-            raise ValueError(f"groups must have one label per question (shape ({n},)), got shape {labels.shape}.")
-        return np.unique(labels, return_inverse=True)
 
     def fit(self, X, y=None):
         """Fit abilities, question intercepts and interactions on a history.
@@ -136,55 +104,45 @@ class AbilityFactorModel(FactorModelView, LowRankPredictor):
         observed = ~np.isnan(H)
         Y, W = np.where(observed, H, 0.0), observed.astype(float)
         k, lam, lam_theta = int(self.n_components), float(self.regularization), float(self.ability_regularization)
-        labels, group = self._group_index(n)
-        n_groups = labels.shape[0]
-        G = np.zeros((n, n_groups))
-        G[np.arange(n), group] = 1.0
-        n_dev = n_groups if n_groups > 1 else 0  # one group: the single ability, no deviations
-        lam_dev = float(self.group_regularization)
         row = np.clip((Y.sum(1) + 0.5) / (W.sum(1) + 1.0), 0.02, 0.98)
         col = np.clip((Y.sum(0) + 0.5) / (W.sum(0) + 1.0), 0.02, 0.98)
         theta0 = np.log(row / (1 - row))
         theta0 -= theta0.mean()
         rng = check_generator(self.random_state)
-        start = np.concatenate([theta0, np.log(col / (1 - col)), 0.1 * rng.standard_normal((n_models + n) * k),
-                                np.zeros(n_models * n_dev)])
-        sizes = np.cumsum([n_models, n, n_models * k, n * k])
+        start = np.concatenate([theta0, np.log(col / (1 - col)), 0.1 * rng.standard_normal((n_models + n) * k)])
 
         def unpack(x):
-            theta, c, U, V, D = np.split(x, sizes)
-            return theta, c, U.reshape(n_models, k), V.reshape(n, k), D.reshape(n_models, n_dev)
+            theta, c = x[:n_models], x[n_models:n_models + n]
+            U = x[n_models + n:n_models + n + n_models * k].reshape(n_models, k)
+            return theta, c, U, x[n_models + n + n_models * k:].reshape(n, k)
 
         def objective(x):
-            theta, c, U, V, D = unpack(x)
-            logits = theta[:, None] + c + U @ V.T + (D @ G.T if n_dev else 0.0)
+            theta, c, U, V = unpack(x)
+            logits = theta[:, None] + c + U @ V.T
             loss = np.sum(W * (np.logaddexp(0.0, logits) - Y * logits))
-            penalty = lam_theta * theta @ theta + lam * (c @ c + np.sum(U**2) + np.sum(V**2)) + lam_dev * np.sum(D**2)
-            loss += 0.5 * penalty
+            loss += 0.5 * (lam_theta * theta @ theta + lam * (c @ c + np.sum(U**2) + np.sum(V**2)))
             R = W * (expit(logits) - Y)
             grad = np.concatenate([R.sum(1) + lam_theta * theta, R.sum(0) + lam * c, (R @ V + lam * U).ravel(),
-                                   (R.T @ U + lam * V).ravel(), (R @ G + lam_dev * D).ravel() if n_dev else []])
+                                   (R.T @ U + lam * V).ravel()])
             return loss, grad
 
         with threadpool_limits(1, user_api="blas"):  # small products: threads only add contention
             result = minimize(objective, start, jac=True, method="L-BFGS-B", options={"maxiter": int(self.max_iter)})
-        theta, c, U, V, D = unpack(result.x)
-        A = theta[:, None] + D if n_dev else theta[:, None]  # each model's group abilities
-        P = expit(A @ G.T + c + U @ V.T)
-        posterior_var = 1.0 / ((W * P * (1 - P)) @ G + lam_theta)  # each group ability's Laplace variance
-        F = np.column_stack([A, U])  # the new model's prior: the history's (group abilities, u), jointly
-        m = n_groups + k
-        cov = np.cov(F, rowvar=False, ddof=1).reshape(m, m)
-        cov[:n_groups, :n_groups] += np.diag(posterior_var.mean(0))
-        scale = np.ones(m)
-        scale[:n_groups] = np.sqrt(float(self.prior_scale))
-        cov = 0.5 * (cov + cov.T) * np.outer(scale, scale) + np.eye(m) * 1e-8 * max(np.trace(cov) / m, 1e-12)
-        self.abilities_, self.group_abilities_, self.groups_, self.intercepts_ = theta, A, labels, c
-        self.question_factors_ = np.column_stack([G, c, V])
-        self.model_factors_ = np.column_stack([A, np.ones(n_models), U])
-        self.prior_mean_ = np.concatenate([A.mean(0), [1.0], U.mean(0)])
-        full = np.zeros((m + 1, m + 1))
-        keep = np.r_[:n_groups, n_groups + 1:m + 1]
+        theta, c, U, V = unpack(result.x)
+        P = expit(theta[:, None] + c + U @ V.T)
+        posterior_var = 1.0 / ((W * P * (1 - P)).sum(1) + lam_theta)  # each ability's Laplace variance
+        F = np.column_stack([theta, U])  # the new model's prior: the history's (theta, u), jointly
+        cov = np.cov(F, rowvar=False, ddof=1).reshape(k + 1, k + 1)
+        cov[0, 0] += posterior_var.mean()
+        scale = np.ones(k + 1)
+        scale[0] = np.sqrt(float(self.prior_scale))
+        cov = 0.5 * (cov + cov.T) * np.outer(scale, scale) + np.eye(k + 1) * 1e-8 * max(np.trace(cov) / (k + 1), 1e-12)
+        self.abilities_, self.intercepts_ = theta, c
+        self.question_factors_ = np.column_stack([np.ones(n), c, V])
+        self.model_factors_ = np.column_stack([theta, np.ones(n_models), U])
+        self.prior_mean_ = np.concatenate([[theta.mean(), 1.0], U.mean(0)])
+        full = np.zeros((k + 2, k + 2))
+        keep = np.r_[0, 2:k + 2]
         full[np.ix_(keep, keep)] = cov
         self.prior_cov_ = full
         self.observed_questions_ = observed.any(axis=0)
@@ -192,11 +150,11 @@ class AbilityFactorModel(FactorModelView, LowRankPredictor):
         return self
 
     def predict_proba(self, model_factors):
-        """P(correct) of every question for the model factor(s) ``(theta_1, ..., theta_G, 1, u)``.
+        """P(correct) of every question for the model factor(s) ``(theta, 1, u)``.
 
         Parameters
         ----------
-        model_factors : array-like of shape (G + k + 1,) or (m, G + k + 1)
+        model_factors : array-like of shape (k + 2,) or (m, k + 2)
 
         Returns
         -------
