@@ -16,7 +16,7 @@ from .irt import ItemResponseModel
 from .joint import JointResults
 from .leaderboard import LeaderboardEstimator
 from .model_based import ModelBasedEstimator, ModelBasedResult
-from .model_based_predictor import AbilityFactorModel
+from .model_based_predictor import AbilityFactorModel, AveragedPredictor
 from .predictor import Predictor, predictor_class, register_predictor
 from .history import add_rows_to_history, add_sessions_to_history
 from .io.history import load_history, save_history
@@ -34,8 +34,8 @@ from .stacking import HistoryMixture, StackedPredictor
 from .surrogate import GaussianProcessSurrogate
 
 __all__ = [
-    "AbilityFactorModel", "AccuracyResult", "add_rows_to_history", "add_sessions_to_history", "history_from_frame",
-    "read_history_table",
+    "AbilityFactorModel", "AccuracyResult", "AveragedPredictor", "add_rows_to_history", "add_sessions_to_history",
+    "history_from_frame", "read_history_table",
     "save_history", "load_history", "ActiveLearningSampler", "BernoulliAIPW", "ComparisonResult",
     "CostWeightedSampler", "EvaluationSession", "GaussianProcessSurrogate", "GroupResults", "HistoryMixture",
     "HybridSampler", "IntervalRule", "ItemResponseModel", "JointResults", "LeaderboardEstimator", "LeaderboardSession",

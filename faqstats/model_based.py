@@ -97,7 +97,12 @@ def _procedure(predictor, policy_predictor, sampler, budget, outcomes, seed, pai
 
 def _model_based(predictor, queries, n):
     """``(estimate, its standard deviation)``: the asked answers plus ``predictor``'s posterior means for the rest
-    after it learned the answers in draw order, over ``n``."""
+    after it learned the answers in draw order, over ``n`` (an averaged predictor: the weighted averages of its
+    components')."""
+    parts, weights = getattr(predictor, "predictors_", None), getattr(predictor, "weights_", None)
+    if parts is not None and weights is not None:
+        each = np.array([_model_based(part, queries, n) for part in parts])
+        return float(weights @ each[:, 0]), float(weights @ each[:, 1])
     post = engine_posterior(predictor.posterior(), n)
     asked = np.zeros(n, dtype=bool)
     answers = np.zeros(n)
@@ -271,7 +276,9 @@ class ModelBasedEstimator(BaseEstimator):
         An unfitted predictor (cloned for every fold); ``None``:
         ``GaussianProcessSurrogate(noise_floor=0.1)``. For a model expected to be better than every history model,
         a predictor whose ability moves the mean prediction with the answers (such as
-        :class:`~faqstats.model_based_predictor.AbilityFactorModel`) is less biased.
+        :class:`~faqstats.model_based_predictor.AbilityFactorModel`) is less biased; an
+        :class:`~faqstats.model_based_predictor.AveragedPredictor` averages several predictors' estimates on the
+        same draws (with ``policy_predictor`` set, the draws are that predictor's).
     sampler : Sampler or None, default=None
         The policy; ``None``: ``VarianceReductionSampler(tau=0.35, power=8)``.
     budget : int, default=20

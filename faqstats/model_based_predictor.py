@@ -1,19 +1,21 @@
 """A logistic factor model with a free ability on unit loadings, ``logit p_ij = theta_i + c_j + u_i . v_j``: a new
-model's ability moves its predicted accuracy with its answers (and past the history's best), as the Rasch model's."""
+model's ability moves its predicted accuracy with its answers (and past the history's best), as the Rasch model's;
+and the weighted average of several predictors' predictions, each conditioned on the same answers."""
 
 import numbers
 
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ._validation import check_generator, check_scalar, validate_history
 from .factor_model import FactorModelView
-from .predictor import LowRankPredictor, register_predictor
+from .predictor import LowRankPredictor, Predictor, register_predictor
 
-__all__ = ["AbilityFactorModel"]
+__all__ = ["AbilityFactorModel", "AveragedPredictor"]
 
 
 class AbilityFactorModel(FactorModelView, LowRankPredictor):
@@ -163,3 +165,132 @@ class AbilityFactorModel(FactorModelView, LowRankPredictor):
 
 
 register_predictor(AbilityFactorModel)
+
+
+class AveragedPredictor(Predictor):
+    """The weighted average of several predictors' predictions, each conditioned on the same answers.
+
+    In :class:`~faqstats.ModelBasedEstimator` its estimate is the weighted average of the components' model-based
+    estimates on the same draws, with standard deviation the weighted average of theirs. Averaging predictors
+    whose errors differ (a Gaussian process surrogate, whose mean stays near the history's, and an ability model,
+    whose mean follows the answers) can lower the error of either alone, and the bias of the surrogate alone for
+    a model better than the history's.
+
+    Parameters
+    ----------
+    predictors : list of Predictor
+        Unfitted predictors (cloned in :meth:`fit`).
+    weights : array-like of shape (len(predictors),) or None, default=None
+        Non-negative weights, normalised to sum to one; ``None``: equal weights.
+
+    Attributes
+    ----------
+    predictors_ : list of Predictor
+        The fitted components.
+    weights_ : ndarray of shape (len(predictors),)
+        The normalised weights.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import faqstats as fq
+    >>> bank = fq.make_synthetic_bank(n_models=40, n_questions=30, n_components=2, random_state=0)
+    >>> avg = AveragedPredictor([fq.GaussianProcessSurrogate(), AbilityFactorModel(n_components=1)]).fit(bank.history)
+    >>> post = avg.posterior()
+    >>> post.update(0, 1.0)
+    >>> post.predictions.shape, avg.weights_.tolist()
+    ((30,), [0.5, 0.5])
+
+    A model-based estimate averaging the surrogate and an ability model, on the surrogate's draws:
+
+    >>> gp = fq.GaussianProcessSurrogate(noise_floor=0.1)
+    >>> avg = AveragedPredictor([gp, AbilityFactorModel(n_components=1, prior_scale=4.0)])
+    >>> est = fq.ModelBasedEstimator(predictor=avg, policy_predictor=gp, budget=8, n_folds=3,
+    ...                              max_calibration_models=12, random_state=0, verbose=False)
+    >>> est.calibrate(bank.history).fit(bank.new_outcomes[0]).result_.design_based.n_queries
+    8
+    """
+
+    def __init__(self, predictors, weights=None):
+        self.predictors = predictors
+        self.weights = weights
+
+    def fit(self, X, y=None):
+        """Fit every component on the history.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_models, N)
+            Outcomes in [0, 1], NaN where not observed.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        AveragedPredictor
+        """
+        parts = list(self.predictors) if isinstance(self.predictors, (list, tuple)) else None
+        if not parts or not all(callable(getattr(p, "fit", None)) for p in parts):
+            raise TypeError(f"predictors must be a non-empty list of predictors, got {self.predictors!r}.")
+        w = np.ones(len(parts)) if self.weights is None else np.asarray(self.weights, dtype=float)
+        if w.shape != (len(parts),) or not np.all(np.isfinite(w)) or w.min() < 0 or w.sum() <= 0:
+            raise ValueError(f"weights must be {len(parts)} non-negative numbers, not all zero, got {self.weights!r}.")
+        self.predictors_ = [clone(p).fit(X) for p in parts]
+        self.weights_ = w / w.sum()
+        self.n_features_in_ = self.predictors_[0].n_features_in_
+        return self
+
+    def posterior(self, dtype="float64", predict_every=1):
+        """A new model's posterior: every component's, updated together, predicting their weighted average.
+
+        Parameters
+        ----------
+        dtype : {"float64", "float32"}, default="float64"
+        predict_every : int, default=1
+
+        Returns
+        -------
+        AveragedPosterior
+        """
+        check_is_fitted(self, "predictors_")
+        return AveragedPosterior([p.posterior(dtype=dtype, predict_every=predict_every) for p in self.predictors_],
+                                 self.weights_)
+
+
+class AveragedPosterior:
+    """The components' posteriors updated with the same answers; ``predictions`` their weighted average.
+
+    Parameters
+    ----------
+    components : list of posterior
+    weights : ndarray of shape (len(components),)
+
+    Examples
+    --------
+    >>> from faqstats.posterior import FixedPredictions
+    >>> post = AveragedPosterior([FixedPredictions(np.array([0.2, 0.4])), FixedPredictions(np.array([0.6, 0.8]))],
+    ...                          np.array([0.5, 0.5]))
+    >>> post.predictions.tolist()
+    [0.4, 0.6000000000000001]
+    """
+
+    def __init__(self, components, weights):
+        self.components, self.weights = list(components), np.asarray(weights, dtype=float)
+        self._average()
+
+    def _average(self):
+        """Recompute the weighted average of the components' predictions."""
+        parts = [w * np.asarray(c.predictions, dtype=float) for w, c in zip(self.weights, self.components)]
+        self.predictions = sum(parts)
+
+    def update(self, question, outcome):
+        """Condition every component on ``outcome`` at ``question``.
+
+        Parameters
+        ----------
+        question : int
+        outcome : float
+        """
+        for c in self.components:
+            c.update(question, outcome)
+        self._average()
