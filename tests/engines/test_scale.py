@@ -45,7 +45,7 @@ def test_chunks_and_kept_scores_do_not_change_the_runs(bank, fm):
     kw = dict(predictor=fm, budget=40, rows=np.arange(7) % 3, predict_every=4)
     one = simulate(bank.new_outcomes, gens(), **kw)
     small = simulate(bank.new_outcomes, gens(), max_elements=2 * 300, **kw)
-    np.testing.assert_array_equal(one.estimate, small.estimate)
+    np.testing.assert_allclose(one.estimate, small.estimate, rtol=1e-12, atol=0)  # (up to BLAS rounding by shape)
     ranges = simulate(bank.new_outcomes, gens(), keep_increments=True, **kw)  # the generic path: ranges
     bare = simulate(bank.new_outcomes, gens(), keep_increments=True, keep_ranges=False, **kw)
     assert bare.increment_ranges is None and ranges.increment_ranges.shape == (7, 40, 2)
