@@ -171,16 +171,6 @@ def bet_horizon(budget, n_models):
     return max(budget // n_models, WARMUP)
 
 
-def _stop_met(stop, low, high, rank_width):
-    """Whether the stopping rule ``stop`` holds for the intervals ``[low, high]``."""
-    if stop == "best":
-        return best_identified(low, high) is not None
-    if stop == "rank-width":
-        best, worst = rank_bounds(low, high)
-        return bool(np.all(worst - best <= rank_width))
-    return False
-
-
 class _Model:
     """One model's run, oracle, confidence sequence and draw generator."""
 
@@ -286,17 +276,12 @@ def fit_adaptive(board, models, names):
             for m in range(K):
                 if runs[m].open:
                     ask(m)
-        while len(order) < board.budget and not _stop_met(board.stop, low, high, rank_width):
+        while len(order) < board.budget:  # (stop="budget": the other stops are the elimination design's)
             open_models = np.array([r.open for r in runs])
             if not open_models.any():
                 break
-            if board.stop == "rank-width":
-                ask(widest_rank_choice(low, high, open_models, rank_width))
-            else:
-                ask(lucb_choice([r.sum / r.n for r in runs], low, high, open_models))
-        if _stop_met(board.stop, low, high, rank_width):
-            stop_reason = board.stop
-        elif len(order) < board.budget:
+            ask(lucb_choice([r.sum / r.n for r in runs], low, high, open_models))
+        if len(order) < board.budget:
             stop_reason = "exhausted"
     estimate, var, df = (np.array(v, dtype=float) for v in zip(*(r.inference(board.interval) for r in runs)))
     result = JointResults(estimate, np.diag(var), tuple(names), np.bincount(order, minlength=K),
