@@ -17,12 +17,11 @@ from ._progress import progress_bar
 from ._validation import check_alpha, check_generator, check_scalar
 from .confseq import BettingConfidenceSequence
 from .design import EstimatorParameters, outcomes_bank_size
-from .joint import JointResults, ranks_from_better
+from .joint import JointResults
 from .loop_setup import answer_round, new_loop
 from .pairwise_elimination import fit_pairwise
 
-__all__ = ["STOP_RULES", "AdaptiveFit", "best_identified", "fit_adaptive", "lucb_choice", "rank_bounds",
-           "widest_rank_choice"]
+__all__ = ["STOP_RULES", "AdaptiveFit", "fit_adaptive", "lucb_choice"]
 
 #: The adaptive design's stopping rules: spend the budget, stop once the best model is identified, or once every
 #: rank interval is at most ``rank_width`` wide (``worst - best``).
@@ -48,84 +47,6 @@ class AdaptiveFit(NamedTuple):
     result: JointResults
     order: np.ndarray
     stop_reason: str
-
-
-def best_identified(low, high):
-    """The model whose lower bound exceeds every other model's upper bound, or ``None``.
-
-    Parameters
-    ----------
-    low, high : array-like of shape (K,)
-        Every model's interval.
-
-    Returns
-    -------
-    int or None
-
-    Examples
-    --------
-    >>> best_identified([0.5, 0.2, 0.1], [0.7, 0.45, 0.3]), best_identified([0.5, 0.2], [0.7, 0.55])
-    (0, None)
-    """
-    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    top = int(np.argmax(low))
-    others = np.delete(high, top)
-    return top if others.size and low[top] > others.max() else None
-
-
-def rank_bounds(low, high):
-    """Every model's best and worst rank (1 = most accurate) consistent with the intervals: ``i`` is surely
-    better than ``j`` when ``low[i] > high[j]``.
-
-    Parameters
-    ----------
-    low, high : array-like of shape (K,)
-        Every model's interval.
-
-    Returns
-    -------
-    best : ndarray of shape (K,)
-    worst : ndarray of shape (K,)
-
-    Examples
-    --------
-    >>> [b.tolist() for b in rank_bounds([0.5, 0.2, 0.1], [0.7, 0.45, 0.3])]
-    [[1, 2, 2], [1, 3, 3]]
-    """
-    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    return ranks_from_better(low[:, None] > high[None, :])
-
-
-def widest_rank_choice(low, high, open_models, rank_width):
-    """The model to query next for the rank-width stop: among the open models whose rank interval is wider than
-    ``rank_width``, the one with the widest interval (else the widest open interval).
-
-    Parameters
-    ----------
-    low, high : array-like of shape (K,)
-        Every model's current interval.
-    open_models : array-like of bool of shape (K,)
-        Whether each model can still be queried (at least one must).
-    rank_width : int
-        The widest rank interval (``worst - best``) allowed at the stop.
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> widest_rank_choice([0.5, 0.2, 0.1], [0.7, 0.45, 0.3], [True, True, True], 0)
-    1
-    """
-    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    open_models = np.asarray(open_models, dtype=bool)
-    if not open_models.any():
-        raise ValueError("no model can be queried any more.")
-    best, worst = rank_bounds(low, high)
-    wide = open_models & (worst - best > rank_width)
-    pool = wide if wide.any() else open_models
-    return int(np.argmax(np.where(pool, high - low, -np.inf)))
 
 
 def lucb_choice(estimate, low, high, open_models):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import faqstats as fq
-from faqstats.adaptive_allocation import best_identified, lucb_choice, rank_bounds, widest_rank_choice
+from faqstats.adaptive_allocation import lucb_choice
 from faqstats.joint import JointResults
 from faqstats.leaderboard import LeaderboardEstimator
 
@@ -22,14 +22,6 @@ def _bank(means, n=300, seed=0):
 def _adaptive(Z, budget, stop="best", seed=0, **kwargs):
     return LeaderboardEstimator(None, fq.UniformSampler(), budget, design="adaptive", stop=stop, random_state=seed,
                                 **kwargs).fit(Z)
-
-
-def test_the_best_is_identified_only_when_its_lower_bound_clears_every_other_upper_bound():
-    assert best_identified([0.6, 0.2, 0.1], [0.8, 0.59, 0.3]) == 0
-    assert best_identified([0.6, 0.2, 0.1], [0.8, 0.6, 0.3]) is None  # touching bounds do not separate
-    assert best_identified([0.6, 0.2, 0.1], [0.8, 0.3, 0.61]) is None
-    assert best_identified([0.1, 0.7], [0.2, 0.9]) == 1
-    assert best_identified([0.5, 0.5], [0.5, 0.5]) is None  # two exact, equal accuracies: no single best
 
 
 def test_lucb_queries_the_wider_of_the_leader_and_its_strongest_challenger():
@@ -142,9 +134,6 @@ def test_the_rank_width_stop_orders_the_models_as_asked():
     assert board.stop_reason_ == "rank-width" and board.n_queries_.sum() < 1200
     assert np.all(ranks.worst - ranks.best <= 1) and ranks.loc["0"].tolist() == [1, 1]
     assert ranks.loc["2"].tolist() == [4, 4]
-    # the widest rank interval is served first
-    assert widest_rank_choice([0.5, 0.2, 0.1], [0.7, 0.45, 0.3], [True, True, True], 0) == 1
-    assert [b.tolist() for b in rank_bounds([0.5, 0.2, 0.1], [0.7, 0.45, 0.3])] == [[1, 2, 2], [1, 3, 3]]
 
 
 def test_the_rank_width_stop_needs_a_rank_width():
