@@ -119,7 +119,7 @@ class ModelBasedResult:
     it exceeds their conformal quantile at ``check_level / len(checks)``: a model exchangeable with the
     calibration models is flagged by any of them with probability at most ``check_level`` (Bonferroni).
 
-    Parameters
+    Attributes
     ----------
     estimate : float
         ``(asked outcomes + unasked predictions) / N``.
