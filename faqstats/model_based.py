@@ -5,7 +5,6 @@ design-based estimate from the same draws (docs/statistics.md, "What no predicto
 
 import math
 import numbers
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -17,40 +16,16 @@ from ._progress import progress_bar
 from ._validation import check_generator, check_scalar, validate_history
 from .estimator import PAIEstimator
 from .predictor import engine_posterior
-from .results import AccuracyResult, table_summary
+from .model_based_predictor import AveragedPredictor
+from .model_based_result import CHECKS, ModelBasedResult, component_spread, conformal_quantile, prequential_residual
 from .sampling import Sampler, VarianceReductionSampler
 from .surrogate import GaussianProcessSurrogate
 
 #: the PAIEstimator parameters a model-based run may take beyond its policy, sampler and budget
 PAI_RUN_PARAMS = ("batch_size", "predict_every", "step_weights", "interval", "dtype")
 
-__all__ = ["PAI_RUN_PARAMS", "ModelBasedEstimator", "ModelBasedResult", "conformal_quantile", "prequential_residual",
-           "unasked_total_variance"]
-
-
-def conformal_quantile(scores, alpha):
-    """The split-conformal quantile: the ``ceil((n + 1)(1 - alpha))``-th smallest of ``n`` scores (``inf`` if none).
-
-    Parameters
-    ----------
-    scores : array-like of shape (n,)
-        The calibration runs' scores.
-    alpha : float in (0, 1)
-        A new exchangeable score exceeds the quantile with probability at most ``alpha``.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> conformal_quantile(np.arange(1.0, 20.0), 0.05)
-    19.0
-    """
-    s = np.sort(np.asarray(scores, dtype=float))
-    alpha = check_scalar(alpha, "alpha", low=0.0, high=1.0, closed="neither")
-    k = math.ceil((s.size + 1) * (1.0 - alpha))
-    return float(s[k - 1]) if k <= s.size else math.inf
+__all__ = ["CHECKS", "PAI_RUN_PARAMS", "ModelBasedEstimator", "ModelBasedResult", "component_spread",
+           "conformal_quantile", "prequential_residual", "unasked_total_variance"]
 
 
 def unasked_total_variance(posterior, unasked):
@@ -90,19 +65,19 @@ def unasked_total_variance(posterior, unasked):
 
 def _procedure(predictor, policy_predictor, sampler, budget, outcomes, seed, pai_params):
     """One run on ``outcomes``, drawn by ``policy_predictor``'s policy, estimated by ``predictor``'s posterior:
-    ``(model-based estimate, its standard deviation, PAI's fitted estimator)``."""
+    ``(model-based estimate, its standard deviation, the components' (estimate, sd) rows, PAI's fitted estimator)``."""
     pai = PAIEstimator(policy_predictor, clone(sampler), budget, random_state=seed, **pai_params).fit(outcomes)
     return (*_model_based(predictor, pai.queries_, pai.bank_size()), pai)
 
 
 def _model_based(predictor, queries, n):
-    """``(estimate, its standard deviation)``: the asked answers plus ``predictor``'s posterior means for the rest
-    after it learned the answers in draw order, over ``n`` (an averaged predictor: the weighted averages of its
-    components')."""
+    """``(estimate, its standard deviation, components)``: the asked answers plus ``predictor``'s posterior means for
+    the rest after it learned the answers in draw order, over ``n``; an averaged predictor's is the weighted average
+    of its components' (``components``: their ``(estimate, sd)`` rows; an empty array for a single predictor)."""
     parts, weights = getattr(predictor, "predictors_", None), getattr(predictor, "weights_", None)
     if parts is not None and weights is not None:
-        each = np.array([_model_based(part, queries, n) for part in parts])
-        return float(weights @ each[:, 0]), float(weights @ each[:, 1])
+        each = np.array([_model_based(part, queries, n)[:2] for part in parts])
+        return float(weights @ each[:, 0]), float(weights @ each[:, 1]), each
     post = engine_posterior(predictor.posterior(), n)
     asked = np.zeros(n, dtype=bool)
     answers = np.zeros(n)
@@ -111,29 +86,7 @@ def _model_based(predictor, queries, n):
         asked[question], answers[question] = True, outcome
     prediction = np.asarray(post.predictions, dtype=float)
     total = math.fsum(answers[asked].tolist()) + math.fsum(prediction[~asked].tolist())
-    return total / n, math.sqrt(unasked_total_variance(post, ~asked)) / n
-
-
-def prequential_residual(queries):
-    """``sum_t (z_t - p_t) / sqrt(sum_t p_t (1 - p_t))`` over a run's ``queries_``: of one sign for a model
-    systematically better or worse than the history predicts.
-
-    Parameters
-    ----------
-    queries : pandas.DataFrame or dict
-        Columns ``outcome`` and ``prediction`` (the prediction before each answer).
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> round(prequential_residual({"outcome": [1.0, 1.0], "prediction": [0.5, 0.5]}), 6)
-    1.414214
-    """
-    z, p = np.asarray(queries["outcome"], dtype=float), np.asarray(queries["prediction"], dtype=float)
-    return float(np.sum(z - p) / math.sqrt(max(float(np.sum(p * (1.0 - p))), 1e-12)))
+    return total / n, math.sqrt(unasked_total_variance(post, ~asked)) / n, np.empty((0, 2))
 
 
 def _disagreement(estimate, pai_result):
@@ -142,126 +95,6 @@ def _disagreement(estimate, pai_result):
     if pai_result.std_error > 0:
         return gap / pai_result.std_error
     return 0.0 if gap == 0 else math.inf
-
-
-@dataclass(frozen=True)
-class ModelBasedResult:
-    """A model-based estimate, its history-calibrated interval, and the design-based check.
-
-    Attributes
-    ----------
-    estimate : float
-        ``(asked outcomes + unasked predictions) / N``.
-    scale : float
-        The predictor's standard deviation of the estimate (the unasked total's, over ``N``).
-    calibration_scores : ndarray
-        The held-out history models' standardised errors ``|estimate - theta| / scale``.
-    design_based : AccuracyResult
-        PAI's estimate and interval from the same draws (valid for every model).
-    disagreement : float
-        ``|estimate - design_based.estimate| / design_based.std_error``.
-    disagreement_scores : ndarray
-        The same statistic on the calibration runs.
-    residual : float
-        The run's :func:`~faqstats.model_based.prequential_residual`.
-    residual_scores : ndarray
-        The same statistic on the calibration runs.
-    check_level : float
-        A model like the history's is flagged with probability at most this (:attr:`flagged`).
-
-    Examples
-    --------
-    >>> pai = AccuracyResult(estimate=0.5, std_error=0.1, n_queries=10, n_questions=100, method="pai",
-    ...                      variance_method="martingale")
-    >>> r = ModelBasedResult(0.52, 0.02, np.linspace(0.1, 3.0, 40), pai, 0.2, np.linspace(0, 2, 40), -0.5,
-    ...                      np.linspace(-2, 2, 40), 0.1)
-    >>> [round(x, 3) for x in r.conf_int(0.05)], r.flagged
-    ([0.461, 0.579], False)
-    """
-
-    estimate: float
-    scale: float
-    calibration_scores: np.ndarray = field(repr=False)
-    design_based: AccuracyResult
-    disagreement: float
-    disagreement_scores: np.ndarray = field(repr=False)
-    residual: float
-    residual_scores: np.ndarray = field(repr=False)
-    check_level: float = 0.1
-
-    @property
-    def flagged(self):
-        """Whether the check flags the model-based interval: PAI disagrees, or the answers stray from the
-        predictions, beyond the calibration runs (a model unlike the history's)."""
-        level = self.check_level / 2
-        return bool(self.disagreement > conformal_quantile(self.disagreement_scores, level)
-                    or abs(self.residual) > conformal_quantile(np.abs(self.residual_scores), level))
-
-    def conf_int(self, alpha=0.05):
-        """The calibrated interval ``estimate +- q scale`` (``q`` the conformal quantile), clipped to [0, 1].
-
-        Parameters
-        ----------
-        alpha : float in (0, 1), default=0.05
-
-        Returns
-        -------
-        low : float
-        high : float
-        """
-        half = conformal_quantile(self.calibration_scores, alpha) * self.scale
-        return max(0.0, self.estimate - half), min(1.0, self.estimate + half)
-
-    confint = conf_int
-
-    def recommended_interval(self, alpha=0.05):
-        """The model-based interval, or the design-based one when the check flags it.
-
-        Parameters
-        ----------
-        alpha : float in (0, 1), default=0.05
-
-        Returns
-        -------
-        low : float
-        high : float
-        """
-        return self.design_based.conf_int(alpha) if self.flagged else self.conf_int(alpha)
-
-    def summary(self, alpha=0.05):
-        """Both estimates, their intervals and the guarantee each carries (a statsmodels summary).
-
-        Parameters
-        ----------
-        alpha : float in (0, 1), default=0.05
-
-        Returns
-        -------
-        statsmodels.iolib.summary2.Summary
-        """
-        low, high = self.conf_int(alpha)
-        d_low, d_high = self.design_based.conf_int(alpha)
-        level = f"{100 * (1 - alpha):g}%"
-        items = {
-            "Model-based estimate:": f"{self.estimate:.4f}",
-            f"{level} CI (calibrated):": f"[{low:.4f}, {high:.4f}]",
-            "Design-based (PAI):": f"{self.design_based.estimate:.4f}",
-            f"{level} CI (PAI):": f"[{d_low:.4f}, {d_high:.4f}]",
-            "Queries used:": f"{self.design_based.n_queries} of {self.design_based.n_questions}",
-            "Calibration runs:": f"{self.calibration_scores.size}",
-        }
-        notes = ["Model-based interval: valid if this model is like the history's models (calibrated on "
-                 "held-out history models; marginal coverage under exchangeability).",
-                 "Design-based interval: valid for every model (the draws' known probabilities)."]
-        if self.flagged:
-            notes.append("CHECK: this model looks unlike the history's (disagreement with PAI "
-                         f"{self.disagreement:.2f}, "
-                         f"residual {self.residual:+.2f}, beyond what the calibration runs allow): use the "
-                         "design-based interval.")
-        return table_summary("faqstats model-based estimate", items=items, notes=notes)
-
-    def __str__(self):
-        return str(self.summary())
 
 
 class ModelBasedEstimator(BaseEstimator):
@@ -291,8 +124,16 @@ class ModelBasedEstimator(BaseEstimator):
     max_calibration_models : int, default=200
         At most this many held-out history models are run (a seeded subset of the complete rows).
     check_level : float in (0, 1), default=0.1
-        The check flags a model whose disagreement with PAI or whose prequential residual exceeds
-        the calibration runs' (each at ``check_level / 2``).
+        A model like the history's is flagged by any check with probability at most this: every check compares
+        a statistic of the run with the calibration runs' at ``check_level / len(checks)`` (conformal, Bonferroni).
+    checks : "auto" or sequence of str, default="auto"
+        The checks (names of :data:`~faqstats.model_based.CHECKS`): ``"disagreement"`` (with PAI),
+        ``"residual"`` (the answers against the predictions), ``"components"`` (the spread of an
+        :class:`~faqstats.model_based_predictor.AveragedPredictor`'s component estimates), ``"above"`` and
+        ``"below"`` (the estimate beyond the calibration models' estimates: a model leading or trailing the
+        history). ``"auto"``: disagreement and residual. More checks each get a smaller share of the level:
+        on frontier splits of two real banks, adding components and above flagged more runs but not more of
+        the runs whose interval missed (docs/statistics.md).
     pai_params : dict or None, default=None
         Further :class:`~faqstats.PAIEstimator` parameters of every run (``batch_size``, ``predict_every``,
         ``step_weights``, ``interval``, ``dtype``): the design of a session this estimator calibrates
@@ -330,7 +171,8 @@ class ModelBasedEstimator(BaseEstimator):
     """
 
     def __init__(self, predictor=None, sampler=None, budget=20, *, policy_predictor=None, n_folds="auto",
-                 max_calibration_models=200, check_level=0.1, pai_params=None, random_state=None, verbose=True):
+                 max_calibration_models=200, check_level=0.1, checks="auto", pai_params=None, random_state=None,
+                 verbose=True):
         self.predictor = predictor
         self.sampler = sampler
         self.budget = budget
@@ -338,6 +180,7 @@ class ModelBasedEstimator(BaseEstimator):
         self.n_folds = n_folds
         self.max_calibration_models = max_calibration_models
         self.check_level = check_level
+        self.checks = checks
         self.pai_params = pai_params
         self.random_state = random_state
         self.verbose = verbose
@@ -422,6 +265,19 @@ class ModelBasedEstimator(BaseEstimator):
             raise ValueError(f"pai_params takes {list(PAI_RUN_PARAMS)}, got {unknown}.")
         return predictor, policy, sampler, pai_params
 
+    def _checks(self, predictor):
+        """The checks' names, validated (``"auto"`` resolved for ``predictor``)."""
+        averaged = isinstance(predictor, AveragedPredictor) and len(predictor.predictors) >= 2
+        if isinstance(self.checks, str) and self.checks == "auto":
+            return ("disagreement", "residual")
+        names = tuple(self.checks) if isinstance(self.checks, (list, tuple)) else None
+        if not names or any(not isinstance(n, str) or n not in CHECKS for n in names) or len(set(names)) < len(names):
+            raise ValueError(f"checks must be 'auto' or distinct names among {list(CHECKS)}, got {self.checks!r}.")
+        if "components" in names and not averaged:
+            raise ValueError("the 'components' check needs an AveragedPredictor of at least two predictors, got "
+                             f"{type(predictor).__name__}.")
+        return names
+
     def calibrate(self, history):
         """Fit the predictor on ``history`` and run the procedure on its held-out complete rows.
 
@@ -435,6 +291,7 @@ class ModelBasedEstimator(BaseEstimator):
         self
         """
         predictor, policy, sampler, pai_params = self._parts()
+        self._checks(predictor)
         H = validate_history(self, history, reset=True, allow_empty_rows=True)
         rng = check_generator(self.random_state)
         complete = np.flatnonzero(~np.isnan(H).any(axis=1))
@@ -454,14 +311,19 @@ class ModelBasedEstimator(BaseEstimator):
                 fitted_policy = fitted if policy is predictor else clone(policy).fit(H[train])
                 for i in fold:
                     z = H[i]
-                    estimate, scale, pai = _procedure(fitted, fitted_policy, sampler, self.budget, z, rng, pai_params)
+                    estimate, scale, parts, pai = _procedure(fitted, fitted_policy, sampler, self.budget, z, rng,
+                                                             pai_params)
                     truth = float(np.mean(z))
                     rows.append((int(i), truth, estimate, scale, pai.estimate_, pai.std_error_,
                                  abs(estimate - truth) / scale if scale > 0 else math.inf,
-                                 _disagreement(estimate, pai.result_), prequential_residual(pai.queries_)))
+                                 _disagreement(estimate, pai.result_), prequential_residual(pai.queries_),
+                                 component_spread(parts[:, 0], scale), *parts[:, 0], *parts[:, 1]))
                     bar.update(1)
+        k = len(rows[0]) - 10
         self.calibration_ = pd.DataFrame(rows, columns=["row", "truth", "estimate", "scale", "pai_estimate",
-                                                        "pai_std_error", "score", "disagreement", "residual"])
+                                                        "pai_std_error", "score", "disagreement", "residual", "spread",
+                                                        *(f"estimate_{c}" for c in range(k // 2)),
+                                                        *(f"scale_{c}" for c in range(k // 2))])
         self.predictor_ = clone(predictor).fit(H)
         self.policy_predictor_ = self.predictor_ if policy is predictor else clone(policy).fit(H)
         self.sampler_ = sampler
@@ -511,9 +373,9 @@ class ModelBasedEstimator(BaseEstimator):
         """
         check_is_fitted(self, "calibration_")
         pai_params = self._parts()[3]
-        estimate, scale, pai = _procedure(self.predictor_, self.policy_predictor_, self.sampler_, self.budget, outcomes,
-                                          check_generator(self.random_state), pai_params)
-        return self._set_result(estimate, scale, pai.queries_, pai.result_)
+        estimate, scale, parts, pai = _procedure(self.predictor_, self.policy_predictor_, self.sampler_, self.budget,
+                                                 outcomes, check_generator(self.random_state), pai_params)
+        return self._set_result(estimate, scale, parts, pai.queries_, pai.result_)
 
     def fit_queries(self, queries, design_based):
         """The result of a run made elsewhere with this estimator's design (a session's answers).
@@ -535,17 +397,20 @@ class ModelBasedEstimator(BaseEstimator):
         self
         """
         check_is_fitted(self, "calibration_")
-        estimate, scale = _model_based(self.predictor_, queries, self.n_features_in_)
-        return self._set_result(estimate, scale, queries, design_based)
+        estimate, scale, parts = _model_based(self.predictor_, queries, self.n_features_in_)
+        return self._set_result(estimate, scale, parts, queries, design_based)
 
-    def _set_result(self, estimate, scale, queries, design_based):
+    def _set_result(self, estimate, scale, parts, queries, design_based):
         self.queries_ = queries
-        self.estimate_, self.scale_ = estimate, scale
-        self.result_ = ModelBasedResult(estimate, scale, self.calibration_["score"].to_numpy(), design_based,
-                                        _disagreement(estimate, design_based),
-                                        self.calibration_["disagreement"].to_numpy(),
-                                        prequential_residual(queries),
-                                        self.calibration_["residual"].to_numpy(), self.check_level)
+        self.estimate_, self.scale_, self.component_estimates_ = estimate, scale, parts[:, 0].copy()
+        c = self.calibration_
+        self.result_ = ModelBasedResult(estimate, scale, c["score"].to_numpy(), design_based,
+                                        _disagreement(estimate, design_based), c["disagreement"].to_numpy(),
+                                        prequential_residual(queries), c["residual"].to_numpy(), self.check_level,
+                                        spread=component_spread(parts[:, 0], scale),
+                                        spread_scores=c["spread"].to_numpy(),
+                                        calibration_estimates=c["estimate"].to_numpy(),
+                                        checks=self._checks(self.predictor))
         return self
 
     def conf_int(self, alpha=0.05):

@@ -36,7 +36,7 @@ def model_based_estimator(session, history, **params):
         questions.
     **params
         Other :class:`~faqstats.ModelBasedEstimator` parameters (``predictor``: the estimate's, default the GP
-        surrogate; ``check_level``, ``max_calibration_models``, ``n_folds``, ``random_state``, ``verbose``).
+        surrogate; ``check_level``, ``checks``, ``max_calibration_models``, ``n_folds``, ``random_state``, ``verbose``).
 
     Returns
     -------
