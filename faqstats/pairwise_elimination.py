@@ -253,8 +253,10 @@ class _Board:
                 self.bounds[k] = value
         for i in pair_rows:
             a, b = self.pairs[i]
-            if exact[a] is not None and exact[b] is not None:
+            if exact[a] is not None and exact[b] is not None:  # a census orders them under any ordering
                 self.pair_bounds[i] = exact[a] - exact[b]
+                self.better[a, b] |= exact[a] > exact[b]
+                self.better[b, a] |= exact[b] > exact[a]
         if self.ordering == "sequences":
             for (a, b), (low, high) in zip(self.pairs, self.pair_bounds):
                 self.better[a, b] |= low > 0

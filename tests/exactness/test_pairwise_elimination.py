@@ -242,3 +242,36 @@ def test_the_wealth_against_each_model_being_best_is_a_supermartingale(monkeypat
     ordered = np.array([[1, 1, 1, 1, 0], [1, 0, 1, 0, 1], [0, 1, 0, 0, 0]], dtype=float)
     expected, _ = _expected_wealth(ordered, 3)
     assert expected[0] < 1.0 and expected[2] > 1.05, expected
+
+
+@pytest.mark.parametrize("ordering", ["holm", "best-wealth"])
+def test_other_orderings_name_the_best_and_spend_no_more(monkeypatch, ordering):
+    from faqstats import pairwise_elimination as pe
+    boards = []
+
+    class Spy(pe._Board):
+        def __init__(self, *args):
+            super().__init__(*args)
+            boards.append(self)
+
+    monkeypatch.setattr(pe, "_Board", Spy)
+    theta = np.array([0.8, 0.6, 0.45, 0.3])
+    named, spent = [], {}
+    for mode in ("sequences", ordering):
+        monkeypatch.setattr(pe, "ORDERING", mode)
+        spent[mode] = 0
+        for seed in range(10):
+            board = _adaptive(_bank(theta, n=300, seed=seed), budget=1200, seed=seed)
+            spent[mode] += board.n_queries_.sum()
+            if mode == ordering:
+                assert board.stop_reason_ == "best"
+                named.append(np.flatnonzero(active_models(boards[-1].better, "best")).tolist())
+    assert named.count([0]) >= 9, named
+    assert spent[ordering] <= spent["sequences"], spent
+
+
+def test_an_unknown_ordering_is_refused(monkeypatch):
+    from faqstats import pairwise_elimination as pe
+    monkeypatch.setattr(pe, "ORDERING", "bonferroni")
+    with pytest.raises(ValueError, match="ORDERING must be one of"):
+        _adaptive(_bank([0.5, 0.6]), budget=40)
