@@ -127,8 +127,32 @@ class BettingConfidenceSequences:
 
 class OneSidedTests:
     """Anytime-valid one-sided tests of ``mean <= m`` and ``mean >= m`` for ``n_runs`` runs at one candidate ``m``
-    each: the two halves of the hedged plug-in capital, kept apart, and their running maxima. ``1 / max_{s <= t}
-    K^+_s`` is a p-value for ``mean <= m`` at any stopping time (Ville), and so is ``1 / max K^-`` for ``mean >= m``.
+    each: the two halves of the hedged capital, kept apart, and their running maxima. ``1 / max_{s <= t} K^+_s``
+    is a p-value for ``mean <= m`` at any stopping time (Ville), and so is ``1 / max K^-`` for ``mean >= m``.
+
+    Parameters
+    ----------
+    n_runs : int
+        Number of runs tested at once.
+    m : float or array-like of shape (n_runs,)
+        The candidate of each run, in [0, 1].
+    alpha : float in (0, 1), default=0.05
+        The level the plug-in bets are sized for.
+    truncation : float in (0, 1), default=0.5
+        Every capital factor stays >= ``1 - truncation``.
+    horizon : int or None, default=None
+        The bets are sized for this many increments (None: ``t log(1 + t)``).
+    bet : {"plug-in", "agrapa"}, default="plug-in"
+        WSR's plug-in bets, or Kelly-type aGRAPA bets on the side the running mean is on.
+
+    Examples
+    --------
+    >>> t = OneSidedTests(1, 0.5, truncation=0.9)
+    >>> for x in [0.9] * 20:
+    ...     t.update([x], [0.0], [1.0])
+    >>> p_above, p_below = t.p_values()
+    >>> bool(p_above[0] < 0.01), bool(p_below[0] == 1.0)
+    (True, True)
     """
 
     def __init__(self, n_runs, m, alpha=0.05, truncation=0.5, horizon=None, bet="plug-in"):
