@@ -14,7 +14,7 @@ from ._engine import Oracle, SequentialRun
 from ._inference import census_mean, pai_inference
 from ._progress import progress_bar
 from ._validation import check_generator
-from .confseq import BettingConfidenceSequences
+from .confseq import BettingConfidenceSequences, OneSidedTests, holm
 from .design import check_design, outcomes_bank_size
 from .joint import JointResults, ranks_from_better
 from .loop_setup import predictor_for
@@ -29,6 +29,18 @@ PAIR_SHARE = 0.9
 HORIZON_SHARE = 0.1
 #: Truncation of the bets (every capital factor stays >= 1 - TRUNCATION).
 TRUNCATION = 0.99
+#: The difference sequences' betting rule (one of :data:`faqstats.confseq.BETS`).
+PAIR_BET = "plug-in"
+#: How models are ordered (which ones leave): "sequences" (a difference's sequence above or below zero), "holm"
+#: (Holm's step-down over the ``K (K - 1)`` one-sided anytime-valid tests of the differences at ``alpha s``), or,
+#: with ``stop="best"`` only, "best-wealth" (model ``a`` leaves once the wealth betting against "``a`` is the best"
+#: reaches ``1 / (alpha s)``; see docs/statistics.md).
+ORDERINGS = ("sequences", "holm", "best-wealth")
+ORDERING = "sequences"
+#: "best-wealth": the share of each wealth moved, every round, to the challenger now estimated strongest.
+REBALANCE = 0.5
+#: "best-wealth": the prior sum of squares of its bets' variance estimate (a larger one bets less at the start).
+BEST_PRIOR = 1.0
 
 
 def elimination_horizon(budget, n_questions, replace):
@@ -130,6 +142,9 @@ class _Board:
     """The K models' runs and oracles, the accuracy and difference sequences, and who is still asked."""
 
     def __init__(self, board, models, n_questions, alpha):
+        if ORDERING not in ORDERINGS:
+            raise ValueError(f"ORDERING must be one of {ORDERINGS}, got {ORDERING!r}.")
+        self.ordering = ORDERING if board.stop == "best" or ORDERING != "best-wealth" else "sequences"
         sampler = UniformSampler() if board.sampler is None else clone(board.sampler)
         if not isinstance(sampler, Sampler) or getattr(sampler, "design", "sequential") != "sequential":
             raise ValueError("the adaptive design needs a sequential sampler (one law over the bank), not "
@@ -147,7 +162,17 @@ class _Board:
         self.models_cs = BettingConfidenceSequences(K, alpha=alpha * (1 - PAIR_SHARE) / K, truncation=TRUNCATION,
                                                     horizon=horizon)
         self.pairs_cs = BettingConfidenceSequences(max(len(self.pairs), 1), alpha=alpha * PAIR_SHARE
-                                                   / max(len(self.pairs), 1), truncation=TRUNCATION, horizon=horizon)
+                                                   / max(len(self.pairs), 1), truncation=TRUNCATION, horizon=horizon,
+                                                   bet=PAIR_BET)
+        self.level = alpha * PAIR_SHARE
+        self.tests = OneSidedTests(max(len(self.pairs), 1), 0.5, alpha=alpha * PAIR_SHARE / max(len(self.pairs), 1),
+                                   truncation=TRUNCATION, horizon=horizon)
+        self.best_tests = OneSidedTests(max(len(self.pairs), 1), 0.5, alpha=alpha * PAIR_SHARE, truncation=TRUNCATION,
+                                        horizon=horizon)
+        self.best_tests.squares[:] = BEST_PRIOR
+        self.log_wealth = np.zeros(K)  # W^a: the wealth against "model a is the best"
+        self.shares = np.full((K, K), 1.0 / max(K - 1, 1))  # how W^a is spread over the challengers
+        np.fill_diagonal(self.shares, 0.0)
         self.bounds = np.column_stack([np.zeros(K), np.ones(K)])
         self.pair_bounds = np.column_stack([-np.ones(len(self.pairs)), np.ones(len(self.pairs))])
         self.better = np.zeros((K, K), dtype=bool)
@@ -181,11 +206,39 @@ class _Board:
         self.models_cs.update(phi[act], ranges[:, 0], ranges[:, 1], runs=act)
         if pair_rows:  # on the [0, 1] grid: (d + 1) / 2
             a, b = np.array([self.pairs[i] for i in pair_rows]).T
-            self.pairs_cs.update((phi[a] - phi[b] + 1) / 2, (pair_ranges[:, 0] + 1) / 2, (pair_ranges[:, 1] + 1) / 2,
-                                 runs=pair_rows)
+            x, lo, hi = (phi[a] - phi[b] + 1) / 2, (pair_ranges[:, 0] + 1) / 2, (pair_ranges[:, 1] + 1) / 2
+            self.pairs_cs.update(x, lo, hi, runs=pair_rows)
+            self.tests.update(x, lo, hi, runs=pair_rows)
+            if self.ordering == "best-wealth":
+                self._bet_on_best(pair_rows, x, lo, hi, act)
         self.rounds += 1
         self._refresh(act, pair_rows)
         return act
+
+    def _bet_on_best(self, pair_rows, x, lo, hi, act):
+        """Move each W^a by its challengers' one-sided factors, spread as the (predictable) ``shares`` say."""
+        before_plus, before_minus = self.best_tests.log_plus.copy(), self.best_tests.log_minus.copy()
+        self.best_tests.update(x, lo, hi, runs=pair_rows)
+        grow = np.ones((self.K, self.K))  # grow[a, b]: challenger b's factor against "a is best"
+        for i in pair_rows:
+            a, b = self.pairs[i]
+            grow[b, a] = np.exp(self.best_tests.log_plus[i] - before_plus[i])  # grows when a beats b
+            grow[a, b] = np.exp(self.best_tests.log_minus[i] - before_minus[i])
+        factor = (self.shares * grow).sum(axis=1)
+        self.log_wealth += np.log(factor)
+        new = self.shares * grow / factor[:, None]
+        if REBALANCE > 0:  # part of the wealth moves to the challenger now estimated strongest (from data so far)
+            mean = np.where(self.best_tests.n > 0, self.best_tests.sums / np.maximum(self.best_tests.n, 1), 0.5)
+            gap = np.full((self.K, self.K), -np.inf)
+            for i, (a, b) in enumerate(self.pairs):
+                if a in act and b in act:
+                    gap[b, a], gap[a, b] = mean[i] - 0.5, 0.5 - mean[i]
+            for a in range(self.K):
+                if np.isfinite(gap[a]).any():
+                    target = np.zeros(self.K)
+                    target[int(np.argmax(gap[a]))] = 1.0
+                    new[a] = (1 - REBALANCE) * new[a] + REBALANCE * target
+        self.shares = new
 
     def _refresh(self, act, pair_rows):
         """The bounds after a round (exact for the models that have answered every question) and the order."""
@@ -200,11 +253,28 @@ class _Board:
                 self.bounds[k] = value
         for i in pair_rows:
             a, b = self.pairs[i]
-            if exact[a] is not None and exact[b] is not None:
+            if exact[a] is not None and exact[b] is not None:  # a census orders them under any ordering
                 self.pair_bounds[i] = exact[a] - exact[b]
-        for (a, b), (low, high) in zip(self.pairs, self.pair_bounds):
-            self.better[a, b] |= low > 0
-            self.better[b, a] |= high < 0
+                self.better[a, b] |= exact[a] > exact[b]
+                self.better[b, a] |= exact[b] > exact[a]
+        if self.ordering == "sequences":
+            for (a, b), (low, high) in zip(self.pairs, self.pair_bounds):
+                self.better[a, b] |= low > 0
+                self.better[b, a] |= high < 0
+        elif self.ordering == "best-wealth":  # (a mark that a is not the best: the challenger it bets on most)
+            for a in np.flatnonzero(self.log_wealth >= np.log(1.0 / self.level)):
+                self.better[int(np.argmax(self.shares[a])), a] = True
+        else:
+            self._holm_order()
+
+    def _holm_order(self):
+        """Holm's step-down over the one-sided tests: ``a`` beats ``b`` once ``theta_a <= theta_b`` is rejected."""
+        p_above, p_below = self.tests.p_values()
+        rejected = holm(np.concatenate([p_above, p_below]), self.level)
+        P = len(self.pairs)
+        for i, (a, b) in enumerate(self.pairs):
+            self.better[a, b] |= rejected[i]
+            self.better[b, a] |= rejected[P + i]
 
     def census(self, k):
         """Model ``k``'s exact accuracy once it has answered every question, else None."""

@@ -189,3 +189,89 @@ def test_bad_settings_are_refused(kwargs, match):
     sampler = kwargs.pop("sampler", fq.UniformSampler())
     with pytest.raises(ValueError, match=match):
         LeaderboardEstimator(None, sampler, 40, design="adaptive", **{"stop": "best", **kwargs}).fit(_bank([0.5, 0.6]))
+
+
+class _ScriptedRng:
+    """``random()`` returns the next scripted uniform (one draw per round)."""
+
+    def __init__(self, u):
+        self.u = u
+
+    def random(self):
+        return self.u
+
+
+def _expected_wealth(Z, rounds, alpha=0.05):
+    """``E[W^a]`` after ``rounds`` rounds of the elimination design (uniform law), by enumerating every path."""
+    import copy
+
+    from faqstats import pairwise_elimination as pe
+    K, N = Z.shape
+    board = LeaderboardEstimator(None, fq.UniformSampler(), K * N, design="adaptive", stop="best")
+    total, n_paths = np.zeros(K), 0
+
+    def walk(state, weight, depth):
+        nonlocal total, n_paths
+        active = active_models(state.better, "best")
+        if depth == rounds or active.sum() <= 1:
+            total = total + weight * np.exp(state.log_wealth)
+            n_paths += 1
+            return
+        left = np.flatnonzero(state.runs[0].available)
+        for pos, j in enumerate(left):
+            child = copy.deepcopy(state)
+            child.round(active, _ScriptedRng((pos + 0.5) / left.size), K * N)
+            assert child.runs[0].table()["question"][-1] == j
+            walk(child, weight / left.size, depth + 1)
+
+    walk(pe._Board(board, list(Z), N, alpha), 1.0, 0)
+    return total, n_paths
+
+
+@pytest.mark.parametrize("rebalance", [0.0, 0.5, 1.0])
+def test_the_wealth_against_each_model_being_best_is_a_supermartingale(monkeypatch, rebalance):
+    # W^a bets, challenger by challenger, against "model a is the best"; its shares move with the data (predictable).
+    # Enumeration over every path of 3 rounds: with all models tied every W^a is an exact martingale (E = 1); with a
+    # clear order the true best's wealth loses on average (E < 1) and the worst's grows (negative control: E > 1)
+    from faqstats import pairwise_elimination as pe
+    monkeypatch.setattr(pe, "ORDERING", "best-wealth")
+    monkeypatch.setattr(pe, "REBALANCE", rebalance)
+    tied = np.array([[1, 1, 0, 0, 1], [1, 0, 1, 0, 1], [0, 1, 1, 1, 0]], dtype=float)
+    expected, n_paths = _expected_wealth(tied, 3)
+    assert n_paths == 60 and expected == pytest.approx(np.ones(3), abs=1e-12)
+    ordered = np.array([[1, 1, 1, 1, 0], [1, 0, 1, 0, 1], [0, 1, 0, 0, 0]], dtype=float)
+    expected, _ = _expected_wealth(ordered, 3)
+    assert expected[0] < 1.0 and expected[2] > 1.05, expected
+
+
+@pytest.mark.parametrize("ordering", ["holm", "best-wealth"])
+def test_other_orderings_name_the_best_and_spend_no_more(monkeypatch, ordering):
+    from faqstats import pairwise_elimination as pe
+    boards = []
+
+    class Spy(pe._Board):
+        def __init__(self, *args):
+            super().__init__(*args)
+            boards.append(self)
+
+    monkeypatch.setattr(pe, "_Board", Spy)
+    theta = np.array([0.8, 0.6, 0.45, 0.3])
+    named, spent = [], {}
+    for mode in ("sequences", ordering):
+        monkeypatch.setattr(pe, "ORDERING", mode)
+        spent[mode] = 0
+        for seed in range(10):
+            board = _adaptive(_bank(theta, n=300, seed=seed), budget=1200, seed=seed)
+            spent[mode] += board.n_queries_.sum()
+            if mode == ordering:
+                assert board.stop_reason_ == "best"
+                named.append(np.flatnonzero(active_models(boards[-1].better, "best")).tolist())
+    assert named.count([0]) >= 9, named
+    assert spent[ordering] <= spent["sequences"], spent
+
+
+def test_an_unknown_ordering_is_refused(monkeypatch):
+    from faqstats import pairwise_elimination as pe
+    monkeypatch.setattr(pe, "ORDERING", "bonferroni")
+    with pytest.raises(ValueError, match="ORDERING must be one of"):
+        _adaptive(_bank([0.5, 0.6]), budget=40)
