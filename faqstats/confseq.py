@@ -6,14 +6,7 @@ import numpy as np
 
 from ._validation import check_alpha
 
-__all__ = ["BETS", "BettingConfidenceSequence", "BettingConfidenceSequences", "OneSidedTests", "holm",
-           "log_capital_paths"]
-
-#: The betting rules of :class:`BettingConfidenceSequences`: WSR's hedged plug-in bets, one signed Kelly-type bet per
-#: candidate (aGRAPA), or a mixture over a fixed grid of signed bets.
-BETS = ("plug-in", "agrapa", "mixture")
-#: The mixture's bets, as shares of the largest bet the truncation allows at each step.
-MIXTURE_SHARES = np.array([0.125, 0.25, 0.5, 1.0])
+__all__ = ["BettingConfidenceSequence", "BettingConfidenceSequences", "OneSidedTests", "log_capital_paths"]
 
 
 def _log_factors(x, m, lower, upper, sq, k, alpha, truncation, horizon):
@@ -26,43 +19,14 @@ def _log_factors(x, m, lower, upper, sq, k, alpha, truncation, horizon):
     return np.log1p(lam_plus * (x - m)), np.log1p(-lam_minus * (x - m))
 
 
-def _caps(m, lower, upper, truncation):
-    """The largest bets up and down that keep every capital factor >= ``1 - truncation``."""
-    with np.errstate(divide="ignore"):
-        return truncation / np.maximum(m - lower, 0.0), truncation / np.maximum(upper - m, 0.0)
-
-
-def _agrapa_factors(x, m, lower, upper, mean, var, truncation):
-    """``log(1 + lam (x - m))`` with aGRAPA's signed bet ``lam = (mu - m) / (var + (mu - m)^2)``, clipped."""
-    cap_up, cap_down = _caps(m, lower, upper, truncation)
-    lam = np.clip((mean - m) / (var + (mean - m) ** 2), -cap_down, cap_up)
-    return np.log1p(lam * (x - m))
-
-
-def _mixture_factors(x, m, lower, upper, truncation):
-    """``log(1 + lam_g (x - m))`` for the signed bets ``+-MIXTURE_SHARES`` times each side's cap (last axis)."""
-    cap_up, cap_down = _caps(m, lower, upper, truncation)
-    up = np.minimum(cap_up, 1e6)[..., None] * MIXTURE_SHARES
-    down = np.minimum(cap_down, 1e6)[..., None] * MIXTURE_SHARES
-    d = (x - m)[..., None]
-    return np.concatenate([np.log1p(up * d), np.log1p(-down * d)], axis=-1)
-
-
 class BettingConfidenceSequences:
-    """:class:`BettingConfidenceSequence` for ``n_runs`` runs at once, updated selectively (``runs=``) if need be;
-    ``bet`` one of :data:`BETS` (all three are nonnegative martingales at the true mean: Ville applies).
-    """
+    """:class:`BettingConfidenceSequence` for ``n_runs`` runs at once, updated selectively (``runs=``) if need be."""
 
-    def __init__(self, n_runs, alpha=0.05, grid_size=2001, truncation=0.5, horizon=None, bet="plug-in"):
-        if bet not in BETS:
-            raise ValueError(f"bet must be one of {BETS}, got {bet!r}.")
+    def __init__(self, n_runs, alpha=0.05, grid_size=2001, truncation=0.5, horizon=None):
         self.alpha, self.horizon, self.truncation = check_alpha(alpha), horizon, float(truncation)
-        self.bet = bet
         self.grid = np.linspace(0.0, 1.0, int(grid_size))
         shape = (int(n_runs), self.grid.size)
         self.log_plus, self.log_minus = np.zeros(shape), np.zeros(shape)
-        if bet == "mixture":
-            self.log_bets = np.zeros(shape + (2 * MIXTURE_SHARES.size,))
         self.alive = np.ones(shape, dtype=bool)  # running intersection
         self.n = np.zeros(shape[0], dtype=np.int64)
         self.sums, self.squares = np.zeros(shape[0]), np.full(shape[0], 0.25)  # the single sequence's prior
@@ -74,32 +38,18 @@ class BettingConfidenceSequences:
         n = self.n[rows]
         # a rejected candidate stays rejected: only a window holding every live candidate is updated
         cols, at = self._window(rows), rows[:, None]
-        log_capital = self._log_capital(x, self.grid[cols], lower, upper, rows, at, cols)
+        plus, minus = _log_factors(x, self.grid[cols], lower, upper, self.squares[rows, None], n[:, None] + 1,
+                                   self.alpha, self.truncation, self.horizon)
+        log_plus = self.log_plus[at, cols] + plus
+        log_minus = self.log_minus[at, cols] + minus
+        log_capital = np.logaddexp(log_plus, log_minus) - np.log(2.0)  # the hedged capital, in log-space
+        self.log_plus[at, cols], self.log_minus[at, cols] = log_plus, log_minus
         self.alive[at, cols] &= log_capital < np.log(1.0 / self.alpha)
         x = x[:, 0]
         mean_before = np.where(n > 0, self.sums[rows] / np.maximum(n, 1), 0.5)
         self.squares[rows] += (x - mean_before) ** 2
         self.sums[rows] += x
         self.n[rows] += 1
-
-    def _log_capital(self, x, m, lower, upper, rows, at, cols):
-        """Add one increment to the candidates ``m`` of ``rows``; their log capital (the rejection statistic)."""
-        n = self.n[rows, None]
-        if self.bet == "mixture":
-            log_bets = self.log_bets[at, cols] + _mixture_factors(x, m, lower, upper, self.truncation)
-            self.log_bets[at, cols] = log_bets
-            return np.logaddexp.reduce(log_bets, axis=-1) - np.log(log_bets.shape[-1])
-        if self.bet == "agrapa":  # predictable: the mean and variance of the increments before, with the prior's
-            mean = (self.sums[rows, None] + 0.5) / (n + 1)
-            var = self.squares[rows, None] / (n + 1)
-            self.log_plus[at, cols] += _agrapa_factors(x, m, lower, upper, mean, var, self.truncation)
-            return self.log_plus[at, cols]
-        plus, minus = _log_factors(x, m, lower, upper, self.squares[rows, None], n + 1, self.alpha, self.truncation,
-                                   self.horizon)
-        log_plus = self.log_plus[at, cols] + plus
-        log_minus = self.log_minus[at, cols] + minus
-        self.log_plus[at, cols], self.log_minus[at, cols] = log_plus, log_minus
-        return np.logaddexp(log_plus, log_minus) - np.log(2.0)  # the hedged capital, in log-space
 
     def _window(self, rows):
         """Column indices ``(len(rows), W)``: for each run ``W`` consecutive candidates holding its live ones."""
@@ -123,103 +73,6 @@ class BettingConfidenceSequences:
         low = np.where(some, np.maximum(0.0, self.grid[first] - step), mean)
         high = np.where(some, np.minimum(1.0, self.grid[last] + step), mean)
         return low, high
-
-
-class OneSidedTests:
-    """Anytime-valid one-sided tests of ``mean <= m`` and ``mean >= m`` for ``n_runs`` runs at one candidate ``m``
-    each: the two halves of the hedged capital, kept apart, and their running maxima. ``1 / max_{s <= t} K^+_s``
-    is a p-value for ``mean <= m`` at any stopping time (Ville), and so is ``1 / max K^-`` for ``mean >= m``.
-
-    Parameters
-    ----------
-    n_runs : int
-        Number of runs tested at once.
-    m : float or array-like of shape (n_runs,)
-        The candidate of each run, in [0, 1].
-    alpha : float in (0, 1), default=0.05
-        The level the plug-in bets are sized for.
-    truncation : float in (0, 1), default=0.5
-        Every capital factor stays >= ``1 - truncation``.
-    horizon : int or None, default=None
-        The bets are sized for this many increments (None: ``t log(1 + t)``).
-    bet : {"plug-in", "agrapa"}, default="plug-in"
-        WSR's plug-in bets, or Kelly-type aGRAPA bets on the side the running mean is on.
-
-    Examples
-    --------
-    >>> t = OneSidedTests(1, 0.5, truncation=0.9)
-    >>> for x in [0.9] * 20:
-    ...     t.update([x], [0.0], [1.0])
-    >>> p_above, p_below = t.p_values()
-    >>> bool(p_above[0] < 0.01), bool(p_below[0] == 1.0)
-    (True, True)
-    """
-
-    def __init__(self, n_runs, m, alpha=0.05, truncation=0.5, horizon=None, bet="plug-in"):
-        if bet not in ("plug-in", "agrapa"):
-            raise ValueError(f"bet must be 'plug-in' or 'agrapa', got {bet!r}.")
-        self.alpha, self.horizon, self.truncation = check_alpha(alpha), horizon, float(truncation)
-        self.bet = bet
-        self.m = np.broadcast_to(np.asarray(m, dtype=float), (int(n_runs),)).copy()
-        self.log_plus, self.log_minus = np.zeros(self.m.size), np.zeros(self.m.size)
-        self.max_plus, self.max_minus = np.zeros(self.m.size), np.zeros(self.m.size)
-        self.n = np.zeros(self.m.size, dtype=np.int64)
-        self.sums, self.squares = np.zeros(self.m.size), np.full(self.m.size, 0.25)
-
-    def update(self, x, lower, upper, runs=None):
-        """Add ``x[i]``, known beforehand to lie in ``[lower[i], upper[i]]``, to run ``runs[i]`` (None: all)."""
-        rows = np.arange(self.n.size) if runs is None else np.asarray(runs, dtype=np.intp)
-        x, lower, upper = (np.asarray(v, dtype=float).reshape(-1) for v in (x, lower, upper))
-        n = self.n[rows]
-        if self.bet == "agrapa":  # each side bets its Kelly-type share when the running mean is on its side
-            m, mean, var = self.m[rows], (self.sums[rows] + 0.5) / (n + 1), self.squares[rows] / (n + 1)
-            cap_up, cap_down = _caps(m, lower, upper, self.truncation)
-            lam = (mean - m) / (var + (mean - m) ** 2)
-            plus = np.log1p(np.clip(lam, 0.0, cap_up) * (x - m))
-            minus = np.log1p(-np.clip(-lam, 0.0, cap_down) * (x - m))
-        else:
-            plus, minus = _log_factors(x, self.m[rows], lower, upper, self.squares[rows], n + 1, self.alpha,
-                                       self.truncation, self.horizon)
-        self.log_plus[rows] += plus
-        self.log_minus[rows] += minus
-        self.max_plus[rows] = np.maximum(self.max_plus[rows], self.log_plus[rows])
-        self.max_minus[rows] = np.maximum(self.max_minus[rows], self.log_minus[rows])
-        mean_before = np.where(n > 0, self.sums[rows] / np.maximum(n, 1), 0.5)
-        self.squares[rows] += (x - mean_before) ** 2
-        self.sums[rows] += x
-        self.n[rows] += 1
-
-    def p_values(self):
-        """``(p_above, p_below)``: anytime-valid p-values for ``mean <= m`` and for ``mean >= m``, per run."""
-        return np.exp(-self.max_plus), np.exp(-self.max_minus)
-
-
-def holm(p_values, alpha):
-    """Holm's step-down at level ``alpha``: which hypotheses are rejected (valid for any dependence between them).
-
-    Parameters
-    ----------
-    p_values : array-like of float
-        Each hypothesis's p-value.
-    alpha : float in (0, 1)
-        The family-wise error rate.
-
-    Returns
-    -------
-    ndarray of bool
-
-    Examples
-    --------
-    >>> holm([0.001, 0.04, 0.3, 0.012], 0.05).tolist()
-    [True, False, False, True]
-    """
-    p = np.asarray(p_values, dtype=float)
-    order = np.argsort(p, kind="stable")
-    passed = p[order] <= alpha / (p.size - np.arange(p.size))
-    n_rejected = p.size if passed.all() else int(np.argmin(passed))
-    rejected = np.zeros(p.size, dtype=bool)
-    rejected[order[:n_rejected]] = True
-    return rejected
 
 
 class BettingConfidenceSequence:
@@ -258,6 +111,63 @@ class BettingConfidenceSequence:
             return mean, mean
         step = self.grid[1] - self.grid[0]
         return max(0.0, self.grid[idx[0]] - step), min(1.0, self.grid[idx[-1]] + step)
+
+
+class OneSidedTests:
+    """Anytime-valid one-sided tests of ``mean <= m`` and ``mean >= m`` for ``n_runs`` runs at one candidate ``m``
+    each: the two halves of the hedged capital, kept apart, and their running maxima. ``1 / max_{s <= t} K^+_s``
+    is a p-value for ``mean <= m`` at any stopping time (Ville), and so is ``1 / max K^-`` for ``mean >= m``.
+
+    Parameters
+    ----------
+    n_runs : int
+        Number of runs tested at once.
+    m : float or array-like of shape (n_runs,)
+        The candidate of each run, in [0, 1].
+    alpha : float in (0, 1), default=0.05
+        The level the plug-in bets are sized for.
+    truncation : float in (0, 1), default=0.5
+        Every capital factor stays >= ``1 - truncation``.
+    horizon : int or None, default=None
+        The bets are sized for this many increments (None: ``t log(1 + t)``).
+
+    Examples
+    --------
+    >>> t = OneSidedTests(1, 0.5, truncation=0.9)
+    >>> for x in [0.9] * 20:
+    ...     t.update([x], [0.0], [1.0])
+    >>> p_above, p_below = t.p_values()
+    >>> bool(p_above[0] < 0.01), bool(p_below[0] == 1.0)
+    (True, True)
+    """
+
+    def __init__(self, n_runs, m, alpha=0.05, truncation=0.5, horizon=None):
+        self.alpha, self.horizon, self.truncation = check_alpha(alpha), horizon, float(truncation)
+        self.m = np.broadcast_to(np.asarray(m, dtype=float), (int(n_runs),)).copy()
+        self.log_plus, self.log_minus = np.zeros(self.m.size), np.zeros(self.m.size)
+        self.max_plus, self.max_minus = np.zeros(self.m.size), np.zeros(self.m.size)
+        self.n = np.zeros(self.m.size, dtype=np.int64)
+        self.sums, self.squares = np.zeros(self.m.size), np.full(self.m.size, 0.25)
+
+    def update(self, x, lower, upper, runs=None):
+        """Add ``x[i]``, known beforehand to lie in ``[lower[i], upper[i]]``, to run ``runs[i]`` (None: all)."""
+        rows = np.arange(self.n.size) if runs is None else np.asarray(runs, dtype=np.intp)
+        x, lower, upper = (np.asarray(v, dtype=float).reshape(-1) for v in (x, lower, upper))
+        n = self.n[rows]
+        plus, minus = _log_factors(x, self.m[rows], lower, upper, self.squares[rows], n + 1, self.alpha,
+                                   self.truncation, self.horizon)
+        self.log_plus[rows] += plus
+        self.log_minus[rows] += minus
+        self.max_plus[rows] = np.maximum(self.max_plus[rows], self.log_plus[rows])
+        self.max_minus[rows] = np.maximum(self.max_minus[rows], self.log_minus[rows])
+        mean_before = np.where(n > 0, self.sums[rows] / np.maximum(n, 1), 0.5)
+        self.squares[rows] += (x - mean_before) ** 2
+        self.sums[rows] += x
+        self.n[rows] += 1
+
+    def p_values(self):
+        """``(p_above, p_below)``: anytime-valid p-values for ``mean <= m`` and for ``mean >= m``, per run."""
+        return np.exp(-self.max_plus), np.exp(-self.max_minus)
 
 
 def log_capital_paths(increments, lower, upper, m, *, alpha=0.05, truncation=0.5, horizon=None):

@@ -170,6 +170,10 @@ class JointResults:
         (pairs ``i < j`` in ``itertools.combinations`` order) from their own confidence sequences,
         holding together with ``bounds`` at the joint level; each difference's interval is then the
         intersection of these with ``[L_i - U_j, U_i - L_j]``.
+    not_best : ndarray of bool of shape (K,) or None, default=None
+        With ``bounds``: the models an anytime-valid test has shown not to be the best, holding together with
+        ``bounds`` at the joint level (the adaptive design's ``stop="best"``). Their best rank is then at least 2,
+        and a model left alone is the best.
 
     Examples
     --------
@@ -196,6 +200,7 @@ class JointResults:
     alpha: float | None = None
     pair_df: np.ndarray | None = field(default=None, repr=False)
     difference_bounds: np.ndarray | None = field(default=None, repr=False)
+    not_best: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self):
         est, cov = np.asarray(self.estimate, dtype=float), np.asarray(self.cov, dtype=float)
@@ -227,6 +232,12 @@ class JointResults:
                 raise ValueError(f"difference_bounds must be a finite ({n_pairs}, 2) array of (lower, upper) rows, "
                                  "lower <= upper.")
             object.__setattr__(self, "difference_bounds", pair_bounds)
+        if self.not_best is not None:
+            not_best = np.asarray(self.not_best)
+            if not given or not_best.shape != (K,) or not_best.dtype != bool or not_best.all():
+                raise ValueError(f"not_best goes with simultaneous_method='confidence-sequence' and bounds: a ({K},) "
+                                 "boolean array that leaves at least one model.")
+            object.__setattr__(self, "not_best", not_best.copy())
         df = np.full(K, np.inf) if self.df is None else np.asarray(self.df, dtype=float)
         if df.shape != (K,) or np.any(np.isnan(df)) or np.any(df <= 0):
             raise ValueError(f"df must hold {K} positive degrees of freedom (inf: normal), got {self.df!r}.")
@@ -334,7 +345,8 @@ class JointResults:
         """Each model's ranks consistent with the simultaneous differences (1 = most accurate).
 
         Best rank: 1 + the models surely better; worst: K - the models surely worse. They hold for
-        all models at once whenever the difference intervals do.
+        all models at once whenever the difference intervals do. A model shown not to be the best
+        (``not_best``) ranks 2 or worse, and a model left alone by that test ranks first.
 
         Parameters
         ----------
@@ -346,7 +358,14 @@ class JointResults:
         pandas.DataFrame
             Indexed by model: ``best``, ``worst``.
         """
-        best, worst = ranks_from_better(surely_better(self.differences(alpha, simultaneous=True)))
+        better = surely_better(self.differences(alpha, simultaneous=True))
+        if self.not_best is not None:  # (at the bounds' level: the only one differences() gives with bounds)
+            left = np.flatnonzero(~self.not_best)
+            if left.size == 1:  # every other model is not the best: it is
+                better[left[0]] = np.arange(better.shape[0]) != left[0]
+        best, worst = ranks_from_better(better)
+        if self.not_best is not None:
+            best = np.where(self.not_best, np.maximum(best, 2), best)
         return pd.DataFrame({"best": best, "worst": worst}, index=pd.Index(self.names, name="model"))
 
     def may_be_best(self, alpha=None):
@@ -400,6 +419,8 @@ class JointResults:
         if self.difference_bounds is not None:
             how = ("anytime-valid confidence sequences for every accuracy and every pairwise difference, union "
                    "bound, valid at the data-dependent stop")
+            if self.not_best is not None:
+                how = how.replace("difference, union", "difference and tests of which model is best, union")
         elif self.bounds is not None:
             how = (f"anytime-valid confidence sequences, each at {100 * (1 - alpha / self.estimate.size):g}%, "
                    "valid at the data-dependent stop")

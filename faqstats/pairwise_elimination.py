@@ -1,8 +1,9 @@
 """Adaptive leaderboard by elimination on shared draws: one question at a time for every model still in doubt.
 
 Every pairwise difference has its own betting confidence sequence, fed by the two models' PAI increments on the
-same draw (exactly unbiased for the difference); a model leaves once another is surely better (``stop="best"``) or
-once its rank is known well enough (``stop="rank-width"``). See docs/statistics.md, "Adaptive allocation".
+same draw (exactly unbiased for the difference); a model leaves once a wealth betting against its being the best
+is large enough (``stop="best"``) or once its rank is known well enough (``stop="rank-width"``). See
+docs/statistics.md, "Adaptive allocation".
 """
 
 from itertools import combinations
@@ -14,32 +15,27 @@ from ._engine import Oracle, SequentialRun
 from ._inference import census_mean, pai_inference
 from ._progress import progress_bar
 from ._validation import check_generator
-from .confseq import BettingConfidenceSequences, OneSidedTests, holm
+from .confseq import BettingConfidenceSequences, OneSidedTests
 from .design import check_design, outcomes_bank_size
 from .joint import JointResults, ranks_from_better
 from .loop_setup import predictor_for
 from .sampling import Sampler, UniformSampler, draw_from
 
-__all__ = ["PAIR_SHARE", "active_models", "difference_range", "elimination_horizon", "fit_pairwise"]
+__all__ = ["BEST_SHARE", "PAIR_SHARE", "active_models", "difference_range", "elimination_horizon", "fit_pairwise"]
 
-#: The share of ``alpha`` spent on the ``K (K - 1) / 2`` difference sequences (the rest on the K accuracies'):
-#: the stop and the ranks use the differences alone.
+#: ``stop="rank-width"``: the share of ``alpha`` spent on the ``K (K - 1) / 2`` difference sequences (the rest on the
+#: K accuracies'): the stop and the ranks use the differences alone.
 PAIR_SHARE = 0.9
+#: ``stop="best"``: the share of ``alpha`` spent on the wealths betting against each model being the best (the stop);
+#: the rest goes half to the difference sequences, half to the accuracies'.
+BEST_SHARE = 0.9
 #: The confidence sequences' bets are sized for this share of the most rounds the run can make.
 HORIZON_SHARE = 0.1
 #: Truncation of the bets (every capital factor stays >= 1 - TRUNCATION).
 TRUNCATION = 0.99
-#: The difference sequences' betting rule (one of :data:`faqstats.confseq.BETS`).
-PAIR_BET = "plug-in"
-#: How models are ordered (which ones leave): "sequences" (a difference's sequence above or below zero), "holm"
-#: (Holm's step-down over the ``K (K - 1)`` one-sided anytime-valid tests of the differences at ``alpha s``), or,
-#: with ``stop="best"`` only, "best-wealth" (model ``a`` leaves once the wealth betting against "``a`` is the best"
-#: reaches ``1 / (alpha s)``; see docs/statistics.md).
-ORDERINGS = ("sequences", "holm", "best-wealth")
-ORDERING = "sequences"
-#: "best-wealth": the share of each wealth moved, every round, to the challenger now estimated strongest.
+#: ``stop="best"``: the share of each wealth moved, every round, to the challenger now estimated strongest.
 REBALANCE = 0.5
-#: "best-wealth": the prior sum of squares of its bets' variance estimate (a larger one bets less at the start).
+#: ``stop="best"``: the prior sum of squares of the wealths' bets' variance estimate (larger: smaller first bets).
 BEST_PRIOR = 1.0
 
 
@@ -142,9 +138,7 @@ class _Board:
     """The K models' runs and oracles, the accuracy and difference sequences, and who is still asked."""
 
     def __init__(self, board, models, n_questions, alpha):
-        if ORDERING not in ORDERINGS:
-            raise ValueError(f"ORDERING must be one of {ORDERINGS}, got {ORDERING!r}.")
-        self.ordering = ORDERING if board.stop == "best" or ORDERING != "best-wealth" else "sequences"
+        self.best_stop = board.stop == "best"
         sampler = UniformSampler() if board.sampler is None else clone(board.sampler)
         if not isinstance(sampler, Sampler) or getattr(sampler, "design", "sequential") != "sequential":
             raise ValueError("the adaptive design needs a sequential sampler (one law over the bank), not "
@@ -159,18 +153,19 @@ class _Board:
                      for _ in range(K)]
         self.oracles = [Oracle(z, n_questions) for z in models]
         self.pairs = list(combinations(range(K), 2))
-        self.models_cs = BettingConfidenceSequences(K, alpha=alpha * (1 - PAIR_SHARE) / K, truncation=TRUNCATION,
+        n_pairs = max(len(self.pairs), 1)
+        # alpha's shares: (the best's wealths,) the differences, the accuracies; a union bound over all of them
+        best, pairs = (BEST_SHARE, (1 - BEST_SHARE) / 2) if self.best_stop else (0.0, PAIR_SHARE)
+        self.models_cs = BettingConfidenceSequences(K, alpha=alpha * (1 - best - pairs) / K, truncation=TRUNCATION,
                                                     horizon=horizon)
-        self.pairs_cs = BettingConfidenceSequences(max(len(self.pairs), 1), alpha=alpha * PAIR_SHARE
-                                                   / max(len(self.pairs), 1), truncation=TRUNCATION, horizon=horizon,
-                                                   bet=PAIR_BET)
-        self.level = alpha * PAIR_SHARE
-        self.tests = OneSidedTests(max(len(self.pairs), 1), 0.5, alpha=alpha * PAIR_SHARE / max(len(self.pairs), 1),
-                                   truncation=TRUNCATION, horizon=horizon)
-        self.best_tests = OneSidedTests(max(len(self.pairs), 1), 0.5, alpha=alpha * PAIR_SHARE, truncation=TRUNCATION,
-                                        horizon=horizon)
-        self.best_tests.squares[:] = BEST_PRIOR
+        self.pairs_cs = BettingConfidenceSequences(n_pairs, alpha=alpha * pairs / n_pairs, truncation=TRUNCATION,
+                                                   horizon=horizon)
+        self.best_level = alpha * best
+        if self.best_stop:
+            self.best_tests = OneSidedTests(n_pairs, 0.5, alpha=self.best_level, truncation=TRUNCATION, horizon=horizon)
+            self.best_tests.squares[:] = BEST_PRIOR
         self.log_wealth = np.zeros(K)  # W^a: the wealth against "model a is the best"
+        self.not_best = np.zeros(K, dtype=bool)  # (stop="best") shown not to be the best: left the draws
         self.shares = np.full((K, K), 1.0 / max(K - 1, 1))  # how W^a is spread over the challengers
         np.fill_diagonal(self.shares, 0.0)
         self.bounds = np.column_stack([np.zeros(K), np.ones(K)])
@@ -208,8 +203,7 @@ class _Board:
             a, b = np.array([self.pairs[i] for i in pair_rows]).T
             x, lo, hi = (phi[a] - phi[b] + 1) / 2, (pair_ranges[:, 0] + 1) / 2, (pair_ranges[:, 1] + 1) / 2
             self.pairs_cs.update(x, lo, hi, runs=pair_rows)
-            self.tests.update(x, lo, hi, runs=pair_rows)
-            if self.ordering == "best-wealth":
+            if self.best_stop:
                 self._bet_on_best(pair_rows, x, lo, hi, act)
         self.rounds += 1
         self._refresh(act, pair_rows)
@@ -253,28 +247,19 @@ class _Board:
                 self.bounds[k] = value
         for i in pair_rows:
             a, b = self.pairs[i]
-            if exact[a] is not None and exact[b] is not None:  # a census orders them under any ordering
+            if exact[a] is not None and exact[b] is not None:  # a census orders them
                 self.pair_bounds[i] = exact[a] - exact[b]
                 self.better[a, b] |= exact[a] > exact[b]
                 self.better[b, a] |= exact[b] > exact[a]
-        if self.ordering == "sequences":
-            for (a, b), (low, high) in zip(self.pairs, self.pair_bounds):
-                self.better[a, b] |= low > 0
-                self.better[b, a] |= high < 0
-        elif self.ordering == "best-wealth":  # (a mark that a is not the best: the challenger it bets on most)
-            for a in np.flatnonzero(self.log_wealth >= np.log(1.0 / self.level)):
-                self.better[int(np.argmax(self.shares[a])), a] = True
-        else:
-            self._holm_order()
-
-    def _holm_order(self):
-        """Holm's step-down over the one-sided tests: ``a`` beats ``b`` once ``theta_a <= theta_b`` is rejected."""
-        p_above, p_below = self.tests.p_values()
-        rejected = holm(np.concatenate([p_above, p_below]), self.level)
-        P = len(self.pairs)
-        for i, (a, b) in enumerate(self.pairs):
-            self.better[a, b] |= rejected[i]
-            self.better[b, a] |= rejected[P + i]
+        for (a, b), (low, high) in zip(self.pairs, self.pair_bounds):
+            self.better[a, b] |= low > 0
+            self.better[b, a] |= high < 0
+        before = self.not_best.copy()
+        self.not_best |= self.better.any(axis=0)
+        if self.best_stop:  # Ville: the true best's wealth reaches 1 / level with probability <= level
+            self.not_best |= self.log_wealth >= np.log(1.0 / self.best_level)
+        if self.not_best.all():  # (only when some bound failed) keep the model least shown not to be the best
+            self.not_best[int(np.argmin(np.where(before, np.inf, self.log_wealth)))] = False
 
     def census(self, k):
         """Model ``k``'s exact accuracy once it has answered every question, else None."""
@@ -303,17 +288,23 @@ class _Board:
             estimate[k], var[k], df[k] = est, v, np.inf if d is None else d
         n_queries = np.array([len(o.cache) for o in self.oracles])
         return JointResults(estimate, np.diag(var), tuple(names), n_queries, "confidence-sequence", df,
-                            bounds=self.bounds.copy(), alpha=alpha, difference_bounds=self.pair_bounds.copy())
+                            bounds=self.bounds.copy(), alpha=alpha, difference_bounds=self.pair_bounds.copy(),
+                            not_best=self.not_best.copy() if self.best_stop else None)
 
 
 def fit_pairwise(board, models, names, alpha, rank_width):
     """Run the elimination design for ``board`` (a LeaderboardEstimator with ``stop`` "best" or "rank-width").
 
     Each round draws one question from the mean of the asked models' policy laws and asks it of every model
-    still in doubt (:func:`active_models`, fixed before the draw). Every model's increments, and every pair's
-    difference of increments on the rounds both were asked, are martingale differences with conditional means
-    ``theta_k`` and ``theta_a - theta_b``; their betting confidence sequences, at ``alpha (1 - PAIR_SHARE) / K``
-    and ``alpha PAIR_SHARE / (K (K - 1) / 2)``, all hold at every stopping time with probability ``1 - alpha``.
+    still in doubt, fixed before the draw (``stop="best"``: those not yet shown not to be the best;
+    ``stop="rank-width"``: :func:`active_models`). Every model's increments, and every pair's difference of
+    increments on the rounds both were asked, are martingale differences with conditional means ``theta_k`` and
+    ``theta_a - theta_b``, each with a betting confidence sequence. With ``stop="best"`` every model ``a`` also has
+    a wealth betting against "``a`` is the best" (a nonnegative supermartingale if it is), and leaves once it
+    reaches ``1 / (alpha BEST_SHARE)``; the rest of ``alpha`` is split between the difference sequences and the
+    accuracies'. With ``stop="rank-width"`` the differences get ``alpha PAIR_SHARE / (K (K - 1) / 2)`` each, the
+    accuracies ``alpha (1 - PAIR_SHARE) / K``. Everything holds at once, at every stopping time, with probability
+    at least ``1 - alpha``.
 
     Parameters
     ----------
@@ -351,7 +342,7 @@ def fit_pairwise(board, models, names, alpha, rank_width):
     order, stop_reason = [], None
     with progress_bar(board.budget, "queries", board.verbose) as bar:
         while True:
-            active = active_models(state.better, board.stop, width)
+            active = ~state.not_best if board.stop == "best" else active_models(state.better, board.stop, width)
             if active.sum() <= (1 if board.stop == "best" else 0):
                 stop_reason = board.stop
                 break
