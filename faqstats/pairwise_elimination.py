@@ -21,7 +21,8 @@ from .joint import JointResults, ranks_from_better
 from .loop_setup import predictor_for
 from .sampling import Sampler, UniformSampler, draw_from
 
-__all__ = ["BEST_SHARE", "PAIR_SHARE", "active_models", "difference_range", "elimination_horizon", "fit_pairwise"]
+__all__ = ["BEST_SHARE", "DISAGREEMENT_MIX", "PAIR_SHARE", "active_models", "difference_range", "disagreement_law",
+           "elimination_horizon", "fit_pairwise"]
 
 #: ``stop="rank-width"``: the share of ``alpha`` spent on the ``K (K - 1) / 2`` difference sequences (the rest on the
 #: K accuracies'): the stop and the ranks use the differences alone.
@@ -37,6 +38,9 @@ TRUNCATION = 0.99
 REBALANCE = 0.5
 #: ``stop="best"``: the prior sum of squares of the wealths' bets' variance estimate (larger: smaller first bets).
 BEST_PRIOR = 1.0
+#: ``stop="best"``: the share of each round's law moved from the policies' law to the questions where the two
+#: leaders are predicted to disagree (:func:`disagreement_law`).
+DISAGREEMENT_MIX = 0.25
 
 
 def elimination_horizon(budget, n_questions, replace):
@@ -97,6 +101,50 @@ def difference_range(base_a, base_b, predictions_a, predictions_b, law, n_questi
     gap, q = (predictions_a - predictions_b)[support], law[support]
     base = base_a - base_b
     return float((base + np.min((-1.0 - gap) / q)) / n_questions), float((base + np.max((1.0 - gap) / q)) / n_questions)
+
+
+def disagreement_law(law, predictions, estimates, mix):
+    """The policies' ``law`` with a share ``mix`` moved to the questions where the two leaders (by ``estimates``)
+    are predicted to disagree: known before the draw, positive wherever ``law`` is.
+
+    The score of question ``j`` is ``p^a_j (1 - p^b_j) + p^b_j (1 - p^a_j)`` for the leaders ``a`` and ``b``,
+    normalised over the support of ``law``; the result is ``(1 - mix) law + mix score``. Every probability is at
+    least ``(1 - mix)`` times the policies', so the increments' ranges widen by at most ``1 / (1 - mix)``, and every
+    increment stays exactly unbiased (it divides by the probability it was drawn with).
+
+    Parameters
+    ----------
+    law : ndarray of shape (N,)
+        The policies' law (sums to 1).
+    predictions : ndarray of shape (M, N)
+        The asked models' predictions.
+    estimates : array-like of shape (M,)
+        Their current accuracy estimates (from past rounds only).
+    mix : float in [0, 1)
+        The share moved.
+
+    Returns
+    -------
+    ndarray of shape (N,)
+
+    Examples
+    --------
+    >>> P = np.array([[0.9, 0.9, 0.1, 0.5], [0.9, 0.1, 0.1, 0.5]])
+    >>> disagreement_law(np.full(4, 0.25), P, np.array([0.6, 0.4]), 0.5).round(3).tolist()
+    [0.179, 0.369, 0.179, 0.274]
+    """
+    if not 0 <= mix < 1:
+        raise ValueError(f"mix must be in [0, 1), got {mix!r}.")
+    predictions = np.asarray(predictions, dtype=float)
+    if predictions.ndim != 2 or predictions.shape[0] < 2 or mix == 0:
+        return law
+    a, b = np.argsort(-np.asarray(estimates, dtype=float), kind="stable")[:2]
+    pa, pb = np.clip(predictions[a], 0.0, 1.0), np.clip(predictions[b], 0.0, 1.0)
+    score = np.where(law > 0, pa * (1 - pb) + pb * (1 - pa), 0.0)
+    total = score.sum()
+    if not total > 0:  # agreement predicted everywhere: nothing to favour
+        return law
+    return (1 - mix) * law + mix * score / total
 
 
 def active_models(better, stop, rank_width=0):
@@ -183,6 +231,10 @@ class _Board:
         act = np.flatnonzero(active)
         law = np.mean([self.runs[k].law() for k in act], axis=0)
         law = law / law.sum()
+        if self.best_stop and len(act) >= 2:  # the leaders by the plug-in estimates (answers so far, predictions)
+            estimates = [self.runs[k].base() / self.n_questions for k in act]
+            law = disagreement_law(law, np.array([self.runs[k].predictions for k in act]), estimates,
+                                   DISAGREEMENT_MIX)
         question, probability = draw_from(law, rng)
         new = [k for k in act if question not in self.oracles[k].cache]
         if self.spent + len(new) > budget:
