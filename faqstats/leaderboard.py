@@ -95,15 +95,16 @@ class LeaderboardEstimator(BaseEstimator):
         models at each draw (``"shared"``), or ``"adaptive"`` (see ``stop`` and ``alpha``).
     stop : {"budget", "best", "rank-width"}, default="budget"
         When the adaptive design stops: at the budget (each model its own draws, the next query to the
-        leader or its challenger), once every other model is surely worse than one by their pairwise
-        difference sequences (``"best"``), or once every rank interval is at most ``rank_width`` wide
+        leader or its challenger), once every model but one has been shown not to be the best by a wealth
+        betting against it (``"best"``), or once every rank interval is at most ``rank_width`` wide
         (``"rank-width"``); the last two ask one question of every model still in doubt at a time.
     rank_width : int or None, default=None
         The widest rank interval (``worst - best``) that ``stop="rank-width"`` accepts.
     alpha : float in (0, 1), default=0.05
         The adaptive design's joint level. With ``stop="budget"`` each model's confidence sequence holds
-        at ``1 - alpha / K``; with ``"best"`` and ``"rank-width"`` each accuracy's at ``1 - 0.1 alpha / K`` and
-        each difference's at ``1 - 0.9 alpha / (K (K - 1) / 2)``.
+        at ``1 - alpha / K``; with ``"best"`` the wealths get ``0.9 alpha`` and each accuracy's sequence
+        ``0.05 alpha / K``, each difference's ``0.05 alpha / (K (K - 1) / 2)``; with ``"rank-width"`` each
+        accuracy's ``0.1 alpha / K`` and each difference's ``0.9 alpha / (K (K - 1) / 2)``.
     interval : str or IntervalRule, default="robust-t"
         Each run's interval rule (its variance estimate enters the joint intervals).
     simultaneous : {"max-t", "bonferroni"}, default="max-t"
