@@ -115,8 +115,9 @@ class BettingConfidenceSequence:
 
 class OneSidedTests:
     """Anytime-valid one-sided tests of ``mean <= m`` and ``mean >= m`` for ``n_runs`` runs at one candidate ``m``
-    each: the two halves of the hedged capital, kept apart, and their running maxima. ``1 / max_{s <= t} K^+_s``
-    is a p-value for ``mean <= m`` at any stopping time (Ville), and so is ``1 / max K^-`` for ``mean >= m``.
+    each: the two halves of the hedged capital, kept apart. ``K^+`` is a nonnegative supermartingale when
+    ``mean <= m`` and ``K^-`` when ``mean >= m``, so each reaches ``1 / a`` with probability at most ``a`` (Ville);
+    :meth:`update` returns the step's log factors, for bets built on them.
 
     Parameters
     ----------
@@ -135,9 +136,8 @@ class OneSidedTests:
     --------
     >>> t = OneSidedTests(1, 0.5, truncation=0.9)
     >>> for x in [0.9] * 20:
-    ...     t.update([x], [0.0], [1.0])
-    >>> p_above, p_below = t.p_values()
-    >>> bool(p_above[0] < 0.01), bool(p_below[0] == 1.0)
+    ...     plus, minus = t.update([x], [0.0], [1.0])
+    >>> bool(t.log_plus[0] > np.log(100)), bool(t.log_minus[0] < 0)
     (True, True)
     """
 
@@ -145,12 +145,12 @@ class OneSidedTests:
         self.alpha, self.horizon, self.truncation = check_alpha(alpha), horizon, float(truncation)
         self.m = np.broadcast_to(np.asarray(m, dtype=float), (int(n_runs),)).copy()
         self.log_plus, self.log_minus = np.zeros(self.m.size), np.zeros(self.m.size)
-        self.max_plus, self.max_minus = np.zeros(self.m.size), np.zeros(self.m.size)
         self.n = np.zeros(self.m.size, dtype=np.int64)
         self.sums, self.squares = np.zeros(self.m.size), np.full(self.m.size, 0.25)
 
     def update(self, x, lower, upper, runs=None):
-        """Add ``x[i]``, known beforehand to lie in ``[lower[i], upper[i]]``, to run ``runs[i]`` (None: all)."""
+        """Add ``x[i]``, known beforehand to lie in ``[lower[i], upper[i]]``, to run ``runs[i]`` (None: all);
+        returns the step's log factors ``(plus, minus)`` of those runs."""
         rows = np.arange(self.n.size) if runs is None else np.asarray(runs, dtype=np.intp)
         x, lower, upper = (np.asarray(v, dtype=float).reshape(-1) for v in (x, lower, upper))
         n = self.n[rows]
@@ -158,16 +158,11 @@ class OneSidedTests:
                                    self.truncation, self.horizon)
         self.log_plus[rows] += plus
         self.log_minus[rows] += minus
-        self.max_plus[rows] = np.maximum(self.max_plus[rows], self.log_plus[rows])
-        self.max_minus[rows] = np.maximum(self.max_minus[rows], self.log_minus[rows])
         mean_before = np.where(n > 0, self.sums[rows] / np.maximum(n, 1), 0.5)
         self.squares[rows] += (x - mean_before) ** 2
         self.sums[rows] += x
         self.n[rows] += 1
-
-    def p_values(self):
-        """``(p_above, p_below)``: anytime-valid p-values for ``mean <= m`` and for ``mean >= m``, per run."""
-        return np.exp(-self.max_plus), np.exp(-self.max_minus)
+        return plus, minus
 
 
 def log_capital_paths(increments, lower, upper, m, *, alpha=0.05, truncation=0.5, horizon=None):

@@ -263,13 +263,11 @@ class _Board:
 
     def _bet_on_best(self, pair_rows, x, lo, hi, act):
         """Move each W^a by its challengers' one-sided factors, spread as the (predictable) ``shares`` say."""
-        before_plus, before_minus = self.best_tests.log_plus.copy(), self.best_tests.log_minus.copy()
-        self.best_tests.update(x, lo, hi, runs=pair_rows)
+        plus, minus = self.best_tests.update(x, lo, hi, runs=pair_rows)
         grow = np.ones((self.K, self.K))  # grow[a, b]: challenger b's factor against "a is best"
-        for i in pair_rows:
+        for i, up, down in zip(pair_rows, plus, minus):
             a, b = self.pairs[i]
-            grow[b, a] = np.exp(self.best_tests.log_plus[i] - before_plus[i])  # grows when a beats b
-            grow[a, b] = np.exp(self.best_tests.log_minus[i] - before_minus[i])
+            grow[b, a], grow[a, b] = np.exp(up), np.exp(down)  # up grows when a beats b, down when b beats a
         factor = (self.shares * grow).sum(axis=1)
         self.log_wealth += np.log(factor)
         new = self.shares * grow / factor[:, None]

@@ -1,6 +1,6 @@
 """The one-sided anytime tests behind the adaptive leaderboard's best-wealth stop: each half of the hedged capital is
-a supermartingale under its null and grows otherwise (exact expectations by enumeration), and its p-values are the
-running maxima."""
+a supermartingale under its null and grows otherwise (exact expectations by enumeration), and each step returns its
+log factors."""
 
 from itertools import product
 
@@ -34,11 +34,12 @@ def test_one_sided_capital_is_a_supermartingale_under_its_null_only():
     assert plus > 1.02 and minus < 1.0
 
 
-def test_one_sided_p_values_are_the_running_maxima():
-    t = OneSidedTests(2, [0.2, 0.8], alpha=0.05, truncation=0.9)
-    seen = np.zeros(2)
-    for x in [0.9, 0.1, 0.9, 0.9, 0.0, 0.9]:
-        t.update([x, x], [0.0, 0.0], [1.0, 1.0])
-        seen = np.maximum(seen, t.log_plus)
-    p_above, p_below = t.p_values()
-    assert np.allclose(p_above, np.exp(-seen)) and np.all(p_below <= 1.0) and p_above[0] < p_above[1]
+def test_update_returns_the_steps_log_factors_of_the_runs_it_moves():
+    t = OneSidedTests(3, [0.2, 0.8, 0.5], alpha=0.05, truncation=0.9)
+    total = np.zeros((2, 3))
+    for x, runs in [(0.9, [0, 1]), (0.1, [1, 2]), (0.9, [0, 2]), (0.0, [0, 1, 2])]:
+        plus, minus = t.update([x] * len(runs), [0.0] * len(runs), [1.0] * len(runs), runs=runs)
+        total[0, runs] += plus
+        total[1, runs] += minus
+    assert np.allclose(total, [t.log_plus, t.log_minus], rtol=0, atol=1e-12) and t.n.tolist() == [3, 3, 3]
+    assert total[0, 0] > 0 > total[1, 0]  # mean above m = 0.2: the bet on 'above' won, the bet on 'below' lost
