@@ -4,10 +4,12 @@ variance estimator and degrees-of-freedom rule; why each is unbiased: ``docs/sta
 import math
 
 import numpy as np
+from scipy import special
 
 from .intervals import effective_df, interval_rule, wald_interval
 
-__all__ = ["census_mean", "check_interval", "effective_df", "finite_population_weights", "fpc_mean", "interval_df",
+__all__ = ["all_equal_interval", "census_mean", "check_interval", "effective_df", "finite_population_weights",
+           "fpc_mean", "interval_df",
            "martingale_variance", "paper_variance", "pai_inference", "wald_interval", "weighted_martingale"]
 
 
@@ -126,6 +128,48 @@ def fpc_mean(outcomes, n_questions):
         return _out(census_mean(z, n_questions), one), _out(np.zeros(len(z)), one)
     var = (1.0 - n / n_questions) * z.var(axis=1, ddof=1) / n
     return _out(z.mean(axis=1), one), _out(var, one)
+
+
+def all_equal_interval(value, n, n_questions, alpha=0.05, alternative="two-sided"):
+    """The sample mean's interval when all ``n`` answers drawn without replacement equal ``value``: exact, by
+    the hypergeometric law, where the variance estimate is zero and says nothing.
+
+    A bank of ``N`` answers in [0, 1] with mean ``theta`` holds at most ``K(theta) = N min(theta / v, (1 - theta)
+    / (1 - v))`` answers equal to ``v``, so ``n`` draws all equal ``v`` with probability at most
+    ``C(K, n) / C(N, n)``; the interval keeps the ``theta`` where that is at least ``alpha / 2`` (``alpha``
+    one-sided): ``[K* v / N, 1 - K* (1 - v) / N]``, ``K*`` the smallest such count (docs/statistics.md, "Baselines").
+
+    Parameters
+    ----------
+    value : float or ndarray of shape (R,)
+        The common answer, in [0, 1].
+    n, n_questions : int
+        Answers drawn (``2 <= n < N``) and the bank size ``N``.
+    alpha : float in (0, 1), default=0.05
+    alternative : {"two-sided", "larger", "smaller"}, default="two-sided"
+
+    Returns
+    -------
+    low, high : float or ndarray of shape (R,)
+
+    Examples
+    --------
+    >>> [round(x, 3) for x in all_equal_interval(1.0, 10, 500)]
+    [0.696, 1.0]
+    """
+    n, N = int(n), int(n_questions)
+    if not 1 <= n < N:
+        raise ValueError(f"all_equal_interval needs 1 <= n < N, got n={n}, N={N}.")
+    tail = alpha / 2.0 if alternative == "two-sided" else alpha
+    K = np.arange(n, N + 1)
+    # log C(K, n) - log C(N, n): the chance that n draws all fall among K given answers
+    log_p = special.gammaln(K + 1) - special.gammaln(K - n + 1) - special.gammaln(N + 1) + special.gammaln(N - n + 1)
+    # log_p rises with K to 0 at K = N; the tolerance keeps a count whose chance is alpha / 2 exactly
+    k_star = float(K[np.argmax(log_p >= math.log(tail) - 1e-12)])
+    v = np.clip(np.asarray(value, dtype=float), 0.0, 1.0)
+    low = np.where(alternative == "smaller", 0.0, k_star * v / N)
+    high = np.where(alternative == "larger", 1.0, 1.0 - k_star * (1.0 - v) / N)
+    return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 
 def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_questions):

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ._engine import Oracle
-from ._inference import census_mean, fpc_mean, interval_df, pai_inference
+from ._inference import all_equal_interval, census_mean, fpc_mean, interval_df, pai_inference
 from ._validation import check_alpha, check_generator
 from .design import EstimatorParameters, bank_size, check_estimator, confidence_alpha, resolve_bank_size
 from .intervals import interval_rule
@@ -251,6 +251,11 @@ def simulate(outcomes, generators, *, predictor=None, sampler=None, budget=100, 
         raise FloatingPointError("Non-finite estimate or variance in a batched run.")
     se = np.sqrt(var)
     low, high = interval_rule(interval).interval(estimate, se, alpha=alpha, df=df)
+    if engine.method == "sample_mean":  # all answers equal: the exact interval, as AccuracyResult.conf_int gives
+        flat = (var == 0.0) & (lengths < N)
+        for n in np.unique(lengths[flat]):
+            at = np.flatnonzero(flat & (lengths == n))
+            low[at], high[at] = all_equal_interval(estimate[at], n, N, alpha)
     if reasons is not None:  # stopped on width: the sequence's interval is the one valid (AccuracyResult.conf_int)
         width = reasons == "width"
         low[width], high[width] = any_low[width], any_high[width]

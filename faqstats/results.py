@@ -6,8 +6,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from ._validation import check_scalar
-from .intervals import IntervalRule, interval_rule
+from ._inference import all_equal_interval
+from ._validation import check_alpha, check_scalar
+from .intervals import ALTERNATIVES, IntervalRule, interval_rule
 
 __all__ = ["AccuracyResult", "ComparisonResult", "markdown_table", "table_summary"]
 
@@ -48,7 +49,9 @@ class _Result:
     def conf_int(self, alpha=0.05, alternative="two-sided"):
         """Wald-type interval at level ``1 - alpha`` (t quantile when ``df`` is set), clipped to the bounds.
 
-        After stopping on width (``stop_reason == "width"``) only the anytime-valid interval is returned.
+        After stopping on width (``stop_reason == "width"``) only the anytime-valid interval is returned. A sample
+        mean whose answers were all equal gets the exact interval of
+        :func:`~faqstats._inference.all_equal_interval` (its variance estimate is zero).
 
         Parameters
         ----------
@@ -66,10 +69,19 @@ class _Result:
                 raise ValueError("Querying stopped at a data-dependent time (stop_when_width): only the anytime-valid "
                                  f"two-sided interval at alpha={self.anytime_alpha} is valid.")
             return self.anytime_interval
+        if self._all_answers_equal():
+            if alternative not in ALTERNATIVES:
+                raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}.")
+            return all_equal_interval(self.estimate, self.n_queries, self.n_questions, check_alpha(alpha), alternative)
         return self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative,
                                            df=self.df, bounds=self._bounds)
 
     confint = conf_int
+
+    def _all_answers_equal(self):
+        """A sample mean (uniform draws without replacement, no predictor) of equal answers, short of a census."""
+        return (getattr(self, "method", None) == "sample_mean" and self.std_error == 0.0
+                and self.n_queries < self.n_questions)
 
     def summary(self, alpha=0.05):
         """The result as a statsmodels summary table.
@@ -87,7 +99,8 @@ class _Result:
 
     def _design_items(self, method_label, queries_label):
         return {method_label: self.method, "Variance estimator:": self.variance_method,
-                "Interval quantile:": "normal" if self.df is None else f"t, {self.df:g} df",
+                "Interval quantile:": ("exact (all answers equal)" if self._all_answers_equal()
+                                       else "normal" if self.df is None else f"t, {self.df:g} df"),
                 "Questions in bank:": self.n_questions,
                 queries_label: f"{self.n_queries} ({100 * self.n_queries / self.n_questions:.1f}%)"}
 
