@@ -47,8 +47,10 @@ def calibrated(bank):
 
 def test_estimate_is_asked_answers_plus_the_posterior_means_of_the_rest(bank, calibrated):
     z = bank.new_outcomes[0]
-    est = calibrated.set_params(random_state=3).fit(z)
-    post = calibrated.predictor_.posterior()
+    single = fq.ModelBasedEstimator.from_history(bank.history, budget=6, n_folds=5, random_state=0, verbose=False,
+                                                 predictor=fq.GaussianProcessSurrogate(noise_floor=0.1))
+    est = single.set_params(random_state=3).fit(z)
+    post = single.predictor_.posterior()
     asked = []
     for q, y in zip(est.queries_["question"], est.queries_["outcome"]):
         post.update(int(q), float(y))
@@ -59,6 +61,17 @@ def test_estimate_is_asked_answers_plus_the_posterior_means_of_the_rest(bank, ca
     mask = np.zeros(z.size, bool)
     mask[unasked] = True
     assert est.scale_ == pytest.approx(math.sqrt(unasked_total_variance(post, mask)) / z.size, rel=1e-12)
+    # the default averages two predictors: the average posterior's plug-in, the components' scales averaged
+    est = calibrated.set_params(random_state=3).fit(z)
+    post = calibrated.predictor_.posterior()
+    for q, y in zip(est.queries_["question"], est.queries_["outcome"]):
+        post.update(int(q), float(y))
+    asked = est.queries_["question"]
+    unasked = np.setdiff1d(np.arange(z.size), asked)
+    expected = (z[np.unique(asked)].sum() + np.asarray(post.predictions)[unasked].sum()) / z.size
+    assert est.estimate_ == pytest.approx(expected, abs=1e-12)
+    weights = calibrated.predictor_.weights_
+    assert est.estimate_ == pytest.approx(weights @ est.component_estimates_, abs=1e-12)
 
 
 def test_design_based_side_is_pai_on_the_same_draws(bank, calibrated):
@@ -116,9 +129,14 @@ def test_a_policy_predictor_draws_and_the_predictor_estimates(bank):
     asked[pai.queries_["question"]] = True
     expected = (z[asked].sum() + np.asarray(post.predictions)[~asked].sum()) / z.size
     assert est.estimate_ == pytest.approx(expected, abs=1e-12)
-    same = fq.ModelBasedEstimator(budget=6, policy_predictor="same", n_folds=5, random_state=0,
-                                  verbose=False).calibrate(bank.history)
+    same = fq.ModelBasedEstimator(fq.GaussianProcessSurrogate(n_components=4), budget=6, policy_predictor="same",
+                                  n_folds=5, random_state=0, verbose=False).calibrate(bank.history)
     assert same.policy_predictor_ is same.predictor_
+    default = fq.ModelBasedEstimator(budget=6, n_folds=5, random_state=0, verbose=False).calibrate(bank.history)
+    parts = default.predictor_.predictors_  # the default: the surrogate's draws, the average's estimate
+    assert type(default.policy_predictor_) is type(parts[0]) is fq.GaussianProcessSurrogate
+    with pytest.raises(ValueError, match="'same' needs a predictor"):
+        fq.ModelBasedEstimator(budget=6, policy_predictor="same", verbose=False).calibrate(bank.history)
 
 
 def test_the_budget_report_is_each_budgets_calibration_report(bank):

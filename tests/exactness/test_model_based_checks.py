@@ -130,7 +130,8 @@ def test_bad_checks_are_refused_by_name(bank):
         with pytest.raises(ValueError, match="checks must be 'auto' or distinct names"):
             fq.ModelBasedEstimator(budget=3, checks=checks, n_folds=2, verbose=False).calibrate(H)
     with pytest.raises(ValueError, match="'components' check needs an AveragedPredictor"):
-        fq.ModelBasedEstimator(budget=3, checks=["components"], n_folds=2, verbose=False).calibrate(H)
+        fq.ModelBasedEstimator(fq.GaussianProcessSurrogate(), budget=3, checks=["components"], n_folds=2,
+                               verbose=False).calibrate(H)
     est = fq.ModelBasedEstimator(budget=4, checks=["below"], n_folds=2, max_calibration_models=6, random_state=0,
                                  verbose=False).calibrate(H).fit(bank.new_outcomes[0])
     assert est.result_.checks == ("below",) and est.result_.check_table().index.tolist() == ["below"]

@@ -46,7 +46,7 @@ def test_a_model_far_above_the_history_gets_an_estimate_above_the_history_best()
     best = H.mean(axis=1).max()
     assert z.mean() > best + 0.2  # the setting: a frontier model
     estimates = {}
-    for name, predictor in [("ability", AbilityFactorModel(n_components=2)), ("gp", None)]:
+    for name, predictor in [("ability", AbilityFactorModel(n_components=2)), ("gp", fq.GaussianProcessSurrogate(noise_floor=0.1))]:
         est = ModelBasedEstimator(predictor=predictor, budget=30, n_folds=4, random_state=0, verbose=False)
         est.calibrate(H)
         estimates[name] = np.array([est.set_params(random_state=s).fit(z).estimate_ for s in range(5)])
