@@ -79,7 +79,8 @@ def main():
              "| predictor | calibration | ratio | fit, per new model | ratio | calibration peak (Python/numpy) |",
              "|---|---:|---:|---:|---:|---:|"]
     for name, (cal, fit, peak) in results.items():
-        lines.append(f"| {name} | {cal:.1f} s | {cal / ref[0]:.1f} | {fit:.1f} ms | {fit / ref[1]:.1f} | {peak:.0f} MiB |")
+        lines.append(f"| {name} | {cal:.1f} s | {cal / ref[0]:.1f} | {fit:.1f} ms | {fit / ref[1]:.1f} "
+                     f"| {peak:.0f} MiB |")
     lines.append(MARK_END)
     text = "\n".join(lines)
     print(text)

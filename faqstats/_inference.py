@@ -8,9 +8,9 @@ from scipy import special
 
 from .intervals import effective_df, interval_rule, wald_interval
 
-__all__ = ["all_equal_interval", "census_mean", "check_interval", "effective_df", "finite_population_weights",
-           "fpc_mean", "interval_df",
-           "martingale_variance", "paper_variance", "pai_inference", "wald_interval", "weighted_martingale"]
+__all__ = ["all_equal_chance", "all_equal_interval", "census_mean", "check_interval", "effective_df",
+           "finite_population_weights", "fpc_mean", "interval_df", "martingale_variance", "paper_variance",
+           "pai_inference", "wald_interval", "weighted_martingale"]
 
 
 def check_interval(interval):
@@ -170,6 +170,37 @@ def all_equal_interval(value, n, n_questions, alpha=0.05, alternative="two-sided
     low = np.where(alternative == "smaller", 0.0, k_star * v / N)
     high = np.where(alternative == "larger", 1.0, 1.0 - k_star * (1.0 - v) / N)
     return (float(low), float(high)) if low.ndim == 0 else (low, high)
+
+
+def all_equal_chance(value, theta, n, n_questions):
+    """The largest chance that ``n`` answers drawn without replacement from a bank of ``N`` answers in [0, 1] with
+    mean ``theta`` all equal ``value``: ``C(K, n) / C(N, n)`` with ``K = floor(N min(theta / v, (1 - theta) /
+    (1 - v)))`` answers equal to ``v`` at most (1 where ``theta == v``); the exact p-value of
+    :func:`all_equal_interval`.
+
+    Parameters
+    ----------
+    value, theta : float in [0, 1]
+    n, n_questions : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(all_equal_chance(1.0, 0.696, 10, 500), 4)
+    0.0256
+    """
+    v, theta, n, N = float(value), float(theta), int(n), int(n_questions)
+    if theta == v:
+        return 1.0
+    share = min(theta / v if v > 0 else math.inf, (1.0 - theta) / (1.0 - v) if v < 1 else math.inf, 1.0)
+    K = math.floor(N * share + 1e-9)
+    if K < n:
+        return 0.0
+    return math.exp(special.gammaln(K + 1) - special.gammaln(K - n + 1) - special.gammaln(N + 1)
+                    + special.gammaln(N - n + 1))
 
 
 def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_questions):

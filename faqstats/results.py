@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from ._inference import all_equal_interval
+from ._inference import all_equal_chance, all_equal_interval
 from ._validation import check_alpha, check_scalar
 from .intervals import ALTERNATIVES, IntervalRule, interval_rule
 
@@ -41,6 +41,10 @@ def markdown_table(table, float_format="{:.4f}"):
     return "\n".join(lines)
 
 
+#: the methods whose estimate is a plain mean of answers (or paired differences) drawn uniformly without replacement
+SAMPLE_MEANS = ("sample_mean", "paired_sample_mean", "reference_sample_mean")
+
+
 class _Result:
     """What both result classes share: the interval, JSON, ``str`` as the summary's text, the design rows."""
 
@@ -50,7 +54,7 @@ class _Result:
         """Wald-type interval at level ``1 - alpha`` (t quantile when ``df`` is set), clipped to the bounds.
 
         After stopping on width (``stop_reason == "width"``) only the anytime-valid interval is returned. A sample
-        mean whose answers were all equal gets the exact interval of
+        mean whose answers (or paired differences) were all equal gets the exact interval of
         :func:`~faqstats._inference.all_equal_interval` (its variance estimate is zero).
 
         Parameters
@@ -69,18 +73,22 @@ class _Result:
                 raise ValueError("Querying stopped at a data-dependent time (stop_when_width): only the anytime-valid "
                                  f"two-sided interval at alpha={self.anytime_alpha} is valid.")
             return self.anytime_interval
-        if self._all_answers_equal():
+        if self._all_answers_equal():  # on the bounds' scale: answers, or paired differences in [-1, 1]
             if alternative not in ALTERNATIVES:
                 raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}.")
-            return all_equal_interval(self.estimate, self.n_queries, self.n_questions, check_alpha(alpha), alternative)
+            lo, hi = self._bounds
+            low, high = all_equal_interval((self.estimate - lo) / (hi - lo), self.n_queries, self.n_questions,
+                                           check_alpha(alpha), alternative)
+            return lo + (hi - lo) * low, lo + (hi - lo) * high
         return self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative,
                                            df=self.df, bounds=self._bounds)
 
     confint = conf_int
 
     def _all_answers_equal(self):
-        """A sample mean (uniform draws without replacement, no predictor) of equal answers, short of a census."""
-        return (getattr(self, "method", None) == "sample_mean" and self.std_error == 0.0
+        """A sample mean (uniform draws without replacement, no predictor) of equal answers or equal paired
+        differences, short of a census."""
+        return (getattr(self, "method", None) in SAMPLE_MEANS and self.std_error == 0.0
                 and self.n_queries < self.n_questions)
 
     def summary(self, alpha=0.05):
@@ -245,6 +253,13 @@ class ComparisonResult(_Result):
         check_scalar(null, "null", low=-1.0, high=1.0)
         if alternative not in ("two-sided", "larger", "smaller"):
             raise ValueError(f"alternative must be 'two-sided', 'larger' or 'smaller', got {alternative!r}.")
+        if self._all_answers_equal():  # exact, as the interval: the chance of differences all this equal
+            lo, hi = self._bounds
+            v, h0 = (self.estimate - lo) / (hi - lo), (null - lo) / (hi - lo)
+            chance = all_equal_chance(v, h0, self.n_queries, self.n_questions)
+            if alternative == "two-sided":
+                return min(1.0, 2.0 * chance)
+            return chance if (alternative == "larger") == (h0 < v) else 1.0
         dist = stats.norm if self.df is None else stats.t(self.df)
         if self.std_error == 0:
             stat = 0.0 if self.estimate == null else np.copysign(np.inf, self.estimate - null)

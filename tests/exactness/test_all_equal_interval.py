@@ -95,3 +95,63 @@ def test_a_census_and_pai_keep_their_intervals():
     assert census.confint() == (1.0, 1.0)
     with pytest.raises(ValueError, match="1 <= n < N"):
         all_equal_interval(1.0, 20, 20)
+
+
+def exact_paired_coverage(n_plus, n_minus, N, n, alpha=ALPHA):
+    """Coverage of the paired sample mean's interval for ``theta_a - theta_b`` on a bank where A alone is right on
+    ``n_plus`` questions and B alone on ``n_minus``, by enumerating the draws' counts of +1 and -1 (the estimate,
+    variance and degrees of freedom depend on the draws only through them)."""
+    delta, total, N0 = (n_plus - n_minus) / N, 0.0, N - n_plus - n_minus
+    for k_plus in range(n + 1):
+        for k_minus in range(n - k_plus + 1):
+            k_zero = n - k_plus - k_minus
+            if k_plus > n_plus or k_minus > n_minus or k_zero > N0:
+                continue
+            # multivariate hypergeometric probability of the counts
+            p = np.exp(_log_comb(n_plus, k_plus) + _log_comb(n_minus, k_minus) + _log_comb(N0, k_zero)
+                       - _log_comb(N, n))
+            d = np.r_[np.ones(k_plus), -np.ones(k_minus), np.zeros(k_zero)]
+            est, var = fpc_mean(d, N)
+            result = fq.ComparisonResult(estimate=est, std_error=float(np.sqrt(var)), estimate_a=np.nan,
+                                         estimate_b=np.nan, n_queries=n, n_questions=N, method="paired_sample_mean",
+                                         variance_method="finite-population", df=interval_df("robust-t", d))
+            low, high = result.conf_int(alpha)
+            total += p * (low <= delta <= high)
+    return total
+
+
+def _log_comb(a, b):
+    from scipy.special import gammaln
+    return gammaln(a + 1) - gammaln(b + 1) - gammaln(a - b + 1)
+
+
+def test_paired_differences_that_all_agree_get_an_exact_interval_and_p_value():
+    # two models that disagree on 10% of 300 questions, always in A's favour: 20 draws often all agree
+    z_a, z_b = np.ones(300), np.ones(300)
+    z_b[:30] = 0.0
+
+    def paired(seed):
+        sampler = fq.UniformSampler(replace=False)
+        return fq.PairedPAIEstimator(sampler=sampler, budget=20, random_state=seed).fit(z_a, z_b).result_
+
+    r = next(r for r in map(paired, range(100)) if r.std_error == 0.0)  # a run whose 20 draws all agree
+    assert r.method == "paired_sample_mean" and r.estimate == 0.0 and r.std_error == 0.0
+    low, high = r.conf_int()
+    u_low, u_high = all_equal_interval(0.5, 20, 300)
+    assert (low, high) == pytest.approx((2 * u_low - 1, 2 * u_high - 1)) and low < -0.1 and high > 0.1
+    assert low <= 0.1 <= high  # the true difference
+    assert r.pvalue(0.0) == 1.0
+    # the p-value and the interval agree: the null is rejected at 5% exactly where it leaves the interval
+    for null in (low - 1e-3, low + 1e-3, high - 1e-3, high + 1e-3):
+        assert (r.pvalue(null) < ALPHA) == (not low <= null <= high)
+
+
+@pytest.mark.parametrize("n_plus, n_minus", [(0, 0), (4, 0), (8, 2), (20, 0), (3, 3)])
+def test_paired_sample_mean_coverage_by_enumeration(n_plus, n_minus):
+    assert exact_paired_coverage(n_plus, n_minus, 80, 12) >= 0.95
+
+
+def test_negative_control_paired_without_the_exact_branch(monkeypatch):
+    # two models disagreeing on 4 of 80 questions: 12 draws all agree with chance 0.51, and a Wald interval is [0, 0]
+    monkeypatch.setattr("faqstats.results.SAMPLE_MEANS", ("sample_mean",))
+    assert exact_paired_coverage(4, 0, 80, 12) < 0.6
