@@ -11,7 +11,7 @@ from ..results import markdown_table, table_summary
 
 __all__ = ["RECORD_COLUMNS", "GROUP_RECORD_COLUMNS", "GROUP_SUMMARY_COLUMNS", "SUMMARY_COLUMNS",
            "MODEL_COVERAGE_COLUMNS", "method_key", "write_csv", "read_csv", "summarize", "summarize_groups",
-           "per_model_coverage", "format_summary"]
+           "per_model_coverage", "format_summary", "clustered_se"]
 
 #: The columns of the records, one row per (method, budget, model, seed).
 RECORD_COLUMNS = ("method", "budget_fraction", "budget", "model", "row", "seed", "truth", "estimate", "std_error",
@@ -128,10 +128,45 @@ def _ess(records, baseline):
         return means["variance_base"] / means["variance"]
 
 
+def clustered_se(values, clusters):
+    """The standard error of the mean of ``values``, clustered by ``clusters`` (CR1: ``G / (G - 1)`` times the
+    summed squares of each cluster's total residual, over ``n^2``); with a single cluster, the i.i.d. one.
+
+    Runs of one new model share its accuracy (and a model-based method's bias), so their coverages are
+    correlated; the i.i.d. standard error would understate the uncertainty of a coverage.
+
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+    clusters : array-like of shape (n,)
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(clustered_se([1, 1, 0, 0], [0, 0, 1, 1]), 4)  # two models, one always covered, one never
+    0.5
+    >>> round(clustered_se([1, 0, 1, 0], [0, 0, 1, 1]), 4)  # each model covered half the time
+    0.0
+    """
+    x = np.asarray(values, dtype=float)
+    labels = pd.factorize(np.asarray(clusters))[0]
+    n, G = x.size, labels.max(initial=-1) + 1
+    if n < 2:
+        return float("nan")
+    if G < 2:
+        return float(x.std(ddof=1) / np.sqrt(n))
+    totals = np.bincount(labels, weights=x - x.mean(), minlength=G)
+    return float(np.sqrt(G / (G - 1) * np.sum(totals**2)) / n)
+
+
 def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform", ceiling_method="ceiling"):
     """One row per (method, budget): coverage, width, RMSE, variance, ESS and share of the ceiling.
 
-    The ESS are the baseline's mean variance over the method's on the runs both have, ``ceiling_share`` ``ess_fpc``
+    ``coverage_se`` is clustered by new model (:func:`clustered_se`). The ESS are the baseline's mean variance over
+    the method's on the runs both have, ``ceiling_share`` ``ess_fpc``
     over the ceiling's; NaN where the baseline or the ceiling did not run (docs/results.md).
 
     Parameters
@@ -160,9 +195,10 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform", ceil
     records = _as_records(records)
     table = records.groupby(["method", "budget"]).agg(
         budget_fraction=("budget_fraction", "first"), n_runs=("covered", "size"),
-        coverage=("covered", "mean"), coverage_se=("covered", "std"), mean_width=("width", "mean"),
+        coverage=("covered", "mean"), mean_width=("width", "mean"),
         rmse=("sq_error", "mean"), mean_variance=("variance", "mean"), mean_queries=("n_queries", "mean"))
-    table["coverage_se"] /= np.sqrt(table["n_runs"])
+    table["coverage_se"] = records.groupby(["method", "budget"])[["covered", "model"]].apply(
+        lambda g: clustered_se(g["covered"], g["model"]))
     table["rmse"] = np.sqrt(table["rmse"])
     table["ess_fpc"] = _ess(records, fpc_method)
     table["ess_ht"] = _ess(records, ht_method)

@@ -19,7 +19,7 @@ from faqstats.experiments import (
     summarize,
     write_csv,
 )
-from faqstats.experiments.records import MODEL_COVERAGE_COLUMNS, RECORD_COLUMNS, SUMMARY_COLUMNS
+from faqstats.experiments.records import MODEL_COVERAGE_COLUMNS, RECORD_COLUMNS, SUMMARY_COLUMNS, clustered_se
 from pandas.testing import assert_frame_equal
 
 #: small and quick: the fit's quality does not matter here, only that the pipeline runs
@@ -200,7 +200,9 @@ def test_summarize_ess_is_ratio_of_mean_variances_over_shared_runs():
     assert faq["ess_fpc"] != pytest.approx(np.mean([4, 4, 4, 16 / 9]))
     assert faq["n_runs"] == 5
     assert faq["coverage"] == pytest.approx(4 / 5)
-    assert faq["coverage_se"] == pytest.approx(np.std([1, 1, 0, 1, 1], ddof=1) / np.sqrt(5))
+    # clustered by model (models 0, 1, 2 cover 2/2, 1/2, 1/1; residuals 0.2 each, -0.8 and 0.2, 0.2): CR1
+    totals = np.array([0.4, -0.6, 0.2])
+    assert faq["coverage_se"] == pytest.approx(np.sqrt(3 / 2 * np.sum(totals**2)) / 5)
     assert faq["mean_width"] == pytest.approx(np.mean([0.2, 0.34, 0.1, 0.4, 1.0]))
     assert faq["rmse"] == pytest.approx(np.sqrt(np.mean([0.02**2, 0.05**2, 0.1**2, 0, 0])))
     assert faq["mean_variance"] == pytest.approx(np.mean([0.01, 0.04, 0.01, 0.09, 25.0]))
@@ -356,3 +358,19 @@ def test_demo_prints_both_methods_and_leaves_the_backend_alone(tmp_path, capsys)
     demo = fq.experiments.run_demo(budgets=(10,), n_models=60, n_questions=80, n_new=2, seeds=3, verbose=False)
     s = demo.summary()
     assert s["n_runs"].tolist() == [6, 6] and s.loc[s["method"] == "uniform-fpc", "ess_fpc"].item() == 1.0
+
+
+def test_coverage_se_is_clustered_by_model():
+    # 10 models x 20 seeds: half the models always covered, half never: the i.i.d. se (0.035) would claim a
+    # coverage known to +-0.07; the clustered one says what 10 models can show (0.167)
+    covered = np.repeat([1.0, 0.0] * 5, 20)
+    models = np.repeat(np.arange(10), 20)
+    assert clustered_se(covered, models) == pytest.approx(np.sqrt(10 / 9 * 10 * (20 * 0.5) ** 2) / 200)
+    assert clustered_se(covered, models) > 4 * np.std(covered, ddof=1) / np.sqrt(200)
+    # runs independent of the model: close to the i.i.d. se
+    rng = np.random.default_rng(0)
+    iid = rng.random(2000) < 0.9
+    iid_se = np.std(iid, ddof=1) / np.sqrt(2000)
+    assert clustered_se(iid, np.repeat(np.arange(100), 20)) == pytest.approx(iid_se, rel=0.25)
+    assert clustered_se([1.0, 0.0], [0, 0]) == pytest.approx(np.std([1, 0], ddof=1) / np.sqrt(2))
+    assert np.isnan(clustered_se([1.0], [0]))
