@@ -35,8 +35,9 @@ def model_based_estimator(session, history, **params):
         The history the session's predictor was fitted on (NaN where not observed), its columns the session's
         questions.
     **params
-        Other :class:`~faqstats.ModelBasedEstimator` parameters (``predictor``: the estimate's, default the GP
-        surrogate; ``check_level``, ``checks``, ``max_calibration_models``, ``n_folds``, ``random_state``, ``verbose``).
+        Other :class:`~faqstats.ModelBasedEstimator` parameters (``predictor``: the estimate's, default the average
+        of the GP surrogate and an ability model on the session's draws; ``check_level``, ``checks``,
+        ``max_calibration_models``, ``n_folds``, ``random_state``, ``verbose``).
 
     Returns
     -------
