@@ -4,9 +4,10 @@ variance estimator and degrees-of-freedom rule; why each is unbiased: ``docs/sta
 import math
 
 import numpy as np
-from scipy import special
+from scipy import stats
 
-from .intervals import effective_df, interval_rule, wald_interval
+from ._validation import check_alpha
+from .intervals import ALTERNATIVES, effective_df, interval_rule, wald_interval
 
 __all__ = ["all_equal_chance", "all_equal_interval", "census_mean", "check_interval", "effective_df",
            "finite_population_weights", "fpc_mean", "interval_df", "martingale_variance", "paper_variance",
@@ -160,12 +161,13 @@ def all_equal_interval(value, n, n_questions, alpha=0.05, alternative="two-sided
     n, N = int(n), int(n_questions)
     if not 1 <= n < N:
         raise ValueError(f"all_equal_interval needs 1 <= n < N, got n={n}, N={N}.")
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}.")
+    alpha = check_alpha(alpha)
     tail = alpha / 2.0 if alternative == "two-sided" else alpha
     K = np.arange(n, N + 1)
-    # log C(K, n) - log C(N, n): the chance that n draws all fall among K given answers
-    log_p = special.gammaln(K + 1) - special.gammaln(K - n + 1) - special.gammaln(N + 1) + special.gammaln(N - n + 1)
     # log_p rises with K to 0 at K = N; the tolerance keeps a count whose chance is alpha / 2 exactly
-    k_star = float(K[np.argmax(log_p >= math.log(tail) - 1e-12)])
+    k_star = float(K[np.argmax(_log_all_among(K, n, N) >= math.log(tail) - 1e-12)])
     v = np.clip(np.asarray(value, dtype=float), 0.0, 1.0)
     low = np.where(alternative == "smaller", 0.0, k_star * v / N)
     high = np.where(alternative == "larger", 1.0, 1.0 - k_star * (1.0 - v) / N)
@@ -197,10 +199,13 @@ def all_equal_chance(value, theta, n, n_questions):
         return 1.0
     share = min(theta / v if v > 0 else math.inf, (1.0 - theta) / (1.0 - v) if v < 1 else math.inf, 1.0)
     K = math.floor(N * share + 1e-9)
-    if K < n:
-        return 0.0
-    return math.exp(special.gammaln(K + 1) - special.gammaln(K - n + 1) - special.gammaln(N + 1)
-                    + special.gammaln(N - n + 1))
+    return float(np.exp(_log_all_among(K, n, N)))
+
+
+def _log_all_among(K, n, N):
+    """``log C(K, n) / C(N, n)``: the log chance that ``n`` draws without replacement from ``N`` all fall among
+    ``K`` given ones (``-inf`` where ``K < n``)."""
+    return stats.hypergeom.logpmf(n, N, K, n)
 
 
 def paper_variance(outcomes, predictions, probabilities, prediction_totals, n_questions):

@@ -244,14 +244,14 @@ class ModelBasedEstimator(BaseEstimator):
         # the default estimate averages the surrogate with an ability that follows the answers past the history's
         # best, on the surrogate's draws (measured on random and frontier splits of two real banks: statistics.md)
         predictor, policy = self.predictor, self.policy_predictor
-        if predictor is None and isinstance(policy, str) and policy == "same":
-            raise ValueError("policy_predictor='same' needs a predictor: the default averages two, on the draws of "
-                             "its surrogate (policy_predictor=None).")
+        same = isinstance(policy, str) and policy == "same"
         if predictor is None:
+            if same:
+                raise ValueError("policy_predictor='same' needs a predictor: the default averages two, on the draws "
+                                 "of its surrogate (policy_predictor=None).")
             surrogate = GaussianProcessSurrogate(noise_floor=0.1, random_state=0)
             predictor = AveragedPredictor([surrogate, AbilityFactorModel(n_components=1, prior_scale=4.0)])
             policy = surrogate if policy is None else policy
-        same = isinstance(policy, str) and policy == "same"
         if policy is None or same:
             policy = predictor
         elif not callable(getattr(policy, "fit", None)):

@@ -7,8 +7,8 @@ import numpy as np
 from scipy import stats
 
 from ._inference import all_equal_chance, all_equal_interval
-from ._validation import check_alpha, check_scalar
-from .intervals import ALTERNATIVES, IntervalRule, interval_rule
+from ._validation import check_scalar
+from .intervals import IntervalRule, interval_rule
 
 __all__ = ["AccuracyResult", "ComparisonResult", "markdown_table", "table_summary"]
 
@@ -74,11 +74,9 @@ class _Result:
                                  f"two-sided interval at alpha={self.anytime_alpha} is valid.")
             return self.anytime_interval
         if self._all_answers_equal():  # on the bounds' scale: answers, or paired differences in [-1, 1]
-            if alternative not in ALTERNATIVES:
-                raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}.")
             lo, hi = self._bounds
             low, high = all_equal_interval((self.estimate - lo) / (hi - lo), self.n_queries, self.n_questions,
-                                           check_alpha(alpha), alternative)
+                                           alpha, alternative)
             return lo + (hi - lo) * low, lo + (hi - lo) * high
         return self.interval_rule.interval(self.estimate, self.std_error, alpha=alpha, alternative=alternative,
                                            df=self.df, bounds=self._bounds)

@@ -193,12 +193,12 @@ def summarize(records, *, fpc_method="uniform-fpc", ht_method="ht-uniform", ceil
     [['uniform-fpc', 8, 6, 1.0]]
     """
     records = _as_records(records)
-    table = records.groupby(["method", "budget"]).agg(
+    groups = records.groupby(["method", "budget"])
+    table = groups.agg(
         budget_fraction=("budget_fraction", "first"), n_runs=("covered", "size"),
         coverage=("covered", "mean"), mean_width=("width", "mean"),
         rmse=("sq_error", "mean"), mean_variance=("variance", "mean"), mean_queries=("n_queries", "mean"))
-    table["coverage_se"] = records.groupby(["method", "budget"])[["covered", "model"]].apply(
-        lambda g: clustered_se(g["covered"], g["model"]))
+    table["coverage_se"] = groups[["covered", "model"]].apply(lambda g: clustered_se(g["covered"], g["model"]))
     table["rmse"] = np.sqrt(table["rmse"])
     table["ess_fpc"] = _ess(records, fpc_method)
     table["ess_ht"] = _ess(records, ht_method)
