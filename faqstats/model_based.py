@@ -5,6 +5,7 @@ design-based estimate from the same draws (docs/statistics.md, "What no predicto
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,8 @@ from ._validation import check_generator, check_scalar, validate_history
 from .estimator import PAIEstimator
 from .predictor import engine_posterior
 from .model_based_predictor import AbilityFactorModel, AveragedPredictor
-from .model_based_result import CHECKS, ModelBasedResult, component_spread, conformal_quantile, prequential_residual
+from .model_based_result import (CHECKS, ModelBasedResult, component_spread, conformal_quantile, min_calibration_runs,
+                                 prequential_residual)
 from .sampling import Sampler, VarianceReductionSampler
 from .surrogate import GaussianProcessSurrogate
 
@@ -25,7 +27,7 @@ from .surrogate import GaussianProcessSurrogate
 PAI_RUN_PARAMS = ("batch_size", "predict_every", "step_weights", "interval", "dtype")
 
 __all__ = ["CHECKS", "PAI_RUN_PARAMS", "ModelBasedEstimator", "ModelBasedResult", "component_spread",
-           "conformal_quantile", "prequential_residual", "unasked_total_variance"]
+           "conformal_quantile", "min_calibration_runs", "prequential_residual", "unasked_total_variance"]
 
 
 def unasked_total_variance(posterior, unasked):
@@ -227,7 +229,7 @@ class ModelBasedEstimator(BaseEstimator):
         --------
         >>> import faqstats as fq
         >>> bank = fq.make_synthetic_bank(n_models=30, n_questions=40, n_components=2, random_state=0)
-        >>> report = ModelBasedEstimator.budget_report(bank.history, [4, 8], max_calibration_models=10, n_folds=2,
+        >>> report = ModelBasedEstimator.budget_report(bank.history, [4, 8], max_calibration_models=20, n_folds=2,
         ...                                            random_state=0, verbose=False)
         >>> report.index.names, report.shape
         (FrozenList(['budget', 'method']), (4, 4))
@@ -328,6 +330,13 @@ class ModelBasedEstimator(BaseEstimator):
                                                         "pai_std_error", "score", "disagreement", "residual", "spread",
                                                         *(f"estimate_{c}" for c in range(k // 2)),
                                                         *(f"scale_{c}" for c in range(k // 2))])
+        level = self.check_level / len(self._checks(predictor))
+        needed, needed_checks = min_calibration_runs(0.05), min_calibration_runs(level)
+        if chosen.size < max(needed, needed_checks):  # said now, not only in each summary
+            warnings.warn(f"{chosen.size} calibration runs (the history's complete rows, at most "
+                          f"max_calibration_models): a 95% calibrated interval needs at least {needed} runs and a check "
+                          f"at level {level:.3g} needs {needed_checks}; below that the interval is [0, 1] and the checks cannot "
+                          "fire, and the design-based interval is the one to use.", UserWarning, stacklevel=2)
         self.predictor_ = clone(predictor).fit(H)
         self.policy_predictor_ = self.predictor_ if policy is predictor else clone(policy).fit(H)
         self.sampler_ = sampler

@@ -206,7 +206,7 @@ class AveragedPredictor(Predictor):
     >>> gp = fq.GaussianProcessSurrogate(noise_floor=0.1)
     >>> avg = AveragedPredictor([gp, AbilityFactorModel(n_components=1, prior_scale=4.0)])
     >>> est = fq.ModelBasedEstimator(predictor=avg, policy_predictor=gp, budget=8, n_folds=3,
-    ...                              max_calibration_models=12, random_state=0, verbose=False)
+    ...                              max_calibration_models=20, random_state=0, verbose=False)
     >>> est.calibrate(bank.history).fit(bank.new_outcomes[0]).result_.design_based.n_queries
     8
     """

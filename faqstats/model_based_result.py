@@ -12,7 +12,8 @@ import pandas as pd
 from ._validation import check_scalar
 from .results import AccuracyResult, table_summary
 
-__all__ = ["CHECKS", "ModelBasedResult", "component_spread", "conformal_quantile", "prequential_residual"]
+__all__ = ["CHECKS", "ModelBasedResult", "component_spread", "conformal_quantile", "min_calibration_runs",
+           "prequential_residual"]
 
 #: the checks a model-based run may be flagged by, and what each compares with the calibration runs'
 CHECKS = {
@@ -47,6 +48,31 @@ def conformal_quantile(scores, alpha):
     alpha = check_scalar(alpha, "alpha", low=0.0, high=1.0, closed="neither")
     k = math.ceil((s.size + 1) * (1.0 - alpha))
     return float(s[k - 1]) if k <= s.size else math.inf
+
+
+def min_calibration_runs(alpha):
+    """The fewest calibration runs whose :func:`conformal_quantile` at ``alpha`` is finite: ``ceil(1 / alpha) - 1``.
+
+    With fewer, no finite interval is guaranteed ``1 - alpha`` coverage, and no check at level ``alpha`` can fire.
+
+    Parameters
+    ----------
+    alpha : float in (0, 1)
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> min_calibration_runs(0.05), min_calibration_runs(0.1), min_calibration_runs(0.025)
+    (19, 9, 39)
+    """
+    alpha = check_scalar(alpha, "alpha", low=0.0, high=1.0, closed="neither")
+    n = max(1, math.ceil((1.0 - alpha) / alpha) - 1)
+    while math.ceil((n + 1) * (1.0 - alpha)) > n:  # ceil((n + 1)(1 - alpha)) <= n, exactly, whatever the rounding
+        n += 1
+    return n
 
 
 def prequential_residual(queries):
@@ -234,8 +260,23 @@ class ModelBasedResult:
 
     confint = conf_int
 
+    def calibrated(self, alpha=0.05):
+        """Whether the calibration runs are enough for a finite interval at ``alpha``
+        (:func:`min_calibration_runs`); without them :meth:`conf_int` is [0, 1].
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+
+        Returns
+        -------
+        bool
+        """
+        return self.calibration_scores.size >= min_calibration_runs(alpha)
+
     def recommended_interval(self, alpha=0.05):
-        """The model-based interval, or the design-based one when a check flags it.
+        """The model-based interval, or the design-based one when a check flags it or the calibration runs are
+        too few for a calibrated interval at ``alpha`` (:meth:`calibrated`).
 
         Parameters
         ----------
@@ -246,7 +287,9 @@ class ModelBasedResult:
         low : float
         high : float
         """
-        return self.design_based.conf_int(alpha) if self.flagged else self.conf_int(alpha)
+        if self.flagged or not self.calibrated(alpha):
+            return self.design_based.conf_int(alpha)
+        return self.conf_int(alpha)
 
     def summary(self, alpha=0.05):
         """Both estimates, their intervals, the guarantee each carries and the checks that fired.
@@ -274,7 +317,14 @@ class ModelBasedResult:
         notes = ["Model-based interval: valid if this model is like the history's models (calibrated on "
                  "held-out history models; marginal coverage under exchangeability).",
                  "Design-based interval: valid for every model (the draws' known probabilities)."]
+        n, needed = self.calibration_scores.size, min_calibration_runs(alpha)
+        if n < needed:
+            notes.append(f"TOO FEW CALIBRATION RUNS: {n}, and a {level} calibrated interval needs at least {needed}, so "
+                         "it is [0, 1]: use the design-based interval (or a history with more complete rows).")
         table = self.check_table()
+        if n < min_calibration_runs(table["level"].iloc[0]):
+            notes.append(f"The checks cannot fire: {n} calibration runs are too few at their level "
+                         f"{table['level'].iloc[0]:.3g} (it needs {min_calibration_runs(table['level'].iloc[0])}).")
         fired = table[table["fired"]]
         if len(fired):
             said = ", ".join(f"{name} {row.statistic:.2f} > {row.threshold:.2f}" for name, row in fired.iterrows())

@@ -53,7 +53,7 @@ def model_based_estimator(session, history, **params):
     >>> while not session.done:
     ...     ids, _ = session.next_questions()
     ...     session.record(ids, [z[i] for i in ids])
-    >>> est = session.model_based(bank.history, max_calibration_models=8, n_folds=2, random_state=0, verbose=False)
+    >>> est = session.model_based(bank.history, max_calibration_models=20, n_folds=2, random_state=0, verbose=False)
     >>> est.result_.design_based == session.result()
     True
     """

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import faqstats as fq
 from faqstats.model_based import CHECKS, component_spread
 from faqstats.model_based_predictor import AbilityFactorModel, AveragedPredictor
-from faqstats.model_based_result import ModelBasedResult
+from faqstats.model_based_result import ModelBasedResult, conformal_quantile, min_calibration_runs
 
 PAI = fq.AccuracyResult(estimate=0.5, std_error=0.1, n_queries=10, n_questions=100, method="pai",
                         variance_method="martingale")
@@ -70,6 +70,29 @@ def test_too_few_calibration_runs_for_the_share_never_fire():
     # 4 checks at 0.1: 0.025 each needs 39 calibration runs; with 20 the threshold is infinite
     r = _result(np.arange(21.0), 20, "above", ("disagreement", "residual", "components", "above"), 0.1)
     assert math.isinf(r.check_table().loc["above", "threshold"]) and not r.flagged
+
+
+@settings(max_examples=60, deadline=None)
+@given(alpha=st.floats(0.001, 0.999))
+def test_min_calibration_runs_is_the_fewest_with_a_finite_quantile(alpha):
+    n = min_calibration_runs(alpha)
+    assert math.isfinite(conformal_quantile(np.ones(n), alpha))
+    assert n == 1 or math.isinf(conformal_quantile(np.ones(n - 1), alpha))
+
+
+def test_too_few_calibration_runs_for_an_interval_recommend_the_design_based_one():
+    def result(n):
+        return ModelBasedResult(0.52, 0.02, np.linspace(0.1, 3.0, n), PAI, 0.2, np.linspace(0, 2, n), -0.5,
+                                np.linspace(-2, 2, n), 0.1)
+
+    few, enough = result(18), result(19)  # 95% needs 19 runs
+    assert not few.calibrated(0.05) and few.conf_int(0.05) == (0.0, 1.0)
+    assert few.recommended_interval(0.05) == PAI.conf_int(0.05) and not few.flagged
+    text = str(few.summary(0.05))
+    assert "TOO FEW CALIBRATION RUNS: 18" in text and "at least 19" in text and "checks cannot fire" in text
+    assert enough.calibrated(0.05) and enough.recommended_interval(0.05) == enough.conf_int(0.05)
+    assert enough.conf_int(0.05) != (0.0, 1.0) and "TOO FEW" not in str(enough.summary(0.05))
+    assert few.calibrated(0.1) and few.recommended_interval(0.1) == few.conf_int(0.1)  # 90% needs only 9
 
 
 def test_the_summary_says_which_check_fired():

@@ -1,4 +1,7 @@
-"""The model-based estimator refuses what it cannot calibrate or run, by name."""
+"""The model-based estimator refuses what it cannot calibrate or run, by name, and warns when its calibration is too
+small to give an interval."""
+
+import warnings
 
 import numpy as np
 import pytest
@@ -40,3 +43,15 @@ def test_fit_before_calibrate(history):
 def test_bad_policy_predictor(history):
     with pytest.raises(TypeError, match="policy_predictor must be a predictor"):
         fq.ModelBasedEstimator(budget=3, policy_predictor="other", n_folds=2, verbose=False).calibrate(history)
+
+
+def test_a_calibration_too_small_for_an_interval_warns(history):
+    with pytest.warns(UserWarning, match="18 calibration runs.*needs at least 19 runs.*level 0.05 needs 19"):
+        est = fq.ModelBasedEstimator(budget=3, verbose=False).calibrate(history[:18])
+    assert est.fit(history[19]).conf_int(0.05) == (0.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fq.ModelBasedEstimator(budget=3, verbose=False).calibrate(history[:19])
+    with pytest.warns(UserWarning, match="a check at level 0.0333 needs 29"):  # three checks share 0.1
+        fq.ModelBasedEstimator(budget=3, checks=("disagreement", "residual", "above"),
+                               verbose=False).calibrate(history)
