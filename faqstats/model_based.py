@@ -334,9 +334,10 @@ class ModelBasedEstimator(BaseEstimator):
         needed, needed_checks = min_calibration_runs(0.05), min_calibration_runs(level)
         if chosen.size < max(needed, needed_checks):  # said now, not only in each summary
             warnings.warn(f"{chosen.size} calibration runs (the history's complete rows, at most "
-                          f"max_calibration_models): a 95% calibrated interval needs at least {needed} runs and a check "
-                          f"at level {level:.3g} needs {needed_checks}; below that the interval is [0, 1] and the checks cannot "
-                          "fire, and the design-based interval is the one to use.", UserWarning, stacklevel=2)
+                          f"max_calibration_models): a 95% calibrated interval needs at least {needed} runs and a "
+                          f"check at level {level:.3g} needs {needed_checks}; below that the interval is [0, 1] and "
+                          "the checks cannot fire, and the design-based interval is the one to use.", UserWarning,
+                          stacklevel=2)
         self.predictor_ = clone(predictor).fit(H)
         self.policy_predictor_ = self.predictor_ if policy is predictor else clone(policy).fit(H)
         self.sampler_ = sampler

@@ -319,8 +319,8 @@ class ModelBasedResult:
                  "Design-based interval: valid for every model (the draws' known probabilities)."]
         n, needed = self.calibration_scores.size, min_calibration_runs(alpha)
         if n < needed:
-            notes.append(f"TOO FEW CALIBRATION RUNS: {n}, and a {level} calibrated interval needs at least {needed}, so "
-                         "it is [0, 1]: use the design-based interval (or a history with more complete rows).")
+            notes.append(f"TOO FEW CALIBRATION RUNS: {n}, and a {level} calibrated interval needs at least "
+                         f"{needed}, so it is [0, 1]: use the design-based interval (or a history with more complete rows).")
         table = self.check_table()
         if n < min_calibration_runs(table["level"].iloc[0]):
             notes.append(f"The checks cannot fire: {n} calibration runs are too few at their level "
