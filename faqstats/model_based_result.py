@@ -320,11 +320,13 @@ class ModelBasedResult:
         n, needed = self.calibration_scores.size, min_calibration_runs(alpha)
         if n < needed:
             notes.append(f"TOO FEW CALIBRATION RUNS: {n}, and a {level} calibrated interval needs at least "
-                         f"{needed}, so it is [0, 1]: use the design-based interval (or a history with more complete rows).")
+                         f"{needed}, so it is [0, 1]: use the design-based interval (or a history with more complete "
+                         "rows).")
         table = self.check_table()
-        if n < min_calibration_runs(table["level"].iloc[0]):
-            notes.append(f"The checks cannot fire: {n} calibration runs are too few at their level "
-                         f"{table['level'].iloc[0]:.3g} (it needs {min_calibration_runs(table['level'].iloc[0])}).")
+        share = float(table["level"].iloc[0])
+        if n < min_calibration_runs(share):
+            notes.append(f"The checks cannot fire: {n} calibration runs are too few at their level {share:.3g} (it "
+                         f"needs {min_calibration_runs(share)}).")
         fired = table[table["fired"]]
         if len(fired):
             said = ", ".join(f"{name} {row.statistic:.2f} > {row.threshold:.2f}" for name, row in fired.iterrows())
