@@ -4,7 +4,9 @@ the surrogate alone, the reference, side by side in one run.
 The bank is openllm_v1's complete rows (``../shared/data/openllm_v1.npz``: 400 of them as the history, 10 new models),
 or a synthetic bank of the same shape when that file is absent. For each predictor: the calibration (``from_history``:
 cross-fitted runs on up to 200 held-out history models), then ``fit`` on new models; ``peak`` is the tracemalloc
-peak of Python/numpy allocations during the calibration. The machine may be shared: compare the ratios of one run.
+peak of Python/numpy allocations during the calibration. Then ``budget_report`` at 2.5/5/10/25% of the bank,
+against the reference of one ``from_history`` calibration per budget (the same reports: the folds' predictors are
+fitted once for every budget). The machine may be shared: compare the ratios of one run.
 
     python benchmarks/bench_model_based.py                 # budget 35 (5% of 693 questions)
     python benchmarks/bench_model_based.py --quick         # a smaller synthetic bank, seconds
@@ -59,6 +61,19 @@ def measure(history, new, budget, predictor, n_fits):
     return t1 - t0, 1000 * (t2 - t1) / n_fits, peak
 
 
+def time_budget_report(history, budgets):
+    """``(seconds of one calibration per budget, seconds of budget_report)``, after checking they report the same."""
+    t0 = time.perf_counter()
+    alone = [ModelBasedEstimator.from_history(history, budget=b, random_state=0, verbose=False).calibration_report()
+             for b in budgets]
+    t1 = time.perf_counter()
+    report = ModelBasedEstimator.budget_report(history, budgets, random_state=0, verbose=False)
+    t2 = time.perf_counter()
+    if not all(report.loc[b].equals(r) for b, r in zip(budgets, alone)):
+        raise AssertionError("budget_report differs from the per-budget calibrations")
+    return t1 - t0, t2 - t1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--budget", type=int, default=None, help="queries per model (default: 5%% of the bank)")
@@ -81,7 +96,13 @@ def main():
     for name, (cal, fit, peak) in results.items():
         lines.append(f"| {name} | {cal:.1f} s | {cal / ref[0]:.1f} | {fit:.1f} ms | {fit / ref[1]:.1f} "
                      f"| {peak:.0f} MiB |")
-    lines.append(MARK_END)
+    budgets = sorted({max(2, round(f * history.shape[1])) for f in (0.025, 0.05, 0.1, 0.25)})
+    alone, shared = time_budget_report(history, budgets)
+    lines += ["", f"`budget_report` at {', '.join(map(str, budgets))} queries (the same reports):", "",
+              "| calibrations | time | ratio |", "|---|---:|---:|",
+              f"| one `from_history` per budget (reference) | {alone:.1f} s | 1.0 |",
+              f"| `budget_report`: the folds' predictors fitted once | {shared:.1f} s | {shared / alone:.2f} |",
+              MARK_END]
     text = "\n".join(lines)
     print(text)
     if args.write:

@@ -91,6 +91,17 @@ def _model_based(predictor, queries, n):
     return total / n, math.sqrt(unasked_total_variance(post, ~asked)) / n, np.empty((0, 2))
 
 
+def _fitted_pair(fits, held_out, H, predictor, policy):
+    """``(predictor, policy predictor)`` fitted on the rows of ``H`` other than ``held_out``, from ``fits`` when
+    there (keyed by the held-out rows), else fitted now and stored there."""
+    key = tuple(int(i) for i in held_out)
+    if key not in fits:
+        train = H if not key else H[np.setdiff1d(np.arange(H.shape[0]), held_out)]
+        fitted = clone(predictor).fit(train)
+        fits[key] = (fitted, fitted if policy is predictor else clone(policy).fit(train))
+    return fits[key]
+
+
 def _disagreement(estimate, pai_result):
     """``|model-based - PAI| / PAI's standard error`` (``inf`` when they differ with a zero error)."""
     gap = abs(estimate - pai_result.estimate)
@@ -237,7 +248,8 @@ class ModelBasedEstimator(BaseEstimator):
         budgets = [check_scalar(b, "budget", kind=numbers.Integral, low=1) for b in budgets]
         if not budgets:
             raise ValueError("budgets must name at least one budget.")
-        reports = {b: cls.from_history(history, b, **params).calibration_report(alpha) for b in budgets}
+        fits = {}  # the folds' predictors, fitted once for every budget
+        reports = {b: cls(budget=b, **params)._calibrate(history, fits).calibration_report(alpha) for b in budgets}
         return pd.concat(reports, names=["budget"])
 
     def _parts(self):
@@ -296,6 +308,13 @@ class ModelBasedEstimator(BaseEstimator):
         -------
         self
         """
+        return self._calibrate(history, fits=None)
+
+    def _calibrate(self, history, fits):
+        """:meth:`calibrate`, reusing the predictors fitted on a training set in ``fits`` (a dict keyed by the
+        held-out rows, filled as it goes; ``None``: no reuse). A fit depends on the predictor's parameters and its
+        training rows only, not on the budget, so the calibrations of several budgets can share them."""
+        fits = {} if fits is None else fits
         predictor, policy, sampler, pai_params = self._parts()
         self._checks(predictor)
         H = validate_history(self, history, reset=True, allow_empty_rows=True)
@@ -312,9 +331,7 @@ class ModelBasedEstimator(BaseEstimator):
         rows = []
         with progress_bar(chosen.size, "calibrating", self.verbose) as bar:
             for fold in folds:
-                train = np.setdiff1d(np.arange(H.shape[0]), fold)
-                fitted = clone(predictor).fit(H[train])
-                fitted_policy = fitted if policy is predictor else clone(policy).fit(H[train])
+                fitted, fitted_policy = _fitted_pair(fits, np.sort(fold), H, predictor, policy)
                 for i in fold:
                     z = H[i]
                     estimate, scale, parts, pai = _procedure(fitted, fitted_policy, sampler, self.budget, z, rng,
@@ -338,8 +355,7 @@ class ModelBasedEstimator(BaseEstimator):
                           f"check at level {level:.3g} needs {needed_checks}; below that the interval is [0, 1] and "
                           "the checks cannot fire, and the design-based interval is the one to use.", UserWarning,
                           stacklevel=2)
-        self.predictor_ = clone(predictor).fit(H)
-        self.policy_predictor_ = self.predictor_ if policy is predictor else clone(policy).fit(H)
+        self.predictor_, self.policy_predictor_ = _fitted_pair(fits, np.empty(0, dtype=int), H, predictor, policy)
         self.sampler_ = sampler
         self.n_features_in_ = H.shape[1]
         return self

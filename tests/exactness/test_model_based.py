@@ -148,3 +148,15 @@ def test_the_budget_report_is_each_budgets_calibration_report(bank):
     assert not report.loc[3].equals(report.loc[6])  # the budget reaches every run
     with pytest.raises(ValueError, match="at least one budget"):
         fq.ModelBasedEstimator.budget_report(bank.history, [], **params)
+
+
+def test_the_budget_report_fits_each_folds_predictors_once_for_every_budget(bank, monkeypatch):
+    # a fit does not depend on the budget: three budgets cost the fits of one (and give the same reports, above)
+    calls = []
+    fit = fq.GaussianProcessSurrogate.fit
+    monkeypatch.setattr(fq.GaussianProcessSurrogate, "fit", lambda self, *a, **k: calls.append(1) or fit(self, *a, **k))
+    params = dict(max_calibration_models=8, n_folds=2, random_state=0, verbose=False)
+    fq.ModelBasedEstimator.from_history(bank.history, 3, **params)
+    one = len(calls)
+    fq.ModelBasedEstimator.budget_report(bank.history, [3, 6, 9], **params)
+    assert one > 0 and len(calls) == 2 * one
