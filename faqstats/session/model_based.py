@@ -2,13 +2,14 @@
 run on held-out history models calibrates the interval, and the session's PAI result is the check."""
 
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
 from .._validation import check_alpha
-from ..model_based import PAI_RUN_PARAMS, ModelBasedEstimator
+from ..model_based import PAI_RUN_PARAMS, ModelBasedEstimator, min_calibration_runs
 
 __all__ = ["model_based_estimator", "model_based_leaderboard", "session_design"]
 
@@ -122,7 +123,10 @@ def model_based_leaderboard(sessions, history, alpha=0.05, **params):
     One calibration per distinct design (the sessions of a leaderboard share theirs, up to a budget that differs
     by one); each model's conformal interval is taken at ``alpha / K`` (Bonferroni), so all ``K`` cover at once
     with probability at least ``1 - alpha`` when every model is like the history's. Each row keeps the
-    design-based estimate, its interval (also at ``alpha / K``) and the check.
+    design-based estimate, its interval (also at ``alpha / K``) and the check. A level of ``alpha / K`` needs
+    ``ceil(K / alpha) - 1`` calibration runs (:func:`~faqstats.model_based.min_calibration_runs`; 199 for ten
+    models at 0.05); with fewer the model-based intervals are [0, 1], the recommended ones are the design-based
+    intervals, and a warning says so.
 
     Parameters
     ----------
@@ -157,6 +161,12 @@ def model_based_leaderboard(sessions, history, alpha=0.05, **params):
         rec_low, rec_high = result.recommended_interval(level)
         rows.append((name, result.estimate, low, high, result.design_based.estimate, d_low, d_high, result.flagged,
                      rec_low, rec_high))
+    few = min(len(est.calibration_) for est in calibrated.values())
+    if few < min_calibration_runs(level):  # each interval at alpha / K needs more runs than one at alpha
+        warnings.warn(f"{len(sessions)} models at a joint level of {1 - alpha:g} take each interval at {level:.3g}, "
+                      f"which needs {min_calibration_runs(level)} calibration runs; the history gave {few}: the "
+                      "model-based intervals are [0, 1] and the recommended ones are the design-based intervals.",
+                      UserWarning, stacklevel=3)
     columns = ["model", "estimate", "lower", "upper", "design_based", "design_lower", "design_upper", "flagged",
                "recommended_lower", "recommended_upper"]
     return pd.DataFrame(rows, columns=columns).set_index("model")

@@ -114,14 +114,29 @@ def test_a_leaderboard_gives_every_models_estimate_at_a_joint_level(capsys, tmp_
         board.model_based(bank.history, **CALIBRATION)
     for name in board.names:
         answered(board.session(name), z[name])
-    table = board.model_based(bank.history, **CALIBRATION)
+    with pytest.warns(UserWarning, match="at 0.025, which needs 39 calibration runs; the history gave 8"):
+        table = board.model_based(bank.history, **CALIBRATION)
     assert list(table.index) == ["a", "b"]
+    # 8 runs are too few at 0.025: the model-based intervals are [0, 1] and the recommended ones PAI's
+    assert (table["lower"] == 0).all() and (table["upper"] == 1).all()
+    assert table["recommended_lower"].equals(table["design_lower"])
+    assert table["recommended_upper"].equals(table["design_upper"])
     for name in board.names:  # each row: the model's own estimate, at alpha / K
         one = board.session(name).model_based(bank.history, **CALIBRATION).result_
         assert table.loc[name, "estimate"] == one.estimate
         assert (table.loc[name, "lower"], table.loc[name, "upper"]) == one.conf_int(board.alpha / 2)
         assert table.loc[name, "design_based"] == one.design_based.estimate
     assert (table["lower"] <= table["estimate"]).all() and (table["estimate"] <= table["upper"]).all()
+    # at a joint 0.7 each interval is at 0.15, which 8 runs can calibrate: narrower than [0, 1], wider than at 0.3
+    loose = fq.LeaderboardSession.create(tmp_path / "loose", fm, ["a", "b"], 2 * BUDGET, ids, alpha=0.3,
+                                         random_state=0)
+    for name in loose.names:
+        answered(loose.session(name), z[name])
+    wide = loose.model_based(bank.history, **CALIBRATION)
+    for name in loose.names:
+        one = loose.session(name).model_based(bank.history, **CALIBRATION).result_
+        assert (wide.loc[name, "lower"], wide.loc[name, "upper"]) == one.conf_int(0.15) != (0.0, 1.0)
+        assert wide.loc[name, "upper"] - wide.loc[name, "lower"] >= np.subtract(*one.conf_int(0.3)[::-1])
     path = tmp_path / "history.npz"
     np.savez(path, outcomes=np.where(np.isnan(bank.history), -1, bank.history).astype(np.int8), items=np.array(ids))
     capsys.readouterr()
