@@ -9,6 +9,7 @@ anytime-valid bounds instead (an adaptive design), the intervals are those bound
 """
 
 import functools
+import math
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -16,13 +17,34 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ._inference import all_equal_interval
 from ._validation import check_alpha
 from .results import table_summary
 
-__all__ = ["JointResults", "max_t_quantile", "ranks_from_better", "surely_better"]
+__all__ = ["JointResults", "SampleMeans", "max_t_quantile", "ranks_from_better", "surely_better"]
 
 #: draws of the max-t critical value's Monte Carlo (seeded: a result's intervals are reproducible)
 MAX_T_DRAWS = 2**17
+#: a variance at most this is zero: equal answers (a real one is at least ~(1 - n / N) / n^3, far above it)
+ZERO_VARIANCE = 1e-15
+
+
+@dataclass(frozen=True)
+class SampleMeans:
+    """How a leaderboard's estimates were drawn when they are sample means: each model's answers (in [0, 1]) to
+    ``n_queries`` uniform draws without replacement from ``n_questions``, the same draws for every model
+    (``shared``) or each its own. A model whose answers were all equal, or two models whose differences on shared
+    draws were, then get the exact intervals of :func:`~faqstats._inference.all_equal_interval` at their share of
+    the level, where the variance estimate is zero and says nothing.
+
+    Examples
+    --------
+    >>> SampleMeans(500, shared=True)
+    SampleMeans(n_questions=500, shared=True)
+    """
+
+    n_questions: int
+    shared: bool
 
 
 def max_t_quantile(corr, alpha, n_draws=MAX_T_DRAWS, random_state=0):
@@ -174,6 +196,10 @@ class JointResults:
         With ``bounds``: the models an anytime-valid test has shown not to be the best, holding together with
         ``bounds`` at the joint level (the adaptive design's ``stop="best"``). Their best rank is then at least 2,
         and a model left alone is the best.
+    sample_means : SampleMeans or None, default=None
+        The estimates are sample means (uniform draws without replacement, no predictor): a model whose answers
+        were all equal (or, on shared draws, two models whose differences were) gets the exact interval at its
+        share of the level, where a zero variance estimate would give a zero width.
 
     Examples
     --------
@@ -201,6 +227,7 @@ class JointResults:
     pair_df: np.ndarray | None = field(default=None, repr=False)
     difference_bounds: np.ndarray | None = field(default=None, repr=False)
     not_best: np.ndarray | None = field(default=None, repr=False)
+    sample_means: SampleMeans | None = None
 
     def __post_init__(self):
         est, cov = np.asarray(self.estimate, dtype=float), np.asarray(self.cov, dtype=float)
@@ -248,6 +275,13 @@ class JointResults:
                 raise ValueError(f"pair_df must be a ({K}, {K}) array of positive degrees of freedom, got "
                                  f"{self.pair_df!r}.")
             object.__setattr__(self, "pair_df", pair_df)
+        if self.sample_means is not None:
+            if not isinstance(self.sample_means, SampleMeans) or given:
+                raise ValueError("sample_means must be a SampleMeans, and goes with max-t or Bonferroni intervals.")
+            n = np.asarray(self.n_queries)
+            if n.shape != (K,) or np.any(n < 1) or np.any(n > self.sample_means.n_questions):
+                raise ValueError(f"with sample_means every model's n_queries must lie in [1, "
+                                 f"{self.sample_means.n_questions}], got {self.n_queries!r}.")
         object.__setattr__(self, "cov", (cov + cov.T) / 2)
         object.__setattr__(self, "names", tuple(str(n) for n in self.names))
 
@@ -261,16 +295,45 @@ class JointResults:
                              f"available (got alpha={alpha}, simultaneous={simultaneous}).")
         return self.alpha
 
-    def _critical(self, cov, alpha, simultaneous, df):
-        """Each row's critical value: Student's t with its ``df`` at the two-sided level each row gets."""
+    def _share(self, cov, alpha, simultaneous):
+        """The two-sided level each row of ``cov``'s estimates gets."""
         m = cov.shape[0]
         if not simultaneous:
-            share = alpha
-        elif self.simultaneous_method == "bonferroni" or m == 1:
-            share = alpha / m
-        else:
-            share = 2 * stats.norm.sf(max_t_quantile(_correlation(cov), alpha))
-        return stats.t.ppf(1 - share / 2, df)
+            return alpha
+        if self.simultaneous_method == "bonferroni" or m == 1:
+            return alpha / m
+        return 2 * stats.norm.sf(max_t_quantile(_correlation(cov), alpha))
+
+    def _critical(self, cov, alpha, simultaneous, df):
+        """Each row's critical value: Student's t with its ``df`` at the two-sided level each row gets."""
+        return stats.t.ppf(1 - self._share(cov, alpha, simultaneous) / 2, df)
+
+    def _equal_answers(self):
+        """The models whose sample mean is of equal answers, short of a census (their variance estimate is zero)."""
+        if self.sample_means is None:
+            return np.zeros(self.estimate.size, dtype=bool)
+        return (np.diag(self.cov) <= ZERO_VARIANCE) & (np.asarray(self.n_queries) < self.sample_means.n_questions)
+
+    def _row_interval(self, k, share):
+        """Model ``k``'s interval at the two-sided level ``share``: exact for equal answers, else Student's t."""
+        if self._equal_answers()[k]:
+            return all_equal_interval(self.estimate[k], self.n_queries[k], self.sample_means.n_questions, share)
+        half = stats.t.ppf(1 - share / 2, self.df[k]) * math.sqrt(max(self.cov[k, k], 0.0))
+        return max(0.0, self.estimate[k] - half), min(1.0, self.estimate[k] + half)
+
+    def _exact_differences(self, pairs, est, var, share, low, high):
+        """``differences``' intervals where equal answers leave a zero variance: on shared draws, differences all
+        equal get the exact interval on [-1, 1]; on independent draws, a pair with a model of equal answers gets
+        ``[L_i - U_j, U_i - L_j]`` from the two models' intervals at half the pair's share each."""
+        N, flat = self.sample_means.n_questions, self._equal_answers()
+        for row, (i, j) in enumerate(pairs):
+            if self.sample_means.shared and var[row] <= ZERO_VARIANCE and self.n_queries[i] < N:
+                lo, hi = all_equal_interval((est[row] + 1.0) / 2.0, self.n_queries[i], N, share)
+                low[row], high[row] = 2.0 * lo - 1.0, 2.0 * hi - 1.0
+            elif not self.sample_means.shared and (flat[i] or flat[j]):
+                (lo_i, hi_i), (lo_j, hi_j) = self._row_interval(i, share / 2), self._row_interval(j, share / 2)
+                low[row], high[row] = lo_i - hi_j, hi_i - lo_j
+        return low, high
 
     def conf_int(self, alpha=None, simultaneous=True):
         """Every model's interval: a DataFrame indexed by model with columns ``lower`` and ``upper``.
@@ -292,8 +355,11 @@ class JointResults:
         if self.bounds is not None:
             return pd.DataFrame({"lower": self.bounds[:, 0], "upper": self.bounds[:, 1]}, index=index)
         se = np.sqrt(np.diag(self.cov))
-        c = self._critical(self.cov, alpha, simultaneous, self.df)
+        share = self._share(self.cov, alpha, simultaneous)
+        c = stats.t.ppf(1 - share / 2, self.df)
         low, high = np.clip(self.estimate - c * se, 0, 1), np.clip(self.estimate + c * se, 0, 1)
+        for k in np.flatnonzero(self._equal_answers()):  # exact where the variance estimate says nothing
+            low[k], high[k] = self._row_interval(k, share)
         return pd.DataFrame({"lower": low, "upper": high}, index=index)
 
     def differences(self, alpha=None, simultaneous=True):
@@ -327,9 +393,12 @@ class JointResults:
                 low = np.maximum(low, self.difference_bounds[:, 0])
                 high = np.maximum(low, np.minimum(high, self.difference_bounds[:, 1]))
             return pd.DataFrame({"estimate": est, "std_error": se, "lower": low, "upper": high}, index=index)
-        c = self._critical(cov, alpha, simultaneous, [self._pair_df(i, j) for i, j in pairs]) if pairs else 0.0
-        return pd.DataFrame({"estimate": est, "std_error": se, "lower": est - c * se, "upper": est + c * se},
-                            index=index)
+        share = self._share(cov, alpha, simultaneous) if pairs else alpha
+        c = stats.t.ppf(1 - share / 2, [self._pair_df(i, j) for i, j in pairs]) if pairs else 0.0
+        low, high = est - c * se, est + c * se
+        if self.sample_means is not None and pairs:
+            low, high = self._exact_differences(pairs, est, np.diag(cov), share, low, high)
+        return pd.DataFrame({"estimate": est, "std_error": se, "lower": low, "upper": high}, index=index)
 
     def _pair_df(self, i, j):
         """The degrees of freedom of ``theta_i - theta_j``: ``pair_df``'s, or Welch-Satterthwaite's."""

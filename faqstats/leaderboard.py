@@ -11,7 +11,8 @@ from ._progress import progress_bar
 from ._validation import check_generator, check_scalar
 from .estimator import PAIEstimator
 from .adaptive_allocation import fit_adaptive
-from .joint import JointResults
+from .design import sample_mean_design
+from .joint import JointResults, SampleMeans
 from .sampling import UniformSampler
 from .selection import select_configuration
 from .shared_draws import fit_shared
@@ -62,8 +63,11 @@ def fit_independent(board, models, names):
     board.n_queries_ = np.array([e.n_queries_ for e in fitted])
     se = np.array([e.std_error_ for e in fitted])
     df = np.array([np.inf if e.result_.df is None else e.result_.df for e in fitted])
+    means = None
+    if sample_mean_design(board.predictor, sampler):  # each model its own uniform draws
+        means = SampleMeans(fitted[0].result_.n_questions, shared=False)
     return JointResults(np.array([e.estimate_ for e in fitted]), np.diag(se**2), tuple(names),
-                        board.n_queries_.copy(), board.simultaneous, df)
+                        board.n_queries_.copy(), board.simultaneous, df, sample_means=means)
 
 
 class LeaderboardEstimator(BaseEstimator):

@@ -14,7 +14,7 @@ from ._inference import census_mean, fpc_mean, interval_df, pai_inference
 from ._progress import progress_bar
 from ._validation import check_generator
 from .design import check_design, outcomes_bank_size, sample_mean_design
-from .joint import JointResults
+from .joint import JointResults, SampleMeans
 from .loop_setup import predictor_for
 from .sampling import HybridSampler, Sampler, UniformSampler
 
@@ -333,4 +333,5 @@ def shared_results(board, run, names):
         est, cov, df, pair_df = shared_inference(table["increment"], interval=board.interval,
                                                  n_questions=None if run.replace else n_questions, census=census)
     n_queries = np.full(run.n_models, np.unique(table["question"]).size)
-    return JointResults(est, cov, tuple(names), n_queries, board.simultaneous, df, pair_df=pair_df)
+    means = SampleMeans(n_questions, shared=True) if sample_mean_design(board.predictor, run.sampler) else None
+    return JointResults(est, cov, tuple(names), n_queries, board.simultaneous, df, pair_df=pair_df, sample_means=means)

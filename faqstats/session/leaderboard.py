@@ -12,7 +12,8 @@ from sklearn.base import clone
 
 from .._validation import check_generator
 from ..io.checks import header, read_json, utc_now, write_json
-from ..joint import JointResults
+from ..design import sample_mean_design
+from ..joint import JointResults, SampleMeans
 from ..leaderboard import model_budgets
 from ._session import EvaluationSession
 from ._store import MODEL_FILE
@@ -349,9 +350,13 @@ class LeaderboardSession:
             raise ValueError(f"a leaderboard needs at least two recorded answers of every model; "
                              f"{', '.join(map(repr, short))} ha{'s' if len(short) == 1 else 've'} fewer.")
         results = [s.result() for s in self._sessions.values()]
+        sessions = list(self._sessions.values())
+        means = None
+        if all(sample_mean_design(s.predictor, s.sampler) for s in sessions):  # each model its own uniform draws
+            means = SampleMeans(sessions[0].n_questions, shared=False)
         return JointResults(np.array([r.estimate for r in results]), np.diag([r.std_error**2 for r in results]),
-                            self.names, np.array([s.n_queries for s in self._sessions.values()]), self.simultaneous,
-                            np.array([np.inf if r.df is None else r.df for r in results]))
+                            self.names, np.array([s.n_queries for s in sessions]), self.simultaneous,
+                            np.array([np.inf if r.df is None else r.df for r in results]), sample_means=means)
 
     def model_based(self, history, **params):
         """Every model's model-based estimate, its interval calibrated on ``history`` by the sessions' own design,

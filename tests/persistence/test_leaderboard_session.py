@@ -323,3 +323,19 @@ def test_sigkill_while_creating_leaves_no_leaderboard_and_says_so(tmp_path, fm, 
         LeaderboardSession.load(tmp_path / "b")
     with pytest.raises(FileExistsError, match="but no leaderboard.json: a leaderboard whose creation was interrupted"):
         LeaderboardSession.create(tmp_path / "b", fm, ["a", "b"], 8, ids, random_state=0)
+
+
+def test_a_sample_mean_leaderboard_gives_the_estimators_exact_intervals(tmp_path, ids):
+    # no predictor: each model's sample mean; a model right on every question drawn gets the exact interval
+    strong = np.ones(N)
+    strong[:2] = 0
+    mid = (np.random.default_rng(0).random(N) < 0.6).astype(float)
+    board = LeaderboardSession.create(tmp_path / "m", None, ["strong", "mid"], 40, ids, sampler=fq.UniformSampler(),
+                                      random_state=3)
+    _drive(board, [strong, mid])
+    est = fq.LeaderboardEstimator(None, fq.UniformSampler(), 40, random_state=3).fit([strong, mid],
+                                                                                     names=["strong", "mid"])
+    r = board.result()
+    assert r.sample_means == est.result_.sample_means == fq.joint.SampleMeans(N, shared=False)
+    assert_same_leaderboard(r, est.result_, tables=True)
+    assert r.cov[0, 0] == 0 and 0.5 < r.conf_int().loc["strong", "lower"] < 1.0
