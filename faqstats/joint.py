@@ -25,7 +25,8 @@ __all__ = ["JointResults", "SampleMeans", "max_t_quantile", "ranks_from_better",
 
 #: draws of the max-t critical value's Monte Carlo (seeded: a result's intervals are reproducible)
 MAX_T_DRAWS = 2**17
-#: a variance at most this is zero: equal answers (a real one is at least ~(1 - n / N) / n^3, far above it)
+#: a variance at most this is zero: equal answers (with 0/1 answers a real one is at least ~(1 - n / N) / n^3, far
+#: above it; graded answers closer than this are equal for the interval's purpose)
 ZERO_VARIANCE = 1e-15
 
 
