@@ -3,8 +3,10 @@ on held-out history models (conformal, valid if the model is like the history's)
 design-based estimate from the same draws (docs/statistics.md, "What no predictor can buy").
 """
 
+import hashlib
 import math
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -249,7 +251,8 @@ class ModelBasedEstimator(BaseEstimator):
         if not budgets:
             raise ValueError("budgets must name at least one budget.")
         fits = {}  # the folds' predictors, fitted once for every budget
-        reports = {b: cls(budget=b, **params)._calibrate(history, fits).calibration_report(alpha) for b in budgets}
+        reports = {b: cls(budget=b, **params).calibrate(history, fold_fits=fits).calibration_report(alpha)
+                   for b in budgets}
         return pd.concat(reports, names=["budget"])
 
     def _parts(self):
@@ -296,28 +299,37 @@ class ModelBasedEstimator(BaseEstimator):
                              f"{type(predictor).__name__}.")
         return names
 
-    def calibrate(self, history):
+    def calibrate(self, history, *, fold_fits=None):
         """Fit the predictor on ``history`` and run the procedure on its held-out complete rows.
 
         Parameters
         ----------
         history : array-like of shape (n_models, N)
             Earlier models' outcomes in [0, 1], NaN where not observed; complete rows are calibration models.
+        fold_fits : dict or None, default=None
+            An empty dict, then the same dict for the calibrations of other budgets on the same history with the
+            same parameters: the folds' predictors are fitted once and reused (a fit depends on its training rows,
+            not on the budget), as :meth:`budget_report` does. A dict filled for another history or other
+            parameters is refused.
 
         Returns
         -------
         self
         """
-        return self._calibrate(history, fits=None)
-
-    def _calibrate(self, history, fits):
-        """:meth:`calibrate`, reusing the predictors fitted on a training set in ``fits`` (a dict keyed by the
-        held-out rows, filled as it goes; ``None``: no reuse). A fit depends on the predictor's parameters and its
-        training rows only, not on the budget, so the calibrations of several budgets can share them."""
-        fits = {} if fits is None else fits
+        fits = {} if fold_fits is None else fold_fits
+        if not isinstance(fits, dict):
+            raise TypeError(f"fold_fits must be a dict or None, got {type(fold_fits).__name__}.")
         predictor, policy, sampler, pai_params = self._parts()
         self._checks(predictor)
         H = validate_history(self, history, reset=True, allow_empty_rows=True)
+        # what the fits depend on: the history and the parameters (whole reprs: sklearn and numpy abbreviate), not the
+        # budget or the runs' seed
+        with np.printoptions(threshold=sys.maxsize):
+            params = clone(self).set_params(budget=1, random_state=None, verbose=False).__repr__(N_CHAR_MAX=10**9)
+        made_for = (H.shape, hashlib.sha256(np.ascontiguousarray(H).tobytes()).hexdigest(), params)
+        if fits.setdefault("made for", made_for) != made_for:
+            raise ValueError("fold_fits holds predictors fitted for another history or other parameters; pass an "
+                             "empty dict for this calibration.")
         rng = check_generator(self.random_state)
         complete = np.flatnonzero(~np.isnan(H).any(axis=1))
         if complete.size < 2:

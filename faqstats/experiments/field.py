@@ -133,12 +133,13 @@ class ModelBased(FieldMethod):
     def _fit(self, H):
         self.history_ = H
         self.estimators_ = {}
+        self.fold_fits_ = {}  # the calibration folds' predictors, fitted once for every budget
 
     def _run(self, y, budget, seed, alpha):
         if budget not in self.estimators_:  # the history alone: the split's held-out history models
             self.estimators_[budget] = ModelBasedEstimator(
                 budget=budget, max_calibration_models=self.max_calibration_models,
-                random_state=self.random_state, verbose=False).calibrate(self.history_)
+                random_state=self.random_state, verbose=False).calibrate(self.history_, fold_fits=self.fold_fits_)
         est = self.estimators_[budget].set_params(random_state=seed).fit(y)
         low, high = est.conf_int(alpha)
         queried = est.queries_["question"]

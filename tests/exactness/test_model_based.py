@@ -160,3 +160,18 @@ def test_the_budget_report_fits_each_folds_predictors_once_for_every_budget(bank
     one = len(calls)
     fq.ModelBasedEstimator.budget_report(bank.history, [3, 6, 9], **params)
     assert one > 0 and len(calls) == 2 * one
+
+
+def test_fold_fits_serve_other_budgets_of_the_same_calibration_only(bank):
+    params = dict(max_calibration_models=8, n_folds=2, random_state=0, verbose=False)
+    shared = {}
+    for b in (3, 6):  # shared fits give the calibration a fresh one gives
+        got = fq.ModelBasedEstimator(budget=b, **params).calibrate(bank.history, fold_fits=shared)
+        alone = fq.ModelBasedEstimator(budget=b, **params).calibrate(bank.history)
+        assert got.calibration_.equals(alone.calibration_)
+    with pytest.raises(ValueError, match="another history or other parameters"):
+        fq.ModelBasedEstimator(budget=3, **params).calibrate(bank.history[1:], fold_fits=shared)
+    with pytest.raises(ValueError, match="another history or other parameters"):
+        fq.ModelBasedEstimator(budget=3, check_level=0.2, **params).calibrate(bank.history, fold_fits=shared)
+    with pytest.raises(TypeError, match="fold_fits must be a dict"):
+        fq.ModelBasedEstimator(budget=3, **params).calibrate(bank.history, fold_fits=[])

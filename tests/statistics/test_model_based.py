@@ -15,9 +15,9 @@ def test_the_experiment_calibrates_on_the_split_history_alone(monkeypatch):
     seen = []
     calibrate = ModelBasedEstimator.calibrate
 
-    def spy(self, history):
+    def spy(self, history, **kwargs):
         seen.append(np.array(history, dtype=float))
-        return calibrate(self, history)
+        return calibrate(self, history, **kwargs)
 
     monkeypatch.setattr(ModelBasedEstimator, "calibrate", spy)
     runs = run_methods(bank.history, bank.new_outcomes, [4, 8], seeds=2, methods=["model-based"], verbose=False)

@@ -36,3 +36,7 @@ def test_field_helpers():
     method = ModelBased(max_calibration_models=30).fit(bank.history)
     run = method.run(bank.new_outcomes[0], budget=8, random_state=1)
     assert run.n_queries == 8 and run.low <= run.estimate <= run.high and sorted(method.estimators_) == [8]
+    method.run(bank.new_outcomes[0], budget=12, random_state=1)  # another budget: the same folds' fits
+    alone = fq.ModelBasedEstimator(budget=12, max_calibration_models=30, random_state=0, verbose=False)
+    assert method.estimators_[12].calibration_.equals(alone.calibrate(bank.history).calibration_)
+    assert method.estimators_[12].predictor_ is method.estimators_[8].predictor_
