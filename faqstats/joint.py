@@ -305,19 +305,16 @@ class JointResults:
             return alpha / m
         return 2 * stats.norm.sf(max_t_quantile(_correlation(cov), alpha))
 
-    def _critical(self, cov, alpha, simultaneous, df):
-        """Each row's critical value: Student's t with its ``df`` at the two-sided level each row gets."""
-        return stats.t.ppf(1 - self._share(cov, alpha, simultaneous) / 2, df)
-
     def _equal_answers(self):
         """The models whose sample mean is of equal answers, short of a census (their variance estimate is zero)."""
         if self.sample_means is None:
             return np.zeros(self.estimate.size, dtype=bool)
         return (np.diag(self.cov) <= ZERO_VARIANCE) & (np.asarray(self.n_queries) < self.sample_means.n_questions)
 
-    def _row_interval(self, k, share):
-        """Model ``k``'s interval at the two-sided level ``share``: exact for equal answers, else Student's t."""
-        if self._equal_answers()[k]:
+    def _row_interval(self, k, share, flat):
+        """Model ``k``'s interval at the two-sided level ``share``: exact for equal answers (``flat[k]``, from
+        :meth:`_equal_answers`), else Student's t."""
+        if flat[k]:
             return all_equal_interval(self.estimate[k], self.n_queries[k], self.sample_means.n_questions, share)
         half = stats.t.ppf(1 - share / 2, self.df[k]) * math.sqrt(max(self.cov[k, k], 0.0))
         return max(0.0, self.estimate[k] - half), min(1.0, self.estimate[k] + half)
@@ -332,7 +329,8 @@ class JointResults:
                 lo, hi = all_equal_interval((est[row] + 1.0) / 2.0, self.n_queries[i], N, share)
                 low[row], high[row] = 2.0 * lo - 1.0, 2.0 * hi - 1.0
             elif not self.sample_means.shared and (flat[i] or flat[j]):
-                (lo_i, hi_i), (lo_j, hi_j) = self._row_interval(i, share / 2), self._row_interval(j, share / 2)
+                (lo_i, hi_i) = self._row_interval(i, share / 2, flat)
+                (lo_j, hi_j) = self._row_interval(j, share / 2, flat)
                 low[row], high[row] = lo_i - hi_j, hi_i - lo_j
         return low, high
 
@@ -359,8 +357,9 @@ class JointResults:
         share = self._share(self.cov, alpha, simultaneous)
         c = stats.t.ppf(1 - share / 2, self.df)
         low, high = np.clip(self.estimate - c * se, 0, 1), np.clip(self.estimate + c * se, 0, 1)
-        for k in np.flatnonzero(self._equal_answers()):  # exact where the variance estimate says nothing
-            low[k], high[k] = self._row_interval(k, share)
+        flat = self._equal_answers()
+        for k in np.flatnonzero(flat):  # exact where the variance estimate says nothing
+            low[k], high[k] = self._row_interval(k, share, flat)
         return pd.DataFrame({"lower": low, "upper": high}, index=index)
 
     def differences(self, alpha=None, simultaneous=True):

@@ -316,20 +316,19 @@ class ModelBasedEstimator(BaseEstimator):
         -------
         self
         """
-        fits = {} if fold_fits is None else fold_fits
-        if not isinstance(fits, dict):
+        if fold_fits is not None and not isinstance(fold_fits, dict):
             raise TypeError(f"fold_fits must be a dict or None, got {type(fold_fits).__name__}.")
         predictor, policy, sampler, pai_params = self._parts()
-        self._checks(predictor)
+        checks = self._checks(predictor)
         H = validate_history(self, history, reset=True, allow_empty_rows=True)
-        # what the fits depend on: the history and the parameters (whole reprs: sklearn and numpy abbreviate), not the
-        # budget or the runs' seed
-        with np.printoptions(threshold=sys.maxsize):
-            params = clone(self).set_params(budget=1, random_state=None, verbose=False).__repr__(N_CHAR_MAX=10**9)
-        made_for = (H.shape, hashlib.sha256(np.ascontiguousarray(H).tobytes()).hexdigest(), params)
-        if fits.setdefault("made for", made_for) != made_for:
-            raise ValueError("fold_fits holds predictors fitted for another history or other parameters; pass an "
-                             "empty dict for this calibration.")
+        fits = {} if fold_fits is None else fold_fits
+        if fold_fits is not None:  # shared: what the fits depend on must match (not the budget or the runs' seed)
+            with np.printoptions(threshold=sys.maxsize):  # whole reprs: sklearn and numpy abbreviate
+                params = clone(self).set_params(budget=1, random_state=None, verbose=False).__repr__(N_CHAR_MAX=10**9)
+            made_for = (H.shape, hashlib.sha256(np.ascontiguousarray(H).tobytes()).hexdigest(), params)
+            if fits.setdefault("made for", made_for) != made_for:
+                raise ValueError("fold_fits holds predictors fitted for another history or other parameters; pass an "
+                                 "empty dict for this calibration.")
         rng = check_generator(self.random_state)
         complete = np.flatnonzero(~np.isnan(H).any(axis=1))
         if complete.size < 2:
@@ -359,7 +358,7 @@ class ModelBasedEstimator(BaseEstimator):
                                                         "pai_std_error", "score", "disagreement", "residual", "spread",
                                                         *(f"estimate_{c}" for c in range(k // 2)),
                                                         *(f"scale_{c}" for c in range(k // 2))])
-        level = self.check_level / len(self._checks(predictor))
+        level = self.check_level / len(checks)
         needed, needed_checks = min_calibration_runs(0.05), min_calibration_runs(level)
         if chosen.size < max(needed, needed_checks):  # said now, not only in each summary
             warnings.warn(f"{chosen.size} calibration runs (the history's complete rows, at most "
